@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+#include "util.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+static _noreturn_ void oom(void)
+{
+	fputs("ferry: out of memory\n", stderr);
+	abort();
+}
+
+void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+void *xcalloc(size_t nmemb, size_t size)
+{
+	void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+	p = realloc(p, n ? n : 1);
+	if (!p)
+		oom();
+	return p;
+}
+
+void *xgrow(void *p, size_t *cap, size_t need, size_t size)
+{
+	size_t c = *cap;
+
+	if (need <= c)
+		return p;
+	if (c < 8)
+		c = 8;
+	while (c < need) {
+		if (c > SIZE_MAX / 2)
+			oom();
+		c *= 2;
+	}
+	if (size && c > SIZE_MAX / size)
+		oom();
+	*cap = c;
+	return xrealloc(p, c * size);
+}
+
+char *xstrdup(const char *s)
+{
+	return xstrndup(s, strlen(s));
+}
+
+char *xstrndup(const char *s, size_t n)
+{
+	char *p = xmalloc(n + 1);
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+char *xvasprintf(const char *fmt, va_list ap)
+{
+	char *p;
+	if (vasprintf(&p, fmt, ap) < 0)
+		oom();
+	return p;
+}
+
+char *xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *p;
+
+	va_start(ap, fmt);
+	p = xvasprintf(fmt, ap);
+	va_end(ap);
+	return p;
+}
+
+bool mul_u64(uint64_t a, uint64_t b, uint64_t *out)
+{
+	return !__builtin_mul_overflow(a, b, out);
+}
+
+bool add_u64(uint64_t a, uint64_t b, uint64_t *out)
+{
+	return !__builtin_add_overflow(a, b, out);
+}
+
+static void vmsg(const char *prefix, const char *fmt, va_list ap)
+{
+	/* one write per message so parallel output does not interleave mid-line */
+	_cleanup_free_ char *m = xvasprintf(fmt, ap);
+	fprintf(stderr, "ferry: %s%s\n", prefix, m);
+}
+
+void errorf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+}
+
+void warnf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vmsg("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+size_t string_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	_cleanup_free_ size_t *row = xcalloc(lb + 1, sizeof(*row));
+
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j];
+			size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+			size_t best = diag + cost;
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+const char *closest_match(const char *word, const char *const *candidates, size_t n)
+{
+	const char *best = NULL;
+	size_t best_d = SIZE_MAX;
+	size_t wl = strlen(word);
+	/* allow roughly one edit per three characters, at least one, at most three */
+	size_t limit = wl / 3;
+
+	if (limit < 1)
+		limit = 1;
+	if (limit > 3)
+		limit = 3;
+	for (size_t i = 0; i < n; i++) {
+		size_t d = string_distance(word, candidates[i]);
+		if (d < best_d) {
+			best_d = d;
+			best = candidates[i];
+		}
+	}
+	return best_d <= limit ? best : NULL;
+}
+
+uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+char *read_file(const char *path, size_t *len)
+{
+	_cleanup_fclose_ FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t cap = 0, n = 0;
+
+	if (!f)
+		return NULL;
+	for (;;) {
+		buf = xgrow(buf, &cap, n + 65536 + 1, 1);
+		size_t r = fread(buf + n, 1, cap - n - 1, f);
+		n += r;
+		if (r == 0) {
+			if (ferror(f)) {
+				int e = errno;
+				free(buf);
+				errno = e ? e : EIO;
+				return NULL;
+			}
+			break;
+		}
+	}
+	buf[n] = '\0';
+	if (len)
+		*len = n;
+	return buf;
+}

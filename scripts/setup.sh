@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Prepare a Debian 12 host for building, testing and running ferry, then build it.
+# Idempotent: safe to run again; does only what is missing. Needs root.
+# See ../shared/GUEST.md "Host preparation" for why each step exists.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+builddir="${FERRY_BUILDDIR:-$here/build}"
+
+log() { printf 'setup: %s\n' "$*" >&2; }
+
+packages=(
+	# build
+	build-essential pkg-config meson ninja-build clang libclang-rt-14-dev
+	libyaml-dev libvirt-dev libxml2-dev libarchive-dev libjansson-dev libssl-dev
+	libglib2.0-dev
+	# run guests (libvirtd without systemd, QEMU under TCG, disk images)
+	libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils e2fsprogs
+	dnsmasq-base busybox-static
+	# tests: report consumers and tools
+	libxml2-utils valgrind cmark-gfm python3 python3-junitparser python3-jsonschema
+	clang-format iproute2
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+	log "must run as root (installs packages and starts libvirtd)"
+	exit 1
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+	log "installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	# --force-confnew: a pre-existing /etc/libvirt/qemu.conf would otherwise stop dpkg at a prompt
+	apt-get install -y -qq -o Dpkg::Options::=--force-confnew --no-install-recommends \
+		"${missing[@]}" >/dev/null
+fi
+
+# /dev/kvm root:root 0600 makes libvirt re-probe QEMU on every domain start (~52 s each)
+if [ -e /dev/kvm ]; then
+	getent group kvm >/dev/null || groupadd -r kvm
+	chgrp kvm /dev/kvm && chmod 0660 /dev/kvm || log "warning: cannot fix /dev/kvm permissions"
+fi
+
+# no systemd here: start virtlogd and libvirtd ourselves when they are not running
+mkdir -p /var/log/libvirt /var/run/libvirt /var/lib/libvirt/images
+if ! pgrep -x virtlogd >/dev/null; then
+	log "starting virtlogd"
+	virtlogd -d
+fi
+if ! pgrep -x libvirtd >/dev/null || ! [ -S /var/run/libvirt/libvirt-sock ]; then
+	log "starting libvirtd"
+	pgrep -x libvirtd >/dev/null || libvirtd -d
+	for _ in $(seq 1 100); do
+		[ -S /var/run/libvirt/libvirt-sock ] && break
+		sleep 0.1
+	done
+fi
+if ! virsh -c qemu:///system version >/dev/null 2>&1; then
+	log "libvirtd does not answer on qemu:///system"
+	exit 1
+fi
+
+if [ ! -f "$builddir/build.ninja" ]; then
+	meson setup "$builddir" "$here" ${FERRY_MESON_ARGS:-} >/dev/null
+fi
+ninja -C "$builddir" >/dev/null
+log "built $builddir/ferry"

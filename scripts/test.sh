@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The whole test suite, from nothing: host setup (packages, libvirtd, built-in guest), a -Werror
+# build with every test (unit, script, end-to-end under real QEMU), the unit and fuzz-corpus tests
+# again under ASan+UBSan and under valgrind, and the format check.
+# Usage: scripts/test.sh            (as root on Debian 12; CI runs exactly this through .ci/run)
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$here"
+
+log() { printf '\n=== %s\n' "$*"; }
+
+log "setup"
+bash scripts/setup.sh
+
+passed=0 failed=0 skipped=0
+tally() { # builddir: add the counts of its last meson test run
+	local j="$1/meson-logs/testlog.json"
+	[ -f "$j" ] || return 0
+	local p f s
+	read -r p f s < <(/usr/bin/python3 - "$j" <<'PY'
+import json, sys
+p = f = s = 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)["result"]
+    if r in ("OK", "EXPECTEDFAIL"): p += 1
+    elif r == "SKIP": s += 1
+    else: f += 1
+print(p, f, s)
+PY
+)
+	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+}
+
+status=0
+run_suite() { # builddir, meson test args...
+	local b="$1"; shift
+	meson test -C "$b" --print-errorlogs "$@" || status=1
+	tally "$b"
+}
+
+log "build (-Werror)"
+[ -f build-ci/build.ninja ] || meson setup build-ci --werror >/dev/null
+ninja -C build-ci
+log "tests: unit, script, e2e"
+run_suite build-ci
+
+log "build (ASan+UBSan)"
+[ -f build-asan/build.ninja ] || meson setup build-asan --werror -Db_sanitize=address,undefined \
+	-Db_lundef=false -De2e=false >/dev/null
+ninja -C build-asan
+log "tests under ASan+UBSan: unit, script"
+run_suite build-asan --no-suite e2e
+
+log "unit tests under valgrind"
+run_suite build-ci --setup valgrind --suite unit
+
+if [ -f tests/fuzz/meson.build ]; then
+	log "fuzz harness (libFuzzer, clang): short run over the corpus"
+	[ -f build-fuzz/build.ninja ] || CC=clang meson setup build-fuzz -Dfuzzing=true -De2e=false \
+		-Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+	ninja -C build-fuzz
+	run_suite build-fuzz --suite fuzz
+fi
+
+log "format (clang-format-14)"
+if git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror 2>/tmp/ferry-format.log; then
+	echo "format: ok"; passed=$((passed + 1))
+else
+	head -40 /tmp/ferry-format.log; echo "format: files differ from .clang-format (run: git ls-files '*.[ch]' | xargs clang-format -i)"
+	failed=$((failed + 1)); status=1
+fi
+
+echo
+echo "ferry-tests: $passed passed, $failed failed, $skipped skipped"
+exit "$status"
