@@ -9,6 +9,7 @@
 #include <math.h>
 #include <openssl/sha.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -271,6 +272,58 @@ void results_cell_compute_stats(struct result_cell *c)
 	c->stats.bytes_per_s = n ? stats_throughput(bytes / (double)n, c->stats.total.median) : NAN;
 	c->stats.files_per_s = n ? stats_throughput(files / (double)n, c->stats.total.median) : NAN;
 	c->has_stats = true;
+}
+
+/* The totals of the runs results_cell_compute_stats() counts; returns how many (array owned by
+ * the caller). */
+static size_t measured_totals(const struct result_cell *c, double **out)
+{
+	double *t = xcalloc(c->n_runs, sizeof(*t));
+	size_t n = 0;
+	for (size_t i = 0; i < c->n_runs; i++)
+		if (!c->runs[i].warmup && c->runs[i].integrity_ok)
+			t[n++] = c->runs[i].total;
+	*out = t;
+	return n;
+}
+
+int results_compare_cells(const struct result_cell *base, const struct result_cell *cand,
+			  double level, struct stats_compare *out)
+{
+	_cleanup_free_ double *a = NULL, *b = NULL;
+	size_t na = measured_totals(base, &a), nb = measured_totals(cand, &b);
+	return stats_welch(a, na, b, nb, level, out);
+}
+
+bool result_cell_finished(const struct result_cell *c, bool rerun_failed)
+{
+	switch (c->status) {
+	case STATUS_PASSED:
+	case STATUS_SKIPPED: return true;
+	case STATUS_FAILED:
+	case STATUS_ERROR: return !rerun_failed;
+	default: return false;
+	}
+}
+
+void results_count_status(const struct results *r, size_t counts[STATUS_COUNT])
+{
+	for (size_t s = 0; s < STATUS_COUNT; s++)
+		counts[s] = 0;
+	for (size_t i = 0; i < r->n_cells; i++)
+		if ((size_t)r->cells[i].status < STATUS_COUNT)
+			counts[r->cells[i].status]++;
+}
+
+void results_cpu_now(double *user_s, double *sys_s)
+{
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) < 0) {
+		*user_s = *sys_s = NAN;
+		return;
+	}
+	*user_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6;
+	*sys_s = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
 /* ---- provenance -------------------------------------------------------------------------- */

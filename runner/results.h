@@ -183,6 +183,29 @@ double result_run_total(const struct result_run *run);
 void results_cell_compute_stats(struct result_cell *c);
 
 /*
+ * Compare the measured totals of a baseline cell with a candidate cell (Welch's t-test and the
+ * relative change of the mean with its confidence interval at `level`, e.g. 0.95; see
+ * stats_welch()). Measured runs are those results_cell_compute_stats() counts. Returns -1 when
+ * either cell has fewer than 2 measured runs.
+ */
+int results_compare_cells(const struct result_cell *base, const struct result_cell *cand,
+			  double level, struct stats_compare *out);
+
+/*
+ * Whether a cell found in an earlier results file is finished for `--resume`: passed and skipped
+ * cells are; failed and error cells are unless rerun_failed (`--rerun-failed` reruns them);
+ * pending cells (interrupted or never started) never are.
+ */
+bool result_cell_finished(const struct result_cell *c, bool rerun_failed);
+
+/* Count cells per status into counts[STATUS_COUNT]. */
+void results_count_status(const struct results *r, size_t counts[STATUS_COUNT]);
+
+/* ferry's own CPU time so far (getrusage RUSAGE_SELF), user and system seconds; a cell records
+ * the difference between its start and end. */
+void results_cpu_now(double *user_s, double *sys_s);
+
+/*
  * Fill the host part of the provenance: hostname, kernel (uname), CPU model and count,
  * memory, ferry version. Replaces what was there. Returns 0, or -1 with *err set (free it) when a
  * source could not be read; the fields that could be read are filled anyway.

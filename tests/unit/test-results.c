@@ -367,6 +367,59 @@ static void test_round_trip(void)
 	remove_dir(dir);
 }
 
+static void test_doubles_exact(void)
+{
+	/* every finite double survives the text form bit for bit: random bit patterns (subnormals,
+	 * huge and tiny values included) plus the usual suspects */
+	struct results *r = results_new();
+	struct result_cell *c = results_add_cell(r, "x=1");
+	static const double fixed[] = { 0.1,
+					1.0 / 3,
+					2.0 / 3,
+					1e-9,
+					123456.789,
+					5e-324,
+					2.2250738585072014e-308,
+					1.7976931348623157e308,
+					-0.0,
+					0 };
+	size_t n = 0;
+
+	for (size_t i = 0; i < 2000; i++) {
+		struct result_run *run = result_cell_add_run(c, false);
+		for (size_t p = 0; p < PHASE_COUNT; p++) {
+			double d;
+			if (n < ELEMENTSOF(fixed)) {
+				d = fixed[n++];
+			} else {
+				do {
+					uint64_t bits = (uint64_t)g_test_rand_int() << 32 |
+							(uint32_t)g_test_rand_int();
+					memcpy(&d, &bits, sizeof(d));
+				} while (!isfinite(d));
+			}
+			run->phase[p] = d;
+		}
+	}
+	json_t *j = results_to_json(r);
+	char *text = json_dumps(j, JSON_REAL_PRECISION(17));
+	json_error_t jerr;
+	json_t *back_j = json_loads(text, 0, &jerr);
+	g_assert_nonnull(back_j);
+	char *err = NULL;
+	struct results *back = results_from_json(back_j, &err);
+	g_assert_null(err);
+	for (size_t i = 0; i < c->n_runs; i++)
+		for (size_t p = 0; p < PHASE_COUNT; p++)
+			g_assert_cmpmem(&c->runs[i].phase[p], sizeof(double),
+					&back->cells[0].runs[i].phase[p], sizeof(double));
+	results_free(back);
+	json_decref(back_j);
+	free(text);
+	json_decref(j);
+	results_free(r);
+}
+
 static void test_invalid_utf8(void)
 {
 	/* bytes that are not UTF-8 (a serial console can produce anything) become U+FFFD instead
@@ -622,6 +675,82 @@ static void test_find_names(void)
 	results_free(r);
 }
 
+static void add_totals(struct result_cell *c, const double *t, size_t n)
+{
+	/* a warmup and a run that failed integrity, both far off: neither may count */
+	struct result_run *run = result_cell_add_run(c, true);
+	run->total = 100;
+	run->integrity_ok = true;
+	run = result_cell_add_run(c, false);
+	run->total = 200;
+	run->integrity_ok = false;
+	for (size_t i = 0; i < n; i++) {
+		run = result_cell_add_run(c, false);
+		run->phase[PHASE_TRANSFER] = t[i];
+		run->total = result_run_total(run);
+		run->integrity_ok = true;
+	}
+}
+
+static void test_compare_cells(void)
+{
+	struct results *r = results_new();
+	struct stats_compare cmp;
+	static const double a[] = { 1, 2, 3 }, b[] = { 4, 5, 6 };
+
+	add_totals(results_add_cell(r, "base"), a, 3);
+	add_totals(results_add_cell(r, "cand"), b, 3);
+	add_totals(results_add_cell(r, "one"), a, 1);
+	/* the same figures as test-stats' hand-computed Welch case: t = 3/sqrt(2/3), df 4 */
+	g_assert_cmpint(results_compare_cells(&r->cells[0], &r->cells[1], 0.95, &cmp), ==, 0);
+	assert_near(cmp.t, 3.674234614174767, 1e-12);
+	assert_near(cmp.df, 4, 1e-12);
+	assert_near(cmp.p_value, 0.021311641129, 1e-9);
+	assert_near(cmp.rel_change, 1.5, 1e-15);
+	/* one measured run is not enough to compare */
+	g_assert_cmpint(results_compare_cells(&r->cells[0], &r->cells[2], 0.95, &cmp), ==, -1);
+	results_free(r);
+}
+
+static void test_finished_and_counts(void)
+{
+	struct results *r = sample();
+	size_t counts[STATUS_COUNT];
+
+	results_count_status(r, counts);
+	for (size_t s = 0; s < STATUS_COUNT; s++)
+		g_assert_cmpuint(counts[s], ==, 1);
+
+	static const struct {
+		enum result_status status;
+		bool resume, rerun_failed;
+	} cases[] = {
+		{ STATUS_PENDING, false, false }, { STATUS_PASSED, true, true },
+		{ STATUS_FAILED, true, false },   { STATUS_ERROR, true, false },
+		{ STATUS_SKIPPED, true, true },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct result_cell c = { .status = cases[i].status };
+		g_assert_cmpint(result_cell_finished(&c, false), ==, cases[i].resume);
+		g_assert_cmpint(result_cell_finished(&c, true), ==, cases[i].rerun_failed);
+	}
+	results_free(r);
+}
+
+static void test_cpu(void)
+{
+	double u0, s0, u1, s1;
+	volatile double x = 0;
+
+	results_cpu_now(&u0, &s0);
+	for (int i = 0; i < 1000000; i++)
+		x += i;
+	results_cpu_now(&u1, &s1);
+	g_assert_true(isfinite(u0) && isfinite(s0) && u0 >= 0 && s0 >= 0);
+	g_assert_cmpfloat(u1, >=, u0);
+	g_assert_cmpfloat(s1, >=, s0);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -639,11 +768,15 @@ int main(int argc, char **argv)
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/results/compute-stats", test_compute_stats);
 	g_test_add_func("/results/round-trip", test_round_trip);
+	g_test_add_func("/results/doubles-exact", test_doubles_exact);
 	g_test_add_func("/results/invalid-utf8", test_invalid_utf8);
 	g_test_add_func("/results/atomic-rewrite", test_atomic_rewrite);
 	g_test_add_func("/results/reader-errors", test_reader_errors);
 	g_test_add_func("/results/time", test_time);
 	g_test_add_func("/results/host", test_host);
 	g_test_add_func("/results/find-names", test_find_names);
+	g_test_add_func("/results/compare-cells", test_compare_cells);
+	g_test_add_func("/results/finished-and-counts", test_finished_and_counts);
+	g_test_add_func("/results/cpu", test_cpu);
 	return g_test_run();
 }
