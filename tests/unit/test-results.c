@@ -749,6 +749,7 @@ static void test_cpu(void)
 	g_assert_true(isfinite(u0) && isfinite(s0) && u0 >= 0 && s0 >= 0);
 	g_assert_cmpfloat(u1, >=, u0);
 	g_assert_cmpfloat(s1, >=, s0);
+	g_assert_cmpfloat(x, ==, 499999500000.0); /* sum 0..999999: the loop really ran */
 }
 
 int main(int argc, char **argv)
