@@ -237,10 +237,16 @@ double result_run_total(const struct result_run *run)
 	return t;
 }
 
+/* Whether results_cell_compute_stats() counts a run. */
+static bool measured(const struct result_run *run)
+{
+	return !run->warmup && run->integrity_ok && isfinite(run->total);
+}
+
 void results_cell_compute_stats(struct result_cell *c)
 {
 	/* measured runs: not warmups, and not runs whose bytes did not arrive intact (their times
-	 * measure something else than a complete transfer) */
+	 * measure something else than a complete transfer) or that have no total */
 	_cleanup_free_ double *tot = xcalloc(c->n_runs, sizeof(*tot));
 	_cleanup_free_ double *ph = xcalloc(c->n_runs, sizeof(*ph));
 	_cleanup_free_ size_t *idx = xcalloc(c->n_runs, sizeof(*idx));
@@ -250,7 +256,7 @@ void results_cell_compute_stats(struct result_cell *c)
 
 	for (size_t i = 0; i < c->n_runs; i++) {
 		c->runs[i].outlier = false;
-		if (c->runs[i].warmup || !c->runs[i].integrity_ok)
+		if (!measured(&c->runs[i]))
 			continue;
 		idx[n] = i;
 		tot[n] = c->runs[i].total;
@@ -274,24 +280,29 @@ void results_cell_compute_stats(struct result_cell *c)
 	c->has_stats = true;
 }
 
-/* The totals of the runs results_cell_compute_stats() counts; returns how many (array owned by
- * the caller). */
-static size_t measured_totals(const struct result_cell *c, double **out)
+/* The values of metric (-1: total, else a phase) over the measured runs; returns how many
+ * (array owned by the caller). */
+static size_t measured_values(const struct result_cell *c, int metric, double **out)
 {
-	double *t = xcalloc(c->n_runs, sizeof(*t));
+	double *v = xcalloc(c->n_runs, sizeof(*v));
 	size_t n = 0;
-	for (size_t i = 0; i < c->n_runs; i++)
-		if (!c->runs[i].warmup && c->runs[i].integrity_ok)
-			t[n++] = c->runs[i].total;
-	*out = t;
+	for (size_t i = 0; i < c->n_runs; i++) {
+		const struct result_run *run = &c->runs[i];
+		double x = metric < 0 ? run->total : run->phase[metric];
+		if (measured(run) && isfinite(x))
+			v[n++] = x;
+	}
+	*out = v;
 	return n;
 }
 
 int results_compare_cells(const struct result_cell *base, const struct result_cell *cand,
-			  double level, struct stats_compare *out)
+			  int metric, double level, struct stats_compare *out)
 {
+	if (metric >= PHASE_COUNT)
+		return -1;
 	_cleanup_free_ double *a = NULL, *b = NULL;
-	size_t na = measured_totals(base, &a), nb = measured_totals(cand, &b);
+	size_t na = measured_values(base, metric, &a), nb = measured_values(cand, metric, &b);
 	return stats_welch(a, na, b, nb, level, out);
 }
 
@@ -573,8 +584,10 @@ static json_t *phases_to_json(const double *phase)
 static json_t *cell_to_json(const struct result_cell *c)
 {
 	json_t *axes = json_object();
-	for (size_t i = 0; i < c->n_axes; i++)
-		json_object_set_new(axes, c->axes[i].key, jstr(c->axes[i].value));
+	for (size_t i = 0; i < c->n_axes; i++) {
+		_cleanup_free_ char *key = utf8_sanitize(c->axes[i].key);
+		json_object_set_new(axes, key, jstr(c->axes[i].value));
+	}
 
 	json_t *errors = json_array();
 	for (size_t i = 0; i < c->n_errors; i++) {
@@ -614,10 +627,10 @@ static json_t *cell_to_json(const struct result_cell *c)
 		    jnum(c->stats.files_per_s), "outliers", (json_int_t)c->stats.outliers);
 	}
 
-	return json_pack("{s:s, s:o, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:{s:o, s:o}, s:o, s:o}",
-			 "id", c->id, "axes", axes, "params", jobj_or_null(c->params), "status",
-			 status_names[c->status], "skip_reason", jstr(c->skip_reason), "errors",
-			 errors, "runs", runs, "stats", stats, "stop_reason",
+	return json_pack("{s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:{s:o, s:o}, s:o, s:o}",
+			 "id", jstr(c->id), "axes", axes, "params", jobj_or_null(c->params),
+			 "status", status_names[c->status], "skip_reason", jstr(c->skip_reason),
+			 "errors", errors, "runs", runs, "stats", stats, "stop_reason",
 			 c->stop_reason != STATS_CONTINUE
 			     ? json_string(stats_stop_name(c->stop_reason))
 			     : json_null(),

@@ -72,8 +72,9 @@ struct result_run {
 	double total;   /* prepare + transfer + finalize (verify and cleanup never counted) */
 	uint64_t bytes; /* payload bytes moved */
 	uint64_t files; /* payload files moved */
-	bool integrity_ok;
-	bool outlier; /* set by results_cell_compute_stats() on measured runs */
+	bool
+	    integrity_ok; /* verified against the manifest (true when there is nothing to verify) */
+	bool outlier;     /* set by results_cell_compute_stats() on measured runs */
 };
 
 struct result_axis {
@@ -179,17 +180,20 @@ double result_run_total(const struct result_run *run);
 /*
  * Compute the statistics of a cell from its measured runs: per-phase and total summaries,
  * throughput, and the outlier flag of each measured run (by the total). Sets has_stats.
+ * Measured runs are those that are not warmups, whose integrity_ok is true and whose total is
+ * finite; a phase summary counts the measured runs where that phase has a finite time.
  */
 void results_cell_compute_stats(struct result_cell *c);
 
 /*
- * Compare the measured totals of a baseline cell with a candidate cell (Welch's t-test and the
- * relative change of the mean with its confidence interval at `level`, e.g. 0.95; see
- * stats_welch()). Measured runs are those results_cell_compute_stats() counts. Returns -1 when
- * either cell has fewer than 2 measured runs.
+ * Compare a baseline cell with a candidate cell on one metric: the total (metric -1) or one
+ * phase (an enum result_phase), over their measured runs (as results_cell_compute_stats() counts
+ * them; runs without a finite time for the phase are left out). Welch's t-test and the relative
+ * change of the mean with its confidence interval at `level`, e.g. 0.95; see stats_welch().
+ * Returns -1 when either side has fewer than 2 values (or metric is out of range).
  */
 int results_compare_cells(const struct result_cell *base, const struct result_cell *cand,
-			  double level, struct stats_compare *out);
+			  int metric, double level, struct stats_compare *out);
 
 /*
  * Whether a cell found in an earlier results file is finished for `--resume`: passed and skipped

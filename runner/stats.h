@@ -26,7 +26,8 @@ struct stats_summary {
 };
 
 /*
- * Summarize x[0..n). x is not modified (a sorted copy is made). n may be 0.
+ * Summarize x[0..n). x is not modified (a sorted copy is made). n may be 0. The samples must be
+ * finite (callers filter out what did not run).
  */
 void stats_summarize(const double *x, size_t n, struct stats_summary *out);
 

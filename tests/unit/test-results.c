@@ -702,13 +702,21 @@ static void test_compare_cells(void)
 	add_totals(results_add_cell(r, "cand"), b, 3);
 	add_totals(results_add_cell(r, "one"), a, 1);
 	/* the same figures as test-stats' hand-computed Welch case: t = 3/sqrt(2/3), df 4 */
-	g_assert_cmpint(results_compare_cells(&r->cells[0], &r->cells[1], 0.95, &cmp), ==, 0);
+	g_assert_cmpint(results_compare_cells(&r->cells[0], &r->cells[1], -1, 0.95, &cmp), ==, 0);
 	assert_near(cmp.t, 3.674234614174767, 1e-12);
 	assert_near(cmp.df, 4, 1e-12);
 	assert_near(cmp.p_value, 0.021311641129, 1e-9);
 	assert_near(cmp.rel_change, 1.5, 1e-15);
+	/* per phase: the same figures, since only transfer has time; prepare has none at all */
+	g_assert_cmpint(
+	    results_compare_cells(&r->cells[0], &r->cells[1], PHASE_TRANSFER, 0.95, &cmp), ==, 0);
+	assert_near(cmp.t, 3.674234614174767, 1e-12);
+	g_assert_cmpint(
+	    results_compare_cells(&r->cells[0], &r->cells[1], PHASE_PREPARE, 0.95, &cmp), ==, -1);
+	g_assert_cmpint(results_compare_cells(&r->cells[0], &r->cells[1], PHASE_COUNT, 0.95, &cmp),
+			==, -1);
 	/* one measured run is not enough to compare */
-	g_assert_cmpint(results_compare_cells(&r->cells[0], &r->cells[2], 0.95, &cmp), ==, -1);
+	g_assert_cmpint(results_compare_cells(&r->cells[0], &r->cells[2], -1, 0.95, &cmp), ==, -1);
 	results_free(r);
 }
 
