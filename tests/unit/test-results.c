@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <glib.h>
 #include <glib/gstdio.h>
+#include <locale.h>
 #include <math.h>
 #include <signal.h>
 #include <string.h>
@@ -763,10 +764,25 @@ static void test_cpu(void)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc == 3 && STREQ(argv[1], "--write-sample")) {
-		struct results *r = sample();
+	/* helper modes for script tests; they take the caller's locale on purpose, to show that
+	 * the file is written and read the same under a comma-decimal locale */
+	if (argc >= 3 && (STREQ(argv[1], "--write-sample") || STREQ(argv[1], "--rewrite"))) {
+		setlocale(LC_ALL, "");
+		printf("decimal point: '%s'\n", localeconv()->decimal_point);
 		char *err = NULL;
-		int rc = results_write(r, argv[2], &err);
+		struct results *r = NULL;
+		const char *out = argv[2];
+		if (STREQ(argv[1], "--rewrite") && argc == 4) {
+			r = results_read(argv[2], &err);
+			out = argv[3];
+		} else if (argc == 3) {
+			r = sample();
+		} else {
+			fputs("usage: test-results --write-sample OUT | --rewrite IN OUT\n",
+			      stderr);
+			return 2;
+		}
+		int rc = r ? results_write(r, out, &err) : -1;
 		if (rc < 0) {
 			fprintf(stderr, "%s\n", err);
 			free(err);
