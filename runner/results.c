@@ -77,15 +77,9 @@ struct results *results_new(void)
 	return r;
 }
 
-static void cell_clear(struct result_cell *c)
+/* what a run of the cell produced, as opposed to what defines it (id, axes, params) */
+static void cell_clear_outcome(struct result_cell *c)
 {
-	free(c->id);
-	for (size_t i = 0; i < c->n_axes; i++) {
-		free(c->axes[i].key);
-		free(c->axes[i].value);
-	}
-	free(c->axes);
-	json_decref(c->params);
 	free(c->skip_reason);
 	for (size_t i = 0; i < c->n_errors; i++) {
 		struct result_error *e = &c->errors[i];
@@ -96,6 +90,34 @@ static void cell_clear(struct result_cell *c)
 	}
 	free(c->errors);
 	free(c->runs);
+}
+
+static void cell_clear(struct result_cell *c)
+{
+	free(c->id);
+	for (size_t i = 0; i < c->n_axes; i++) {
+		free(c->axes[i].key);
+		free(c->axes[i].value);
+	}
+	free(c->axes);
+	json_decref(c->params);
+	cell_clear_outcome(c);
+}
+
+void result_cell_reset(struct result_cell *c)
+{
+	cell_clear_outcome(c);
+	c->skip_reason = NULL;
+	c->errors = NULL;
+	c->n_errors = 0;
+	c->runs = NULL;
+	c->n_runs = 0;
+	c->has_stats = false;
+	memset(&c->stats, 0, sizeof(c->stats));
+	c->status = STATUS_PENDING;
+	c->stop_reason = STATS_CONTINUE;
+	c->cpu_user_s = c->cpu_sys_s = NAN;
+	c->started_ms = c->finished_ms = 0;
 }
 
 static void provenance_clear(struct result_provenance *p)

@@ -162,9 +162,13 @@ void results_set_plan(struct results *r, const char *name, const char *path, con
 struct result_cell *results_add_cell(struct results *r, const char *id);
 /* The cell with this id, or NULL. */
 struct result_cell *results_find_cell(const struct results *r, const char *id);
+/* Forget what a cell measured, to run it again (`--rerun-failed`): runs, errors, statistics,
+ * skip and stop reasons, CPU and wall times go; id, axes and params stay; status is pending. */
+void result_cell_reset(struct result_cell *c);
 /* Append an axis (key and value copied). */
 void result_cell_add_axis(struct result_cell *c, const char *key, const char *value);
-/* Append a run; its phases start as NAN. Returns it (valid until the next add). */
+/* Append a run (index = its position); its phases and total start as NAN. Returns it (valid
+ * until the next add). */
 struct result_run *result_cell_add_run(struct result_cell *c, bool warmup);
 /* Append an error with a printf-style message; the optional strings are set by the caller on
  * the returned error (valid until the next add). */

@@ -673,6 +673,21 @@ static void test_find_names(void)
 	for (int i = 0; i < ERROR_KIND_COUNT; i++)
 		g_assert_cmpint(result_error_kind_from_name(result_error_kind_name(i)), ==, i);
 	g_assert_cmpint(result_status_from_name("ok"), ==, -1);
+
+	/* a failed cell reset for --rerun-failed keeps what defines it and nothing it produced */
+	struct result_cell *c = &r->cells[1];
+	result_cell_reset(c);
+	g_assert_cmpstr(c->id, ==, "method=share,dataset=few-large");
+	g_assert_cmpuint(c->n_axes, ==, 2);
+	g_assert_cmpint(c->status, ==, STATUS_PENDING);
+	g_assert_cmpuint(c->n_runs + c->n_errors, ==, 0);
+	g_assert_false(c->has_stats);
+	g_assert_cmpint(c->stop_reason, ==, STATS_CONTINUE);
+	g_assert_cmpint(c->started_ms, ==, 0);
+	/* and can be filled again */
+	struct result_run *run = result_cell_add_run(c, false);
+	g_assert_cmpuint(run->index, ==, 0);
+	g_assert_true(isnan(run->total));
 	results_free(r);
 }
 
