@@ -44,7 +44,8 @@ double stats_percentile(const double *sorted, size_t n, double p);
 double stats_t_cdf(double t, double df);
 
 /* Inverse of stats_t_cdf(): the p-quantile (0 < p < 1) of Student's t with df degrees of freedom
- * (df > 0, may be INFINITY). Accurate to about 1e-10. NAN for arguments out of range. */
+ * (df > 0, may be INFINITY). Accurate to about 1e-10 for the df of real samples (1e-9 near
+ * df 1e7, where it switches to the normal distribution). NAN for arguments out of range. */
 double stats_t_quantile(double p, double df);
 
 /*
