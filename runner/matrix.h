@@ -12,6 +12,9 @@
  *    the axis order;
  *  - every exclude entry removes the cells it matches; it matches partially (only its keys);
  *    every exclude key must name an axis; a value the axis lacks simply matches nothing;
+ *    empty include and exclude entries are errors (as in GitHub);
+ *  - values compare as exact strings (GitHub's expression `==` ignores case; ferry does not,
+ *    since values name VMs, datasets and methods);
  *  - include entries are applied after exclude, in order: an entry extends every cell whose
  *    original axis values it does not contradict, adding its other keys (values added by an
  *    earlier include may be overwritten, original axis values never); an entry that extends no
@@ -34,11 +37,12 @@
  * that repeats the parameters of another include-created cell is an error (positioned at the
  * later entry), never silently merged or renamed: a plan author wrote the same cell twice.
  *
- * Errors (all collected into the diag list, positioned from the def's line/col when non-zero):
- * duplicate or empty axis names, an axis without values, a value twice in one axis, an unknown
- * axis in zip or exclude (with did-you-mean), an axis in two zip groups or twice in one, zipped
- * axes of unequal length, a key twice in one entry, every cell excluded, a duplicate
- * include-created cell, a product that overflows 64 bits, more cells than the cap.
+ * Errors (all collected into the diag list in one pass where possible, positioned from the
+ * def's line/col when non-zero; messages in tests/unit/test-matrix.c): duplicate or empty axis
+ * names, an axis without values, a value twice in one axis, an empty include or exclude entry,
+ * a key twice in one entry, an unknown axis in zip or exclude (with did-you-mean), an axis in
+ * two zip groups or twice in one, zipped axes of unequal length, every cell excluded, a
+ * duplicate include-created cell, a product that overflows 64 bits, more cells than the cap.
  *
  * The cap applies to the product of the axis (and zip group) lengths before exclude, which is
  * checked before anything is allocated for cells, and to the final count (product cells that
@@ -47,7 +51,8 @@
  * Ownership: a struct matrix_def owns all its strings and arrays (malloc-family allocations,
  * e.g. xmalloc/xstrdup); matrix_def_clear() frees them. The expanded struct matrix copies what
  * it needs, so the def may be cleared right after matrix_expand(). Every string passed in must be
- * non-NULL. Nothing here has hidden state: distinct matrices may be used from distinct threads.
+ * non-NULL. There is no global state and the accessors only read, so expansions and reads may
+ * run on several threads at once.
  */
 #pragma once
 

@@ -226,8 +226,6 @@ static const struct expand_case {
 	  "a=1,b=z" },
 	/* an entry equal to a product cell extends it with nothing and adds no cell */
 	{ "include-equal-to-cell", "a=1,2", NULL, NULL, "a=2", "a=1\na=2" },
-	/* an empty entry extends every cell with nothing */
-	{ "include-empty-entry", "a=1,2", NULL, NULL, "", "a=1\na=2" },
 	/* include-only keys take one global order (first appearance in the include list) */
 	{ "include-key-order", "a=1,2", NULL, NULL, "a=1,x=1|y=2|x=3",
 	  "a=1,x=3,y=2\n"
@@ -324,6 +322,9 @@ static const struct error_case {
 	  "t.yaml:40:19: exclude names unknown matrix axis 'methd' (did you mean 'method'?)" },
 	{ "duplicate-key-in-entry", "a=1,2", NULL, NULL, "x=1,x=2", 0,
 	  "t.yaml:60:19: duplicate key 'x' in include entry" },
+	/* GitHub rejects both: "Matrix include mapping does not contain any values" */
+	{ "empty-include-entry", "a=1,2", NULL, NULL, "", 0, "t.yaml:60:7: empty include entry" },
+	{ "empty-exclude-entry", "a=1,2", NULL, "", NULL, 0, "t.yaml:40:7: empty exclude entry" },
 	{ "all-excluded", "a=1,2;b=x", NULL, "b=x", NULL, 0,
 	  "t.yaml:40:7: every matrix cell is excluded" },
 	{ "duplicate-include-cell", "fruit=apple,pear;animal=cat,dog", NULL, NULL,
