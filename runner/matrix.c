@@ -379,10 +379,10 @@ static struct entryref *resolve_entries(struct builder *b, const struct matrix_e
 		struct entryref *r = &refs[i];
 		r->axis_kv = xcalloc(e->n_kv + 1, sizeof(*r->axis_kv));
 		r->extra_kv = xcalloc(e->n_kv + 1, sizeof(*r->extra_kv));
-		/* as in GitHub: an empty exclude would remove everything, an empty include
-		 * would add nothing; both are mistakes */
-		if (e->n_kv == 0)
-			fail(b, e->line, e->col, "empty %s entry", what);
+		/* an empty exclude would remove everything (GitHub rejects it too); an empty
+		 * include is kept: it may carry a `run:` override the caller keeps aside */
+		if (e->n_kv == 0 && !is_include)
+			fail(b, e->line, e->col, "empty exclude entry");
 		for (size_t k = 0; k < e->n_kv; k++) {
 			const struct matrix_kv *kv = &e->kv[k];
 			int line = kv->line ? kv->line : e->line, col = kv->line ? kv->col : e->col;

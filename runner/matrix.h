@@ -12,7 +12,9 @@
  *    the axis order;
  *  - every exclude entry removes the cells it matches; it matches partially (only its keys);
  *    every exclude key must name an axis; a value the axis lacks simply matches nothing;
- *    empty include and exclude entries are errors (as in GitHub);
+ *    an empty exclude entry is an error (as in GitHub); an include entry without keys extends
+ *    every product cell with nothing, which lets a plan attach a `run:` override to all cells
+ *    (GitHub rejects empty include entries; the parser should reject entries carrying nothing);
  *  - values compare as exact strings (GitHub's expression `==` ignores case; ferry does not,
  *    since values name VMs, datasets and methods);
  *  - include entries are applied after exclude, in order: an entry extends every cell whose
@@ -39,7 +41,7 @@
  *
  * Errors (all collected into the diag list in one pass where possible, positioned from the
  * def's line/col when non-zero; messages in tests/unit/test-matrix.c): duplicate or empty axis
- * names, an axis without values, a value twice in one axis, an empty include or exclude entry,
+ * names, an axis without values, a value twice in one axis, an empty exclude entry,
  * a key twice in one entry, an unknown axis in zip or exclude (with did-you-mean), an axis in
  * two zip groups or twice in one, zipped axes of unequal length, every cell excluded, a
  * duplicate include-created cell, a product that overflows 64 bits, more cells than the cap.

@@ -226,6 +226,9 @@ static const struct expand_case {
 	  "a=1,b=z" },
 	/* an entry equal to a product cell extends it with nothing and adds no cell */
 	{ "include-equal-to-cell", "a=1,2", NULL, NULL, "a=2", "a=1\na=2" },
+	/* an include entry without keys extends every cell with nothing (the plan may attach a
+	 * `run:` override to it) */
+	{ "include-empty-entry", "a=1,2", NULL, NULL, "", "a=1\na=2" },
 	/* include-only keys take one global order (first appearance in the include list) */
 	{ "include-key-order", "a=1,2", NULL, NULL, "a=1,x=1|y=2|x=3",
 	  "a=1,x=3,y=2\n"
@@ -322,8 +325,7 @@ static const struct error_case {
 	  "t.yaml:40:19: exclude names unknown matrix axis 'methd' (did you mean 'method'?)" },
 	{ "duplicate-key-in-entry", "a=1,2", NULL, NULL, "x=1,x=2", 0,
 	  "t.yaml:60:19: duplicate key 'x' in include entry" },
-	/* GitHub rejects both: "Matrix include mapping does not contain any values" */
-	{ "empty-include-entry", "a=1,2", NULL, NULL, "", 0, "t.yaml:60:7: empty include entry" },
+	/* GitHub: "Matrix exclude filter must not be empty" */
 	{ "empty-exclude-entry", "a=1,2", NULL, "", NULL, 0, "t.yaml:40:7: empty exclude entry" },
 	{ "all-excluded", "a=1,2;b=x", NULL, "b=x", NULL, 0,
 	  "t.yaml:40:7: every matrix cell is excluded" },
@@ -518,6 +520,29 @@ static void test_accessors(void)
 	matrix_free(NULL);
 }
 
+/* A keyless include entry extends every product cell: its index is in every cell's list, so a
+ * `run:` override the parser keeps for it applies everywhere. */
+static void test_keyless_include(void)
+{
+	struct matrix_def def;
+	struct diag_list diags = { 0 };
+	size_t n;
+	build_def(&def, "a=1,2", NULL, NULL, "a=2,x=y|");
+	struct matrix *m = matrix_expand(&def, 0, NULL, &diags);
+	g_assert_nonnull(m);
+	g_assert_cmpuint(matrix_n_cells(m), ==, 2);
+	const size_t *ix = matrix_cell_includes(m, 0, &n);
+	g_assert_cmpuint(n, ==, 1);
+	g_assert_cmpuint(ix[0], ==, 1);
+	ix = matrix_cell_includes(m, 1, &n);
+	g_assert_cmpuint(n, ==, 2);
+	g_assert_cmpuint(ix[0], ==, 0);
+	g_assert_cmpuint(ix[1], ==, 1);
+	g_assert_cmpstr(matrix_cell_id(m, 1), ==, "a=2,x=y");
+	matrix_free(m);
+	matrix_def_clear(&def);
+}
+
 static void test_def_clear(void)
 {
 	struct matrix_def def = { 0 };
@@ -627,6 +652,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/matrix/cap-exact", test_cap_exact);
 	g_test_add_func("/matrix/ids-unique", test_ids_unique);
 	g_test_add_func("/matrix/accessors", test_accessors);
+	g_test_add_func("/matrix/keyless-include", test_keyless_include);
 	g_test_add_func("/matrix/def-clear", test_def_clear);
 	g_test_add_func("/matrix/shards", test_shards_partition);
 	g_test_add_func("/matrix/shard-parse", test_shard_parse);
