@@ -2,7 +2,8 @@
 /*
  * Matrix expansion speed: builds a 10,000-cell and a 1,000,000-cell def in memory (axes of ten
  * values, two include entries that extend cells, one exclude entry that matches nothing so every
- * cell pays for the check) and prints the median of 5 expansions, ids per second and peak RSS.
+ * cell pays for the check) and prints the median of 5 expansions, ids per second, the time to
+ * find every cell by its id, and peak RSS.
  * Goals (issue 2): under 0.1 s and under 2 s. Run: build/bench/bench-matrix
  */
 #include <stdlib.h>
@@ -48,7 +49,7 @@ static int cmp_u64(const void *a, const void *b)
 static int bench(size_t n_axes, size_t cap)
 {
 	struct matrix_def def;
-	uint64_t t[RUNS], tf[RUNS];
+	uint64_t t[RUNS], tf[RUNS], tl[RUNS];
 	size_t cells = 0, id_bytes = 0;
 
 	build(&def, n_axes);
@@ -67,6 +68,12 @@ static int bench(size_t n_axes, size_t cap)
 		id_bytes = 0;
 		for (size_t c = 0; c < cells; c++)
 			id_bytes += strlen(matrix_cell_id(m, c)) + 1;
+		/* looking every cell up by its id (resume, merge) */
+		t0 = now_ns();
+		for (size_t c = 0; c < cells; c++)
+			if (matrix_cell_find(m, matrix_cell_id(m, c)) != c)
+				abort();
+		tl[r] = now_ns() - t0;
 		t0 = now_ns();
 		matrix_free(m);
 		tf[r] = now_ns() - t0;
@@ -74,11 +81,13 @@ static int bench(size_t n_axes, size_t cap)
 	matrix_def_clear(&def);
 	qsort(t, RUNS, sizeof(t[0]), cmp_u64);
 	qsort(tf, RUNS, sizeof(tf[0]), cmp_u64);
+	qsort(tl, RUNS, sizeof(tl[0]), cmp_u64);
 	double med = (double)t[RUNS / 2] / 1e9;
 	printf("%9zu cells: expand median %8.2f ms (min %.2f, max %.2f), %6.1f M ids/s, "
-	       "free %.2f ms, ids %.1f MB\n",
+	       "free %.2f ms, ids %.1f MB, find all %.1f ms\n",
 	       cells, med * 1e3, (double)t[0] / 1e6, (double)t[RUNS - 1] / 1e6,
-	       (double)cells / med / 1e6, (double)tf[RUNS / 2] / 1e6, (double)id_bytes / 1e6);
+	       (double)cells / med / 1e6, (double)tf[RUNS / 2] / 1e6, (double)id_bytes / 1e6,
+	       (double)tl[RUNS / 2] / 1e6);
 	return 0;
 }
 

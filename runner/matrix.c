@@ -129,6 +129,13 @@ struct matrix {
 
 	char *ids;      /* every id, NUL-terminated, back to back */
 	size_t *id_off; /* per cell */
+
+	/* for matrix_cell_find(): product cells are sorted by the values of the first axis of
+	 * each odometer slot (value ids of one axis ascend with the axis order) */
+	struct strmap axis_values; /* (value, axis) -> value id */
+	size_t n_product;          /* cells [0, n_product) come from the product */
+	size_t *lead_axes;
+	size_t n_slots;
 };
 
 void matrix_free(struct matrix *m)
@@ -152,6 +159,8 @@ void matrix_free(struct matrix *m)
 	free(m->variants);
 	free(m->ids);
 	free(m->id_off);
+	strmap_free(&m->axis_values);
+	free(m->lead_axes);
 	free(m);
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct matrix *, matrix_free)
@@ -179,7 +188,6 @@ struct builder {
 	bool failed;
 
 	uint32_t *axis_base; /* first value id of each axis */
-	struct strmap axis_values;
 	/* odometer slots: a slot is a single axis or a zip group */
 	size_t n_slots;
 	size_t *slot_len;
@@ -262,7 +270,7 @@ static void build_axes(struct builder *b, size_t *keys_cap, size_t *values_cap)
 	strmap_init(&m->key_ids, def->n_axes + 8);
 	for (size_t a = 0; a < def->n_axes; a++)
 		total += def->axes[a].n_values;
-	strmap_init(&b->axis_values, total);
+	strmap_init(&b->m->axis_values, total);
 	b->axis_base = xcalloc(def->n_axes, sizeof(*b->axis_base));
 
 	for (size_t a = 0; a < def->n_axes; a++) {
@@ -291,7 +299,7 @@ static void build_axes(struct builder *b, size_t *keys_cap, size_t *values_cap)
 		b->axis_base[a] = (uint32_t)m->n_values;
 		for (size_t j = 0; j < ax->n_values; j++) {
 			uint32_t vid = add_value(m, ax->values[j], k, values_cap);
-			if (strmap_put(&b->axis_values, m->values[vid], k, vid) != VNONE)
+			if (strmap_put(&b->m->axis_values, m->values[vid], k, vid) != VNONE)
 				fail(b, ax->line, ax->col,
 				     "duplicate value '%s' in matrix axis '%s'", ax->values[j],
 				     ax->name);
@@ -363,6 +371,10 @@ static void build_axes(struct builder *b, size_t *keys_cap, size_t *values_cap)
 		b->n_slots++;
 	}
 	b->slot_first[b->n_slots] = o;
+	m->n_slots = b->n_slots;
+	m->lead_axes = xcalloc(b->n_slots + 1, sizeof(*m->lead_axes));
+	for (size_t sl = 0; sl < b->n_slots; sl++)
+		m->lead_axes[sl] = b->slot_axes[b->slot_first[sl]];
 }
 
 /* Resolve include/exclude entries to value ids; include-only keys become new keys. */
@@ -395,7 +407,7 @@ static struct entryref *resolve_entries(struct builder *b, const struct matrix_e
 			}
 			uint32_t key = strmap_get(&m->key_ids, kv->key, 0);
 			if (key != VNONE && key < b->def->n_axes) {
-				uint32_t vid = strmap_get(&b->axis_values, kv->value, key);
+				uint32_t vid = strmap_get(&b->m->axis_values, kv->value, key);
 				if (vid == VNONE) {
 					r->impossible = true;
 					/* an include may add a cell with a value the axis lacks */
@@ -599,7 +611,6 @@ static void build_ids(struct builder *b)
 static void builder_free(struct builder *b)
 {
 	free(b->axis_base);
-	strmap_free(&b->axis_values);
 	free(b->slot_len);
 	free(b->slot_first);
 	free(b->slot_axes);
@@ -716,6 +727,7 @@ static bool expand(struct builder *b, size_t cap)
 	}
 	/* ... and add a cell for every entry that extended none */
 	size_t first_new = n;
+	m->n_product = n;
 	for (size_t i = 0; i < def->n_include; i++) {
 		const struct entryref *r = &b->include[i];
 		if (r->matched)
@@ -858,6 +870,90 @@ const size_t *matrix_cell_includes(const struct matrix *m, size_t cell, size_t *
 	const struct variant *v = &m->variants[m->variant[cell]];
 	*n = v->n_includes;
 	return v->includes;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* Percent-decode s[0, n) into a new string; NULL when malformed. */
+static char *unescape(const char *s, size_t n)
+{
+	char *out = xmalloc(n + 1), *o = out;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] != '%') {
+			*o++ = s[i];
+			continue;
+		}
+		int hi = i + 2 < n ? hexval(s[i + 1]) : -1;
+		int lo = i + 2 < n ? hexval(s[i + 2]) : -1;
+		if (hi < 0 || lo < 0) {
+			free(out);
+			return NULL;
+		}
+		*o++ = (char)(hi * 16 + lo);
+		i += 2;
+	}
+	*o = '\0';
+	return out;
+}
+
+size_t matrix_cell_find(const struct matrix *m, const char *id)
+{
+	_cleanup_free_ uint32_t *want = xmalloc(m->n_axes * sizeof(*want) + 1);
+	bool product = m->n_axes > 0;
+
+	for (size_t a = 0; a < m->n_axes; a++)
+		want[a] = VNONE;
+	/* the axis values the id names, when they are all axis values */
+	for (const char *p = id; product && *p;) {
+		size_t len = strcspn(p, ","), klen = strcspn(p, "=");
+		if (klen >= len) {
+			product = false;
+			break;
+		}
+		_cleanup_free_ char *key = unescape(p, klen);
+		_cleanup_free_ char *val = unescape(p + klen + 1, len - klen - 1);
+		uint32_t k = key && val ? strmap_get(&m->key_ids, key, 0) : VNONE;
+		if (k != VNONE && k < m->n_axes) {
+			want[k] = strmap_get(&m->axis_values, val, k);
+			if (want[k] == VNONE)
+				product = false;
+		}
+		p += len + (p[len] == ',');
+	}
+	for (size_t a = 0; a < m->n_axes && product; a++)
+		product = want[a] != VNONE;
+	if (product) {
+		size_t lo = 0, hi = m->n_product;
+		while (lo < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+			const uint32_t *c = m->cells + mid * m->n_axes;
+			int cmp = 0;
+			for (size_t s = 0; s < m->n_slots && !cmp; s++) {
+				size_t a = m->lead_axes[s];
+				cmp = c[a] < want[a] ? -1 : c[a] > want[a];
+			}
+			if (cmp == 0)
+				return STREQ(matrix_cell_id(m, mid), id) ? mid : SIZE_MAX;
+			if (cmp < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+	}
+	/* include-created cells: few, scanned */
+	for (size_t c = m->n_product; c < m->n_cells; c++)
+		if (STREQ(matrix_cell_id(m, c), id))
+			return c;
+	return SIZE_MAX;
 }
 
 /* ---- the definition ---- */

@@ -144,6 +144,10 @@ const char *matrix_cell_get(const struct matrix *m, size_t cell, const char *key
  * order they apply in, e.g. for per-cell `run:` overrides: later entries win); *n gets the
  * count (0: the pointer may not be dereferenced). */
 const size_t *matrix_cell_includes(const struct matrix *m, size_t cell, size_t *n);
+/* The index of the cell whose id is exactly `id`, or SIZE_MAX (e.g. to resume a run or merge
+ * shard results). Needs no index: product cells are found by binary search in odometer order
+ * (O(log n)), include-created cells by a scan of those few. */
+size_t matrix_cell_find(const struct matrix *m, const char *id);
 
 /* Parse "K/N" (decimal, 1 <= K <= N <= UINT_MAX, no signs or spaces): returns 0, or -1 with a
  * message such as "invalid shard '4/3': K must be between 1 and 3" in *err (caller frees). */

@@ -520,6 +520,53 @@ static void test_accessors(void)
 	matrix_free(NULL);
 }
 
+/* matrix_cell_find() returns every cell's index from its id, and SIZE_MAX for ids that are
+ * close to real ones but not equal. */
+static void test_find(void)
+{
+	static const struct {
+		const char *axes, *zip, *exclude, *include;
+		const char *missing; /* '\n'-separated ids that must not be found */
+	} cases[] = {
+		{ "fruit=apple,pear;animal=cat,dog", NULL, NULL,
+		  "color=green|color=pink,animal=cat|fruit=apple,shape=circle|fruit=banana|"
+		  "fruit=banana,animal=cat",
+		  "fruit=apple,animal=cat\n"
+		  "fruit=apple,animal=cat,color=green,shape=circle\n"
+		  "animal=cat,fruit=apple,color=pink,shape=circle\n"
+		  "fruit=kiwi,animal=cat\n"
+		  "fruit=banana,animal=dog\n"
+		  "fruit=apple\n"
+		  "\n"
+		  "garbage\n"
+		  "fruit=%zz,animal=cat\n"
+		  "fruit=apple,animal=cat,color=pink,shape=circle," },
+		{ "os=l,w,m;arch=x,a,p;n=1,2,3", "os+arch", "os=w,n=2", "arch=a,big=yes|os=q",
+		  "os=l,arch=a,n=1\n"
+		  "os=w,arch=a,n=2\n"
+		  "os=w,arch=a,n=1\n"
+		  "os=q,arch=x" },
+		{ "k=a%2Cb,a,b=c%;z=1,2", NULL, NULL, NULL, "k=a%2Cb,z=1\nk=b=c%,z=1" },
+		{ "", NULL, NULL, "site=a,dc=1|site=b|", "site=a\nsite=b,dc=1" },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct matrix_def def;
+		struct diag_list diags = { 0 };
+		build_def(&def, cases[i].axes, cases[i].zip, cases[i].exclude, cases[i].include);
+		struct matrix *m = matrix_expand(&def, 0, NULL, &diags);
+		g_assert_nonnull(m);
+		for (size_t c = 0; c < matrix_n_cells(m); c++)
+			g_assert_cmpuint(matrix_cell_find(m, matrix_cell_id(m, c)), ==, c);
+		g_auto(GStrv) missing = g_strsplit(cases[i].missing, "\n", -1);
+		for (size_t j = 0; missing[j]; j++) {
+			g_test_message("case %zu: '%s'", i, missing[j]);
+			g_assert_cmpuint(matrix_cell_find(m, missing[j]), ==, SIZE_MAX);
+		}
+		matrix_free(m);
+		matrix_def_clear(&def);
+	}
+}
+
 /* A keyless include entry extends every product cell: its index is in every cell's list, so a
  * `run:` override the parser keeps for it applies everywhere. */
 static void test_keyless_include(void)
@@ -652,6 +699,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/matrix/cap-exact", test_cap_exact);
 	g_test_add_func("/matrix/ids-unique", test_ids_unique);
 	g_test_add_func("/matrix/accessors", test_accessors);
+	g_test_add_func("/matrix/find", test_find);
 	g_test_add_func("/matrix/keyless-include", test_keyless_include);
 	g_test_add_func("/matrix/def-clear", test_def_clear);
 	g_test_add_func("/matrix/shards", test_shards_partition);
