@@ -941,8 +941,13 @@ size_t matrix_cell_find(const struct matrix *m, const char *id)
 				size_t a = m->lead_axes[s];
 				cmp = c[a] < want[a] ? -1 : c[a] > want[a];
 			}
-			if (cmp == 0)
-				return STREQ(matrix_cell_id(m, mid), id) ? mid : SIZE_MAX;
+			/* equal lead values but another id: a zipped axis or an extra key differs,
+			 * which only an include-created cell can have */
+			if (cmp == 0) {
+				if (STREQ(matrix_cell_id(m, mid), id))
+					return mid;
+				break;
+			}
 			if (cmp < 0)
 				lo = mid + 1;
 			else

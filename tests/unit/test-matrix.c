@@ -523,8 +523,8 @@ static void test_accessors(void)
 /*
  * Random small defs against a direct transcription of GitHub's MatrixBuilder (odometer product,
  * drop cells any exclude matches, each product cell gets the extras of every include whose axis
- * keys it matches, later ones winning; unmatched includes are appended as they are). Fixed seed:
- * the same 3,000 defs every run.
+ * keys it matches, later ones winning; unmatched includes are appended as they are), with a zip
+ * of two axes in half of them. Fixed seed: the same 3,000 defs every run.
  */
 #define R_AXES  3
 #define R_EXTRA 2 /* include-only keys "x" and "y" */
@@ -540,22 +540,29 @@ struct rentry {
 	const char *v[R_AXES + R_EXTRA];
 };
 
-static void reference_ids(size_t n_axes, const size_t *lens, const struct rentry *ex, size_t n_ex,
-			  const struct rentry *in, size_t n_in, GString *out, bool *dup)
+/* zip: axis z1 (> z0, or SIZE_MAX for none) advances with axis z0, at z0's place */
+static void reference_ids(size_t n_axes, const size_t *lens, size_t z0, size_t z1,
+			  const struct rentry *ex, size_t n_ex, const struct rentry *in,
+			  size_t n_in, GString *out, bool *dup)
 {
 	GPtrArray *cells = g_ptr_array_new_with_free_func(g_free);
 	size_t product = n_axes ? 1 : 0, n_product;
 	bool matched[8] = { false };
 
 	for (size_t a = 0; a < n_axes; a++)
-		product *= lens[a];
+		if (a != z1)
+			product *= lens[a];
 	for (size_t p = 0; p < product; p++) {
 		struct rcell *c = g_new0(struct rcell, 1);
 		size_t rest = p;
 		for (size_t a = n_axes; a-- > 0;) {
+			if (a == z1)
+				continue;
 			c->v[a] = r_vals[rest % lens[a]];
 			rest /= lens[a];
 		}
+		if (z1 != SIZE_MAX)
+			c->v[z1] = c->v[z0];
 		bool excluded = false;
 		for (size_t e = 0; e < n_ex && !excluded; e++) {
 			bool all = true;
@@ -658,8 +665,20 @@ static void test_random_vs_reference(void)
 		struct rentry ex[2], in[4];
 		struct matrix_def def = { 0 };
 
-		for (size_t a = 0; a < n_axes; a++) {
+		size_t z0 = SIZE_MAX, z1 = SIZE_MAX;
+		for (size_t a = 0; a < n_axes; a++)
 			lens[a] = (size_t)g_rand_int_range(r, 1, 4);
+		if (n_axes >= 2 && g_rand_boolean(r)) {
+			z0 = (size_t)g_rand_int_range(r, 0, (gint32)n_axes - 1);
+			z1 = (size_t)g_rand_int_range(r, (gint32)z0 + 1, (gint32)n_axes);
+			lens[z1] = lens[z0];
+			struct matrix_zip *zip = matrix_def_add_zip(&def, 1, 1);
+			/* either order: the group stands where its first axis in axis order does */
+			bool swap = g_rand_boolean(r);
+			matrix_zip_add_axis(zip, r_keys[swap ? z1 : z0]);
+			matrix_zip_add_axis(zip, r_keys[swap ? z0 : z1]);
+		}
+		for (size_t a = 0; a < n_axes; a++) {
 			struct matrix_axis *ax = matrix_def_add_axis(&def, r_keys[a], 1, 1);
 			for (size_t j = 0; j < lens[a]; j++)
 				matrix_axis_add_value(ax, r_vals[j]);
@@ -675,7 +694,7 @@ static void test_random_vs_reference(void)
 
 		GString *want = g_string_new(NULL);
 		bool dup;
-		reference_ids(n_axes, lens, ex, n_ex, in, n_in, want, &dup);
+		reference_ids(n_axes, lens, z0, z1, ex, n_ex, in, n_in, want, &dup);
 		bool all_excluded = n_axes && n_in == 0 && want->len == 0;
 
 		struct diag_list diags = { 0 };
@@ -725,8 +744,11 @@ static void test_find(void)
 		  "garbage\n"
 		  "fruit=%zz,animal=cat\n"
 		  "fruit=apple,animal=cat,color=pink,shape=circle," },
-		{ "os=l,w,m;arch=x,a,p;n=1,2,3", "os+arch", "os=w,n=2", "arch=a,big=yes|os=q",
-		  "os=l,arch=a,n=1\n"
+		{ "os=l,w,m;arch=x,a,p;n=1,2,3", "os+arch", "os=w,n=2",
+		  /* the last entry pairs os and arch against the zip: found past a product cell
+		   * with the same os and n */
+		  "arch=a,big=yes|os=q|os=l,arch=a,n=1",
+		  "os=l,arch=a,n=2\n"
 		  "os=w,arch=a,n=2\n"
 		  "os=w,arch=a,n=1\n"
 		  "os=q,arch=x" },
