@@ -449,6 +449,7 @@ static void test_cap_exact(void)
 	matrix_free(m);
 	g_assert_null(matrix_expand(&def, 9999, "t.yaml", &diags));
 	g_assert_cmpuint(diags.n, ==, 1);
+	g_assert_null(matrix_expand(&def, 9999, "t.yaml", NULL)); /* diags are optional */
 	diag_list_clear(&diags);
 	matrix_def_clear(&def);
 }
@@ -516,6 +517,12 @@ static void test_accessors(void)
 	g_assert_null(matrix_cell_get(m, 4, "animal"));
 	g_assert_null(matrix_cell_get(m, 0, "nope"));
 	g_assert_null(matrix_cell_key(m, 4, 1));
+	/* all keys: axes, then include-only keys in order of first appearance */
+	g_assert_cmpuint(matrix_n_keys(m), ==, 4);
+	g_assert_cmpstr(matrix_key(m, 0), ==, "fruit");
+	g_assert_cmpstr(matrix_key(m, 1), ==, "animal");
+	g_assert_cmpstr(matrix_key(m, 2), ==, "color");
+	g_assert_cmpstr(matrix_key(m, 3), ==, "shape");
 	matrix_free(m);
 	matrix_free(NULL);
 }
@@ -878,6 +885,8 @@ static void test_shard_parse(void)
 		{ "99999999999999999999999/3", 0, 0,
 		  "invalid shard '99999999999999999999999/3': numbers must be at most 4294967295" },
 	};
+	unsigned k0 = 0, n0 = 0;
+	g_assert_cmpint(shard_parse("0/1", &k0, &n0, NULL), ==, -1); /* err is optional */
 	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
 		unsigned k = 0, n = 0;
 		char *err = NULL;
