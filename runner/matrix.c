@@ -172,7 +172,9 @@ struct kvref { /* one resolved key/value pair of an include or exclude entry */
 };
 
 struct entryref {
-	struct kvref *axis_kv; /* pairs on axis keys, vid VNONE: the value is not in the axis */
+	/* pairs on axis keys; a value the axis lacks has vid VNONE in an exclude entry, and a
+	 * value id of its own in an include entry (for the cell it adds) */
+	struct kvref *axis_kv;
 	size_t n_axis_kv;
 	struct kvref *extra_kv; /* pairs on include-only keys (include entries only) */
 	size_t n_extra_kv;
