@@ -125,7 +125,8 @@ int cmd_report(int argc, char **argv)
 	size_t len[OUT_COUNT] = { 0 };
 	bool summary = getenv("GITHUB_STEP_SUMMARY") && *getenv("GITHUB_STEP_SUMMARY");
 	for (int i = 0; i < OUT_COUNT && rc == EXIT_OK; i++) {
-		if (!paths[i] && !(i == OUT_MARKDOWN && summary))
+		/* Markdown is also rendered for the step summary, and to check --rows/--cols */
+		if (!paths[i] && !(i == OUT_MARKDOWN && (summary || mo.rows || mo.cols)))
 			continue;
 		FILE *m = open_memstream(&text[i], &len[i]);
 		if (!m)
