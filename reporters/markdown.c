@@ -103,7 +103,8 @@ static void human_seconds(FILE *f, double s, double *scale, int *decimals)
 		unit = "ms";
 	}
 	int d = v >= 100 ? 0 : v >= 10 ? 1 : 2;
-	fprintf(f, "%.*f %s", d, v, unit);
+	fprintf(f, "%.*f\xc2\xa0%s" /* no-break space: a number never wraps from its unit */, d, v,
+		unit);
 	if (scale)
 		*scale = s < 1 ? 1000 : 1;
 	if (decimals)
@@ -117,9 +118,9 @@ static void human_duration(FILE *f, double s)
 	} else if (s < 60) {
 		human_seconds(f, s, NULL, NULL);
 	} else if (s < 3600) {
-		fprintf(f, "%d min %d s", (int)(s / 60), (int)fmod(s, 60));
+		fprintf(f, "%d\xc2\xa0min %d\xc2\xa0s", (int)(s / 60), (int)fmod(s, 60));
 	} else {
-		fprintf(f, "%d h %d min", (int)(s / 3600), (int)fmod(s / 60, 60));
+		fprintf(f, "%d\xc2\xa0h %d\xc2\xa0min", (int)(s / 3600), (int)fmod(s / 60, 60));
 	}
 }
 
@@ -128,11 +129,11 @@ static void human_rate(FILE *f, double bytes_per_s)
 	if (!isfinite(bytes_per_s))
 		fputs("\xe2\x80\x94", f);
 	else if (bytes_per_s >= 1e9)
-		fprintf(f, "%.2f GB/s", bytes_per_s / 1e9);
+		fprintf(f, "%.2f\xc2\xa0GB/s", bytes_per_s / 1e9);
 	else if (bytes_per_s >= 1e6)
-		fprintf(f, "%.1f MB/s", bytes_per_s / 1e6);
+		fprintf(f, "%.1f\xc2\xa0MB/s", bytes_per_s / 1e6);
 	else
-		fprintf(f, "%.1f kB/s", bytes_per_s / 1e3);
+		fprintf(f, "%.1f\xc2\xa0kB/s", bytes_per_s / 1e3);
 }
 
 /* A phase or total time in a table cell, or a dash. */
@@ -807,7 +808,8 @@ int report_markdown(const struct results *r, const struct report_markdown_opts *
 		    "has everything.\n\n",
 		    out);
 	if (rows) {
-		fprintf(out, "<details><summary>Raw runs (%zu)</summary>\n\n", rows);
+		fprintf(out, "<details><summary>Raw runs (%zu; times in seconds)</summary>\n\n",
+			rows);
 		if (keep > 0)
 			fwrite(raw.data, 1, row_end[keep - 1], out);
 		if (keep < rows)

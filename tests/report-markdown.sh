@@ -56,7 +56,7 @@ assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
 assert "\x1b" not in html
 assert "été" in html and "we&quot;ird" in html
 # the fastest of a column is bold, with its relative speed
-assert "<strong>1.15 s ± 0.08</strong><br>1.00x" in html
+assert "<strong>1.15\u00a0s ± 0.08</strong><br>1.00x" in html
 assert "2.5x slower" in html
 # the serial console with its own fence, its backticks kept as text
 assert re.search(r"<pre><code class=\"language-text\">.*```\n&lt;script&gt;", html, re.S)

@@ -370,7 +370,7 @@ static void test_markdown_cap(void)
 	g_assert_cmpint(report_markdown(r, NULL, f, &err), ==, 0);
 	fclose(f);
 	g_assert_null(strstr(buf, "runs are shown"));
-	g_assert_nonnull(strstr(buf, "Raw runs (3000)"));
+	g_assert_nonnull(strstr(buf, "Raw runs (3000; times in seconds)"));
 	g_assert_nonnull(strstr(buf, "| 2999 | measured |"));
 	free(buf);
 }
