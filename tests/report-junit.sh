@@ -29,6 +29,15 @@ for xsd in junit-10 ant-junit; do
 done
 echo "ok: valid against junit-10.xsd and ant-junit.xsd"
 
+# a results file with nothing in it (no cells, no host, no plan name) is still valid JUnit
+"$build/tests/test-reporters" --write-empty-results "$tmp/empty.json"
+"$ferry" report "$tmp/empty.json" --junit "$tmp/empty.xml" --markdown "$tmp/empty.md"
+for xsd in junit-10 ant-junit; do
+	xmllint --noout --schema "$src/fixtures/xsd/$xsd.xsd" "$tmp/empty.xml"
+done
+grep -q '^No cells\.$' "$tmp/empty.md"
+echo "ok: an empty results file gives valid JUnit and a Markdown report"
+
 # the schemas are not blank cheques: what real producers get wrong is rejected
 bad() { # what, sed expression
 	sed -e "$2" "$tmp/report.xml" >"$tmp/bad.xml"

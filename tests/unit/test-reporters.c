@@ -4,6 +4,7 @@
  * FERRY_UPDATE_GOLDEN=1 after checking the difference is intended), and the helpers they share.
  * Modes for the script tests (real consumers re-read what is written here):
  *   test-reporters --write-sample-results PATH   the sample results file
+ *   test-reporters --write-empty-results PATH    a results file without cells or provenance
  *   test-reporters --render DIR                  every report of the sample, in the locale of
  *                                                the environment (prints its decimal point)
  */
@@ -375,6 +376,33 @@ static void test_markdown_cap(void)
 	free(buf);
 }
 
+/* So many failing cells that even without raw runs the report is too big: it is cut at a line
+ * end, says so, and still ends with the provenance. */
+static void test_markdown_cap_body(void)
+{
+	_cleanup_(results_freep) struct results *r = results_new();
+	_cleanup_free_ char *msg = g_strnfill(500, 'x');
+	for (int i = 0; i < 200; i++) {
+		_cleanup_free_ char *id = xasprintf("method=m%d", i);
+		struct result_cell *c = results_add_cell(r, id);
+		result_cell_add_axis(c, "method", id + 7);
+		c->status = STATUS_ERROR;
+		result_cell_add_error(c, ERROR_INFRA, "%s", msg);
+	}
+	char *buf = NULL;
+	size_t len;
+	FILE *f = open_memstream(&buf, &len);
+	_cleanup_free_ char *err = NULL;
+	struct report_markdown_opts o = { .max_bytes = 20000 };
+	g_assert_cmpint(report_markdown(r, &o, f, &err), ==, 0);
+	fclose(f);
+	g_assert_cmpuint(len, <, 20000);
+	g_assert_nonnull(strstr(buf, "This report was cut to stay under the size limit"));
+	g_assert_nonnull(strstr(buf, "### Provenance"));
+	g_assert_null(strstr(buf, "method=m199"));
+	free(buf);
+}
+
 /* The serial tail in <system-out> keeps the end of a long console log, not more than 64 KiB. */
 static void test_junit_tail_limit(void)
 {
@@ -474,9 +502,10 @@ static void test_step_summary(void)
 	g_rmdir(dir);
 }
 
-static int write_sample_results(const char *path)
+/* The sample, or (empty) a results model with no plan name, no host and no cells. */
+static int write_sample_results(const char *path, bool empty)
 {
-	_cleanup_(results_freep) struct results *r = sample();
+	_cleanup_(results_freep) struct results *r = empty ? results_new() : sample();
 	_cleanup_free_ char *err = NULL;
 	if (results_write(r, path, &err) < 0) {
 		fprintf(stderr, "%s\n", err);
@@ -510,7 +539,9 @@ int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 3 && STREQ(argv[1], "--write-sample-results"))
-		return write_sample_results(argv[2]);
+		return write_sample_results(argv[2], false);
+	if (argc == 3 && STREQ(argv[1], "--write-empty-results"))
+		return write_sample_results(argv[2], true);
 	if (argc == 3 && STREQ(argv[1], "--render"))
 		return render_all(argv[2]);
 
@@ -526,6 +557,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/reporters/markdown-bad-axis", test_markdown_bad_axis);
 	g_test_add_func("/reporters/markdown-axes", test_markdown_axes);
 	g_test_add_func("/reporters/markdown-cap", test_markdown_cap);
+	g_test_add_func("/reporters/markdown-cap-body", test_markdown_cap_body);
 	g_test_add_func("/reporters/junit-tail-limit", test_junit_tail_limit);
 	g_test_add_func("/reporters/comma-locale", test_comma_locale);
 	g_test_add_func("/reporters/output", test_output);
