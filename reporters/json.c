@@ -64,9 +64,12 @@ int report_bmf(const struct results *r, FILE *out, char **err)
 			continue;
 		const struct stats_summary *t = &c->stats.total;
 		json_t *b = json_object();
-		/* Bencher's built-in latency measure is in nanoseconds */
-		json_object_set_new(b, "latency",
-				    bmf_metric(t->mean * 1e9, t->ci_low * 1e9, t->ci_high * 1e9));
+		/* Bencher's built-in latency measure is in nanoseconds; a time is never negative,
+		 * so the interval of a noisy small sample is cut at 0 rather than exported below it
+		 */
+		json_object_set_new(
+		    b, "latency",
+		    bmf_metric(t->mean * 1e9, fmax(t->ci_low, 0) * 1e9, t->ci_high * 1e9));
 		if (isfinite(c->stats.bytes_per_s))
 			json_object_set_new(b, "bytes-per-second",
 					    bmf_metric(c->stats.bytes_per_s, NAN, NAN));

@@ -55,7 +55,8 @@ int report_json(const struct results *r, FILE *out, char **err);
  * Bencher Metric Format (https://bencher.dev/docs/reference/bencher-metric-format/):
  * {"CELL-ID": {"latency": {"value", "lower_value", "upper_value"}, "bytes-per-second": ...}}.
  * latency is Bencher's built-in measure in nanoseconds: the mean total with its 95% confidence
- * interval. Cells without measured runs are left out. schema/bmf.schema.json describes it.
+ * interval (its lower bound cut at 0). Cells without measured runs are left out.
+ * schema/bmf.schema.json describes it.
  */
 int report_bmf(const struct results *r, FILE *out, char **err);
 

@@ -403,6 +403,28 @@ static void test_markdown_cap_body(void)
 	free(buf);
 }
 
+/* Two runs far apart: the mean's interval reaches below 0 s, and BMF cuts it at 0. */
+static void test_bmf_lower_bound(void)
+{
+	_cleanup_(results_freep) struct results *r = results_new();
+	struct result_cell *c = results_add_cell(r, "method=agent");
+	c->status = STATUS_PASSED;
+	add_run(c, false, 0, 1.0, 0, 0, 0, true);
+	add_run(c, false, 0, 10.0, 0, 0, 0, true);
+	results_cell_compute_stats(c);
+	g_assert_cmpfloat(c->stats.total.ci_low, <, 0);
+	size_t len;
+	_cleanup_free_ char *text = render_to_string(report_bmf, r, &len);
+	json_error_t jerr;
+	json_t *j = json_loads(text, 0, &jerr);
+	g_assert_nonnull(j);
+	json_t *lat = json_object_get(json_object_get(j, "method=agent"), "latency");
+	g_assert_cmpfloat(json_real_value(json_object_get(lat, "lower_value")), ==, 0.0);
+	g_assert_cmpfloat(json_real_value(json_object_get(lat, "value")), ==, 5.5e9);
+	g_assert_cmpfloat(json_real_value(json_object_get(lat, "upper_value")), >, 10e9);
+	json_decref(j);
+}
+
 /* The serial tail in <system-out> keeps the end of a long console log, not more than 64 KiB. */
 static void test_junit_tail_limit(void)
 {
@@ -558,6 +580,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/reporters/markdown-axes", test_markdown_axes);
 	g_test_add_func("/reporters/markdown-cap", test_markdown_cap);
 	g_test_add_func("/reporters/markdown-cap-body", test_markdown_cap_body);
+	g_test_add_func("/reporters/bmf-lower-bound", test_bmf_lower_bound);
 	g_test_add_func("/reporters/junit-tail-limit", test_junit_tail_limit);
 	g_test_add_func("/reporters/comma-locale", test_comma_locale);
 	g_test_add_func("/reporters/output", test_output);
