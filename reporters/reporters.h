@@ -120,3 +120,47 @@ int report_output_open(struct report_output *o, const char *path, char **err);
 int report_output_commit(struct report_output *o, char **err);
 /* Close and remove the temporary file; the target is untouched. Accepts a never-opened output. */
 void report_output_abort(struct report_output *o);
+
+/* The report formats, for callers that handle them as a set (`ferry report`, `ferry run`). */
+enum report_format {
+	REPORT_JUNIT,
+	REPORT_MARKDOWN,
+	REPORT_JSON,
+	REPORT_BMF,
+	REPORT_GAB,
+	REPORT_FORMAT_COUNT,
+};
+
+/* "junit", "markdown", "json", "bmf", "gab". */
+const char *report_format_name(enum report_format f);
+/* Render one format (report_junit() etc.). */
+int report_render(enum report_format f, const struct results *r,
+		  const struct report_markdown_opts *md, FILE *out, char **err);
+
+/*
+ * Every report a run asks for, opened before the run and written once at its end:
+ *   struct report_set set = { .paths[REPORT_JUNIT] = "out/x.xml", .markdown = {.rows = ...} };
+ *   if (report_set_open(&set, &err) < 0) ...    (before anything runs: a bad path fails early)
+ *   ... run, results_write() after every cell ...
+ *   if (report_set_write(&set, results, &err, &warning) < 0) ...
+ * At most one path may be "-" (standard output).
+ */
+struct report_set {
+	const char *paths[REPORT_FORMAT_COUNT]; /* NULL: not wanted; "-": standard output */
+	struct report_markdown_opts markdown;
+	bool step_summary; /* also append the Markdown to $GITHUB_STEP_SUMMARY when it is set */
+	struct report_output out[REPORT_FORMAT_COUNT];
+};
+
+/* Open every output. Returns 0, or -1 with *err (and nothing left open or created). */
+int report_set_open(struct report_set *s, char **err);
+/*
+ * Render every report into memory (a rendering error, such as an unknown --rows axis, leaves
+ * every file untouched), then write and rename each, then append the Markdown to the step
+ * summary if asked (rendering it for that even when no Markdown file is wanted). Returns 0, or
+ * -1 with *err. A step summary that cannot be written is not an error: *warning says why.
+ * Every output is closed afterwards.
+ */
+int report_set_write(struct report_set *s, const struct results *r, char **err, char **warning);
+/* Close and remove what report_set_open() created (when the run is abandoned). */
+void report_set_abort(struct report_set *s);

@@ -31,7 +31,7 @@ expect 2 "broken.json:" "$tmp/broken.json"
 echo '{"ferry_results": 2}' >"$tmp/v2.json"
 expect 2 "v2.json" "$tmp/v2.json"
 expect 2 "unrecognized option" "$tmp/results.json" --xml x
-expect 2 "only one output can be '-'" "$tmp/results.json" --junit - --markdown -
+expect 2 "only one report can go to standard output" "$tmp/results.json" --junit - --markdown -
 
 # a bad path among good ones: nothing is written, not even the good ones
 expect 2 "no/such/dir/r.md" "$tmp/results.json" --junit "$tmp/r.xml" --markdown "$tmp/no/such/dir/r.md"
