@@ -120,6 +120,27 @@ static void add_summary_properties(xmlNodePtr props, const char *prefix,
 	}
 }
 
+/* Where the numbers come from, in every suite: CI tools show one suite at a time. */
+static void add_provenance_properties(xmlNodePtr props, const struct results *r)
+{
+	const struct result_provenance *p = &r->provenance;
+	const struct {
+		const char *name, *value;
+	} rows[] = {
+		{ "plan.name", r->plan.name },
+		{ "plan.sha256", r->plan.sha256 },
+		{ "ferry.version", p->ferry_version },
+		{ "host.kernel", p->host_kernel },
+		{ "host.cpu", p->cpu_model },
+		{ "qemu.version", p->qemu_version },
+		{ "libvirt.version", p->libvirt_version },
+		{ "accelerator", p->accelerator },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(rows); i++)
+		if (rows[i].value)
+			add_property(props, rows[i].name, rows[i].value);
+}
+
 static void add_cell_properties(xmlNodePtr props, const struct result_cell *c)
 {
 	add_property(props, "cell.id", c->id);
@@ -280,6 +301,7 @@ static void add_suite(xmlNodePtr root, const struct results *r, const struct res
 
 	xmlNodePtr props = xmlNewChild(suite, NULL, X("properties"), NULL);
 	add_cell_properties(props, c);
+	add_provenance_properties(props, r);
 
 	_cleanup_free_ const struct result_error **errs = xcalloc(c->n_errors + 1, sizeof(*errs));
 

@@ -627,10 +627,12 @@ static void write_problems(FILE *f, const struct results *r)
 		fputc('\n', f);
 }
 
-static void prov_row(FILE *f, const char *what, const char *value)
+static void prov_row(FILE *f, const char *what, const char *value, size_t *rows)
 {
 	if (!value || !*value)
 		return;
+	if ((*rows)++ == 0)
+		fputs("| | |\n| :--- | :--- |\n", f);
 	fprintf(f, "| %s | ", what);
 	md_text(f, value);
 	fputs(" |\n", f);
@@ -640,27 +642,28 @@ static void write_provenance(FILE *f, const struct results *r)
 {
 	const struct result_provenance *p = &r->provenance;
 	char buf[64];
-	fputs("### Provenance\n\n| | |\n| :--- | :--- |\n", f);
-	prov_row(f, "plan", r->plan.name);
-	prov_row(f, "plan file", r->plan.path);
-	prov_row(f, "plan sha256", r->plan.sha256);
-	prov_row(f, "ferry", p->ferry_version);
-	prov_row(f, "host", p->hostname);
-	prov_row(f, "kernel", p->host_kernel);
+	size_t n = 0;
+	fputs("### Provenance\n\n", f);
+	prov_row(f, "plan", r->plan.name, &n);
+	prov_row(f, "plan file", r->plan.path, &n);
+	prov_row(f, "plan sha256", r->plan.sha256, &n);
+	prov_row(f, "ferry", p->ferry_version, &n);
+	prov_row(f, "host", p->hostname, &n);
+	prov_row(f, "kernel", p->host_kernel, &n);
 	if (p->cpu_model) {
 		_cleanup_free_ char *cpu = xasprintf("%s (%u CPUs)", p->cpu_model, p->cpu_count);
-		prov_row(f, "CPU", cpu);
+		prov_row(f, "CPU", cpu, &n);
 	}
 	if (p->memory_bytes) {
 		snprintf(buf, sizeof(buf), "%.1f GiB",
 			 (double)p->memory_bytes / (1024.0 * 1024 * 1024));
-		prov_row(f, "memory", buf);
+		prov_row(f, "memory", buf, &n);
 	}
-	prov_row(f, "QEMU", p->qemu_version);
-	prov_row(f, "libvirt", p->libvirt_version);
-	prov_row(f, "accelerator", p->accelerator);
-	prov_row(f, "guest kernel sha256", p->guest_kernel_sha256);
-	prov_row(f, "guest initramfs sha256", p->guest_initramfs_sha256);
+	prov_row(f, "QEMU", p->qemu_version, &n);
+	prov_row(f, "libvirt", p->libvirt_version, &n);
+	prov_row(f, "accelerator", p->accelerator, &n);
+	prov_row(f, "guest kernel sha256", p->guest_kernel_sha256, &n);
+	prov_row(f, "guest initramfs sha256", p->guest_initramfs_sha256, &n);
 	for (size_t i = 0; i < p->n_datasets; i++) {
 		const struct result_dataset *d = &p->datasets[i];
 		_cleanup_free_ char *spec =
@@ -671,13 +674,13 @@ static void write_provenance(FILE *f, const struct results *r)
 		    xasprintf("%s%s%s%s%s", d->name ? d->name : "?", spec ? " " : "",
 			      spec ? spec : "", d->manifest_sha256 ? ", manifest sha256 " : "",
 			      d->manifest_sha256 ? d->manifest_sha256 : "");
-		prov_row(f, "dataset", v);
+		prov_row(f, "dataset", v, &n);
 	}
 	if (p->started_ms)
-		prov_row(f, "started", results_format_time(p->started_ms, buf, sizeof(buf)));
+		prov_row(f, "started", results_format_time(p->started_ms, buf, sizeof(buf)), &n);
 	if (p->finished_ms)
-		prov_row(f, "finished", results_format_time(p->finished_ms, buf, sizeof(buf)));
-	fputc('\n', f);
+		prov_row(f, "finished", results_format_time(p->finished_ms, buf, sizeof(buf)), &n);
+	fputs(n ? "\n" : "Nothing was recorded.\n\n", f);
 }
 
 /* The raw runs table; *row_end[i] is the offset just after row i, so the caller can keep the
