@@ -16,6 +16,7 @@ static int cmd_help(int argc, char **argv);
 
 static const struct command commands[] = {
 	/* keep in the order `ferry --help` shows them */
+	{ "report", cmd_report, "render a results file as JUnit, Markdown or JSON" },
 	{ "help", cmd_help, "show this help" },
 };
 
