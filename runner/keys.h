@@ -39,16 +39,16 @@ struct key_table;
 struct key_def {
 	const char *name;
 	enum key_type type;
-	size_t offset; /* of the field in the table's struct */
+	size_t offset;   /* of the field in the table's struct */
 	const char *def; /* default in plan syntax ("4GiB", "virtio"); NULL: zero / NULL / none */
 	const char *const *values; /* KEY_ENUM: allowed values, NULL-terminated */
 	uint64_t min, max; /* KEY_UINT, KEY_SIZE, KEY_DURATION: inclusive range; max 0: no limit */
 	double fmin, fmax; /* KEY_FLOAT, KEY_PERCENT: inclusive range; fmax 0: no limit */
 	const char *help;  /* one sentence, lower-case start, no final period */
-	const struct key_table *sub;      /* KEY_MAPPING, KEY_NAMED, KEY_LIST */
-	const char *const *shorthand;     /* KEY_MAPPING: sub keys a scalar value sets, NULL-term. */
-	size_t elem_size, count_offset;   /* KEY_NAMED, KEY_LIST, KEY_STRING_LIST */
-	unsigned flags;                   /* enum key_flags */
+	const struct key_table *sub;    /* KEY_MAPPING, KEY_NAMED, KEY_LIST */
+	const char *const *shorthand;   /* KEY_MAPPING: sub keys a scalar value sets, NULL-term. */
+	size_t elem_size, count_offset; /* KEY_NAMED, KEY_LIST, KEY_STRING_LIST */
+	unsigned flags;                 /* enum key_flags */
 	uint32_t applies; /* bit v: allowed when the table's discriminator has value v; 0: always */
 	const char *schema; /* KEY_CUSTOM, KEY_NAMES: JSON Schema fragment */
 };
@@ -62,24 +62,24 @@ struct key_table {
 	const char *discriminator; /* KEY_ENUM key whose value selects `applies`; NULL: none */
 };
 
-extern const struct key_table plan_keys;         /* top level */
-extern const struct key_table plan_vm_keys;      /* vms.NAME */
-extern const struct key_table plan_disk_keys;    /* disks.NAME */
-extern const struct key_table plan_dataset_keys; /* datasets.NAME */
-extern const struct key_table plan_method_keys;  /* methods.NAME */
-extern const struct key_table plan_matrix_keys;  /* matrix */
+extern const struct key_table plan_keys;                /* top level */
+extern const struct key_table plan_vm_keys;             /* vms.NAME */
+extern const struct key_table plan_disk_keys;           /* disks.NAME */
+extern const struct key_table plan_dataset_keys;        /* datasets.NAME */
+extern const struct key_table plan_method_keys;         /* methods.NAME */
+extern const struct key_table plan_matrix_keys;         /* matrix */
 extern const struct key_table plan_matrix_include_keys; /* matrix.include[] */
-extern const struct key_table plan_run_keys;     /* run */
-extern const struct key_table plan_criterion_keys; /* criteria[] */
-extern const struct key_table plan_report_keys;  /* report */
-extern const struct key_table plan_nic_keys;        /* vms.NAME.nic */
-extern const struct key_table plan_size_range_keys; /* datasets.NAME.size */
-extern const struct key_table plan_dirs_keys;       /* datasets.NAME.dirs */
-extern const struct key_table plan_archive_keys;    /* methods.NAME.archive */
-extern const struct key_table plan_repeat_keys;     /* run.repeat */
-extern const struct key_table plan_where_keys;      /* criteria[].where */
-extern const struct key_table plan_markdown_keys;   /* report.markdown */
-extern const struct key_table plan_exclude_keys;    /* matrix.exclude[] */
+extern const struct key_table plan_run_keys;            /* run */
+extern const struct key_table plan_criterion_keys;      /* criteria[] */
+extern const struct key_table plan_report_keys;         /* report */
+extern const struct key_table plan_nic_keys;            /* vms.NAME.nic */
+extern const struct key_table plan_size_range_keys;     /* datasets.NAME.size */
+extern const struct key_table plan_dirs_keys;           /* datasets.NAME.dirs */
+extern const struct key_table plan_archive_keys;        /* methods.NAME.archive */
+extern const struct key_table plan_repeat_keys;         /* run.repeat */
+extern const struct key_table plan_where_keys;          /* criteria[].where */
+extern const struct key_table plan_markdown_keys;       /* report.markdown */
+extern const struct key_table plan_exclude_keys;        /* matrix.exclude[] */
 
 /* Every table, parents before children, for checks and generators. */
 extern const struct key_table *const key_tables[];
@@ -122,3 +122,10 @@ void key_defaults(const struct key_table *t, void *obj);
  * not 100"). Does not mark the key set.
  */
 int key_set_scalar(const struct key_def *k, void *obj, const char *text, char **err);
+
+/*
+ * The values of `obj`'s scalar keys (and nested mappings) as a JSON object, written as a plan
+ * would write them: sizes "4GiB", durations "10m", percentages "5%", enums by name. Unset
+ * strings are left out.
+ */
+json_t *key_values_json(const struct key_table *t, const void *obj);

@@ -73,7 +73,7 @@ _printf_(5, 6) static void err_pos(struct ctx *c, const char *file, int line, in
 }
 
 #define err_node(c, n, ...)                                                                        \
-	err_pos((c), (c)->file, (int)(n)->start_mark.line + 1, (int)(n)->start_mark.column + 1,     \
+	err_pos((c), (c)->file, (int)(n)->start_mark.line + 1, (int)(n)->start_mark.column + 1,    \
 		__VA_ARGS__)
 #define err_at(c, pos, ...) err_pos((c), (pos).file, (pos).line, (pos).col, __VA_ARGS__)
 
@@ -247,14 +247,14 @@ static void unknown_key(struct ctx *c, const struct key_table *t, const yaml_nod
 
 static void walk_mapping(struct ctx *c, const struct key_table *t, void *obj,
 			 const yaml_node_t *map, const yaml_node_t *owner);
-static void check_entry(struct ctx *c, const struct key_table *t, void *obj,
-			const yaml_node_t *map, const yaml_node_t *owner);
+static void check_entry(struct ctx *c, const struct key_table *t, void *obj, const yaml_node_t *map,
+			const yaml_node_t *owner);
 
 #define AT(obj, k, type) ((type *)((char *)(obj) + (k)->offset))
 
 /* A scalar for a scalar-typed key: substitute, convert, store, mark set. */
-static bool set_scalar(struct ctx *c, const struct key_table *t, const struct key_def *k,
-		       void *obj, const yaml_node_t *v, const struct key_def *msg_key)
+static bool set_scalar(struct ctx *c, const struct key_table *t, const struct key_def *k, void *obj,
+		       const yaml_node_t *v, const struct key_def *msg_key)
 {
 	if (v->type != YAML_SCALAR_NODE || is_null(v)) {
 		type_error(c, msg_key, v);
@@ -285,8 +285,8 @@ static void parse_named(struct ctx *c, const struct key_def *k, void *obj, yaml_
 static void parse_list(struct ctx *c, const struct key_def *k, void *obj, yaml_node_t *v);
 static void parse_matrix(struct ctx *c, yaml_node_t *key, yaml_node_t *v);
 
-static void walk_value(struct ctx *c, const struct key_table *t, const struct key_def *k,
-		       void *obj, yaml_node_t *key, yaml_node_t *v)
+static void walk_value(struct ctx *c, const struct key_table *t, const struct key_def *k, void *obj,
+		       yaml_node_t *key, yaml_node_t *v)
 {
 	if (scalar_key(k->type)) {
 		set_scalar(c, t, k, obj, v, k);
@@ -362,12 +362,13 @@ static void walk_mapping(struct ctx *c, const struct key_table *t, void *obj,
 			for (size_t j = 0; dk->values[j]; j++) {
 				if (!(k->applies & (UINT32_C(1) << j)))
 					continue;
-				char *s = xasprintf("%s%s%s", only, *only ? ", " : "", dk->values[j]);
+				char *s =
+				    xasprintf("%s%s%s", only, *only ? ", " : "", dk->values[j]);
 				free(only);
 				only = s;
 			}
-			err_node(c, kn, "'%s' does not apply to %s '%s' (only to %s)", name, dk->name,
-				 dk->values[disc], only);
+			err_node(c, kn, "'%s' does not apply to %s '%s' (only to %s)", name,
+				 dk->name, dk->values[disc], only);
 			continue;
 		}
 		walk_value(c, t, k, obj, kn, v);
@@ -411,8 +412,8 @@ static void parse_named(struct ctx *c, const struct key_def *k, void *obj, yaml_
 			continue;
 		}
 		if (!is_null(ev) && ev->type != YAML_MAPPING_NODE) {
-			err_node(c, ev, "%s '%s' must be a mapping of its settings, not %s", what, name,
-				 node_kind(ev));
+			err_node(c, ev, "%s '%s' must be a mapping of its settings, not %s", what,
+				 name, node_kind(ev));
 			continue;
 		}
 		struct plan_entry *e = NULL;
@@ -520,18 +521,20 @@ static void check_disk(struct ctx *c, struct plan_disk *d, const yaml_node_t *ma
 						   "directsync", "unsafe" };
 	if (d->kind == PLAN_DISK_IMAGE && d->io == PLAN_IO_NATIVE && d->cache != PLAN_CACHE_NONE &&
 	    d->cache != PLAN_CACHE_DIRECTSYNC)
-		err_node(c, key_node(c, map, "io", owner),
-			 "'io: native' cannot be used with 'cache: %s': native AIO needs O_DIRECT, "
-			 "which only cache 'none' and 'directsync' give (libvirt and QEMU refuse it)",
-			 cache_names[d->cache]);
+		err_node(
+		    c, key_node(c, map, "io", owner),
+		    "'io: native' cannot be used with 'cache: %s': native AIO needs O_DIRECT, "
+		    "which only cache 'none' and 'directsync' give (libvirt and QEMU refuse it)",
+		    cache_names[d->cache]);
 }
 
 static void check_dataset(struct ctx *c, struct plan_dataset *ds, const yaml_node_t *map,
 			  const yaml_node_t *owner)
 {
 	const struct key_table *t = &plan_dataset_keys;
-	static const char *const generated[] = { "files", "size", "dirs", "content", "ratio",
-						 "seed" };
+	static const char *const generated[] = {
+		"files", "size", "dirs", "content", "ratio", "seed"
+	};
 
 	if (ds->path) {
 		for (size_t i = 0; i < ELEMENTSOF(generated); i++)
@@ -653,8 +656,8 @@ static void check_criterion(struct ctx *c, struct plan_criterion *cr, const yaml
 			 "criterion can never pass: 'min' is larger than 'max'");
 }
 
-static void check_entry(struct ctx *c, const struct key_table *t, void *obj,
-			const yaml_node_t *map, const yaml_node_t *owner)
+static void check_entry(struct ctx *c, const struct key_table *t, void *obj, const yaml_node_t *map,
+			const yaml_node_t *owner)
 {
 	if (t == &plan_vm_keys) {
 		check_vm(c, obj, map, owner);
@@ -778,8 +781,8 @@ static void parse_axis(struct ctx *c, enum plan_axis a, yaml_node_t *k, yaml_nod
 }
 
 /* One exclude or include entry; include entries may carry `run:` overrides. */
-static void parse_matrix_entry(struct ctx *c, yaml_node_t *v, bool include,
-			       struct matrix_entry *me, struct plan_run *run)
+static void parse_matrix_entry(struct ctx *c, yaml_node_t *v, bool include, struct matrix_entry *me,
+			       struct plan_run *run)
 {
 	const struct key_table *t = include ? &plan_matrix_include_keys : &plan_exclude_keys;
 
@@ -787,6 +790,8 @@ static void parse_matrix_entry(struct ctx *c, yaml_node_t *v, bool include,
 	me->col = (int)v->start_mark.column + 1;
 	if (!check_keys(c, v))
 		return;
+	/* an include entry with only `run:` applies its overrides to every cell; one with
+	 * nothing at all is a mistake */
 	if (v->data.mapping.pairs.start == v->data.mapping.pairs.top)
 		err_node(c, v,
 			 include ? "empty include entry: it would extend every cell with nothing"
@@ -822,9 +827,9 @@ static void parse_matrix_entry(struct ctx *c, yaml_node_t *v, bool include,
 			continue;
 		add_ref(c, (enum plan_axis)a, value, val, true);
 		me->kv = xrealloc(me->kv, (me->n_kv + 1) * sizeof(*me->kv));
-		me->kv[me->n_kv++] = (struct matrix_kv){ xstrdup(name), value,
-							 (int)kn->start_mark.line + 1,
-							 (int)kn->start_mark.column + 1 };
+		me->kv[me->n_kv++] =
+		    (struct matrix_kv){ xstrdup(name), value, (int)kn->start_mark.line + 1,
+					(int)kn->start_mark.column + 1 };
 	}
 }
 
@@ -887,6 +892,7 @@ static void parse_matrix(struct ctx *c, yaml_node_t *key, yaml_node_t *v)
 	c->n_refs = keep;
 	c->have_matrix = true;
 	c->matrix_pos = node_pos(c, key);
+	p->matrix_pos = c->matrix_pos;
 	p->matrix_file = c->file;
 
 	if (is_null(v))
@@ -927,20 +933,20 @@ static void parse_matrix(struct ctx *c, yaml_node_t *key, yaml_node_t *v)
 				}
 				struct matrix_entry me = { 0 };
 				if (inc) {
-					p->include_run = xrealloc(p->include_run,
-								  (d->n_include + 1) *
-									  sizeof(*p->include_run));
+					p->include_run =
+					    xrealloc(p->include_run,
+						     (d->n_include + 1) * sizeof(*p->include_run));
 					struct plan_run *r = &p->include_run[d->n_include];
 					memset(r, 0, sizeof(*r));
 					key_defaults(&plan_run_keys, r);
 					parse_matrix_entry(c, ev, true, &me, r);
 					d->include = xrealloc(d->include, (d->n_include + 1) *
-										  sizeof(*d->include));
+									      sizeof(*d->include));
 					d->include[d->n_include++] = me;
 				} else {
 					parse_matrix_entry(c, ev, false, &me, NULL);
 					d->exclude = xrealloc(d->exclude, (d->n_exclude + 1) *
-										  sizeof(*d->exclude));
+									      sizeof(*d->exclude));
 					d->exclude[d->n_exclude++] = me;
 				}
 			}
@@ -1206,8 +1212,8 @@ static void check_refs(struct ctx *c)
 			err_at(c, r->pos, "%s '%s' is not defined (did you mean '%s'?)", s.what,
 			       r->name, hint);
 		else if (s.n)
-			err_at(c, r->pos, "%s '%s' is not defined (defined %s: %s)", s.what, r->name,
-			       s.plural, list);
+			err_at(c, r->pos, "%s '%s' is not defined (defined %s: %s)", s.what,
+			       r->name, s.plural, list);
 		else
 			err_at(c, r->pos, "%s '%s' is not defined (the plan defines no %s)", s.what,
 			       r->name, s.plural);
@@ -1219,13 +1225,15 @@ static void default_axes(struct ctx *c)
 {
 	struct plan *p = c->p;
 	struct matrix_def *d = &p->matrix;
-	struct plan_pos at = c->have_matrix ? c->matrix_pos
-					    : (struct plan_pos){ p->files[0], 1, 1 };
+	struct plan_pos at =
+	    c->have_matrix ? c->matrix_pos : (struct plan_pos){ p->files[0], 1, 1 };
 	size_t n_new = 0;
 	struct matrix_axis added[PLAN_N_AXES];
 
-	if (!p->matrix_file)
+	if (!p->matrix_file) {
 		p->matrix_file = p->files[0];
+		p->matrix_pos = at;
+	}
 	for (int a = 0; a < PLAN_N_AXES; a++) {
 		bool present = false;
 		for (size_t i = 0; i < d->n_axes; i++)
@@ -1243,10 +1251,11 @@ static void default_axes(struct ctx *c)
 			err_at(c, at, "the plan defines no %s (it needs at least one in '%s')",
 			       s.plural, s.plural);
 		} else {
-			err_at(c, at,
-			       "the matrix has no '%s' axis and %zu %s are defined: list the ones to "
-			       "use in 'matrix.%s'",
-			       s.what, s.n, s.plural, s.what);
+			err_at(
+			    c, at,
+			    "the matrix has no '%s' axis and %zu %s are defined: list the ones to "
+			    "use in 'matrix.%s'",
+			    s.what, s.n, s.plural, s.what);
 		}
 	}
 	if (!n_new)
@@ -1383,8 +1392,9 @@ static void apply_table(const struct key_table *t, void *dst, const void *src)
 		case KEY_QUANTITY: {
 			char **dp = (char **)(void *)d;
 			free(*dp);
-			*dp = *(char *const *)(const void *)s ? xstrdup(*(char *const *)(const void *)s)
-							      : NULL;
+			*dp = *(char *const *)(const void *)s
+				  ? xstrdup(*(char *const *)(const void *)s)
+				  : NULL;
 			break;
 		}
 		default: continue; /* lists are not overridable */
@@ -1399,4 +1409,118 @@ void plan_run_apply(struct plan_run *run, const struct plan_run *over)
 	if (!key_is_set(&plan_repeat_keys, &over->repeat, "max") &&
 	    run->repeat.max < run->repeat.min)
 		run->repeat.max = run->repeat.min;
+}
+
+/* ---- cells ----------------------------------------------------------------------------------- */
+
+void plan_cell(const struct plan *p, const struct matrix *m, size_t i, struct plan_cell *out)
+{
+	const char *v;
+
+	memset(out, 0, sizeof(*out));
+	out->id = matrix_cell_id(m, i);
+	if ((v = matrix_cell_get(m, i, "vm")))
+		out->vm = plan_find_vm(p, v);
+	if ((v = matrix_cell_get(m, i, "disk")))
+		out->disk = plan_find_disk(p, v);
+	if ((v = matrix_cell_get(m, i, "dataset")))
+		out->dataset = plan_find_dataset(p, v);
+	if ((v = matrix_cell_get(m, i, "method")))
+		out->method = plan_find_method(p, v);
+	out->run = p->run;
+	size_t n = 0;
+	const size_t *inc = matrix_cell_includes(m, i, &n);
+	for (size_t j = 0; j < n; j++)
+		plan_run_apply(&out->run, &p->include_run[inc[j]]);
+}
+
+struct pair_seen {
+	const void *a, *b;
+};
+
+/* Report each incompatible pair of entries once, not once per cell. */
+static bool first_time(struct pair_seen **seen, size_t *n, size_t *cap, const void *a,
+		       const void *b)
+{
+	for (size_t i = 0; i < *n; i++)
+		if ((*seen)[i].a == a && (*seen)[i].b == b)
+			return false;
+	*seen = xgrow(*seen, cap, *n + 1, sizeof(**seen));
+	(*seen)[(*n)++] = (struct pair_seen){ a, b };
+	return true;
+}
+
+struct matrix *plan_expand(const struct plan *p, size_t cap, struct diag_list *diags)
+{
+	struct matrix *m = matrix_expand(&p->matrix, cap, p->matrix_file, diags);
+	size_t errors = 0;
+
+	if (!m)
+		return NULL;
+
+	/* which checks can fire at all: most plans skip the per-cell loop entirely */
+	bool q35 = false, ide = false, tmpfs = false, block = false;
+	for (size_t i = 0; i < p->n_vms; i++)
+		q35 |= p->vms[i].machine == PLAN_MACHINE_Q35;
+	for (size_t i = 0; i < p->n_disks; i++) {
+		ide |= p->disks[i].kind == PLAN_DISK_IMAGE && p->disks[i].bus == PLAN_BUS_IDE;
+		tmpfs |= p->disks[i].kind == PLAN_DISK_TMPFS;
+	}
+	for (size_t i = 0; i < p->n_methods; i++)
+		block |= p->methods[i].type == PLAN_METHOD_BLOCK;
+	bool pairs = (q35 && ide) || (tmpfs && block);
+
+	_cleanup_free_ struct pair_seen *seen = NULL;
+	size_t n_seen = 0, cap_seen = 0;
+	size_t n = matrix_n_cells(m);
+	for (size_t i = 0; i < n; i++) {
+		size_t n_inc = 0;
+		matrix_cell_includes(m, i, &n_inc);
+		if (!pairs && !n_inc)
+			continue; /* product cells always have all four axes (see default_axes) */
+		struct plan_cell cell;
+		plan_cell(p, m, i, &cell);
+		const void *have[PLAN_N_AXES] = { cell.vm, cell.disk, cell.dataset, cell.method };
+		bool complete = true;
+		for (int a = 0; a < PLAN_N_AXES; a++) {
+			if (have[a])
+				continue;
+			complete = false;
+			diag_add(
+			    diags, p->matrix_pos.file, p->matrix_pos.line, p->matrix_pos.col,
+			    "cell '%s' has no %s: an include entry that adds a cell must name "
+			    "a vm, a disk, a dataset and a method (or the matrix must have the "
+			    "axis)",
+			    cell.id, axis_names[a]);
+			errors++;
+		}
+		if (!complete)
+			continue;
+		if (cell.vm->machine == PLAN_MACHINE_Q35 && cell.disk->kind == PLAN_DISK_IMAGE &&
+		    cell.disk->bus == PLAN_BUS_IDE &&
+		    first_time(&seen, &n_seen, &cap_seen, cell.vm, cell.disk)) {
+			diag_add(
+			    diags, cell.disk->e.pos.file, cell.disk->e.pos.line,
+			    cell.disk->e.pos.col,
+			    "disk '%s' uses bus 'ide', which vm '%s' (machine q35) does not have: "
+			    "ide exists only on machine pc (first in cell '%s')",
+			    cell.disk->e.name, cell.vm->e.name, cell.id);
+			errors++;
+		}
+		if (cell.disk->kind == PLAN_DISK_TMPFS && cell.method->type == PLAN_METHOD_BLOCK &&
+		    first_time(&seen, &n_seen, &cap_seen, cell.method, cell.disk)) {
+			diag_add(diags, cell.method->e.pos.file, cell.method->e.pos.line,
+				 cell.method->e.pos.col,
+				 "method '%s' (type block) writes a raw device, and disk '%s' is a "
+				 "tmpfs, which has none (first in cell '%s')",
+				 cell.method->e.name, cell.disk->e.name, cell.id);
+			errors++;
+		}
+	}
+	if (errors) {
+		diag_sort(diags);
+		matrix_free(m);
+		return NULL;
+	}
+	return m;
 }

@@ -273,7 +273,8 @@ struct plan {
 
 	/* The matrix, ready for matrix_expand(); omitted axes already filled in (see ferry(1)). */
 	struct matrix_def matrix;
-	const char *matrix_file; /* the file whose `matrix:` is used (positions refer to it) */
+	const char *matrix_file;    /* the file whose `matrix:` is used (positions refer to it) */
+	struct plan_pos matrix_pos; /* of the `matrix:` key; the file's start when there is none */
 	/* Per include entry of the matrix (n = matrix.n_include): its `run:` overrides; an entry
 	 * without `run:` has set == 0. Apply with plan_cell_run(). */
 	struct plan_run *include_run;
@@ -302,6 +303,27 @@ const struct plan_method *plan_find_method(const struct plan *p, const char *nam
 
 /* "vm", "disk", "dataset", "method" */
 const char *plan_axis_name(enum plan_axis a);
+
+/* One cell of an expanded plan: the entries it uses and its resolved run settings. */
+struct plan_cell {
+	const char *id; /* matrix_cell_id(), lives as long as the matrix */
+	const struct plan_vm *vm;
+	const struct plan_disk *disk;
+	const struct plan_dataset *dataset;
+	const struct plan_method *method;
+	struct plan_run run; /* plan->run with the run: overrides of the cell's include entries */
+};
+
+/*
+ * Expand the plan's matrix (at most `cap` cells, 0: MATRIX_DEFAULT_CAP) and check every cell
+ * for combinations that cannot work whatever the host (ide disks on q35 machines, block
+ * methods on tmpfs disks, cells an include entry left without a vm/disk/dataset/method).
+ * Returns NULL with diagnostics on any error; free with matrix_free().
+ */
+struct matrix *plan_expand(const struct plan *p, size_t cap, struct diag_list *diags);
+
+/* Fill `out` for cell `i` of `m` (from plan_expand() of the same plan). */
+void plan_cell(const struct plan *p, const struct matrix *m, size_t i, struct plan_cell *out);
 
 /* Apply run overrides: every key set in `over` replaces the one in `run` (nested: key by key). */
 void plan_run_apply(struct plan_run *run, const struct plan_run *over);

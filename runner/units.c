@@ -210,9 +210,10 @@ int parse_duration(const char *s, uint64_t *ns, char **err)
 		}
 		if (r == -1) {
 			if (!any)
-				*err = xasprintf("invalid duration '%s': expected a number and a unit "
-						 "(ms, s, m or h)",
-						 s);
+				*err =
+				    xasprintf("invalid duration '%s': expected a number and a unit "
+					      "(ms, s, m or h)",
+					      s);
 			else
 				*err = xasprintf("invalid duration '%s': unexpected '%s'", s, p);
 			return -1;
@@ -245,8 +246,8 @@ int parse_duration(const char *s, uint64_t *ns, char **err)
 		p = skip_blank(p);
 	}
 	if (!any) {
-		*err = xasprintf("invalid duration '%s': expected a number and a unit (ms, s, m or h)",
-				 s);
+		*err = xasprintf(
+		    "invalid duration '%s': expected a number and a unit (ms, s, m or h)", s);
 		return -1;
 	}
 	*ns = (uint64_t)total;
@@ -284,8 +285,8 @@ int parse_percent(const char *s, double *percent, char **err)
 	size_t n = strlen(t);
 
 	if (n == 0 || t[n - 1] != '%') {
-		*err = xasprintf("invalid percentage '%s': expected a number and '%%', like '5%%'",
-				 s);
+		*err =
+		    xasprintf("invalid percentage '%s': expected a number and '%%', like '5%%'", s);
 		return -1;
 	}
 	t[n - 1] = '\0';
@@ -428,14 +429,10 @@ char *env_subst(const char *s, char **err)
 char *format_size(uint64_t bytes)
 {
 	static const struct unit pref[] = {
-		{ "TiB", UINT64_C(1) << 40 },
-		{ "GiB", UINT64_C(1) << 30 },
-		{ "MiB", UINT64_C(1) << 20 },
-		{ "KiB", UINT64_C(1) << 10 },
-		{ "TB", UINT64_C(1000000000000) },
-		{ "GB", UINT64_C(1000000000) },
-		{ "MB", UINT64_C(1000000) },
-		{ "KB", UINT64_C(1000) },
+		{ "TiB", UINT64_C(1) << 40 },      { "GiB", UINT64_C(1) << 30 },
+		{ "MiB", UINT64_C(1) << 20 },      { "KiB", UINT64_C(1) << 10 },
+		{ "TB", UINT64_C(1000000000000) }, { "GB", UINT64_C(1000000000) },
+		{ "MB", UINT64_C(1000000) },       { "KB", UINT64_C(1000) },
 	};
 	if (bytes)
 		for (size_t i = 0; i < ELEMENTSOF(pref); i++)
