@@ -1116,7 +1116,10 @@ int key_table_check(const struct key_table *t, char **err)
 				return -1;
 			}
 		size_t hl = k->help ? strlen(k->help) : 0;
-		if (hl == 0 || k->help[hl - 1] == '.' || (k->help[0] >= 'A' && k->help[0] <= 'Z')) {
+		/* lower-case start, except acronyms ("QEMU machine type") */
+		bool capital = hl > 1 && k->help[0] >= 'A' && k->help[0] <= 'Z' &&
+			       k->help[1] >= 'a' && k->help[1] <= 'z';
+		if (hl == 0 || k->help[hl - 1] == '.' || capital) {
 			*err = xasprintf("key '%s.%s' needs help text (lower-case start, no final "
 					 "period)",
 					 t->name, k->name);
