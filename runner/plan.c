@@ -60,6 +60,7 @@ struct ctx {
 	size_t n_chain;
 	bool have_matrix;
 	struct plan_pos matrix_pos;
+	bool incomplete; /* a file could not be loaded: whole-plan checks would only pile on */
 };
 
 _printf_(5, 6) static void err_pos(struct ctx *c, const char *file, int line, int col,
@@ -610,9 +611,10 @@ static void check_method(struct ctx *c, struct plan_method *m, const yaml_node_t
 
 static void check_criterion(struct ctx *c, struct plan_criterion *cr, const yaml_node_t *map)
 {
+	if (!key_is_set(&plan_criterion_keys, cr, "metric"))
+		return; /* reported already: missing or invalid; units depend on it */
 	if (!cr->min_text && !cr->max_text) {
-		if (key_is_set(&plan_criterion_keys, cr, "metric"))
-			err_node(c, map, "criterion needs 'min' or 'max'");
+		err_node(c, map, "criterion needs 'min' or 'max'");
 		return;
 	}
 	for (int i = 0; i < 2; i++) {
@@ -1041,6 +1043,7 @@ static void do_includes(struct ctx *c, yaml_node_t *v)
 				chain = s;
 			}
 			err_node(c, n, "include cycle: %s%s", chain, path);
+			c->incomplete = true;
 			goto next;
 		}
 		if (c->n_chain >= MAX_INCLUDE_DEPTH) {
@@ -1053,6 +1056,7 @@ static void do_includes(struct ctx *c, yaml_node_t *v)
 			_cleanup_free_ char *buf = read_plan_file(path, &len, &err);
 			if (!buf) {
 				err_node(c, n, "%s", err);
+				c->incomplete = true;
 				continue;
 			}
 			load_file(c, path, buf, len, canon);
@@ -1099,6 +1103,7 @@ static void load_file(struct ctx *c, const char *name, const char *buf, size_t l
 	yaml_parser_set_input_string(&ps, (const unsigned char *)buf, len);
 	if (!yaml_parser_load(&ps, &doc)) {
 		yaml_error(c, &ps);
+		c->incomplete = true;
 		goto out;
 	}
 	have_doc = true;
@@ -1107,6 +1112,7 @@ static void load_file(struct ctx *c, const char *name, const char *buf, size_t l
 	yaml_node_t *root = yaml_document_get_root_node(&doc);
 	if (!root || is_null(root)) {
 		err_pos(c, c->file, 1, 1, "empty plan (a plan starts with 'ferry: 1')");
+		c->incomplete = true;
 		goto out;
 	}
 	{
@@ -1125,6 +1131,7 @@ static void load_file(struct ctx *c, const char *name, const char *buf, size_t l
 	}
 	if (root->type != YAML_MAPPING_NODE) {
 		err_node(c, root, "a plan must be a mapping of sections, not %s", node_kind(root));
+		c->incomplete = true;
 		goto out;
 	}
 	if (!check_keys(c, root))
@@ -1258,14 +1265,23 @@ static void default_axes(struct ctx *c)
 			    s.what, s.n, s.plural, s.what);
 		}
 	}
-	if (!n_new)
-		return;
-	/* defaulted axes go first, in vm, disk, dataset, method order: single values do not
-	 * change the odometer order, and the cell ids read in the usual order */
-	d->axes = xrealloc(d->axes, (d->n_axes + n_new) * sizeof(*d->axes));
-	memmove(d->axes + n_new, d->axes, d->n_axes * sizeof(*d->axes));
-	memcpy(d->axes, added, n_new * sizeof(*d->axes));
-	d->n_axes += n_new;
+	/* a defaulted axis goes before the first written axis that follows it in vm, disk,
+	 * dataset, method order: one value does not change the odometer order, and the cell ids
+	 * read in the usual order when the written axes do */
+	for (size_t i = 0; i < n_new; i++) {
+		int a = axis_from_name(added[i].name);
+		size_t at_index = d->n_axes;
+		for (size_t j = 0; j < d->n_axes; j++)
+			if (axis_from_name(d->axes[j].name) > a) {
+				at_index = j;
+				break;
+			}
+		d->axes = xrealloc(d->axes, (d->n_axes + 1) * sizeof(*d->axes));
+		memmove(d->axes + at_index + 1, d->axes + at_index,
+			(d->n_axes - at_index) * sizeof(*d->axes));
+		d->axes[at_index] = added[i];
+		d->n_axes++;
+	}
 }
 
 static void resolve(struct ctx *c)
@@ -1286,6 +1302,8 @@ static void resolve(struct ctx *c)
 	if (!key_is_set(&plan_repeat_keys, &p->run.repeat, "max") &&
 	    p->run.repeat.max < p->run.repeat.min)
 		p->run.repeat.max = p->run.repeat.min;
+	if (c->incomplete)
+		return;
 	check_refs(c);
 	default_axes(c);
 }
