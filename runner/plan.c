@@ -153,18 +153,16 @@ static void type_error(struct ctx *c, const struct key_def *k, const yaml_node_t
 	err_node(c, v, "'%s' must be %s, not %s", k->name, expected(k), node_kind(v));
 }
 
-/* Every mapping the walk visits: keys are single values, and unique. Returns false when a
- * key is not a single value (the caller skips the mapping). */
-static bool check_keys(struct ctx *c, const yaml_node_t *map)
+/* Every mapping the walk visits: keys are single values, and unique. Walks skip the keys
+ * reported here (see skip_pair). */
+static void check_keys(struct ctx *c, const yaml_node_t *map)
 {
 	yaml_node_pair_t *b = map->data.mapping.pairs.start, *e = map->data.mapping.pairs.top;
-	bool ok = true;
 
 	for (yaml_node_pair_t *i = b; i < e; i++) {
 		yaml_node_t *k = node(c, i->key);
 		if (!scalar(k)) {
 			err_node(c, k, "a key must be a single value, not %s", node_kind(k));
-			ok = false;
 			continue;
 		}
 		for (yaml_node_pair_t *j = b; j < i; j++) {
@@ -177,7 +175,21 @@ static bool check_keys(struct ctx *c, const yaml_node_t *map)
 			}
 		}
 	}
-	return ok;
+}
+
+/* A pair to skip: a key that is not a single value, or a repeated one (only the first counts,
+ * so a duplicate does not pile more messages on). */
+static bool skip_pair(struct ctx *c, const yaml_node_t *map, const yaml_node_pair_t *p)
+{
+	const char *name = scalar(node(c, p->key));
+	if (!name)
+		return true;
+	for (const yaml_node_pair_t *j = map->data.mapping.pairs.start; j < p; j++) {
+		const char *other = scalar(node(c, j->key));
+		if (other && STREQ(other, name))
+			return true;
+	}
+	return false;
 }
 
 /* The value node of `name` in a mapping, or NULL. */
@@ -329,8 +341,8 @@ static void walk_value(struct ctx *c, const struct key_table *t, const struct ke
 static void walk_mapping(struct ctx *c, const struct key_table *t, void *obj,
 			 const yaml_node_t *map, const yaml_node_t *owner)
 {
-	if (!check_keys(c, map))
-		return;
+	size_t errors_before = c->n_errors;
+	check_keys(c, map);
 
 	/* the discriminator (method type, disk kind) first: it decides which keys apply */
 	int disc = -1;
@@ -347,7 +359,7 @@ static void walk_mapping(struct ctx *c, const struct key_table *t, void *obj,
 	     i++) {
 		yaml_node_t *kn = node(c, i->key), *v = node(c, i->value);
 		const char *name = scalar(kn);
-		if (!name)
+		if (skip_pair(c, map, i))
 			continue;
 		if (t == &plan_keys && STREQ(name, "include"))
 			continue; /* merged before the rest of the file */
@@ -383,7 +395,9 @@ static void walk_mapping(struct ctx *c, const struct key_table *t, void *obj,
 							   "'ferry: 1')"
 							 : "");
 	}
-	check_entry(c, t, obj, map, owner);
+	/* checks across keys only when every key read: an invalid value would make them lie */
+	if (c->n_errors == errors_before)
+		check_entry(c, t, obj, map, owner);
 }
 
 static void parse_named(struct ctx *c, const struct key_def *k, void *obj, yaml_node_t *v)
@@ -394,8 +408,7 @@ static void parse_named(struct ctx *c, const struct key_def *k, void *obj, yaml_
 		type_error(c, k, v);
 		return;
 	}
-	if (!check_keys(c, v))
-		return;
+	check_keys(c, v);
 	char **arr = AT(obj, k, char *);
 	size_t *n = (size_t *)((char *)obj + k->count_offset);
 	/* "vms" -> "vm" for messages */
@@ -405,17 +418,21 @@ static void parse_named(struct ctx *c, const struct key_def *k, void *obj, yaml_
 	     i++) {
 		yaml_node_t *kn = node(c, i->key), *ev = node(c, i->value);
 		const char *name = scalar(kn);
+		if (skip_pair(c, v, i))
+			continue;
+		/* a faulty entry is still defined, so references to it do not add messages */
+		bool bad = false;
 		if (!valid_name(name)) {
 			err_node(c, kn,
 				 "invalid %s name '%s' (names use only letters, digits, '.', '_' "
 				 "and '-')",
 				 what, name);
-			continue;
+			bad = true;
 		}
 		if (!is_null(ev) && ev->type != YAML_MAPPING_NODE) {
 			err_node(c, ev, "%s '%s' must be a mapping of its settings, not %s", what,
 				 name, node_kind(ev));
-			continue;
+			bad = true;
 		}
 		struct plan_entry *e = NULL;
 		for (size_t j = 0; j < *n; j++) {
@@ -435,6 +452,8 @@ static void parse_named(struct ctx *c, const struct key_def *k, void *obj, yaml_
 		key_defaults(k->sub, e);
 		e->name = xstrdup(name);
 		e->pos = node_pos(c, kn);
+		if (bad)
+			continue;
 		if (is_null(ev))
 			check_entry(c, k->sub, e, NULL, kn);
 		else
@@ -565,11 +584,12 @@ static void check_dataset(struct ctx *c, struct plan_dataset *ds, const yaml_nod
 		err_node(c, key_node(c, map, "ratio", owner),
 			 "'ratio' needs 'content: compressible'");
 	uint64_t total;
-	if (!mul_u64(ds->files, ds->size.max, &total) || total > (UINT64_C(1) << 44))
+	if (!mul_u64(ds->files, ds->size.max, &total) || total > (UINT64_C(1) << 44)) {
+		_cleanup_free_ char *each = format_size(ds->size.max);
 		err_node(c, key_node(c, map, "files", owner),
-			 "dataset '%s' is too large: %" PRIu64 " files of up to %" PRIu64
-			 " bytes exceed 16TiB",
-			 ds->e.name, ds->files, ds->size.max);
+			 "dataset '%s' is too large: %" PRIu64 " files of up to %s exceed 16TiB",
+			 ds->e.name, ds->files, each);
+	}
 }
 
 static void check_method(struct ctx *c, struct plan_method *m, const yaml_node_t *map,
@@ -790,8 +810,7 @@ static void parse_matrix_entry(struct ctx *c, yaml_node_t *v, bool include, stru
 
 	me->line = (int)v->start_mark.line + 1;
 	me->col = (int)v->start_mark.column + 1;
-	if (!check_keys(c, v))
-		return;
+	check_keys(c, v);
 	/* an include entry with only `run:` applies its overrides to every cell; one with
 	 * nothing at all is a mistake */
 	if (v->data.mapping.pairs.start == v->data.mapping.pairs.top)
@@ -802,7 +821,7 @@ static void parse_matrix_entry(struct ctx *c, yaml_node_t *v, bool include, stru
 	     i++) {
 		yaml_node_t *kn = node(c, i->key), *val = node(c, i->value);
 		const char *name = scalar(kn);
-		if (!name)
+		if (skip_pair(c, v, i))
 			continue;
 		int a = axis_from_name(name);
 		if (a < 0 && include && STREQ(name, "run")) {
@@ -853,6 +872,8 @@ static void parse_zip(struct ctx *c, yaml_node_t *v)
 		}
 		struct matrix_zip z = { .line = (int)g->start_mark.line + 1,
 					.col = (int)g->start_mark.column + 1 };
+		size_t n_items =
+		    (size_t)(g->data.sequence.items.top - g->data.sequence.items.start);
 		for (yaml_node_item_t *j = g->data.sequence.items.start;
 		     j < g->data.sequence.items.top; j++) {
 			yaml_node_t *n = node(c, *j);
@@ -868,7 +889,7 @@ static void parse_zip(struct ctx *c, yaml_node_t *v)
 			z.axes = xrealloc(z.axes, (z.n_axes + 1) * sizeof(*z.axes));
 			z.axes[z.n_axes++] = xstrdup(s);
 		}
-		if (z.n_axes < 2)
+		if (n_items < 2)
 			err_node(c, g, "a 'zip' group needs at least two axes");
 		d->zips = xrealloc(d->zips, (d->n_zips + 1) * sizeof(*d->zips));
 		d->zips[d->n_zips++] = z;
@@ -903,13 +924,12 @@ static void parse_matrix(struct ctx *c, yaml_node_t *key, yaml_node_t *v)
 		err_node(c, v, "'matrix' must be a mapping, not %s", node_kind(v));
 		return;
 	}
-	if (!check_keys(c, v))
-		return;
+	check_keys(c, v);
 	for (yaml_node_pair_t *i = v->data.mapping.pairs.start; i < v->data.mapping.pairs.top;
 	     i++) {
 		yaml_node_t *kn = node(c, i->key), *val = node(c, i->value);
 		const char *name = scalar(kn);
-		if (!name)
+		if (skip_pair(c, v, i))
 			continue;
 		int a = axis_from_name(name);
 		if (a >= 0) {
@@ -1134,8 +1154,6 @@ static void load_file(struct ctx *c, const char *name, const char *buf, size_t l
 		c->incomplete = true;
 		goto out;
 	}
-	if (!check_keys(c, root))
-		goto out;
 
 	yaml_node_t *inc = lookup(c, root, "include", NULL);
 	if (inc)
@@ -1305,7 +1323,9 @@ static void resolve(struct ctx *c)
 	if (c->incomplete)
 		return;
 	check_refs(c);
-	default_axes(c);
+	/* "no vms defined" after a faulty vms section would only repeat the fault */
+	if (!c->n_errors)
+		default_axes(c);
 }
 
 static struct plan *parse(const char *name, const char *buf, size_t len, const char *canon,
@@ -1499,21 +1519,28 @@ struct matrix *plan_expand(const struct plan *p, size_t cap, struct diag_list *d
 		struct plan_cell cell;
 		plan_cell(p, m, i, &cell);
 		const void *have[PLAN_N_AXES] = { cell.vm, cell.disk, cell.dataset, cell.method };
-		bool complete = true;
+		_cleanup_free_ char *missing = NULL;
 		for (int a = 0; a < PLAN_N_AXES; a++) {
 			if (have[a])
 				continue;
-			complete = false;
-			diag_add(
-			    diags, p->matrix_pos.file, p->matrix_pos.line, p->matrix_pos.col,
-			    "cell '%s' has no %s: an include entry that adds a cell must name "
-			    "a vm, a disk, a dataset and a method (or the matrix must have the "
-			    "axis)",
-			    cell.id, axis_names[a]);
-			errors++;
+			char *s = xasprintf("%s%s%s", missing ? missing : "",
+					    missing ? " and no " : "", axis_names[a]);
+			free(missing);
+			missing = s;
 		}
-		if (!complete)
+		if (missing) {
+			/* only an include entry can make such a cell: point at the last one */
+			const size_t *inc = matrix_cell_includes(m, i, &n_inc);
+			const struct matrix_entry *e = &p->matrix.include[inc[n_inc - 1]];
+			diag_add(
+			    diags, p->matrix_file, e->line, e->col,
+			    "this include entry adds cell '%s', which has no %s (an entry that "
+			    "matches no cell adds one, and a cell needs a vm, a disk, a dataset "
+			    "and a method)",
+			    cell.id, missing);
+			errors++;
 			continue;
+		}
 		if (cell.vm->machine == PLAN_MACHINE_Q35 && cell.disk->kind == PLAN_DISK_IMAGE &&
 		    cell.disk->bus == PLAN_BUS_IDE &&
 		    first_time(&seen, &n_seen, &cap_seen, cell.vm, cell.disk)) {

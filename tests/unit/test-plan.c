@@ -341,10 +341,13 @@ static void test_yaml_errors(void)
 	g_assert_cmpstr(e, ==, "mem.yaml:1:1: a plan must be a mapping of sections, not a list");
 	g_free(e);
 	e = errors_of("name: x\n");
+	g_assert_cmpstr(e, ==,
+			"mem.yaml:1:1: missing required key 'ferry' (the plan language version: "
+			"'ferry: 1')");
+	g_free(e);
+	e = errors_of("ferry: 1\nname: x\n");
 	g_assert_cmpstr(
 	    e, ==,
-	    "mem.yaml:1:1: missing required key 'ferry' (the plan language version: "
-	    "'ferry: 1')\n"
 	    "mem.yaml:1:1: the plan defines no vms (it needs at least one in 'vms')\n"
 	    "mem.yaml:1:1: the plan defines no disks (it needs at least one in 'disks')\n"
 	    "mem.yaml:1:1: the plan defines no datasets (it needs at least one in "
