@@ -764,7 +764,8 @@ static const struct key_def top_defs[] = {
 	  .type = KEY_STRING_LIST,
 	  .offset = FIELD(plan, include),
 	  .count_offset = FIELD(plan, n_include),
-	  .help = "plan files merged into this one, relative to this file (see INCLUDES)" },
+	  .help = "plan files merged into this one, relative to this file (merge rules: PLAN FILE "
+		  "FORMAT, Includes)" },
 	{ .name = "vms",
 	  .type = KEY_NAMED,
 	  .offset = FIELD(plan, vms),

@@ -19,6 +19,7 @@ packages=(
 	dnsmasq-base busybox-static
 	# tests: report consumers and tools
 	libxml2-utils valgrind cmark-gfm python3 python3-junitparser python3-jsonschema
+	python3-yaml
 	clang-format iproute2
 )
 
