@@ -850,13 +850,13 @@ size_t key_index(const struct key_table *t, const struct key_def *k)
 bool key_is_set(const struct key_table *t, const void *obj, const char *name)
 {
 	const struct key_def *k = key_find(t, name);
-	const uint64_t *set = (const uint64_t *)((const char *)obj + t->set_offset);
+	const uint64_t *set = (const uint64_t *)(const void *)((const char *)obj + t->set_offset);
 	return k && (*set & (UINT64_C(1) << key_index(t, k)));
 }
 
 void key_mark_set(const struct key_table *t, void *obj, const struct key_def *k)
 {
-	uint64_t *set = (uint64_t *)((char *)obj + t->set_offset);
+	uint64_t *set = (uint64_t *)(void *)((char *)obj + t->set_offset);
 	*set |= UINT64_C(1) << key_index(t, k);
 }
 
@@ -895,7 +895,8 @@ char *key_enum_list(const struct key_def *k)
 	return s;
 }
 
-#define AT(obj, k, type) ((type *)((char *)(obj) + (k)->offset))
+/* via void *: the offsets come from offsetof, so the fields are aligned */
+#define AT(obj, k, type) ((type *)(void *)((char *)(obj) + (k)->offset))
 
 void key_free(const struct key_table *t, void *obj)
 {
@@ -910,7 +911,7 @@ void key_free(const struct key_table *t, void *obj)
 		case KEY_MAPPING: key_free(k->sub, AT(obj, k, char)); break;
 		case KEY_STRING_LIST: {
 			char **l = *AT(obj, k, char **);
-			size_t *n = (size_t *)((char *)obj + k->count_offset);
+			size_t *n = (size_t *)(void *)((char *)obj + k->count_offset);
 			for (size_t j = 0; j < *n; j++)
 				free(l[j]);
 			free(l);
@@ -921,7 +922,7 @@ void key_free(const struct key_table *t, void *obj)
 		case KEY_NAMED:
 		case KEY_LIST: {
 			char *arr = *AT(obj, k, char *);
-			size_t *n = (size_t *)((char *)obj + k->count_offset);
+			size_t *n = (size_t *)(void *)((char *)obj + k->count_offset);
 			for (size_t j = 0; j < *n; j++) {
 				char *e = arr + j * k->elem_size;
 				if (k->type == KEY_NAMED)
@@ -940,7 +941,7 @@ void key_free(const struct key_table *t, void *obj)
 
 void key_defaults(const struct key_table *t, void *obj)
 {
-	*(uint64_t *)((char *)obj + t->set_offset) = 0;
+	*(uint64_t *)(void *)((char *)obj + t->set_offset) = 0;
 	for (size_t i = 0; i < t->n_keys; i++) {
 		const struct key_def *k = &t->keys[i];
 		if (k->type == KEY_MAPPING) {

@@ -263,7 +263,8 @@ static void walk_mapping(struct ctx *c, const struct key_table *t, void *obj,
 static void check_entry(struct ctx *c, const struct key_table *t, void *obj, const yaml_node_t *map,
 			const yaml_node_t *owner);
 
-#define AT(obj, k, type) ((type *)((char *)(obj) + (k)->offset))
+/* via void *: the offsets come from offsetof, so the fields are aligned */
+#define AT(obj, k, type) ((type *)(void *)((char *)(obj) + (k)->offset))
 
 /* A scalar for a scalar-typed key: substitute, convert, store, mark set. */
 static bool set_scalar(struct ctx *c, const struct key_table *t, const struct key_def *k, void *obj,
@@ -410,7 +411,7 @@ static void parse_named(struct ctx *c, const struct key_def *k, void *obj, yaml_
 	}
 	check_keys(c, v);
 	char **arr = AT(obj, k, char *);
-	size_t *n = (size_t *)((char *)obj + k->count_offset);
+	size_t *n = (size_t *)(void *)((char *)obj + k->count_offset);
 	/* "vms" -> "vm" for messages */
 	_cleanup_free_ char *what = xstrndup(k->name, strlen(k->name) - 1);
 
@@ -470,7 +471,7 @@ static void parse_list(struct ctx *c, const struct key_def *k, void *obj, yaml_n
 		return;
 	}
 	char **arr = AT(obj, k, char *);
-	size_t *n = (size_t *)((char *)obj + k->count_offset);
+	size_t *n = (size_t *)(void *)((char *)obj + k->count_offset);
 	for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top;
 	     i++) {
 		yaml_node_t *ev = node(c, *i);
@@ -1409,7 +1410,7 @@ const struct plan_method *plan_find_method(const struct plan *p, const char *nam
 
 static void apply_table(const struct key_table *t, void *dst, const void *src)
 {
-	uint64_t set = *(const uint64_t *)((const char *)src + t->set_offset);
+	uint64_t set = *(const uint64_t *)(const void *)((const char *)src + t->set_offset);
 
 	for (size_t i = 0; i < t->n_keys; i++) {
 		const struct key_def *k = &t->keys[i];
