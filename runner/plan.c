@@ -649,7 +649,7 @@ static void check_criterion(struct ctx *c, struct plan_criterion *cr, const yaml
 		int r = 0;
 		switch (cr->metric) {
 		case PLAN_METRIC_THROUGHPUT: {
-			uint64_t b;
+			uint64_t b = 0;
 			r = parse_throughput(text, &b, &err);
 			d = (double)b;
 			break;
@@ -657,7 +657,7 @@ static void check_criterion(struct ctx *c, struct plan_criterion *cr, const yaml
 		case PLAN_METRIC_FILES_PER_S: r = parse_double(text, &d, &err); break;
 		case PLAN_METRIC_CV: r = parse_percent(text, &d, &err); break;
 		default: {
-			uint64_t ns;
+			uint64_t ns = 0;
 			r = parse_duration(text, &ns, &err);
 			d = (double)ns;
 		}
