@@ -995,8 +995,10 @@ static char *lower_first(const char *s)
 /* Read a plan file: regular files only (never a device or a FIFO), bounded in size. */
 static char *read_plan_file(const char *path, size_t *len, char **err)
 {
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
 	struct stat st;
-	if (stat(path, &st) < 0) {
+
+	if (!f || fstat(fileno(f), &st) < 0) {
 		_cleanup_free_ char *e = lower_first(strerror(errno));
 		*err = xasprintf("cannot read '%s': %s", path, e);
 		return NULL;
@@ -1005,16 +1007,21 @@ static char *read_plan_file(const char *path, size_t *len, char **err)
 		*err = xasprintf("cannot read '%s': not a regular file", path);
 		return NULL;
 	}
-	if (st.st_size > MAX_PLAN_FILE) {
+	/* bounded while reading too: some files (in /proc) say 0 bytes and never end */
+	_cleanup_free_ char *buf = xmalloc(MAX_PLAN_FILE + 2);
+	size_t n = fread(buf, 1, MAX_PLAN_FILE + 1, f);
+	if (ferror(f)) {
+		_cleanup_free_ char *e = lower_first(strerror(errno ? errno : EIO));
+		*err = xasprintf("cannot read '%s': %s", path, e);
+		return NULL;
+	}
+	if (n > MAX_PLAN_FILE) {
 		*err = xasprintf("cannot read '%s': larger than %d MiB", path, MAX_PLAN_FILE >> 20);
 		return NULL;
 	}
-	char *buf = read_file(path, len);
-	if (!buf) {
-		_cleanup_free_ char *e = lower_first(strerror(errno));
-		*err = xasprintf("cannot read '%s': %s", path, e);
-	}
-	return buf;
+	buf[n] = '\0';
+	*len = n;
+	return xrealloc(TAKE_PTR(buf), n + 1);
 }
 
 static char *canonical(const char *path)
