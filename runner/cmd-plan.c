@@ -121,36 +121,59 @@ static json_t *entry_json(const struct key_table *t, const struct plan_entry *e)
 	return o;
 }
 
-static json_t *cell_json(const struct matrix *m, size_t i, const struct plan_cell *cell)
+/* The JSON of every entry, built once and shared by the cells that use it. */
+struct entry_cache {
+	json_t **vm, **disk, **dataset, **method;
+};
+
+static json_t **entries_json(const struct key_table *t, const void *arr, size_t n, size_t elem_size)
+{
+	json_t **out = xcalloc(n, sizeof(*out));
+	for (size_t i = 0; i < n; i++)
+		out[i] = entry_json(t, (const void *)((const char *)arr + i * elem_size));
+	return out;
+}
+
+static void entries_free(json_t **a, size_t n)
+{
+	for (size_t i = 0; a && i < n; i++)
+		json_decref(a[i]);
+	free(a);
+}
+
+static json_t *cell_json(const struct plan *p, const struct entry_cache *ec, const struct matrix *m,
+			 size_t i, const struct plan_cell *cell)
 {
 	json_t *params = json_object();
 	for (size_t j = 0; j < matrix_cell_n_params(m, i); j++)
 		json_object_set_new(params, matrix_cell_key(m, i, j),
 				    json_string(matrix_cell_value(m, i, j)));
-	return json_pack("{s:I, s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "index", (json_int_t)i, "id",
-			 cell->id, "params", params, "vm", entry_json(&plan_vm_keys, &cell->vm->e),
-			 "disk", entry_json(&plan_disk_keys, &cell->disk->e), "dataset",
-			 entry_json(&plan_dataset_keys, &cell->dataset->e), "method",
-			 entry_json(&plan_method_keys, &cell->method->e), "run",
+	return json_pack("{s:I, s:s, s:o, s:O, s:O, s:O, s:O, s:o}", "index", (json_int_t)i, "id",
+			 cell->id, "params", params, "vm", ec->vm[cell->vm - p->vms], "disk",
+			 ec->disk[cell->disk - p->disks], "dataset",
+			 ec->dataset[cell->dataset - p->datasets], "method",
+			 ec->method[cell->method - p->methods], "run",
 			 key_values_json(&plan_run_keys, &cell->run));
+}
+
+static const char *run_enum(const char *key, int v)
+{
+	return key_find(&plan_run_keys, key)->values[v];
 }
 
 static void cell_line(size_t i, const struct plan_cell *cell)
 {
 	const struct plan_run *r = &cell->run;
 	_cleanup_free_ char *timeout = format_duration(r->timeout);
-	_cleanup_json_t_ json_t *run = key_values_json(&plan_run_keys, r);
-	const char *vm = json_string_value(json_object_get(run, "vm"));
-	const char *disk = json_string_value(json_object_get(run, "disk"));
-	const char *caches = json_string_value(json_object_get(run, "caches"));
 
 	if (r->repeat.until_cv > 0)
 		printf("%6zu  %s  repeat %" PRIu64 "..%" PRIu64 " until cv %g%%", i + 1, cell->id,
 		       r->repeat.min, r->repeat.max, r->repeat.until_cv);
 	else
 		printf("%6zu  %s  repeat %" PRIu64, i + 1, cell->id, r->repeat.min);
-	printf(", warmup %" PRIu64 ", vm %s, disk %s, caches %s, timeout %s\n", r->warmup, vm, disk,
-	       caches, timeout);
+	printf(", warmup %" PRIu64 ", vm %s, disk %s, caches %s, timeout %s\n", r->warmup,
+	       run_enum("vm", (int)r->vm), run_enum("disk", (int)r->disk),
+	       run_enum("caches", (int)r->caches), timeout);
 }
 
 int cmd_expand(int argc, char **argv)
@@ -207,17 +230,30 @@ int cmd_expand(int argc, char **argv)
 
 	size_t total = matrix_n_cells(m), count = 0;
 	_cleanup_json_t_ json_t *cells = json ? json_array() : NULL;
+	struct entry_cache ec = { 0 };
+	if (json) {
+		ec.vm = entries_json(&plan_vm_keys, p->vms, p->n_vms, sizeof(*p->vms));
+		ec.disk = entries_json(&plan_disk_keys, p->disks, p->n_disks, sizeof(*p->disks));
+		ec.dataset = entries_json(&plan_dataset_keys, p->datasets, p->n_datasets,
+					  sizeof(*p->datasets));
+		ec.method =
+		    entries_json(&plan_method_keys, p->methods, p->n_methods, sizeof(*p->methods));
+	}
 	for (size_t i = 0; i < total; i++) {
 		if (!shard_contains(i, k, n))
 			continue;
 		struct plan_cell cell;
 		plan_cell(p, m, i, &cell);
 		if (json)
-			json_array_append_new(cells, cell_json(m, i, &cell));
+			json_array_append_new(cells, cell_json(p, &ec, m, i, &cell));
 		else
 			cell_line(i, &cell);
 		count++;
 	}
+	entries_free(ec.vm, p->n_vms);
+	entries_free(ec.disk, p->n_disks);
+	entries_free(ec.dataset, p->n_datasets);
+	entries_free(ec.method, p->n_methods);
 	if (json) {
 		_cleanup_json_t_ json_t *o =
 		    json_pack("{s:s, s:I, s:I, s:O}", "plan", p->name, "count", (json_int_t)count,
