@@ -172,7 +172,9 @@ struct kvref { /* one resolved key/value pair of an include or exclude entry */
 };
 
 struct entryref {
-	struct kvref *axis_kv; /* pairs on axis keys, vid VNONE: the value is not in the axis */
+	/* pairs on axis keys; a value the axis lacks has vid VNONE in an exclude entry, and a
+	 * value id of its own in an include entry (for the cell it adds) */
+	struct kvref *axis_kv;
 	size_t n_axis_kv;
 	struct kvref *extra_kv; /* pairs on include-only keys (include entries only) */
 	size_t n_extra_kv;
@@ -203,9 +205,11 @@ struct builder {
 _printf_(4, 5) static void fail(struct builder *b, int line, int col, const char *fmt, ...)
 {
 	va_list ap;
-	va_start(ap, fmt);
-	diag_vadd(b->diags, b->file, line, col, fmt, ap);
-	va_end(ap);
+	if (b->diags) {
+		va_start(ap, fmt);
+		diag_vadd(b->diags, b->file, line, col, fmt, ap);
+		va_end(ap);
+	}
 	b->failed = true;
 }
 
@@ -809,6 +813,16 @@ size_t matrix_n_cells(const struct matrix *m)
 	return m->n_cells;
 }
 
+size_t matrix_n_keys(const struct matrix *m)
+{
+	return m->n_keys;
+}
+
+const char *matrix_key(const struct matrix *m, size_t key)
+{
+	return key < m->n_keys ? m->keys[key] : NULL;
+}
+
 const char *matrix_cell_id(const struct matrix *m, size_t cell)
 {
 	return m->ids + m->id_off[cell];
@@ -941,8 +955,13 @@ size_t matrix_cell_find(const struct matrix *m, const char *id)
 				size_t a = m->lead_axes[s];
 				cmp = c[a] < want[a] ? -1 : c[a] > want[a];
 			}
-			if (cmp == 0)
-				return STREQ(matrix_cell_id(m, mid), id) ? mid : SIZE_MAX;
+			/* equal lead values but another id: a zipped axis or an extra key differs,
+			 * which only an include-created cell can have */
+			if (cmp == 0) {
+				if (STREQ(matrix_cell_id(m, mid), id))
+					return mid;
+				break;
+			}
 			if (cmp < 0)
 				lo = mid + 1;
 			else
@@ -1067,29 +1086,35 @@ static const char *parse_uint(const char *s, unsigned *out, bool *too_big)
 	return p;
 }
 
+/* Set *err (when wanted) and fail. */
+_printf_(2, 3) static int shard_error(char **err, const char *fmt, ...)
+{
+	va_list ap;
+	if (err) {
+		va_start(ap, fmt);
+		*err = xvasprintf(fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
 int shard_parse(const char *s, unsigned *k, unsigned *n, char **err)
 {
 	unsigned kk, nn;
-	bool big_k, big_n;
+	bool big_k, big_n = false;
 	const char *p = parse_uint(s, &kk, &big_k);
 
-	if (!p || *p != '/' || !(p = parse_uint(p + 1, &nn, &big_n)) || *p) {
-		*err =
-		    xasprintf("invalid shard '%s': expected K/N with 1 <= K <= N, e.g. '1/4'", s);
-		return -1;
-	}
-	if (big_k || big_n) {
-		*err = xasprintf("invalid shard '%s': numbers must be at most %u", s, UINT_MAX);
-		return -1;
-	}
-	if (nn == 0) {
-		*err = xasprintf("invalid shard '%s': the shard count N must be at least 1", s);
-		return -1;
-	}
-	if (kk < 1 || kk > nn) {
-		*err = xasprintf("invalid shard '%s': K must be between 1 and %u", s, nn);
-		return -1;
-	}
+	if (!p || *p != '/' || !(p = parse_uint(p + 1, &nn, &big_n)) || *p)
+		return shard_error(
+		    err, "invalid shard '%s': expected K/N with 1 <= K <= N, e.g. '1/4'", s);
+	if (big_k || big_n)
+		return shard_error(err, "invalid shard '%s': numbers must be at most %u", s,
+				   UINT_MAX);
+	if (nn == 0)
+		return shard_error(err, "invalid shard '%s': the shard count N must be at least 1",
+				   s);
+	if (kk < 1 || kk > nn)
+		return shard_error(err, "invalid shard '%s': K must be between 1 and %u", s, nn);
 	*k = kk;
 	*n = nn;
 	return 0;

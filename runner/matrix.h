@@ -104,6 +104,11 @@ struct matrix; /* opaque: the expanded cells */
  * Expand `def`. More than `cap` cells (0: MATRIX_DEFAULT_CAP), a product that overflows,
  * duplicate axis names, unequal zip lengths and similar faults add diagnostics (positioned in
  * `file` when the def carries positions) and return NULL.
+ *   def:   read only; may be cleared as soon as this returns
+ *   cap:   the most cells allowed (0: MATRIX_DEFAULT_CAP); the caller passes --max-cells
+ *   file:  the plan file named in diagnostics (NULL: none)
+ *   diags: where errors go (every error found, not only the first); NULL drops them
+ * Returns the matrix (free with matrix_free()) or NULL after adding at least one diagnostic.
  */
 struct matrix *matrix_expand(const struct matrix_def *def, size_t cap, const char *file,
 			     struct diag_list *diags);
@@ -130,6 +135,10 @@ void matrix_zip_add_axis(struct matrix_zip *zip, const char *axis);
 /* Accessors: `cell` < matrix_n_cells(m), `param` < matrix_cell_n_params(m, cell). Returned
  * strings belong to `m` and live until matrix_free(). */
 size_t matrix_n_cells(const struct matrix *m);
+/* Every key any cell may have, in parameter order (the axes, then include-only keys): e.g. the
+ * columns of a table. Cells may lack include-only keys and, if include-created, some axes. */
+size_t matrix_n_keys(const struct matrix *m);
+const char *matrix_key(const struct matrix *m, size_t key);
 /* Stable, readable, unique id: "key=value,key=value" in axis order, then include-added keys
  * (percent-encoding as described above). A cell without parameters has the id "". */
 const char *matrix_cell_id(const struct matrix *m, size_t cell);
@@ -149,8 +158,9 @@ const size_t *matrix_cell_includes(const struct matrix *m, size_t cell, size_t *
  * (O(log n)), include-created cells by a scan of those few. */
 size_t matrix_cell_find(const struct matrix *m, const char *id);
 
-/* Parse "K/N" (decimal, 1 <= K <= N <= UINT_MAX, no signs or spaces): returns 0, or -1 with a
- * message such as "invalid shard '4/3': K must be between 1 and 3" in *err (caller frees). */
+/* Parse "K/N" (decimal, 1 <= K <= N <= UINT_MAX, no signs or spaces) into *k and *n: returns 0,
+ * or -1 with a message such as "invalid shard '4/3': K must be between 1 and 3" in *err (caller
+ * frees; err may be NULL). */
 int shard_parse(const char *s, unsigned *k, unsigned *n, char **err);
 /* Whether cell `index` (0-based, in expansion order) belongs to shard K of N: deterministic,
  * balanced (shard sizes differ by at most one), every cell in exactly one shard. Round-robin
