@@ -182,6 +182,34 @@ static void test_man(void)
 	free(m);
 }
 
+static void test_values_json(void)
+{
+	struct plan_disk d;
+	memset(&d, 0, sizeof(d));
+	key_defaults(&plan_disk_keys, &d);
+	d.kind = PLAN_DISK_TMPFS;
+	d.size = UINT64_C(256) << 20;
+	json_t *o = key_values_json(&plan_disk_keys, &d);
+	char *s = json_dumps(o, JSON_COMPACT);
+	/* keys that do not apply to a tmpfs disk are left out; sizes read as written */
+	g_assert_cmpstr(s, ==, "{\"kind\":\"tmpfs\",\"size\":\"256MiB\"}");
+	free(s);
+	json_decref(o);
+
+	struct plan_run r;
+	memset(&r, 0, sizeof(r));
+	key_defaults(&plan_run_keys, &r);
+	o = key_values_json(&plan_run_keys, &r);
+	s = json_dumps(o, JSON_COMPACT);
+	g_assert_cmpstr(s, ==,
+			"{\"repeat\":{\"min\":3,\"max\":10,\"until_cv\":\"0%\",\"budget\":\"0s\"},"
+			"\"warmup\":0,\"order\":\"sequential\",\"seed\":0,\"caches\":\"drop\","
+			"\"vm\":\"per-cell\",\"disk\":\"fresh\",\"timeout\":\"10m\","
+			"\"cell_timeout\":\"1h\"}");
+	free(s);
+	json_decref(o);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -194,5 +222,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/keys/suggest", test_suggest);
 	g_test_add_func("/keys/schema", test_schema);
 	g_test_add_func("/keys/man", test_man);
+	g_test_add_func("/keys/values-json", test_values_json);
 	return g_test_run();
 }
