@@ -196,9 +196,10 @@ static const struct key_def disk_defs[] = {
 	  .type = KEY_ENUM,
 	  .offset = FIELD(plan_disk, filesystem),
 	  .def = "ext4",
-	  .values = V("ext4", "vfat"),
+	  .values = V("ext4", "vfat", "ntfs"),
 	  .applies = DISK_IMAGE,
-	  .help = "filesystem the guest puts on the disk before the data lands" },
+	  .help = "filesystem the guest puts on the disk before the data lands (ntfs for windows "
+		  "guests, which have no ext4)" },
 };
 const struct key_table plan_disk_keys = {
 	.name = "disks.NAME",

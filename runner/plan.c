@@ -1496,6 +1496,47 @@ static bool first_time(struct pair_seen **seen, size_t *n, size_t *cap, const vo
 	return true;
 }
 
+/* What a guest's OS cannot do, whatever the host: Windows has no tmpfs, no ext4 and no 9p
+ * client; the built-in (Linux) guest has no mkfs.ntfs. */
+static size_t check_guest_os(const struct plan *p, const struct plan_cell *cell,
+			     struct diag_list *diags, struct pair_seen **seen, size_t *n_seen,
+			     size_t *cap_seen)
+{
+	const struct plan_vm *vm = cell->vm;
+	const struct plan_disk *d = cell->disk;
+	const struct plan_method *me = cell->method;
+	const char *what = NULL;
+	const struct plan_entry *at = NULL;
+
+	(void)p;
+	if (vm->os != PLAN_OS_WINDOWS) {
+		if (vm->guest == PLAN_GUEST_BUILTIN && d->kind == PLAN_DISK_IMAGE &&
+		    d->filesystem == PLAN_DISK_FS_NTFS) {
+			what = "the built-in guest cannot format ntfs (use ext4 or vfat)";
+			at = &d->e;
+		}
+	} else if (d->kind == PLAN_DISK_TMPFS) {
+		what = "tmpfs is a Linux filesystem";
+		at = &d->e;
+	} else if (d->kind == PLAN_DISK_IMAGE && d->filesystem == PLAN_DISK_FS_EXT4) {
+		what = "Windows cannot format or mount ext4 (use filesystem ntfs or vfat)";
+		at = &d->e;
+	} else if (me->type == PLAN_METHOD_DISK_IMAGE && me->filesystem == PLAN_IMAGE_FS_EXT4) {
+		what = "Windows cannot mount an ext4 image (use filesystem iso9660 or vfat)";
+		at = &me->e;
+	} else if (me->type == PLAN_METHOD_SHARE && me->driver == PLAN_SHARE_9P) {
+		what = "Windows has no 9p client (use driver virtiofs)";
+		at = &me->e;
+	}
+	if (!what || !first_time(seen, n_seen, cap_seen, vm, at))
+		return 0;
+	diag_add(diags, at->pos.file, at->pos.line, at->pos.col,
+		 "%s '%s' cannot be used with vm '%s' (os %s): %s (first in cell '%s')",
+		 at == &d->e ? "disk" : "method", at->name, vm->e.name,
+		 vm->os == PLAN_OS_WINDOWS ? "windows" : "linux", what, cell->id);
+	return 1;
+}
+
 struct matrix *plan_expand(const struct plan *p, size_t cap, struct diag_list *diags)
 {
 	struct matrix *m = matrix_expand(&p->matrix, cap, p->matrix_file, diags);
@@ -1505,16 +1546,28 @@ struct matrix *plan_expand(const struct plan *p, size_t cap, struct diag_list *d
 		return NULL;
 
 	/* which checks can fire at all: most plans skip the per-cell loop entirely */
-	bool q35 = false, ide = false, tmpfs = false, block = false;
-	for (size_t i = 0; i < p->n_vms; i++)
+	bool q35 = false, ide = false, tmpfs = false, block = false, windows = false;
+	bool ext4 = false, ninep = false, ntfs = false, builtin = false;
+	for (size_t i = 0; i < p->n_vms; i++) {
 		q35 |= p->vms[i].machine == PLAN_MACHINE_Q35;
-	for (size_t i = 0; i < p->n_disks; i++) {
-		ide |= p->disks[i].kind == PLAN_DISK_IMAGE && p->disks[i].bus == PLAN_BUS_IDE;
-		tmpfs |= p->disks[i].kind == PLAN_DISK_TMPFS;
+		windows |= p->vms[i].os == PLAN_OS_WINDOWS;
+		builtin |= p->vms[i].guest == PLAN_GUEST_BUILTIN;
 	}
-	for (size_t i = 0; i < p->n_methods; i++)
-		block |= p->methods[i].type == PLAN_METHOD_BLOCK;
-	bool pairs = (q35 && ide) || (tmpfs && block);
+	for (size_t i = 0; i < p->n_disks; i++) {
+		const struct plan_disk *d = &p->disks[i];
+		ide |= d->kind == PLAN_DISK_IMAGE && d->bus == PLAN_BUS_IDE;
+		tmpfs |= d->kind == PLAN_DISK_TMPFS;
+		ext4 |= d->kind == PLAN_DISK_IMAGE && d->filesystem == PLAN_DISK_FS_EXT4;
+		ntfs |= d->kind == PLAN_DISK_IMAGE && d->filesystem == PLAN_DISK_FS_NTFS;
+	}
+	for (size_t i = 0; i < p->n_methods; i++) {
+		const struct plan_method *me = &p->methods[i];
+		block |= me->type == PLAN_METHOD_BLOCK;
+		ext4 |= me->type == PLAN_METHOD_DISK_IMAGE && me->filesystem == PLAN_IMAGE_FS_EXT4;
+		ninep |= me->type == PLAN_METHOD_SHARE && me->driver == PLAN_SHARE_9P;
+	}
+	bool os_checks = (windows && (tmpfs || ext4 || ninep)) || (builtin && ntfs);
+	bool pairs = (q35 && ide) || (tmpfs && block) || os_checks;
 
 	_cleanup_free_ struct pair_seen *seen = NULL;
 	size_t n_seen = 0, cap_seen = 0;
@@ -1569,6 +1622,8 @@ struct matrix *plan_expand(const struct plan *p, size_t cap, struct diag_list *d
 				 cell.method->e.name, cell.disk->e.name, cell.id);
 			errors++;
 		}
+		if (os_checks)
+			errors += check_guest_os(p, &cell, diags, &seen, &n_seen, &cap_seen);
 	}
 	if (errors) {
 		diag_sort(diags);

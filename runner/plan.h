@@ -74,7 +74,7 @@ enum plan_cache {
 	PLAN_CACHE_UNSAFE
 };
 enum plan_io { PLAN_IO_THREADS, PLAN_IO_NATIVE, PLAN_IO_URING };
-enum plan_disk_fs { PLAN_DISK_FS_EXT4, PLAN_DISK_FS_VFAT };
+enum plan_disk_fs { PLAN_DISK_FS_EXT4, PLAN_DISK_FS_VFAT, PLAN_DISK_FS_NTFS };
 
 /* The guest disk the data lands on. */
 struct plan_disk {
