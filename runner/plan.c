@@ -1052,6 +1052,11 @@ static void do_includes(struct ctx *c, yaml_node_t *v)
 			err_node(c, n, "empty include path");
 			continue;
 		}
+		if (c->n_chain == 1) {
+			c->p->include =
+			    xrealloc(c->p->include, (c->p->n_include + 1) * sizeof(*c->p->include));
+			c->p->include[c->p->n_include++] = xstrdup(rel);
+		}
 		/* relative to the including file's directory */
 		_cleanup_free_ char *path = NULL;
 		const char *slash = strrchr(c->file, '/');
@@ -1392,7 +1397,7 @@ void plan_free(struct plan *p)
 	free(p);
 }
 
-#define FIND(kind, arr, n)                                                                         \
+#define FIND(arr, n)                                                                               \
 	for (size_t i = 0; i < p->n; i++)                                                          \
 		if (STREQ(p->arr[i].e.name, name))                                                 \
 			return &p->arr[i];                                                         \
@@ -1400,19 +1405,19 @@ void plan_free(struct plan *p)
 
 const struct plan_vm *plan_find_vm(const struct plan *p, const char *name)
 {
-	FIND(vm, vms, n_vms);
+	FIND(vms, n_vms);
 }
 const struct plan_disk *plan_find_disk(const struct plan *p, const char *name)
 {
-	FIND(disk, disks, n_disks);
+	FIND(disks, n_disks);
 }
 const struct plan_dataset *plan_find_dataset(const struct plan *p, const char *name)
 {
-	FIND(dataset, datasets, n_datasets);
+	FIND(datasets, n_datasets);
 }
 const struct plan_method *plan_find_method(const struct plan *p, const char *name)
 {
-	FIND(method, methods, n_methods);
+	FIND(methods, n_methods);
 }
 
 static void apply_table(const struct key_table *t, void *dst, const void *src)
@@ -1498,9 +1503,8 @@ static bool first_time(struct pair_seen **seen, size_t *n, size_t *cap, const vo
 
 /* What a guest's OS cannot do, whatever the host: Windows has no tmpfs, no ext4 and no 9p
  * client; the built-in (Linux) guest has no mkfs.ntfs. */
-static size_t check_guest_os(const struct plan *p, const struct plan_cell *cell,
-			     struct diag_list *diags, struct pair_seen **seen, size_t *n_seen,
-			     size_t *cap_seen)
+static size_t check_guest_os(const struct plan_cell *cell, struct diag_list *diags,
+			     struct pair_seen **seen, size_t *n_seen, size_t *cap_seen)
 {
 	const struct plan_vm *vm = cell->vm;
 	const struct plan_disk *d = cell->disk;
@@ -1508,7 +1512,6 @@ static size_t check_guest_os(const struct plan *p, const struct plan_cell *cell,
 	const char *what = NULL;
 	const struct plan_entry *at = NULL;
 
-	(void)p;
 	if (vm->os != PLAN_OS_WINDOWS) {
 		if (vm->guest == PLAN_GUEST_BUILTIN && d->kind == PLAN_DISK_IMAGE &&
 		    d->filesystem == PLAN_DISK_FS_NTFS) {
@@ -1623,7 +1626,7 @@ struct matrix *plan_expand(const struct plan *p, size_t cap, struct diag_list *d
 			errors++;
 		}
 		if (os_checks)
-			errors += check_guest_os(p, &cell, diags, &seen, &n_seen, &cap_seen);
+			errors += check_guest_os(&cell, diags, &seen, &n_seen, &cap_seen);
 	}
 	if (errors) {
 		diag_sort(diags);

@@ -255,8 +255,8 @@ struct plan {
 	uint64_t version; /* the `ferry:` schema version: 1 */
 	char *name;       /* defaults to the file name without directory and .yaml */
 	char *description;
-	char *connect; /* libvirt URI */
-	char **include;
+	char *connect;  /* libvirt URI */
+	char **include; /* the main file's `include:` paths as written (p->files has them all) */
 	size_t n_include;
 	struct plan_vm *vms;
 	size_t n_vms;
@@ -276,7 +276,7 @@ struct plan {
 	const char *matrix_file;    /* the file whose `matrix:` is used (positions refer to it) */
 	struct plan_pos matrix_pos; /* of the `matrix:` key; the file's start when there is none */
 	/* Per include entry of the matrix (n = matrix.n_include): its `run:` overrides; an entry
-	 * without `run:` has set == 0. Apply with plan_cell_run(). */
+	 * without `run:` has set == 0. plan_cell() applies them to a cell's run settings. */
 	struct plan_run *include_run;
 
 	char **files; /* every file read, the main one first */
@@ -317,7 +317,8 @@ struct plan_cell {
 /*
  * Expand the plan's matrix (at most `cap` cells, 0: MATRIX_DEFAULT_CAP) and check every cell
  * for combinations that cannot work whatever the host (ide disks on q35 machines, block
- * methods on tmpfs disks, cells an include entry left without a vm/disk/dataset/method).
+ * methods on tmpfs disks, what a guest OS lacks, cells an include entry left without a
+ * vm/disk/dataset/method).
  * Returns NULL with diagnostics on any error; free with matrix_free().
  */
 struct matrix *plan_expand(const struct plan *p, size_t cap, struct diag_list *diags);

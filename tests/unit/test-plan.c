@@ -433,6 +433,8 @@ static void test_include_merge(void)
 	g_assert_nonnull(p);
 	g_assert_cmpstr(p->name, ==, "base");
 	g_assert_cmpuint(p->n_files, ==, 3);
+	g_assert_cmpuint(p->n_include, ==, 2);
+	g_assert_cmpstr(p->include[1], ==, "sub/extra.yaml");
 	g_assert_cmpuint(p->n_vms, ==, 2);
 	/* w replaced whole: vcpus from main, memory back to the default */
 	const struct plan_vm *w = plan_find_vm(p, "w");
