@@ -99,14 +99,15 @@ int guest_manifest(const char *cache_dir, char **json, char **err);
 /* ---- building blocks, exposed for the unit tests ---- */
 
 /* One initramfs entry. Paths are relative ("bin/busybox"), without a leading "/" or "./". */
-enum guest_entry_type { GUEST_DIR, GUEST_FILE, GUEST_SYMLINK };
+enum guest_entry_type { GUEST_DIR, GUEST_FILE, GUEST_SYMLINK, GUEST_CHARDEV };
 struct guest_entry {
 	char *path;
 	enum guest_entry_type type;
-	unsigned mode;       /* permission bits only (0755, 0644) */
-	unsigned char *data; /* GUEST_FILE: content (owned) */
-	size_t size;         /* GUEST_FILE: content length */
-	char *target;        /* GUEST_SYMLINK: link target (owned) */
+	unsigned mode;                   /* permission bits only (0755, 0644) */
+	unsigned char *data;             /* GUEST_FILE: content (owned) */
+	size_t size;                     /* GUEST_FILE: content length */
+	char *target;                    /* GUEST_SYMLINK: link target (owned) */
+	unsigned rdev_major, rdev_minor; /* GUEST_CHARDEV: device number */
 };
 
 struct guest_tree {
@@ -120,6 +121,8 @@ void guest_tree_add_dir(struct guest_tree *t, const char *path, unsigned mode);
 void guest_tree_add_file(struct guest_tree *t, const char *path, unsigned mode, const void *data,
 			 size_t size);
 void guest_tree_add_symlink(struct guest_tree *t, const char *path, const char *target);
+void guest_tree_add_chardev(struct guest_tree *t, const char *path, unsigned mode, unsigned major,
+			    unsigned minor);
 void guest_tree_clear(struct guest_tree *t);
 
 /*
