@@ -31,7 +31,7 @@
 #include <sys/types.h>
 
 /* Bump when the layout or content rules of the built guest change: it is part of the cache key. */
-#define GUEST_FORMAT_VERSION 1
+#define GUEST_FORMAT_VERSION 2
 
 /* The virtio-serial channel name qemu-ga listens on inside the guest. */
 #define GUEST_AGENT_CHANNEL "org.qemu.guest_agent.0"
@@ -148,9 +148,11 @@ bool guest_elf_has_pvh(const unsigned char *buf, size_t len);
 
 /* A kernel module known to the resolver: its name (underscores) and the names it depends on. */
 struct guest_module {
-	char *name;  /* "virtio_net" (dashes turned into underscores) */
-	char *path;  /* path inside the module tree, e.g. "kernel/drivers/net/virtio_net.ko" */
-	char **deps; /* NULL-terminated names from .modinfo depends= */
+	char *name;      /* "virtio_net" (dashes turned into underscores) */
+	char *path;      /* path inside the module tree, e.g. "kernel/drivers/net/virtio_net.ko" */
+	char **deps;     /* NULL-terminated names from .modinfo depends= */
+	char **aliases;  /* NULL-terminated .modinfo alias= values ("fs-ext4"), or NULL */
+	bool compressed; /* the package ships it as .ko.xz (path names the .ko) */
 };
 
 /*
