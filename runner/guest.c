@@ -18,6 +18,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -1937,6 +1939,50 @@ char *guest_default_cache_dir(void)
 	return xasprintf("%s/.cache/ferry", e && *e ? e : "/tmp");
 }
 
+static bool is_key_name(const char *s)
+{
+	return strlen(s) == 32 && strspn(s, "0123456789abcdef") == 32;
+}
+
+/*
+ * After a new build: remove downloaded packages it does not use (older kernels are ~70 MB each)
+ * and built guests other than the new one and the one `current` named until now (a VM that
+ * located it a moment ago may still be starting from it).
+ */
+static void prune_cache(const struct pkg_list *l, const char *guestdir, const char *debdir,
+			const char *key)
+{
+	_cleanup_free_ char *cur = xasprintf("%s/current", guestdir);
+	char prev[64] = "";
+	ssize_t n = readlink(cur, prev, sizeof(prev) - 1);
+	DIR *d = opendir(guestdir);
+	struct dirent *de;
+
+	prev[n > 0 ? n : 0] = '\0';
+	while (d && (de = readdir(d))) {
+		if (!is_key_name(de->d_name) || STREQ(de->d_name, key) || STREQ(de->d_name, prev))
+			continue;
+		_cleanup_free_ char *dir = xasprintf("%s/%s", guestdir, de->d_name);
+		remove_dir_files(dir);
+	}
+	if (d)
+		closedir(d);
+
+	d = opendir(debdir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		bool keep = !has_suffix(de->d_name, ".deb");
+		for (size_t i = 0; i < l->n && !keep; i++) {
+			const char *base = strrchr(l->items[i].deb, '/');
+			keep = base && STREQ(base + 1, de->d_name);
+		}
+		if (!keep)
+			unlinkat(dirfd(d), de->d_name, 0);
+	}
+	closedir(d);
+}
+
 /* mkdir -p, then make the leaf world-readable and traversable whatever the umask. */
 static int make_dir(const char *path, char **err)
 {
@@ -1969,6 +2015,19 @@ int guest_build(const struct guest_build_opts *opts, struct guest_files *out, bo
 		r = make_dir(guestdir, err);
 	if (r >= 0)
 		r = make_dir(debdir, err);
+	/* one build at a time per cache: concurrent apt-get downloads into one directory would
+	 * overwrite each other's files (the lock goes with the descriptor) */
+	_cleanup_free_ char *lockpath = xasprintf("%s/.lock", guestdir);
+	_cleanup_close_ int lock = r < 0 ? -1 : open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (r >= 0 && lock < 0)
+		r = set_err(err, -errno, "cannot open '%s': %s", lockpath, strerror(errno));
+	if (r >= 0) {
+		if (flock(lock, LOCK_EX | LOCK_NB) < 0) {
+			progress(&b, "waiting for another 'ferry guest build' on this cache");
+			while (flock(lock, LOCK_EX) < 0 && errno == EINTR)
+				;
+		}
+	}
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(guest_fixtures); i++) {
 		_cleanup_free_ char *p = xasprintf("%s/%s", fixdir, guest_fixtures[i].name);
 		fx[i].data = read_file(p, &fx[i].len);
@@ -2006,6 +2065,8 @@ int guest_build(const struct guest_build_opts *opts, struct guest_files *out, bo
 				remove_dir_files(tmp);
 			else if (rebuilt)
 				*rebuilt = true;
+			if (r >= 0)
+				prune_cache(&b.pkgs, guestdir, debdir, key);
 		}
 		if (r >= 0)
 			r = point_current(guestdir, key, err);
