@@ -74,10 +74,12 @@ static int set_err(char **err, int code, const char *fmt, ...)
 {
 	va_list ap;
 	if (err) {
-		free(*err);
+		/* format first: callers may pass the previous *err as an argument */
 		va_start(ap, fmt);
-		*err = xvasprintf(fmt, ap);
+		char *m = xvasprintf(fmt, ap);
 		va_end(ap);
+		free(*err);
+		*err = m;
 	}
 	return code;
 }
@@ -1710,7 +1712,8 @@ static int add_agent(struct build *b, const struct pkg *qga, char **err)
 			return r;
 		}
 		queue = xrealloc(queue, (nq + nmore) * sizeof(char *));
-		memcpy(queue + nq, more, nmore * sizeof(char *));
+		if (nmore)
+			memcpy(queue + nq, more, nmore * sizeof(char *));
 		nq += nmore;
 		free(more);
 	}
