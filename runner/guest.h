@@ -21,7 +21,8 @@
  * - /init mounts proc, sysfs, devtmpfs, devpts, tmpfs on /tmp and /run, loads the device driver
  *   modules (virtio pci/console/blk/net/scsi, sd_mod, sr_mod, ata_piix, ahci: a disk given at
  *   boot is visible once the agent answers), links every virtio-serial port to
- *   /dev/virtio-ports/NAME (there is no udev), brings up lo and, when a NIC exists, eth0 as
+ *   /dev/virtio-ports/NAME (there is no udev; afterwards `mdev -d` keeps the links current for
+ *   channels hot-plugged or unplugged later), brings up lo and, when a NIC exists, eth0 as
  *   10.0.2.15/24 with a default route via 10.0.2.2 (QEMU user networking), then busybox init
  *   respawns `qemu-ga -m virtio-serial -p /dev/virtio-ports/org.qemu.guest_agent.0`.
  * - Filesystem modules (ext4, vfat, isofs, 9p + 9pnet_virtio, crc32c) load behind the agent at
