@@ -36,7 +36,7 @@
  * - Busybox applets are at their usual paths (/bin/sh, /bin/mount, /sbin/ip, wget, nc, ...),
  *   /mnt exists, / is the initramfs (tmpfs-backed, in guest RAM).
  * - Finding a disk by its <serial>: virtio-blk in /sys/block/vdX/serial; SCSI (virtio-scsi, sata)
- *   in /sys/block/sdX/device/vpd_pg80 after a 4-byte header.
+ *   in /sys/block/sdX/device/vpd_pg80 after a 4-byte header (ATA pads it with spaces to 20).
  */
 #pragma once
 
