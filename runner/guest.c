@@ -75,6 +75,7 @@ static const struct {
 	{ "mdev.conf", "etc/mdev.conf", 0644 },
 	{ "passwd", "etc/passwd", 0644 },
 	{ "qga.sh", "etc/qga.sh", 0755 },
+	{ "shutdown", "sbin/shutdown", 0755 },
 	{ "vport-link.sh", "etc/vport-link.sh", 0755 },
 };
 
@@ -1866,9 +1867,6 @@ static int build_into(struct build *b, const char *dir, const char *key, const s
 	guest_tree_add_dir(&b->tree, "tmp", 01777);
 	/* the kernel opens /dev/console for init's stdio before /init could mount devtmpfs */
 	guest_tree_add_chardev(&b->tree, "dev/console", 0600, 5, 1);
-	for (size_t i = 0; i < ELEMENTSOF(guest_fixtures); i++)
-		guest_tree_add_file(&b->tree, guest_fixtures[i].path, guest_fixtures[i].mode,
-				    fx[i].data, fx[i].len);
 
 	progress(b, "unpacking busybox-static %s", bb->version);
 	r = add_busybox(b, bb, dir, err);
@@ -1881,6 +1879,10 @@ static int build_into(struct build *b, const char *dir, const char *key, const s
 	r = add_kernel(b, kpkg, err);
 	if (r < 0)
 		return r;
+	/* after busybox: a fixture replaces an applet link of the same path */
+	for (size_t i = 0; i < ELEMENTSOF(guest_fixtures); i++)
+		guest_tree_add_file(&b->tree, guest_fixtures[i].path, guest_fixtures[i].mode,
+				    fx[i].data, fx[i].len);
 
 	bool pvh;
 	_cleanup_free_ char *why = NULL;
