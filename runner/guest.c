@@ -1523,7 +1523,6 @@ static int write_kernel(struct build *b, const char *dir, bool *pvh, char **why,
 	return write_file_atomic(path, b->vmlinuz, b->vmlinuz_len, err);
 }
 
-static int add_busybox(struct build *b, const struct pkg *p, const char *tmpdir, char **err);
 
 struct find_file {
 	const char *path;
