@@ -1523,7 +1523,6 @@ static int write_kernel(struct build *b, const char *dir, bool *pvh, char **why,
 	return write_file_atomic(path, b->vmlinuz, b->vmlinuz_len, err);
 }
 
-
 struct find_file {
 	const char *path;
 	unsigned char *data;
