@@ -69,14 +69,10 @@ static const struct {
 	const char *name, *path;
 	unsigned mode;
 } guest_fixtures[] = {
-	{ "group", "etc/group", 0644 },
-	{ "init", "init", 0755 },
-	{ "inittab", "etc/inittab", 0644 },
-	{ "mdev.conf", "etc/mdev.conf", 0644 },
-	{ "passwd", "etc/passwd", 0644 },
-	{ "qga.sh", "etc/qga.sh", 0755 },
-	{ "shutdown", "sbin/shutdown", 0755 },
-	{ "vport-link.sh", "etc/vport-link.sh", 0755 },
+	{ "group", "etc/group", 0644 },        { "init", "init", 0755 },
+	{ "inittab", "etc/inittab", 0644 },    { "mdev.conf", "etc/mdev.conf", 0644 },
+	{ "passwd", "etc/passwd", 0644 },      { "qga.sh", "etc/qga.sh", 0755 },
+	{ "shutdown", "sbin/shutdown", 0755 }, { "vport-link.sh", "etc/vport-link.sh", 0755 },
 };
 
 /* ------------------------------------------------------------------------------------------ */
