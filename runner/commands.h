@@ -25,3 +25,4 @@ int cmd_report(int argc, char **argv);
 int cmd_expand(int argc, char **argv);
 int cmd_schema(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
+int cmd_guest(int argc, char **argv);

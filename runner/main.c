@@ -19,6 +19,7 @@ static const struct command commands[] = {
 	{ "report", cmd_report, "render a results file as JUnit, Markdown or JSON" },
 	{ "validate", cmd_validate, "check plan files without running anything" },
 	{ "expand", cmd_expand, "list the cells of a plan with their resolved settings" },
+	{ "guest", cmd_guest, "build the built-in guest, show what is in it" },
 	{ "help", cmd_help, "show this help" },
 	/* hidden (no summary): generators for the committed schema and man page section */
 	{ "schema", cmd_schema, NULL },
