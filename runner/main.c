@@ -16,6 +16,7 @@ static int cmd_help(int argc, char **argv);
 
 static const struct command commands[] = {
 	/* keep in the order `ferry --help` shows them */
+	{ "doctor", cmd_doctor, "check that this host can run plans" },
 	{ "help", cmd_help, "show this help" },
 };
 
