@@ -22,3 +22,4 @@ struct command {
 
 /* One declaration per subcommand; keep alphabetical so parallel work merges cleanly. */
 int cmd_doctor(int argc, char **argv);
+int cmd_guest(int argc, char **argv);

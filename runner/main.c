@@ -17,6 +17,7 @@ static int cmd_help(int argc, char **argv);
 static const struct command commands[] = {
 	/* keep in the order `ferry --help` shows them */
 	{ "doctor", cmd_doctor, "check that this host can run plans" },
+	{ "guest", cmd_guest, "build the built-in guest, show what is in it" },
 	{ "help", cmd_help, "show this help" },
 };
 
