@@ -17,6 +17,7 @@
 #include <libxml/xpath.h>
 
 #include "commands.h"
+#include "guest.h"
 #include "proc.h"
 #include "run.h"
 #include "util.h"
@@ -266,20 +267,19 @@ int cmd_doctor(int argc, char **argv)
 			     "%s", r < 0 ? e : "QEMU has no user networking");
 	}
 
-	/* until the built-in guest lands, a guest can be named by environment */
-	const char *kernel = getenv("FERRY_GUEST_KERNEL");
-	const char *initrd = getenv("FERRY_GUEST_INITRD");
+	struct guest_files gf = { 0 };
+	_cleanup_free_ char *gerr = NULL;
 	struct vm_config g;
 	vm_config_init(&g);
-	bool have_guest =
-	    kernel && initrd && access(kernel, R_OK) == 0 && access(initrd, R_OK) == 0;
+	bool have_guest = guest_locate(NULL, &gf, &gerr) == 0;
 	if (have_guest) {
-		g.kernel = kernel;
-		g.initrd = initrd;
-		g.cmdline = "console=ttyS0 panic=-1 quiet";
-		line(&d, OK, "guest", NULL, "'%s' + '%s'", kernel, initrd);
+		g.kernel = gf.kernel;
+		g.initrd = gf.initramfs;
+		g.cmdline = gf.cmdline;
+		line(&d, OK, "guest", NULL, "kernel %s%s in '%s'", gf.kernel_version,
+		     gf.pvh ? " (PVH vmlinux)" : "", gf.dir);
 	} else {
-		line(&d, SKIP, "guest", NULL, "built-in guest lookup not available in this build");
+		line(&d, FAIL, "guest", "ferry guest build (scripts/setup.sh does it)", "%s", gerr);
 	}
 
 	_cleanup_free_ char *rerr = NULL;
@@ -290,6 +290,15 @@ int cmd_doctor(int argc, char **argv)
 		_cleanup_free_ char *why = NULL;
 		int r =
 		    vm_probe_kvm(run, conn, have_guest ? &g : NULL, VM_KVM_PROBE_TIMEOUT_MS, &why);
+		if (r < 0 && run_interrupted()) {
+			/* Ctrl-C during the probe: the run's domain and directory go first */
+			int sig = run_interrupted();
+			run_close(run, NULL);
+			virConnectClose(conn);
+			guest_files_clear(&gf);
+			errorf("interrupted");
+			return sig == SIGINT ? EXIT_SIGINT : EXIT_SIGTERM;
+		}
 		if (r == 1)
 			line(&d, OK, "kvm", NULL, "a KVM guest booted: accel auto uses KVM");
 		else
@@ -303,9 +312,10 @@ int cmd_doctor(int argc, char **argv)
 			line(&d, FAIL, "run-dir", NULL, "%s", cerr);
 	}
 
+	guest_files_clear(&gf);
 	check_free(&d, "run-dir-free", run_base_dir());
-	const char *cache = getenv("FERRY_CACHE_DIR");
-	check_free(&d, "cache-free", cache && *cache ? cache : "/var/cache/ferry");
+	_cleanup_free_ char *cache = guest_default_cache_dir();
+	check_free(&d, "cache-free", cache);
 	check_leftovers(&d, conn, reap);
 	virConnectClose(conn);
 	return d.failed ? EXIT_INFRA : EXIT_OK;

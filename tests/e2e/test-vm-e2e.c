@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <libvirt/virterror.h>
 #include <libxml/parser.h>
@@ -18,6 +19,7 @@
 #include <openssl/evp.h>
 
 #include "agent.h"
+#include "guest.h"
 #include "proc.h"
 #include "run.h"
 #include "util.h"
@@ -30,7 +32,7 @@
 static struct {
 	char *skip; /* why every test skips, or NULL */
 	char *base; /* FERRY_RUN_DIR for this test */
-	const char *kernel, *initrd;
+	struct guest_files guest;
 	virConnectPtr conn;
 	struct run *run;
 	struct vm *a;  /* shared guest: exec, files, hot-plug, 9p */
@@ -51,9 +53,9 @@ static bool need(void)
 static void base_config(struct vm_config *c)
 {
 	vm_config_init(c);
-	c->kernel = t.kernel;
-	c->initrd = t.initrd;
-	c->cmdline = "console=ttyS0 panic=-1 quiet";
+	c->kernel = t.guest.kernel;
+	c->initrd = t.guest.initramfs;
+	c->cmdline = t.guest.cmdline;
 	c->accel = VM_ACCEL_TCG;
 }
 
@@ -424,6 +426,73 @@ static void test_multiqueue_tap(void)
 	g_free(tap);
 }
 
+/* SIGINT while `ferry doctor` boot-probes KVM: its domain and run directory are gone after. */
+static void test_sigint_cleanup(void)
+{
+	if (!need())
+		return;
+	const char *ferry = g_getenv("FERRY");
+	if (!ferry) {
+		g_test_skip("FERRY (the ferry binary) is not set: run through meson test");
+		return;
+	}
+	if (access("/dev/kvm", R_OK | W_OK) < 0) {
+		g_test_skip("no /dev/kvm: ferry doctor does not boot a probe domain to interrupt");
+		return;
+	}
+	char *argv[] = { (char *)ferry, (char *)"doctor", NULL };
+	GPid pid;
+	GError *gerr = NULL;
+	if (!g_spawn_async(NULL, argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL,
+			   NULL, NULL, &pid, &gerr))
+		g_error("%s", gerr->message);
+	/* wait for the probe domain of that process */
+	bool seen = false;
+	for (int i = 0; i < 600 && !seen; i++) {
+		virDomainPtr *doms = NULL;
+		int n = virConnectListAllDomains(t.conn, &doms, 0);
+		for (int j = 0; j < n; j++) {
+			long p = 0;
+			if (run_parse_domain_name(virDomainGetName(doms[j]), NULL, &p) &&
+			    p == (long)pid)
+				seen = true;
+			virDomainFree(doms[j]);
+		}
+		free(doms);
+		if (waitpid(pid, NULL, WNOHANG) == pid) {
+			g_test_skip("ferry doctor ended before its KVM probe could be interrupted");
+			g_spawn_close_pid(pid);
+			return;
+		}
+		if (!seen)
+			g_usleep(50 * 1000);
+	}
+	g_assert_true(seen);
+	g_assert_cmpint(kill(pid, SIGINT), ==, 0);
+	int status;
+	g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+	g_spawn_close_pid(pid);
+	g_assert_true(WIFEXITED(status));
+	g_assert_cmpint(WEXITSTATUS(status), ==, 130);
+	virDomainPtr *doms = NULL;
+	int n = virConnectListAllDomains(t.conn, &doms, 0);
+	for (int j = 0; j < n; j++) {
+		long p = 0;
+		g_assert_false(run_parse_domain_name(virDomainGetName(doms[j]), NULL, &p) &&
+			       p == (long)pid);
+		virDomainFree(doms[j]);
+	}
+	free(doms);
+	/* its run directory (named after its pid) is gone too */
+	GDir *dir = g_dir_open(t.base, 0, NULL);
+	const char *e;
+	char *suffix = g_strdup_printf("-%ld", (long)pid);
+	while ((e = g_dir_read_name(dir)))
+		g_assert_false(g_str_has_suffix(e, suffix));
+	g_dir_close(dir);
+	g_free(suffix);
+}
+
 static gpointer destroy_later(gpointer data)
 {
 	g_usleep(1500 * 1000);
@@ -486,19 +555,16 @@ static void on_abort(int sig)
 
 static void setup(void)
 {
-	/* until the built-in guest is merged, the guest is named by environment */
-	t.kernel = g_getenv("FERRY_GUEST_KERNEL");
-	t.initrd = g_getenv("FERRY_GUEST_INITRD");
-	if (!t.kernel || !t.initrd || access(t.kernel, R_OK) || access(t.initrd, R_OK)) {
-		t.skip = g_strdup("the built-in guest is not built (FERRY_GUEST_KERNEL, "
-				  "FERRY_GUEST_INITRD)");
+	char *err = NULL;
+	if (guest_locate(NULL, &t.guest, &err) < 0) {
+		t.skip = g_strdup_printf("the built-in guest is not built: %s", err);
+		free(err);
 		return;
 	}
 	if (getuid() != 0) {
 		t.skip = g_strdup("needs root (qemu:///system, network namespaces)");
 		return;
 	}
-	char *err = NULL;
 	t.conn = vm_connect("qemu:///system", &err);
 	if (!t.conn) {
 		t.skip = g_strdup_printf("libvirtd is not reachable: %s", err);
@@ -528,6 +594,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/vm-e2e/9p-share", test_9p);
 	g_test_add_func("/vm-e2e/sata-ide-boot-disks", test_ata_boot_disks);
 	g_test_add_func("/vm-e2e/multiqueue-tap", test_multiqueue_tap);
+	g_test_add_func("/vm-e2e/sigint-cleanup", test_sigint_cleanup);
 	g_test_add_func("/vm-e2e/destroy-mid-exec", test_destroy_mid_exec);
 	int r = g_test_run();
 	vm_destroy(t.a);
@@ -541,6 +608,7 @@ int main(int argc, char **argv)
 	g_free(t.skip);
 	g_free(t.mq_skip);
 	g_free(t.netns);
+	guest_files_clear(&t.guest);
 	xmlCleanupParser();
 	return r;
 }
