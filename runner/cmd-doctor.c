@@ -178,13 +178,14 @@ static void check_leftovers(struct doctor *d, virConnectPtr conn, bool reap)
 
 	if (reap)
 		line(d, OK, "leftovers", NULL,
-		     "reaped %u stale domain(s) and %u run directorie(s); %u in use by running "
-		     "ferry",
-		     reaped, reaped_dirs, live);
+		     "reaped %u stale domain%s and %u run director%s; %u in use by running ferry",
+		     reaped, reaped == 1 ? "" : "s", reaped_dirs, reaped_dirs == 1 ? "y" : "ies",
+		     live);
 	else if (stale || stale_dirs)
 		line(d, WARN, "leftovers", "ferry doctor --reap",
-		     "%u stale ferry domain(s)%s%s%s and %u stale run directorie(s) in '%s'", stale,
-		     stale ? " (" : "", names, stale ? ")" : "", stale_dirs, run_base_dir());
+		     "%u stale ferry domain%s%s%s%s and %u stale run director%s in '%s'", stale,
+		     stale == 1 ? "" : "s", stale ? " (" : "", names, stale ? ")" : "", stale_dirs,
+		     stale_dirs == 1 ? "y" : "ies", run_base_dir());
 	else
 		line(d, OK, "leftovers", NULL, "no stale ferry domains or run directories%s",
 		     live ? " (some in use by running ferry)" : "");

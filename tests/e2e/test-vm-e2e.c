@@ -426,6 +426,49 @@ static void test_multiqueue_tap(void)
 	g_free(tap);
 }
 
+/* `ferry doctor --reap` destroys a domain and a run directory whose ferry process is gone. */
+static void test_doctor_reap(void)
+{
+	if (!need())
+		return;
+	const char *ferry = g_getenv("FERRY");
+	if (!ferry) {
+		g_test_skip("FERRY (the ferry binary) is not set: run through meson test");
+		return;
+	}
+	/* a pid above any pid_max (at most 2^22) is never alive */
+	const char *stale = "ferry-20000101T000000-2147483646-0";
+	struct vm_config c;
+	base_config(&c);
+	c.nic.backend = NIC_BACKEND_NONE;
+	char *err = NULL;
+	char *xml = vm_domain_xml(&c, stale, false, NULL, &err);
+	g_assert_nonnull(xml);
+	virDomainPtr d = virDomainCreateXML(t.conn, xml, 0);
+	if (!d)
+		g_error("%s", virGetLastErrorMessage());
+	/* should the reap fail, the test's own run still removes it */
+	run_own_domain(t.run, t.conn, stale);
+	free(xml);
+	char *dir = g_build_filename(t.base, "20000101T000000-2147483646", "logs", NULL);
+	g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
+
+	char *argv[] = { (char *)ferry, (char *)"doctor", (char *)"--reap", NULL };
+	char *out = NULL;
+	int status;
+	GError *gerr = NULL;
+	if (!g_spawn_sync(NULL, argv, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &out, NULL,
+			  &status, &gerr))
+		g_error("%s", gerr->message);
+	g_test_message("%s", out);
+	g_assert_nonnull(strstr(out, "reaped 1 stale domain and 1 run directory"));
+	g_assert_cmpint(virDomainIsActive(d), !=, 1);
+	g_assert_false(g_file_test(dir, G_FILE_TEST_EXISTS));
+	virDomainFree(d);
+	g_free(out);
+	g_free(dir);
+}
+
 /* SIGINT while `ferry doctor` boot-probes KVM: its domain and run directory are gone after. */
 static void test_sigint_cleanup(void)
 {
@@ -594,6 +637,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/vm-e2e/9p-share", test_9p);
 	g_test_add_func("/vm-e2e/sata-ide-boot-disks", test_ata_boot_disks);
 	g_test_add_func("/vm-e2e/multiqueue-tap", test_multiqueue_tap);
+	g_test_add_func("/vm-e2e/doctor-reap", test_doctor_reap);
 	g_test_add_func("/vm-e2e/sigint-cleanup", test_sigint_cleanup);
 	g_test_add_func("/vm-e2e/destroy-mid-exec", test_destroy_mid_exec);
 	int r = g_test_run();
