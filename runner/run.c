@@ -41,6 +41,14 @@ static int sig_pipe[2] = { -1, -1 };
 static void on_signal(int sig)
 {
 	int saved = errno;
+	/*
+	 * Nothing to clean up, or a second Ctrl-C: die the default way at once (leftovers of a
+	 * second signal are what `ferry doctor --reap` is for).
+	 */
+	if (!open_runs || got_signal) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
 	got_signal = sig;
 	if (sig_pipe[1] >= 0) {
 		char c = (char)sig;

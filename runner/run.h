@@ -4,7 +4,8 @@
  * console logs, temporary directories. A cleanup registry removes all of it on every exit path:
  * run_close() on the normal path, an atexit() backstop, and SIGINT/SIGTERM, whose handler only
  * sets a flag and writes to a self-pipe: long waits poll run_interrupted() and return, so the
- * cleanup itself always runs from normal context.
+ * cleanup itself always runs from normal context. While no run is open, and at a second
+ * signal, the signals act as usual (terminate at once).
  *
  * Layout: $FERRY_RUN_DIR/<run id>/ (default /var/lib/ferry/runs/<run id>/), every directory 0755
  * because QEMU opens kernels and images as libvirt-qemu. The run id is

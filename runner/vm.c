@@ -15,6 +15,7 @@
 #include <libxml/xpath.h>
 
 #include "agent.h"
+#include "guest.h"
 #include "proc.h"
 #include "util.h"
 
@@ -714,7 +715,8 @@ int vm_probe_kvm(struct run *run, virConnectPtr conn, const struct vm_config *c,
 		return kvm_cached;
 	}
 	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	_cleanup_free_ char *reason = NULL;
+	_cleanup_free_ char *reason = NULL, *gerr = NULL;
+	struct guest_files gf = { 0 };
 	int usable = 0;
 	if (fd < 0) {
 		reason = xasprintf("cannot open /dev/kvm: %s", strerror(errno));
@@ -725,15 +727,16 @@ int vm_probe_kvm(struct run *run, virConnectPtr conn, const struct vm_config *c,
 		if (!caps) {
 			reason = xasprintf("libvirt offers no KVM domains: %s",
 					   virGetLastErrorMessage());
-		} else if (!c || !c->kernel) {
-			reason = xstrdup("not probed: a boot probe needs the built-in guest");
+		} else if ((!c || !c->kernel) && guest_locate(NULL, &gf, &gerr) < 0) {
+			reason = xasprintf("not probed: a boot probe needs the built-in guest: %s",
+					   gerr);
 		} else {
 			/* /dev/kvm can open and still hang every guest: boot one to be sure */
 			struct vm_config p;
 			vm_config_init(&p);
-			p.kernel = c->kernel;
-			p.initrd = c->initrd;
-			p.cmdline = c->cmdline;
+			p.kernel = c && c->kernel ? c->kernel : gf.kernel;
+			p.initrd = c && c->kernel ? c->initrd : gf.initramfs;
+			p.cmdline = c && c->kernel ? c->cmdline : gf.cmdline;
 			p.accel = VM_ACCEL_KVM;
 			p.nic.backend = NIC_BACKEND_NONE;
 			struct vm *vm = NULL;
@@ -743,6 +746,7 @@ int vm_probe_kvm(struct run *run, virConnectPtr conn, const struct vm_config *c,
 				vm_destroy(vm);
 			} else {
 				if (run_interrupted()) {
+					guest_files_clear(&gf);
 					*why = TAKE_PTR(e);
 					return -1;
 				}
@@ -754,6 +758,7 @@ int vm_probe_kvm(struct run *run, virConnectPtr conn, const struct vm_config *c,
 			}
 		}
 	}
+	guest_files_clear(&gf);
 	kvm_cached = usable;
 	free(kvm_why);
 	kvm_why = TAKE_PTR(reason);

@@ -176,8 +176,9 @@ const char *vm_console_log(const struct vm *vm);
 char *vm_console_tail(const struct vm *vm, unsigned max_lines);
 
 /*
- * Whether KVM really works: boots the built-in guest c (kernel/initrd; other settings are ignored)
- * as a KVM domain and waits up to timeout_ms for guest-ping. The first answer is cached for the
+ * Whether KVM really works: boots the built-in guest as a KVM domain (c's kernel/initrd/cmdline
+ * when c has a kernel, else the one guest_locate() finds; other settings are ignored) and waits
+ * up to timeout_ms for guest-ping. The first answer is cached for the
  * process. Returns 1 usable, 0 not usable (*why says why; caller frees), -1 on error (*why).
  */
 int vm_probe_kvm(struct run *run, virConnectPtr conn, const struct vm_config *c,

@@ -6,6 +6,7 @@
  */
 #include <glib.h>
 #include <glib/gstdio.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -607,6 +608,36 @@ static void test_run_dir(void)
 	g_unsetenv("FERRY_RUN_DIR");
 }
 
+/* SIGTERM sets the flag; exit() then removes the run directory through the atexit backstop. */
+static void test_run_signal(void)
+{
+	if (g_test_subprocess()) {
+		char *err = NULL;
+		struct run *r = run_open(&err);
+		g_assert_nonnull(r);
+		char *p = run_path(r, "logs", "x.log");
+		g_assert_true(g_file_set_contents(p, "x", 1, NULL));
+		free(p);
+		g_assert_cmpint(run_interrupted(), ==, 0);
+		raise(SIGTERM);
+		g_assert_cmpint(run_interrupted(), ==, SIGTERM);
+		char c;
+		g_assert_cmpint(read(run_signal_fd(), &c, 1), ==, 1);
+		g_assert_cmpint(c, ==, SIGTERM);
+		printf("interrupted with the run open\n");
+		exit(143);
+	}
+	char *base = g_dir_make_tmp("ferry-test-sig-XXXXXX", NULL);
+	g_setenv("FERRY_RUN_DIR", base, TRUE);
+	g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
+	g_test_trap_assert_failed();
+	g_test_trap_assert_stdout("*interrupted with the run open*");
+	/* the child's run directory existed (files written) and is gone */
+	g_assert_cmpint(g_rmdir(base), ==, 0);
+	g_free(base);
+	g_unsetenv("FERRY_RUN_DIR");
+}
+
 static void test_proc(void)
 {
 	char *out = NULL, *err = NULL;
@@ -669,6 +700,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/vm/validate/vm", test_validate_vm);
 	g_test_add_func("/vm/enum-names", test_enum_names);
 	g_test_add_func("/vm/run-dir", test_run_dir);
+	g_test_add_func("/vm/run-signal", test_run_signal);
 	g_test_add_func("/vm/proc", test_proc);
 	g_test_add_func("/vm/image-create", test_image_create);
 	int r = g_test_run();
