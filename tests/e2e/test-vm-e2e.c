@@ -426,6 +426,65 @@ static void test_multiqueue_tap(void)
 	g_free(tap);
 }
 
+static char *file_sha256(const char *path)
+{
+	gchar *data = NULL;
+	gsize len = 0;
+	g_assert_true(g_file_get_contents(path, &data, &len, NULL));
+	char *hex = g_compute_checksum_for_data(G_CHECKSUM_SHA256, (const guchar *)data, len);
+	g_free(data);
+	return hex;
+}
+
+/*
+ * A user image boots through a qcow2 overlay in the run directory and is never modified; a guest
+ * whose agent never answers (this blank image boots nothing) fails with the reason.
+ */
+static void test_image_overlay(void)
+{
+	if (!need())
+		return;
+	char *image = g_build_filename(t.base, "user-image.qcow2", NULL);
+	struct disk_config d = { .format = DISK_FORMAT_QCOW2, .size = 16 << 20 };
+	char *err = NULL;
+	g_assert_cmpint(vm_image_create(&d, image, &err), ==, 0);
+	char *before = file_sha256(image);
+	struct vm_config c;
+	vm_config_init(&c);
+	c.image = image;
+	c.accel = VM_ACCEL_TCG;
+	c.nic.backend = NIC_BACKEND_NONE;
+	struct vm *vm = NULL;
+	g_assert_cmpint(vm_boot(t.run, t.conn, &c, 3000, &vm, &err), ==, -1);
+	g_assert_null(vm);
+	g_test_message("%s", err);
+	g_assert_nonnull(strstr(err, "did not answer within 3000 ms"));
+	free(err);
+	char *after = file_sha256(image);
+	g_assert_cmpstr(before, ==, after);
+	/* the overlay is in the run directory, backed by the user's image */
+	char *dir = g_build_filename(run_dir(t.run), "overlays", NULL);
+	GDir *gd = g_dir_open(dir, 0, NULL);
+	g_assert_nonnull(gd);
+	const char *name = g_dir_read_name(gd);
+	g_assert_nonnull(name);
+	char *overlay = g_build_filename(dir, name, NULL);
+	g_dir_close(gd);
+	const char *argv[] = { "qemu-img", "info", "-U", "--output=json", overlay, NULL };
+	char *out = NULL;
+	g_assert_cmpint(proc_run(argv, &out, &err), ==, 0);
+	char *want = g_strdup_printf("\"backing-filename\": \"%s\"", image);
+	g_assert_nonnull(strstr(out, want));
+	g_free(want);
+	free(out);
+	g_free(overlay);
+	g_free(dir);
+	g_free(before);
+	g_free(after);
+	g_unlink(image);
+	g_free(image);
+}
+
 /* `ferry doctor --reap` destroys a domain and a run directory whose ferry process is gone. */
 static void test_doctor_reap(void)
 {
@@ -637,6 +696,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/vm-e2e/9p-share", test_9p);
 	g_test_add_func("/vm-e2e/sata-ide-boot-disks", test_ata_boot_disks);
 	g_test_add_func("/vm-e2e/multiqueue-tap", test_multiqueue_tap);
+	g_test_add_func("/vm-e2e/image-overlay", test_image_overlay);
 	g_test_add_func("/vm-e2e/doctor-reap", test_doctor_reap);
 	g_test_add_func("/vm-e2e/sigint-cleanup", test_sigint_cleanup);
 	g_test_add_func("/vm-e2e/destroy-mid-exec", test_destroy_mid_exec);
