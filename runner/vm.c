@@ -359,10 +359,21 @@ char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const
 	prop(ctl, "index", "0");
 	prop(ctl, "model", "virtio-scsi");
 	if (c->machine == VM_MACHINE_Q35) {
-		/* q35 hot-plugs into PCIe root ports only: leave free ones for disks */
-		for (int i = 0; i < 4; i++) {
+		/*
+		 * q35 hot-plugs into empty PCIe root ports only, and libvirt fills the ports it is
+		 * given with boot-time devices first: one port per PCIe device (virtio-scsi,
+		 * virtio-serial, NIC, share, virtio disks) plus VM_Q35_SPARE_PORTS for hot-plug.
+		 */
+		unsigned ports = 2 + VM_Q35_SPARE_PORTS + (c->nic.backend != NIC_BACKEND_NONE) +
+				 (c->share.host_dir != NULL) + (c->image != NULL);
+		for (size_t i = 0; i < c->n_disks; i++)
+			ports += c->disks[i].kind == DISK_KIND_IMAGE &&
+				 (c->disks[i].bus == DISK_BUS_VIRTIO);
+		for (unsigned i = 1; i <= ports; i++) {
 			ctl = add(dev, "controller", NULL);
 			prop(ctl, "type", "pci");
+			snprintf(num, sizeof(num), "%u", i);
+			prop(ctl, "index", num);
 			prop(ctl, "model", "pcie-root-port");
 		}
 	}

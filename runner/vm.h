@@ -115,6 +115,9 @@ struct vm_config {
 	size_t n_disks;
 };
 
+/* Empty PCIe root ports a q35 domain gets for hot-plugged virtio disks. */
+#define VM_Q35_SPARE_PORTS 8
+
 /* Defaults: 1 vCPU, 256 MiB, pc, bios, auto, linux, virtio NIC on user networking, no disks. */
 void vm_config_init(struct vm_config *c);
 

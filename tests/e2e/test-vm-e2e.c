@@ -75,6 +75,8 @@ static void test_boot_exec(void)
 		return;
 	struct vm_config c;
 	base_config(&c);
+	/* q35 here (PCIe native hot-plug), pc for the second guest (ACPI hot-plug, ide) */
+	c.machine = VM_MACHINE_Q35;
 	char *share = run_path(t.run, "share", "hello.txt");
 	g_assert_true(g_file_set_contents(share, "hello through 9p\n", -1, NULL));
 	g_chmod(share, 0644);
@@ -168,30 +170,30 @@ static void test_push_sha256(void)
 	free(host);
 }
 
-static void attach_find_detach(const struct disk_config *d)
+static void attach_find_detach(struct vm *vm, const struct disk_config *d)
 {
 	char *err = NULL, *dev = NULL;
-	if (vm_disk_attach(t.a, d, DEV_TIMEOUT_MS, &dev, &err) < 0)
+	if (vm_disk_attach(vm, d, DEV_TIMEOUT_MS, &dev, &err) < 0)
 		g_error("attach %s: %s", d->serial, err);
 	g_test_message("disk '%s' (%s) is /dev/%s in the guest", d->serial, disk_bus_names[d->bus],
 		       dev);
 	/* the device found by serial is the one we attached: its size matches */
 	char *cmd = g_strdup_printf("cat /sys/block/%s/size", dev);
-	char *out = sh(t.a, cmd);
+	char *out = sh(vm, cmd);
 	g_assert_cmpuint(g_ascii_strtoull(out, NULL, 10) * 512, ==, d->size);
 	g_free(cmd);
 	free(out);
 	if (d->readonly) {
 		cmd = g_strdup_printf("cat /sys/block/%s/ro", dev);
-		out = sh(t.a, cmd);
+		out = sh(vm, cmd);
 		g_assert_cmpstr(out, ==, "1\n");
 		g_free(cmd);
 		free(out);
 	}
 	free(dev);
-	if (vm_disk_detach(t.a, d->serial, DEV_TIMEOUT_MS, &err) < 0)
+	if (vm_disk_detach(vm, d->serial, DEV_TIMEOUT_MS, &err) < 0)
 		g_error("detach %s: %s", d->serial, err);
-	g_assert_cmpint(vm_find_disk(t.a, d->serial, NULL, &err), ==, 0);
+	g_assert_cmpint(vm_find_disk(vm, d->serial, NULL, &err), ==, 0);
 }
 
 static void test_hotplug(void)
@@ -216,10 +218,10 @@ static void test_hotplug(void)
 	char *err = NULL;
 	g_assert_cmpint(vm_image_create(&v, p1, &err), ==, 0);
 	g_assert_cmpint(vm_image_create(&s, p2, &err), ==, 0);
-	attach_find_detach(&v);
-	attach_find_detach(&s);
+	attach_find_detach(t.a, &v);
+	attach_find_detach(t.a, &s);
 	/* again, to show detach left the targets and serials free */
-	attach_find_detach(&v);
+	attach_find_detach(t.a, &v);
 
 	/* sata cannot be hot-plugged: refused with the reason before libvirt is asked */
 	struct disk_config sata = v;
@@ -257,7 +259,7 @@ static void test_allocation(void)
 		g_test_message("allocation %s: %" G_GUINT64_FORMAT " bytes on the host",
 			       disk_alloc_names[a], allocated[a]);
 		/* every mode boots into the guest the same way */
-		attach_find_detach(&d);
+		attach_find_detach(t.a, &d);
 		g_free(name);
 		g_free(serial);
 		free(path);
@@ -384,6 +386,16 @@ static void test_ata_boot_disks(void)
 		g_free(cmd);
 		free(dev);
 	}
+	/* hot-plug on 'pc' goes through ACPI (acpiphp), not PCIe */
+	char *pv = run_path(t.run, "disks", "pc-hotplug.raw");
+	struct disk_config v = { .format = DISK_FORMAT_RAW,
+				 .size = 8 << 20,
+				 .bus = DISK_BUS_VIRTIO,
+				 .serial = "ferry-pc-hv",
+				 .path = pv };
+	g_assert_cmpint(vm_image_create(&v, pv, &err), ==, 0);
+	attach_find_detach(t.b, &v);
+	free(pv);
 	free(ps);
 	free(pi);
 }

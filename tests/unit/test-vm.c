@@ -288,9 +288,15 @@ static void test_nic_share_channels_xml(void)
 		assert_x(&p, "string(/domain/os/type/@machine)", "q35");
 		assert_x(&p, "string(/domain/memory)", "1048576");
 		assert_x(&p, "string(/domain/vcpu)", "2");
-		/* free PCIe root ports for hot-plug on q35 */
+		/* q35: a root port per PCIe device (scsi, serial, NIC, share) + spares for
+		 * hot-plug, each with its own index */
 		g_assert_cmpfloat(
-		    xn(&p, "count(/domain/devices/controller[@model='pcie-root-port'])"), >=, 1);
+		    xn(&p, "count(/domain/devices/controller[@model='pcie-root-port'])"), ==,
+		    4 + VM_Q35_SPARE_PORTS);
+		g_assert_cmpfloat(
+		    xn(&p,
+		       "count(/domain/devices/controller[@model='pcie-root-port'][@index > 0])"),
+		    ==, 4 + VM_Q35_SPARE_PORTS);
 		assert_x(&p, "string(/domain/devices/interface/@type)", nics[i].type);
 		assert_x(&p, "string(/domain/devices/interface/model/@type)",
 			 nic_model_names[nics[i].model]);
