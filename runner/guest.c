@@ -18,6 +18,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -31,14 +33,27 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct archive *, archive_read_free)
  * console line costs time under TCG). */
 #define GUEST_CMDLINE "console=ttyS0 panic=-1 quiet"
 
-/* Modules the guest loads, in this order (dependencies are put in front as needed).
- * crc32c_generic is a soft dependency of ext4/jbd2 (metadata checksums) that depends= does not
- * list; nls_cp437 and nls_ascii are vfat's default codepage and iocharset in Debian's config and
- * would otherwise be requested through modprobe, which the guest does not have. */
-static const char *const guest_modules[] = {
-	"virtio_pci", "virtio_console", "virtio_blk", "virtio_net",     "virtio_scsi",  "sd_mod",
-	"sr_mod",     "ata_piix",       "ahci",       "crc32c_generic", "ext4",         "nls_cp437",
-	"nls_ascii",  "nls_utf8",       "vfat",       "isofs",          "9pnet_virtio", "9p",
+/*
+ * Modules the guest loads before the agent starts, in this order (dependencies are put in front
+ * as needed): the device drivers, because nothing would load them later (there is no udev) and
+ * a disk given at boot must be visible once the agent answers.
+ */
+static const char *const guest_modules_boot[] = {
+	"virtio_pci", "virtio_console", "virtio_blk", "virtio_net", "virtio_scsi",
+	"sd_mod",     "sr_mod",         "ata_piix",   "ahci",
+};
+
+/*
+ * Modules loaded in the background (nice 19) once the agent runs: the filesystems. Loading them
+ * costs about a second of boot under TCG; the kernel also loads them on demand through
+ * /sbin/modprobe (busybox, reading the modules.dep and modules.alias written here) when a mount
+ * comes first. crc32c_generic is a soft dependency of ext4/jbd2 (metadata checksums) that
+ * depends= does not list; nls_cp437 and nls_ascii are vfat's default codepage and iocharset in
+ * Debian's config.
+ */
+static const char *const guest_modules_later[] = {
+	"crc32c_generic", "ext4",  "nls_cp437",    "nls_ascii", "nls_utf8",
+	"vfat",           "isofs", "9pnet_virtio", "9p",
 };
 
 /* The fixture files installed into the initramfs: name in fixtures/guest, path, mode. */
@@ -1102,7 +1117,7 @@ static char *elf_interp(const unsigned char *buf, size_t len)
  */
 int guest_modinfo_parse(const unsigned char *ko, size_t len, struct guest_module *m, char **err)
 {
-	size_t size = 0, ndeps = 0, cap = 0;
+	size_t size = 0, ndeps = 0, cap = 0, naliases = 0, acap = 0;
 	const unsigned char *s = elf_section(ko, len, ".modinfo", &size, NULL);
 
 	memset(m, 0, sizeof(*m));
@@ -1113,6 +1128,10 @@ int guest_modinfo_parse(const unsigned char *ko, size_t len, struct guest_module
 		size_t l = strnlen(str, size - off);
 		if (has_prefix(str, "name=") && !m->name) {
 			m->name = xstrndup(str + 5, l - 5);
+		} else if (has_prefix(str, "alias=") && l > 6) {
+			m->aliases = xgrow(m->aliases, &acap, naliases + 2, sizeof(char *));
+			m->aliases[naliases++] = xstrndup(str + 6, l - 6);
+			m->aliases[naliases] = NULL;
 		} else if (has_prefix(str, "depends=")) {
 			const char *d = str + 8, *e = str + l;
 			while (d < e) {
@@ -1144,6 +1163,9 @@ void guest_module_clear(struct guest_module *m)
 	for (size_t i = 0; m->deps && m->deps[i]; i++)
 		free(m->deps[i]);
 	free(m->deps);
+	for (size_t i = 0; m->aliases && m->aliases[i]; i++)
+		free(m->aliases[i]);
+	free(m->aliases);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -1233,7 +1255,7 @@ struct build {
 	struct libfile *libs;
 	size_t nlibs, caplibs;
 	/* what went in, for the manifest */
-	json_t *modules, *libraries;
+	json_t *modules, *modules_boot, *libraries;
 	size_t applets;
 };
 
@@ -1255,6 +1277,7 @@ static void build_clear(struct build *b)
 	}
 	free(b->libs);
 	json_decref(b->modules);
+	json_decref(b->modules_boot);
 	json_decref(b->libraries);
 }
 
@@ -1314,6 +1337,7 @@ static int kernel_pass1(void *ud, struct archive *a, struct archive_entry *e, co
 	if (r < 0)
 		return set_err(err, r, "module '%s': %s", path, *err);
 	m.path = xstrdup(path + strlen(moddir));
+	m.compressed = has_suffix(path, ".xz");
 	if (!m.name) {
 		const char *base = strrchr(path, '/') + 1;
 		m.name = xstrndup(base, strcspn(base, "."));
@@ -1353,10 +1377,44 @@ static int kernel_pass2(void *ud, struct archive *a, struct archive_entry *e, co
 	return 0;
 }
 
+/* One modules.dep line in depmod's format: the module, then every module it needs, transitively,
+ * the one to load last first (modprobe loads them from the end). */
+static int dep_line(const struct build *b, size_t mi, char **line, char **err)
+{
+	const char *name = b->mods[mi].name;
+	size_t *order = NULL, n = 0;
+	int r = guest_module_order(b->mods, b->nmods, &name, 1, &order, &n, err);
+
+	if (r < 0)
+		return r;
+	char *l = xasprintf("%s:", b->mods[mi].path);
+	for (size_t i = n - 1; i-- > 0;) {
+		char *t = xasprintf("%s %s", l, b->mods[order[i]].path);
+		free(l);
+		l = t;
+	}
+	free(order);
+	*line = l;
+	return 0;
+}
+
+static void append(char **s, const char *fmt, ...) _printf_(2, 3);
+static void append(char **s, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	_cleanup_free_ char *m = xvasprintf(fmt, ap);
+	va_end(ap);
+	char *t = xasprintf("%s%s", *s ? *s : "", m);
+	free(*s);
+	*s = t;
+}
+
 static int add_kernel(struct build *b, const struct pkg *kpkg, char **err)
 {
 	int r;
-	size_t *order = NULL, norder = 0;
+	size_t *order = NULL, norder = 0, nboot = 0;
+	const char *wanted[ELEMENTSOF(guest_modules_boot) + ELEMENTSOF(guest_modules_later)];
 
 	progress(b, "reading modules of %s %s", kpkg->name, kpkg->version);
 	r = deb_walk(kpkg->deb, kernel_pass1, b, err);
@@ -1364,27 +1422,52 @@ static int add_kernel(struct build *b, const struct pkg *kpkg, char **err)
 		return r;
 	if (!b->vmlinuz)
 		return set_err(err, -ENOENT, "'%s' holds no boot/vmlinuz-%s", kpkg->deb, b->kver);
-	r = guest_module_order(b->mods, b->nmods, guest_modules, ELEMENTSOF(guest_modules), &order,
-			       &norder, err);
+	/* the modules are written without .xz: modprobe and the lists name them so */
+	for (size_t i = 0; i < b->nmods; i++)
+		if (has_suffix(b->mods[i].path, ".xz"))
+			b->mods[i].path[strlen(b->mods[i].path) - 3] = '\0';
+
+	/* one order over both lists, so the boot set is a prefix of it */
+	memcpy(wanted, guest_modules_boot, sizeof(guest_modules_boot));
+	memcpy(wanted + ELEMENTSOF(guest_modules_boot), guest_modules_later,
+	       sizeof(guest_modules_later));
+	r = guest_module_order(b->mods, b->nmods, guest_modules_boot,
+			       ELEMENTSOF(guest_modules_boot), &order, &nboot, err);
+	free(order);
+	if (r >= 0)
+		r = guest_module_order(b->mods, b->nmods, wanted, ELEMENTSOF(wanted), &order,
+				       &norder, err);
 	if (r < 0)
 		return r;
 
-	_cleanup_free_ char *list = xstrdup("");
+	_cleanup_free_ char *boot = NULL, *later = NULL, *dep = NULL, *alias = NULL;
 	b->modules = json_array();
+	b->modules_boot = json_array();
 	b->need = xcalloc(norder ? norder : 1, sizeof(char *));
-	for (size_t i = 0; i < norder; i++) {
+	for (size_t i = 0; i < norder && r >= 0; i++) {
 		const struct guest_module *m = &b->mods[order[i]];
-		_cleanup_free_ char *dest = xstrdup(m->path);
-		if (has_suffix(dest, ".xz"))
-			dest[strlen(dest) - 3] = '\0';
-		char *l = xasprintf("%s/lib/modules/%s/%s\n", list, b->kver, dest);
-		free(list);
-		list = l;
+		_cleanup_free_ char *line = NULL;
+		append(i < nboot ? &boot : &later, "/lib/modules/%s/%s\n", b->kver, m->path);
 		json_array_append_new(b->modules, json_string(m->name));
-		b->need[b->nneed++] = xstrdup(m->path);
+		if (i < nboot)
+			json_array_append_new(b->modules_boot, json_string(m->name));
+		r = dep_line(b, order[i], &line, err);
+		if (r >= 0)
+			append(&dep, "%s\n", line);
+		for (size_t k = 0; m->aliases && m->aliases[k]; k++)
+			append(&alias, "alias %s %s\n", m->aliases[k], m->name);
+		b->need[b->nneed++] = xasprintf(
+		    "%s%s", m->path, has_suffix(m->path, ".ko") && m->compressed ? ".xz" : "");
 	}
 	free(order);
-	guest_tree_add_file(&b->tree, "etc/modules.load", 0644, list, strlen(list));
+	if (r < 0)
+		return r;
+	_cleanup_free_ char *depf = xasprintf("lib/modules/%s/modules.dep", b->kver);
+	_cleanup_free_ char *aliasf = xasprintf("lib/modules/%s/modules.alias", b->kver);
+	guest_tree_add_file(&b->tree, "etc/modules.load", 0644, boot, boot ? strlen(boot) : 0);
+	guest_tree_add_file(&b->tree, "etc/modules.later", 0644, later, later ? strlen(later) : 0);
+	guest_tree_add_file(&b->tree, depf, 0644, dep, dep ? strlen(dep) : 0);
+	guest_tree_add_file(&b->tree, aliasf, 0644, alias, alias ? strlen(alias) : 0);
 
 	progress(b, "extracting %zu modules", b->nneed);
 	r = deb_walk(kpkg->deb, kernel_pass2, b, err);
@@ -1684,11 +1767,10 @@ static char *key_text(const struct build *b, const struct fixture *fx, int64_t m
 		free(t);
 		t = n;
 	}
-	for (size_t i = 0; i < ELEMENTSOF(guest_modules); i++) {
-		char *n = xasprintf("%smodule %s\n", t, guest_modules[i]);
-		free(t);
-		t = n;
-	}
+	for (size_t i = 0; i < ELEMENTSOF(guest_modules_boot); i++)
+		append(&t, "module boot %s\n", guest_modules_boot[i]);
+	for (size_t i = 0; i < ELEMENTSOF(guest_modules_later); i++)
+		append(&t, "module later %s\n", guest_modules_later[i]);
 	return t;
 }
 
@@ -1831,6 +1913,7 @@ static int build_into(struct build *b, const char *dir, const char *key, const s
 				      (json_int_t)b->tree.n, "mtime", (json_int_t)mtime));
 	json_object_set_new(m, "packages", pkgs);
 	json_object_set_new(m, "modules", json_incref(b->modules));
+	json_object_set_new(m, "modules_at_boot", json_incref(b->modules_boot));
 	json_object_set_new(m, "libraries", json_incref(b->libraries));
 	json_object_set_new(m, "applets", json_integer((json_int_t)b->applets));
 	_cleanup_free_ char *text = json_dumps(m, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -1854,6 +1937,50 @@ char *guest_default_cache_dir(void)
 		return xasprintf("%s/ferry", e);
 	e = getenv("HOME");
 	return xasprintf("%s/.cache/ferry", e && *e ? e : "/tmp");
+}
+
+static bool is_key_name(const char *s)
+{
+	return strlen(s) == 32 && strspn(s, "0123456789abcdef") == 32;
+}
+
+/*
+ * After a new build: remove downloaded packages it does not use (older kernels are ~70 MB each)
+ * and built guests other than the new one and the one `current` named until now (a VM that
+ * located it a moment ago may still be starting from it).
+ */
+static void prune_cache(const struct pkg_list *l, const char *guestdir, const char *debdir,
+			const char *key)
+{
+	_cleanup_free_ char *cur = xasprintf("%s/current", guestdir);
+	char prev[64] = "";
+	ssize_t n = readlink(cur, prev, sizeof(prev) - 1);
+	DIR *d = opendir(guestdir);
+	struct dirent *de;
+
+	prev[n > 0 ? n : 0] = '\0';
+	while (d && (de = readdir(d))) {
+		if (!is_key_name(de->d_name) || STREQ(de->d_name, key) || STREQ(de->d_name, prev))
+			continue;
+		_cleanup_free_ char *dir = xasprintf("%s/%s", guestdir, de->d_name);
+		remove_dir_files(dir);
+	}
+	if (d)
+		closedir(d);
+
+	d = opendir(debdir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		bool keep = !has_suffix(de->d_name, ".deb");
+		for (size_t i = 0; i < l->n && !keep; i++) {
+			const char *base = strrchr(l->items[i].deb, '/');
+			keep = base && STREQ(base + 1, de->d_name);
+		}
+		if (!keep)
+			unlinkat(dirfd(d), de->d_name, 0);
+	}
+	closedir(d);
 }
 
 /* mkdir -p, then make the leaf world-readable and traversable whatever the umask. */
@@ -1888,6 +2015,19 @@ int guest_build(const struct guest_build_opts *opts, struct guest_files *out, bo
 		r = make_dir(guestdir, err);
 	if (r >= 0)
 		r = make_dir(debdir, err);
+	/* one build at a time per cache: concurrent apt-get downloads into one directory would
+	 * overwrite each other's files (the lock goes with the descriptor) */
+	_cleanup_free_ char *lockpath = xasprintf("%s/.lock", guestdir);
+	_cleanup_close_ int lock = r < 0 ? -1 : open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (r >= 0 && lock < 0)
+		r = set_err(err, -errno, "cannot open '%s': %s", lockpath, strerror(errno));
+	if (r >= 0) {
+		if (flock(lock, LOCK_EX | LOCK_NB) < 0) {
+			progress(&b, "waiting for another 'ferry guest build' on this cache");
+			while (flock(lock, LOCK_EX) < 0 && errno == EINTR)
+				;
+		}
+	}
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(guest_fixtures); i++) {
 		_cleanup_free_ char *p = xasprintf("%s/%s", fixdir, guest_fixtures[i].name);
 		fx[i].data = read_file(p, &fx[i].len);
@@ -1925,6 +2065,8 @@ int guest_build(const struct guest_build_opts *opts, struct guest_files *out, bo
 				remove_dir_files(tmp);
 			else if (rebuilt)
 				*rebuilt = true;
+			if (r >= 0)
+				prune_cache(&b.pkgs, guestdir, debdir, key);
 		}
 		if (r >= 0)
 			r = point_current(guestdir, key, err);

@@ -14,11 +14,20 @@
  * <key> is the SHA-256 of the inputs: package names and versions, the content of fixtures/guest/
  * and GUEST_FORMAT_VERSION; the same inputs give the same bytes.
  *
+ * CACHE/guest/.lock serialises builds; a new build removes unused .debs and older builds (all but
+ * the new one and the one `current` named before).
+ *
  * What a domain booting this guest gets (the contract with vm.c/agent.c):
- * - /init mounts proc, sysfs, devtmpfs, tmpfs on /tmp and /run, loads the modules, links every
- *   virtio-serial port to /dev/virtio-ports/NAME (there is no udev), brings up lo and, when a NIC
- *   exists, eth0 as 10.0.2.15/24 with a default route via 10.0.2.2 (QEMU user networking), then
- *   busybox init respawns `qemu-ga -m virtio-serial -p /dev/virtio-ports/org.qemu.guest_agent.0`.
+ * - /init mounts proc, sysfs, devtmpfs, devpts, tmpfs on /tmp and /run, loads the device driver
+ *   modules (virtio pci/console/blk/net/scsi, sd_mod, sr_mod, ata_piix, ahci: a disk given at
+ *   boot is visible once the agent answers), links every virtio-serial port to
+ *   /dev/virtio-ports/NAME (there is no udev), brings up lo and, when a NIC exists, eth0 as
+ *   10.0.2.15/24 with a default route via 10.0.2.2 (QEMU user networking), then busybox init
+ *   respawns `qemu-ga -m virtio-serial -p /dev/virtio-ports/org.qemu.guest_agent.0`.
+ * - Filesystem modules (ext4, vfat, isofs, 9p + 9pnet_virtio, crc32c) load behind the agent at
+ *   nice 19; /run/ferry-modules-loaded appears when they are all in. A mount before that works
+ *   too: the kernel loads what it needs through /sbin/modprobe (busybox, with modules.dep and
+ *   modules.alias in /lib/modules/KVER). `mount -t 9p -o trans=virtio TAG DIR` likewise.
  * - The domain needs the agent channel (target name GUEST_AGENT_CHANNEL), a serial console on
  *   ttyS0 (the command line sends the console there) and 256 MiB of memory or more.
  * - Busybox applets are at their usual paths (/bin/sh, /bin/mount, /sbin/ip, ...), /mnt exists.
@@ -31,7 +40,7 @@
 #include <sys/types.h>
 
 /* Bump when the layout or content rules of the built guest change: it is part of the cache key. */
-#define GUEST_FORMAT_VERSION 1
+#define GUEST_FORMAT_VERSION 2
 
 /* The virtio-serial channel name qemu-ga listens on inside the guest. */
 #define GUEST_AGENT_CHANNEL "org.qemu.guest_agent.0"
@@ -148,9 +157,11 @@ bool guest_elf_has_pvh(const unsigned char *buf, size_t len);
 
 /* A kernel module known to the resolver: its name (underscores) and the names it depends on. */
 struct guest_module {
-	char *name;  /* "virtio_net" (dashes turned into underscores) */
-	char *path;  /* path inside the module tree, e.g. "kernel/drivers/net/virtio_net.ko" */
-	char **deps; /* NULL-terminated names from .modinfo depends= */
+	char *name;      /* "virtio_net" (dashes turned into underscores) */
+	char *path;      /* path inside the module tree, e.g. "kernel/drivers/net/virtio_net.ko" */
+	char **deps;     /* NULL-terminated names from .modinfo depends= */
+	char **aliases;  /* NULL-terminated .modinfo alias= values ("fs-ext4"), or NULL */
+	bool compressed; /* the package ships it as .ko.xz (path names the .ko) */
 };
 
 /*
