@@ -260,6 +260,18 @@ int cmd_doctor(int argc, char **argv)
 			     r < 0 ? e : "QEMU has no virtio-9p-pci");
 		free(e);
 		e = NULL;
+		/* firmware autoselection lists 'efi' only when OVMF and its descriptors exist */
+		_cleanup_free_ char *q35 =
+		    virConnectGetDomainCapabilities(conn, NULL, "x86_64", "q35", "qemu", 0);
+		_cleanup_free_ char *efi =
+		    q35 ? xpath_string(q35, "string(/domainCapabilities/os/enum[@name='firmware']"
+					    "/value[.='efi'])")
+			: NULL;
+		if (efi)
+			line(&d, OK, "uefi", NULL, "OVMF found: firmware 'uefi' works");
+		else
+			line(&d, WARN, "uefi", "apt-get install ovmf",
+			     "no UEFI firmware: VMs with firmware 'uefi' will fail to start");
 		r = qemu_lists(qemu, "-netdev", "user", &e);
 		if (r == 1)
 			line(&d, OK, "user-net", NULL, "QEMU has user networking (slirp)");
