@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include <jansson.h>
+#include <libvirt/libvirt-qemu.h>
 #include <libvirt/virterror.h>
 #include <libxml/parser.h>
 #include <libxml/tree.h>
@@ -180,6 +181,12 @@ int vm_config_validate(const struct vm_config *c, char **why)
 		    STREQ(c->channels[i], "org.qemu.guest_agent.0")) {
 			*why = xasprintf("channel name '%s' is empty or taken by the guest agent",
 					 c->channels[i] ? c->channels[i] : "");
+			return -1;
+		}
+		if (strspn(c->channels[i], "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+					   "0123456789._-") != strlen(c->channels[i])) {
+			*why = xasprintf("channel name '%s' may hold only A-Z a-z 0-9 . _ -",
+					 c->channels[i]);
 			return -1;
 		}
 		for (size_t j = 0; j < i; j++)
@@ -935,8 +942,8 @@ int vm_disk_attach(struct vm *vm, const struct disk_config *d, unsigned timeout_
 	return wait_disk(vm, d->serial, 1, timeout_ms, dev, err);
 }
 
-/* Whether libvirt's live definition still has a disk with this target. */
-static int libvirt_has_target(struct vm *vm, const char *target, char **err)
+/* The string value of an XPath expression over the live domain XML ("" when nothing matches). */
+static int live_xpath(struct vm *vm, const char *expr, char **out, char **err)
 {
 	_cleanup_free_ char *desc = virDomainGetXMLDesc(vm->dom, 0);
 	if (!desc) {
@@ -947,17 +954,91 @@ static int libvirt_has_target(struct vm *vm, const char *target, char **err)
 	_cleanup_(xmlFreeDocp) xmlDocPtr doc =
 	    xmlReadMemory(desc, (int)strlen(desc), "domain.xml", NULL, XML_PARSE_NONET);
 	if (!doc) {
-		*err = xstrdup("cannot parse the domain definition");
+		*err = xasprintf("cannot parse the definition of domain '%s'", vm->name);
 		return -1;
 	}
 	xmlXPathContextPtr ctx = xmlXPathNewContext(doc);
-	_cleanup_free_ char *expr =
-	    xasprintf("count(/domain/devices/disk/target[@dev='%s'])", target);
 	xmlXPathObjectPtr o = xmlXPathEvalExpression(BAD_CAST expr, ctx);
-	int has = o && o->type == XPATH_NUMBER && o->floatval > 0;
+	xmlChar *s = o ? xmlXPathCastToString(o) : NULL;
+	*out = xstrdup(s ? (const char *)s : "");
+	xmlFree(s);
 	xmlXPathFreeObject(o);
 	xmlXPathFreeContext(ctx);
-	return has;
+	return 0;
+}
+
+/* Whether libvirt's live definition still has a disk with this target. */
+static int libvirt_has_target(struct vm *vm, const char *target, char **err)
+{
+	_cleanup_free_ char *expr =
+	    xasprintf("count(/domain/devices/disk/target[@dev='%s'])", target);
+	_cleanup_free_ char *n = NULL;
+	if (live_xpath(vm, expr, &n, err) < 0)
+		return -1;
+	return !STREQ(n, "0");
+}
+
+int vm_channel_path(struct vm *vm, const char *name, char **path, char **err)
+{
+	if (strchr(name, '\'')) {
+		*err = xasprintf("no channel '%s'", name);
+		return -1;
+	}
+	_cleanup_free_ char *expr =
+	    xasprintf("string(/domain/devices/channel[target/@name='%s']/source/@path)", name);
+	_cleanup_free_ char *p = NULL;
+	if (live_xpath(vm, expr, &p, err) < 0)
+		return -1;
+	if (!*p) {
+		*err = xasprintf("domain '%s' has no channel '%s'", vm->name, name);
+		return -1;
+	}
+	*path = TAKE_PTR(p);
+	return 0;
+}
+
+int vm_nic_device(struct vm *vm, char **dev, char **err)
+{
+	_cleanup_free_ char *d = NULL;
+	if (live_xpath(vm, "string(/domain/devices/interface[1]/target/@dev)", &d, err) < 0)
+		return -1;
+	if (!*d) {
+		*err = xasprintf("the NIC of domain '%s' has no host device", vm->name);
+		return -1;
+	}
+	*dev = TAKE_PTR(d);
+	return 0;
+}
+
+int vm_hostfwd_add(struct vm *vm, int host_port, int guest_port, char **err)
+{
+	_cleanup_free_ char *alias = NULL;
+	if (live_xpath(vm, "string(/domain/devices/interface[@type='user'][1]/alias/@name)", &alias,
+		       err) < 0)
+		return -1;
+	if (!*alias) {
+		*err = xasprintf("domain '%s' has no user-networking NIC to forward a port to",
+				 vm->name);
+		return -1;
+	}
+	/* libvirt names the QEMU netdev of NIC alias "netN" "hostnetN" */
+	_cleanup_free_ char *cmd =
+	    xasprintf("hostfwd_add host%s tcp:127.0.0.1:%d-:%d", alias, host_port, guest_port);
+	_cleanup_free_ char *reply = NULL;
+	if (virDomainQemuMonitorCommand(vm->dom, cmd, &reply, VIR_DOMAIN_QEMU_MONITOR_COMMAND_HMP) <
+	    0) {
+		*err = xasprintf("cannot forward port %d to domain '%s': %s", host_port, vm->name,
+				 virGetLastErrorMessage());
+		return -1;
+	}
+	/* HMP answers errors as text */
+	if (reply && *reply && strspn(reply, "\r\n ") != strlen(reply)) {
+		size_t n = strcspn(reply, "\r\n");
+		*err = xasprintf("cannot forward port %d to domain '%s': %.*s", host_port, vm->name,
+				 (int)n, reply);
+		return -1;
+	}
+	return 0;
 }
 
 int vm_disk_detach(struct vm *vm, const char *serial, unsigned timeout_ms, char **err)

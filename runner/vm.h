@@ -165,7 +165,7 @@ struct vm;
  */
 int vm_boot(struct run *run, virConnectPtr conn, const struct vm_config *c, unsigned timeout_ms,
 	    struct vm **out, char **err);
-/* Destroy the domain (if still there) and free vm. Safe with NULL. */
+/* Destroy the domain (if still there) and free vm. Safe with NULL. Call before run_close(). */
 void vm_destroy(struct vm *vm);
 
 virDomainPtr vm_domain(const struct vm *vm);
@@ -203,3 +203,13 @@ int vm_disk_detach(struct vm *vm, const char *serial, unsigned timeout_ms, char 
  * -1 error.
  */
 int vm_find_disk(struct vm *vm, const char *serial, char **dev, char **err);
+
+/* The host end (a unix socket libvirt created) of the virtio-serial channel named name. */
+int vm_channel_path(struct vm *vm, const char *name, char **path, char **err);
+/* The host device of the first NIC (the tap, e.g. "vnet3"; caller frees). */
+int vm_nic_device(struct vm *vm, char **dev, char **err);
+/*
+ * Forward 127.0.0.1:host_port on the host to guest_port in a guest on user networking (QEMU
+ * HMP hostfwd_add through libvirt-qemu), so the host can connect into the guest.
+ */
+int vm_hostfwd_add(struct vm *vm, int host_port, int guest_port, char **err);

@@ -10,7 +10,11 @@
 #include <glib/gstdio.h>
 #include <signal.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include <libvirt/virterror.h>
@@ -82,6 +86,9 @@ static void test_boot_exec(void)
 	g_chmod(share, 0644);
 	char *dir = g_path_get_dirname(share);
 	c.share = (struct share_config){ dir, "ferryshare", SHARE_MODE_MAPPED, true };
+	static const char *const channels[] = { "org.ferry.test" };
+	c.channels = channels;
+	c.n_channels = 1;
 	char *err = NULL;
 	if (vm_boot(t.run, t.conn, &c, BOOT_TIMEOUT_MS, &t.a, &err) < 0)
 		g_error("boot: %s", err);
@@ -289,6 +296,72 @@ static void test_9p(void)
 			    "ferryshare /mnt/9p && cat /mnt/9p/hello.txt; umount /mnt/9p");
 	g_assert_cmpstr(out, ==, "hello through 9p\n");
 	free(out);
+}
+
+/* An extra virtio-serial channel carries bytes; a forwarded host port reaches the guest. */
+static void test_channel_hostfwd(void)
+{
+	if (!need() || !t.a)
+		return;
+	char *err = NULL, *path = NULL;
+	if (vm_channel_path(t.a, "org.ferry.test", &path, &err) < 0)
+		g_error("%s", err);
+	struct stat st;
+	g_assert_cmpint(stat(path, &st), ==, 0);
+	g_assert_true(S_ISSOCK(st.st_mode));
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	g_strlcpy(sun.sun_path, path, sizeof(sun.sun_path));
+	g_assert_cmpint(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), ==, 0);
+	g_assert_cmpint(write(fd, "through the channel", 19), ==, 19);
+	/* the host keeps its end open until the guest has read everything (GUEST.md) */
+	char *out =
+	    sh(t.a, "i=0; while [ ! -e /dev/virtio-ports/org.ferry.test ] && [ $i -lt 50 ]; "
+		    "do usleep 100000; i=$((i+1)); done; "
+		    "head -c 19 /dev/virtio-ports/org.ferry.test");
+	g_assert_cmpstr(out, ==, "through the channel");
+	free(out);
+	close(fd);
+	free(path);
+	g_assert_cmpint(vm_channel_path(t.a, "org.ferry.none", &path, &err), ==, -1);
+	free(err);
+	err = NULL;
+
+	/* a free loopback port, then forward it to the guest's 8090 */
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t slen = sizeof(sin);
+	g_assert_cmpint(bind(l, (struct sockaddr *)&sin, sizeof(sin)), ==, 0);
+	g_assert_cmpint(getsockname(l, (struct sockaddr *)&sin, &slen), ==, 0);
+	close(l);
+	int port = ntohs(sin.sin_port);
+	if (vm_hostfwd_add(t.a, port, 8090, &err) < 0)
+		g_error("%s", err);
+	free(sh(t.a, "nc -l -p 8090 </dev/null >/tmp/got 2>&1 & echo started"));
+	bool got = false;
+	for (int i = 0; i < 100 && !got; i++) {
+		int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (connect(c, (struct sockaddr *)&sin, sizeof(sin)) == 0 &&
+		    write(c, "through hostfwd\n", 16) == 16) {
+			shutdown(c, SHUT_WR);
+			char buf[16];
+			/* wait for the guest side to close */
+			while (read(c, buf, sizeof(buf)) > 0)
+				;
+			out = sh(t.a, "cat /tmp/got");
+			got = STREQ(out, "through hostfwd\n");
+			free(out);
+		}
+		close(c);
+		if (!got)
+			g_usleep(100 * 1000);
+	}
+	g_assert_true(got);
+	/* a port already forwarded is refused with QEMU's reason */
+	g_assert_cmpint(vm_hostfwd_add(t.a, port, 8091, &err), ==, -1);
+	g_test_message("second forward: %s", err);
+	free(err);
 }
 
 /* Guest b: boot-time SATA and IDE disks, and a 4-queue NIC on a tap when the host allows. */
@@ -706,6 +779,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/vm-e2e/hotplug-virtio-scsi", test_hotplug);
 	g_test_add_func("/vm-e2e/allocation", test_allocation);
 	g_test_add_func("/vm-e2e/9p-share", test_9p);
+	g_test_add_func("/vm-e2e/channel-hostfwd", test_channel_hostfwd);
 	g_test_add_func("/vm-e2e/sata-ide-boot-disks", test_ata_boot_disks);
 	g_test_add_func("/vm-e2e/multiqueue-tap", test_multiqueue_tap);
 	g_test_add_func("/vm-e2e/image-overlay", test_image_overlay);

@@ -465,6 +465,7 @@ static void test_validate_vm(void)
 	char *why = NULL;
 	const char *const dup[] = { "a", "a" };
 	const char *const agent[] = { "org.qemu.guest_agent.0" };
+	const char *const quote[] = { "it's" };
 	const struct disk_config nopath[] = { { .size = 1 << 20 } };
 	const struct disk_config twice[] = { { .serial = "s", .path = "/a" },
 					     { .serial = "s", .path = "/b" } };
@@ -515,6 +516,10 @@ static void test_validate_vm(void)
 			break;
 		case 11: c.share = (struct share_config){ "rel/dir", "t", 0, false }; break;
 		case 12: c.share = (struct share_config){ "/abs", "", 0, false }; break;
+		case 13:
+			c.channels = quote;
+			c.n_channels = 1;
+			break;
 		}
 		g_assert_cmpint(vm_config_validate(&c, &why), ==, -1);
 		if (!strstr(why, reasons[i]))
