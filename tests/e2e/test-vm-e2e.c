@@ -392,22 +392,6 @@ static char *prepare_netns(void)
 	return NULL;
 }
 
-static char *live_tap(struct vm *vm)
-{
-	char *xml = virDomainGetXMLDesc(vm_domain(vm), 0);
-	g_assert_nonnull(xml);
-	xmlDocPtr doc = xmlReadMemory(xml, (int)strlen(xml), "d.xml", NULL, XML_PARSE_NONET);
-	xmlXPathContextPtr ctx = xmlXPathNewContext(doc);
-	xmlXPathObjectPtr o = xmlXPathEvalExpression(
-	    BAD_CAST "string(/domain/devices/interface[@type='ethernet']/target/@dev)", ctx);
-	char *tap = g_strdup((const char *)o->stringval);
-	xmlXPathFreeObject(o);
-	xmlXPathFreeContext(ctx);
-	xmlFreeDoc(doc);
-	free(xml);
-	return tap;
-}
-
 static void test_ata_boot_disks(void)
 {
 	if (!need())
@@ -481,11 +465,11 @@ static void test_multiqueue_tap(void)
 		g_test_skip(t.mq_skip);
 		return;
 	}
-	char *tap = live_tap(t.b);
-	g_assert_cmpstr(tap, !=, "");
+	char *tap = NULL, *err = NULL;
+	if (vm_nic_device(t.b, &tap, &err) < 0)
+		g_error("%s", err);
 	/* the tap's host end goes into our namespace: nothing on the host network sees it */
 	const char *move[] = { "ip", "link", "set", tap, "netns", t.netns, NULL };
-	char *err = NULL;
 	if (proc_run(move, NULL, &err) < 0)
 		g_error("%s", err);
 	const char *addr[] = { "ip",  "-n", t.netns, "addr", "add", "192.168.250.1/24",
@@ -508,7 +492,7 @@ static void test_multiqueue_tap(void)
 		      "ping -c 3 -W 5 192.168.250.1 >/dev/null && echo reachable");
 	g_assert_cmpstr(out, ==, "reachable\n");
 	free(out);
-	g_free(tap);
+	free(tap);
 }
 
 static char *file_sha256(const char *path)
