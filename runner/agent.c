@@ -109,6 +109,48 @@ static bool take_b64(json_t *status, const char *key, char **buf, size_t *len)
 	return b64_decode(s, buf, len);
 }
 
+/*
+ * The agent has no command to end a process it started: ask the guest's kill (a POSIX guest;
+ * on others this fails and changes nothing), then collect the status so the agent forgets it.
+ */
+static void kill_in_guest(virDomainPtr dom, json_int_t pid)
+{
+	char num[32];
+	snprintf(num, sizeof(num), "%lld", (long long)pid);
+	json_t *args = json_pack("{s:s, s:[s,s], s:b}", "path", "kill", "arg", "-KILL", num,
+				 "capture-output", 0);
+	json_t *ret = NULL;
+	_cleanup_free_ char *e = NULL;
+	if (agent_command(dom, "guest-exec", args, AGENT_CMD_TIMEOUT_S, &ret, &e) < 0)
+		return;
+	json_int_t kpid = json_integer_value(json_object_get(ret, "pid"));
+	json_decref(ret);
+	for (int i = 0; i < 100; i++) {
+		json_t *st = NULL;
+		_cleanup_free_ char *e2 = NULL;
+		if (agent_command(dom, "guest-exec-status", json_pack("{s:I}", "pid", kpid),
+				  AGENT_CMD_TIMEOUT_S, &st, &e2) < 0)
+			return;
+		bool done = json_is_true(json_object_get(st, "exited"));
+		json_decref(st);
+		if (done)
+			break;
+		sleep_ms(10);
+	}
+	for (int i = 0; i < 100; i++) {
+		json_t *st = NULL;
+		_cleanup_free_ char *e3 = NULL;
+		if (agent_command(dom, "guest-exec-status", json_pack("{s:I}", "pid", pid),
+				  AGENT_CMD_TIMEOUT_S, &st, &e3) < 0)
+			return;
+		bool done = json_is_true(json_object_get(st, "exited"));
+		json_decref(st);
+		if (done)
+			return;
+		sleep_ms(10);
+	}
+}
+
 int agent_exec(virDomainPtr dom, const char *const *argv, const void *input, size_t input_len,
 	       unsigned timeout_ms, struct agent_exec_result *r, char **err)
 {
@@ -175,6 +217,7 @@ int agent_exec(virDomainPtr dom, const char *const *argv, const void *input, siz
 		if (now_ns() >= deadline) {
 			*err = xasprintf("'%s' in the guest did not finish within %u ms", argv[0],
 					 timeout_ms);
+			kill_in_guest(dom, pid);
 			return -1;
 		}
 		sleep_ms(wait);

@@ -45,7 +45,8 @@ void agent_exec_result_clear(struct agent_exec_result *r);
  * one), optional input on stdin (input_len bytes, may be 0), capture stdout/stderr and wait up to
  * timeout_ms for it to end (polling guest-exec-status). Returns 0 when the program ran to the end
  * (whatever its exit code, in r->exit_code); -1 with *err when it could not be started, the
- * agent or domain went away, or the timeout passed (the process is then left to the guest).
+ * agent or domain went away, or the timeout passed (the process is then killed with the guest's
+ * kill -KILL, on guests that have one).
  */
 int agent_exec(virDomainPtr dom, const char *const *argv, const void *input, size_t input_len,
 	       unsigned timeout_ms, struct agent_exec_result *r, char **err);

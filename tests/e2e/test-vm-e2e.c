@@ -127,6 +127,17 @@ static void test_boot_exec(void)
 	g_test_message("missing program: %s", err);
 	free(err);
 
+	/* a timeout ends the guest process too */
+	const char *slow[] = { "/bin/sh", "-c", "echo $$ > /tmp/slow.pid; exec sleep 600", NULL };
+	g_assert_cmpint(agent_exec(vm_domain(t.a), slow, NULL, 0, 1500, &r, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "did not finish within 1500 ms"));
+	free(err);
+	err = NULL;
+	char *alive =
+	    sh(t.a, "kill -0 $(cat /tmp/slow.pid) 2>/dev/null && echo alive || echo gone");
+	g_assert_cmpstr(alive, ==, "gone\n");
+	free(alive);
+
 	/* the agent round trip */
 	uint64_t t0 = now_ns();
 	for (int i = 0; i < 100; i++)
