@@ -23,3 +23,4 @@ struct command {
 /* One declaration per subcommand; keep alphabetical so parallel work merges cleanly. */
 int cmd_doctor(int argc, char **argv);
 int cmd_guest(int argc, char **argv);
+int cmd_report(int argc, char **argv);

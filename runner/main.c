@@ -18,6 +18,7 @@ static const struct command commands[] = {
 	/* keep in the order `ferry --help` shows them */
 	{ "doctor", cmd_doctor, "check that this host can run plans" },
 	{ "guest", cmd_guest, "build the built-in guest, show what is in it" },
+	{ "report", cmd_report, "render a results file as JUnit, Markdown or JSON" },
 	{ "help", cmd_help, "show this help" },
 };
 

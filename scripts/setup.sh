@@ -19,7 +19,7 @@ packages=(
 	dnsmasq-base busybox-static
 	# tests: report consumers and tools
 	libxml2-utils valgrind cmark-gfm python3 python3-junitparser python3-jsonschema
-	clang-format iproute2
+	clang-format iproute2 locales
 )
 
 if [ "$(id -u)" -ne 0 ]; then

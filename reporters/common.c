@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What every reporter needs: the C numeric locale around formatting, text made safe for XML 1.0
+ * (which also makes it safe to escape for Markdown), tails of long logs, timestamps, and the
+ * GitHub step summary.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <time.h>
+
+#include "reporters.h"
+
+void report_locale_enter(struct report_locale *l)
+{
+	/* uselocale() is per thread and leaves the process locale alone, so a caller that set
+	 * de_DE for its own messages keeps it; snprintf("%.3f") then writes a dot */
+	l->c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+	l->old = l->c ? uselocale(l->c) : (locale_t)0;
+}
+
+void report_locale_leave(struct report_locale *l)
+{
+	if (l->c) {
+		uselocale(l->old);
+		freelocale(l->c);
+		l->c = (locale_t)0;
+	}
+}
+
+/* Length of the UTF-8 sequence at s and its code point, or 0 for an invalid sequence (overlong,
+ * surrogate, beyond U+10FFFF, truncated). */
+static size_t utf8_decode(const unsigned char *s, uint32_t *cp)
+{
+	uint32_t c = s[0];
+	size_t len;
+	uint32_t min;
+
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	} else if ((c & 0xe0) == 0xc0) {
+		len = 2, c &= 0x1f, min = 0x80;
+	} else if ((c & 0xf0) == 0xe0) {
+		len = 3, c &= 0x0f, min = 0x800;
+	} else if ((c & 0xf8) == 0xf0) {
+		len = 4, c &= 0x07, min = 0x10000;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80) /* also stops at the terminating NUL */
+			return 0;
+		c = (c << 6) | (s[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return len;
+}
+
+/* Length of the ANSI escape sequence starting with ESC at s (ECMA-48: CSI "ESC [" parameters
+ * and a final byte 0x40-0x7e; OSC "ESC ]" up to BEL or ESC \; otherwise ESC and one byte). */
+static size_t ansi_sequence(const unsigned char *s)
+{
+	size_t i = 1;
+	if (s[1] == '[') {
+		for (i = 2; s[i] >= 0x20 && s[i] <= 0x3f; i++)
+			;
+		return s[i] >= 0x40 && s[i] <= 0x7e ? i + 1 : i;
+	}
+	if (s[1] == ']') {
+		for (i = 2; s[i]; i++) {
+			if (s[i] == 0x07)
+				return i + 1;
+			if (s[i] == 0x1b && s[i + 1] == '\\')
+				return i + 2;
+		}
+		return i;
+	}
+	return s[1] >= 0x20 && s[1] <= 0x7e ? 2 : 1;
+}
+
+char *report_clean_text(const char *str)
+{
+	if (!str)
+		return xstrdup("");
+	const unsigned char *s = (const unsigned char *)str;
+	size_t n = strlen(str);
+	/* each input byte gives at most 3 output bytes (U+FFFD) */
+	char *out = xmalloc(3 * n + 1);
+	size_t o = 0;
+
+	for (size_t i = 0; i < n;) {
+		uint32_t cp;
+		if (s[i] == 0x1b) {
+			i += ansi_sequence(s + i);
+			continue;
+		}
+		if (s[i] == '\r' && s[i + 1] == '\n') {
+			/* serial consoles end lines with CR LF; XML would keep the CR as &#13; */
+			i++;
+			continue;
+		}
+		size_t len = utf8_decode(s + i, &cp);
+		if (len == 0) {
+			memcpy(out + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i++;
+			continue;
+		}
+		bool keep = cp == '\t' || cp == '\n' || cp == '\r' || (cp >= 0x20 && cp < 0x7f) ||
+			    (cp >= 0xa0 && cp != 0xfffe && cp != 0xffff);
+		if (keep) {
+			memcpy(out + o, s + i, len);
+			o += len;
+		}
+		i += len;
+	}
+	out[o] = '\0';
+	return out;
+}
+
+const char *report_text_tail(const char *s, size_t max, bool *truncated)
+{
+	size_t n = strlen(s);
+	*truncated = n > max;
+	if (n <= max)
+		return s;
+	const char *p = s + n - max;
+	/* start at the next line when it is close, so the first line is not a fragment */
+	const char *nl = memchr(p, '\n', max);
+	if (nl && (size_t)(nl - p) < 256 && nl[1])
+		return nl + 1;
+	while ((*p & 0xc0) == 0x80)
+		p++;
+	return p;
+}
+
+char *report_format_timestamp(int64_t ms, char *buf, size_t size)
+{
+	time_t t = (time_t)(ms >= 0 ? ms / 1000 : 0);
+	struct tm tm;
+	if (!gmtime_r(&t, &tm) || strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+		snprintf(buf, size, "1970-01-01T00:00:00");
+	return buf;
+}
+
+int report_step_summary_append(const char *text, size_t len, char **err)
+{
+	const char *path = getenv("GITHUB_STEP_SUMMARY");
+	if (!path || !*path)
+		return 0;
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		*err = xasprintf("%s: %s", path, strerror(errno));
+		return -1;
+	}
+	size_t done = 0;
+	while (done < len) {
+		ssize_t w = write(fd, text + done, len - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			*err = xasprintf("%s: %s", path, w < 0 ? strerror(errno) : "short write");
+			close(fd);
+			return -1;
+		}
+		done += (size_t)w;
+	}
+	if (close(fd) < 0) {
+		*err = xasprintf("%s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 1;
+}

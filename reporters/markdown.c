@@ -1,0 +1,835 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Markdown for people (GitHub-flavoured: tables, <details>, Mermaid). The report reads top down:
+ * verdict, the table people draw by hand, phases, charts, what went wrong, raw data, provenance.
+ * Every string that comes from the results (plan names, axis values, error messages, serial
+ * output) is untrusted: it is cleaned (report_clean_text) and escaped so that it renders as the
+ * text it is, never as markup, HTML or a broken table.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "reporters.h"
+
+/* Serial console shown per error in the Markdown report (the JUnit report keeps 64 KiB). */
+#define MD_SERIAL_TAIL_MAX 8192
+
+static const char *const status_badge[STATUS_COUNT] = {
+	[STATUS_PENDING] = "\xe2\x8f\xb3 not run", /* hourglass */
+	[STATUS_PASSED] = "\xe2\x9c\x85 passed",   /* check mark */
+	[STATUS_FAILED] = "\xe2\x9d\x8c failed",   /* cross mark */
+	[STATUS_ERROR] = "\xf0\x9f\x92\xa5 error", /* collision */
+	[STATUS_SKIPPED] = "\xe2\x8f\xad skipped", /* next track */
+};
+
+/* Write untrusted text as inline Markdown that renders literally, also inside a table cell. */
+static void md_text(FILE *f, const char *s)
+{
+	_cleanup_free_ char *clean = report_clean_text(s);
+	for (const char *p = clean; *p; p++) {
+		switch (*p) {
+		case '|': fputs("\\|", f); break;
+		case '\n': fputs("<br>", f); break;
+		case '\r': break;
+		case '\t': fputc(' ', f); break;
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '&': fputs("&amp;", f); break;
+		case '\\':
+		case '`':
+		case '*':
+		case '_':
+		case '[':
+		case ']':
+		case '~':
+		case '#':
+		case '!':
+		case '$': /* GitHub renders $...$ as math */
+			fputc('\\', f);
+			fputc(*p, f);
+			break;
+		default: fputc(*p, f);
+		}
+	}
+}
+
+/* A label inside a Mermaid string ("..."): no quotes, no line breaks, nothing Mermaid or its
+ * HTML labels would interpret. */
+static void mermaid_label(FILE *f, const char *s)
+{
+	_cleanup_free_ char *clean = report_clean_text(s);
+	fputc('"', f);
+	for (const char *p = clean; *p; p++) {
+		if (strchr("\"`<>\\;%#&{}[]\n\r\t", *p))
+			fputc(*p == '"' ? '\'' : ' ', f);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}
+
+/* A fenced code block holding untrusted text: the fence is longer than any backtick run in it. */
+static void md_code_block(FILE *f, const char *text)
+{
+	size_t run = 0, longest = 0;
+	for (const char *p = text; *p; p++) {
+		run = *p == '`' ? run + 1 : 0;
+		if (run > longest)
+			longest = run;
+	}
+	size_t fence = longest >= 3 ? longest + 1 : 3;
+	for (size_t i = 0; i < fence; i++)
+		fputc('`', f);
+	fputs("text\n", f);
+	for (const char *p = text; *p; p++)
+		if (*p != '\r')
+			fputc(*p, f);
+	if (*text && text[strlen(text) - 1] != '\n')
+		fputc('\n', f);
+	for (size_t i = 0; i < fence; i++)
+		fputc('`', f);
+	fputc('\n', f);
+}
+
+/* Seconds for people: 3 significant digits, ms below a second. *unit_scale and *decimals let a
+ * confidence half-width be written in the same unit. */
+static void human_seconds(FILE *f, double s, double *scale, int *decimals)
+{
+	double v = s;
+	const char *unit = "s";
+	if (s < 1) {
+		v = s * 1000;
+		unit = "ms";
+	}
+	int d = v >= 100 ? 0 : v >= 10 ? 1 : 2;
+	fprintf(f, "%.*f\xc2\xa0%s" /* no-break space: a number never wraps from its unit */, d, v,
+		unit);
+	if (scale)
+		*scale = s < 1 ? 1000 : 1;
+	if (decimals)
+		*decimals = d;
+}
+
+static void human_duration(FILE *f, double s)
+{
+	if (!isfinite(s) || s < 0) {
+		fputs("unknown", f);
+	} else if (s < 60) {
+		human_seconds(f, s, NULL, NULL);
+	} else if (s < 3600) {
+		fprintf(f, "%d\xc2\xa0min %d\xc2\xa0s", (int)(s / 60), (int)fmod(s, 60));
+	} else {
+		fprintf(f, "%d\xc2\xa0h %d\xc2\xa0min", (int)(s / 3600), (int)fmod(s / 60, 60));
+	}
+}
+
+static void human_rate(FILE *f, double bytes_per_s)
+{
+	if (!isfinite(bytes_per_s))
+		fputs("\xe2\x80\x94", f);
+	else if (bytes_per_s >= 1e9)
+		fprintf(f, "%.2f\xc2\xa0GB/s", bytes_per_s / 1e9);
+	else if (bytes_per_s >= 1e6)
+		fprintf(f, "%.1f\xc2\xa0MB/s", bytes_per_s / 1e6);
+	else
+		fprintf(f, "%.1f\xc2\xa0kB/s", bytes_per_s / 1e3);
+}
+
+/* A phase or total time in a table cell, or a dash. */
+static void cell_seconds(FILE *f, double s)
+{
+	if (isfinite(s))
+		human_seconds(f, s, NULL, NULL);
+	else
+		fputs("\xe2\x80\x94", f);
+}
+
+static const char *axis_value(const struct result_cell *c, const char *key)
+{
+	if (!key)
+		return "";
+	for (size_t i = 0; i < c->n_axes; i++)
+		if (STREQ(c->axes[i].key, key))
+			return c->axes[i].value;
+	return NULL;
+}
+
+/* An ordered set of borrowed strings. */
+struct strset {
+	const char **v;
+	size_t n, cap;
+};
+
+static size_t strset_add(struct strset *s, const char *x)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (STREQ(s->v[i], x))
+			return i;
+	s->v = xgrow(s->v, &s->cap, s->n + 1, sizeof(*s->v));
+	s->v[s->n] = x;
+	return s->n++;
+}
+
+static bool has_stats(const struct result_cell *c)
+{
+	return c->has_stats && c->stats.total.n > 0 && isfinite(c->stats.total.median);
+}
+
+/* Where each cell sits in the tables. */
+struct layout {
+	const char *rows, *cols; /* axis keys; cols may be NULL (one column) */
+	struct strset keys;      /* every axis key, in order of first appearance */
+	struct strset groups;    /* labels of the combinations of the other axes */
+	size_t *group;           /* per cell: index into groups */
+	char **group_label;      /* per cell: owned label ("" when there are no other axes) */
+	const char **row, **col; /* per cell: row and column value (borrowed, "(none)" if unset) */
+};
+
+static void layout_free(struct layout *l, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(l->group_label ? l->group_label[i] : NULL);
+	free(l->group_label);
+	free(l->group);
+	free(l->row);
+	free(l->col);
+	free(l->keys.v);
+	free(l->groups.v);
+}
+
+static int layout_build(struct layout *l, const struct results *r,
+			const struct report_markdown_opts *o, char **err)
+{
+	for (size_t i = 0; i < r->n_cells; i++)
+		for (size_t a = 0; a < r->cells[i].n_axes; a++)
+			strset_add(&l->keys, r->cells[i].axes[a].key);
+
+	bool have_rows = false, have_cols = false;
+	for (size_t k = 0; k < l->keys.n; k++) {
+		if (o->rows && STREQ(l->keys.v[k], o->rows))
+			have_rows = true;
+		if (o->cols && STREQ(l->keys.v[k], o->cols))
+			have_cols = true;
+	}
+	if (o->rows && !have_rows && r->n_cells) {
+		const char *hint = closest_match(o->rows, l->keys.v, l->keys.n);
+		*err = hint ? xasprintf("unknown axis '%s' for rows (did you mean '%s'?)", o->rows,
+					hint)
+			    : xasprintf("unknown axis '%s' for rows", o->rows);
+		return -1;
+	}
+	if (o->cols && !have_cols && r->n_cells) {
+		const char *hint = closest_match(o->cols, l->keys.v, l->keys.n);
+		*err = hint ? xasprintf("unknown axis '%s' for columns (did you mean '%s'?)",
+					o->cols, hint)
+			    : xasprintf("unknown axis '%s' for columns", o->cols);
+		return -1;
+	}
+	if (o->rows && o->cols && STREQ(o->rows, o->cols)) {
+		*err = xasprintf("rows and columns are the same axis '%s'", o->rows);
+		return -1;
+	}
+
+	/* defaults: methods down, datasets across, as people draw it */
+	l->rows = o->rows;
+	l->cols = o->cols;
+	for (size_t k = 0; k < l->keys.n && !l->rows; k++)
+		if (STREQ(l->keys.v[k], "method") && !(l->cols && STREQ(l->cols, "method")))
+			l->rows = l->keys.v[k];
+	for (size_t k = 0; k < l->keys.n && !l->rows; k++)
+		if (!l->cols || !STREQ(l->keys.v[k], l->cols))
+			l->rows = l->keys.v[k];
+	for (size_t k = 0; k < l->keys.n && !l->cols; k++)
+		if (STREQ(l->keys.v[k], "dataset") && !(l->rows && STREQ(l->rows, "dataset")))
+			l->cols = l->keys.v[k];
+	for (size_t k = 0; k < l->keys.n && !l->cols; k++)
+		if (!l->rows || !STREQ(l->keys.v[k], l->rows))
+			l->cols = l->keys.v[k];
+
+	size_t n = r->n_cells;
+	l->group = xcalloc(n + 1, sizeof(*l->group));
+	l->group_label = xcalloc(n + 1, sizeof(*l->group_label));
+	l->row = xcalloc(n + 1, sizeof(*l->row));
+	l->col = xcalloc(n + 1, sizeof(*l->col));
+	for (size_t i = 0; i < n; i++) {
+		const struct result_cell *c = &r->cells[i];
+		const char *v;
+		l->row[i] = l->rows ? ((v = axis_value(c, l->rows)) ? v : "(none)") : c->id;
+		l->col[i] = l->cols ? ((v = axis_value(c, l->cols)) ? v : "(none)") : "";
+		char *label = xstrdup("");
+		for (size_t a = 0; a < c->n_axes; a++) {
+			const char *k = c->axes[a].key;
+			if ((l->rows && STREQ(k, l->rows)) || (l->cols && STREQ(k, l->cols)))
+				continue;
+			char *more =
+			    xasprintf("%s%s%s=%s", label, *label ? ", " : "", k, c->axes[a].value);
+			free(label);
+			label = more;
+		}
+		l->group_label[i] = label;
+		l->group[i] = strset_add(&l->groups, label);
+	}
+	return 0;
+}
+
+/* The cell of a group at (row, col), or -1. */
+static long find_cell(const struct layout *l, size_t n, size_t g, const char *row, const char *col)
+{
+	for (size_t i = 0; i < n; i++)
+		if (l->group[i] == g && STREQ(l->row[i], row) && STREQ(l->col[i], col))
+			return (long)i;
+	return -1;
+}
+
+static void write_summary(FILE *f, const struct results *r)
+{
+	size_t counts[STATUS_COUNT];
+	results_count_status(r, counts);
+
+	fputs("## ferry: ", f);
+	md_text(f, r->plan.name && *r->plan.name ? r->plan.name : "results");
+	fputs("\n\n", f);
+
+	fprintf(f, "**%zu cell%s:", r->n_cells, r->n_cells == 1 ? "" : "s");
+	static const enum result_status order[] = { STATUS_PASSED, STATUS_FAILED, STATUS_ERROR,
+						    STATUS_SKIPPED, STATUS_PENDING };
+	bool first = true;
+	for (size_t i = 0; i < ELEMENTSOF(order); i++) {
+		enum result_status s = order[i];
+		if (counts[s] == 0 && s != STATUS_PASSED && s != STATUS_FAILED)
+			continue;
+		fprintf(f, "%s %zu %s", first ? "" : " \xc2\xb7", counts[s], status_badge[s]);
+		first = false;
+	}
+	fputs("** \xc2\xb7 wall time ", f);
+	double wall = NAN;
+	const struct result_provenance *p = &r->provenance;
+	if (p->started_ms && p->finished_ms >= p->started_ms)
+		wall = (double)(p->finished_ms - p->started_ms) / 1000.0;
+	human_duration(f, wall);
+	fputs(" \xc2\xb7 host ", f);
+	md_text(f, p->hostname ? p->hostname : "unknown");
+	fputs(" \xc2\xb7 accelerator ", f);
+	md_text(f, p->accelerator ? p->accelerator : "unknown");
+	fputs("\n\n", f);
+}
+
+static void write_table_cell(FILE *f, const struct result_cell *c, double fastest)
+{
+	if (!has_stats(c)) {
+		fputs(status_badge[c->status], f);
+		return;
+	}
+	const struct stats_summary *t = &c->stats.total;
+	bool best = t->median <= fastest;
+	double scale;
+	int decimals;
+	fputs(best ? "**" : "", f);
+	human_seconds(f, t->median, &scale, &decimals);
+	if (isfinite(t->ci_low) && isfinite(t->ci_high))
+		fprintf(f, " \xc2\xb1 %.*f", decimals, (t->ci_high - t->ci_low) / 2 * scale);
+	fputs(best ? "**" : "", f);
+	double ratio = t->median / fastest;
+	if (best || !isfinite(ratio))
+		fputs("<br>1.00x", f);
+	else
+		fprintf(f, "<br>%.*fx slower", ratio < 2 ? 2 : 1, ratio);
+	if (c->status != STATUS_PASSED)
+		fprintf(f, "<br>%s", status_badge[c->status]);
+}
+
+static double column_fastest(const struct results *r, const struct layout *l, size_t g,
+			     const char *col)
+{
+	double best = INFINITY;
+	for (size_t i = 0; i < r->n_cells; i++)
+		if (l->group[i] == g && STREQ(l->col[i], col) && has_stats(&r->cells[i]) &&
+		    r->cells[i].stats.total.median < best)
+			best = r->cells[i].stats.total.median;
+	return best;
+}
+
+static void write_main_tables(FILE *f, const struct results *r, const struct layout *l)
+{
+	if (r->n_cells == 0) {
+		fputs("No cells.\n\n", f);
+		return;
+	}
+	fputs("### Median total time\n\n", f);
+	for (size_t g = 0; g < l->groups.n; g++) {
+		struct strset rows = { 0 }, cols = { 0 };
+		for (size_t i = 0; i < r->n_cells; i++) {
+			if (l->group[i] != g)
+				continue;
+			strset_add(&rows, l->row[i]);
+			strset_add(&cols, l->col[i]);
+		}
+		if (*l->groups.v[g]) {
+			fputs("#### ", f);
+			md_text(f, l->groups.v[g]);
+			fputs("\n\n", f);
+		}
+		fputs("| ", f);
+		md_text(f, l->rows ? l->rows : "cell");
+		if (l->cols) {
+			fputs(" \\\\ ", f);
+			md_text(f, l->cols);
+		}
+		fputs(" |", f);
+		for (size_t c = 0; c < cols.n; c++) {
+			fputc(' ', f);
+			md_text(f, l->cols ? cols.v[c] : "total");
+			fputs(" |", f);
+		}
+		fputs("\n| :--- |", f);
+		for (size_t c = 0; c < cols.n; c++)
+			fputs(" ---: |", f);
+		fputc('\n', f);
+		for (size_t ro = 0; ro < rows.n; ro++) {
+			fputs("| ", f);
+			md_text(f, rows.v[ro]);
+			fputs(" |", f);
+			for (size_t c = 0; c < cols.n; c++) {
+				long i = find_cell(l, r->n_cells, g, rows.v[ro], cols.v[c]);
+				fputc(' ', f);
+				if (i < 0)
+					fputs("\xe2\x80\x94", f);
+				else
+					write_table_cell(f, &r->cells[i],
+							 column_fastest(r, l, g, cols.v[c]));
+				fputs(" |", f);
+			}
+			fputc('\n', f);
+		}
+		fputc('\n', f);
+		free(rows.v);
+		free(cols.v);
+	}
+	fputs("Median of the measured runs' total (prepare + transfer + finalize); \xc2\xb1 is the "
+	      "half-width of the 95% confidence interval of the mean; **bold** is the fastest of "
+	      "its column and the ratio is relative to it.\n\n",
+	      f);
+}
+
+static void write_phase_table(FILE *f, const struct results *r, const struct layout *l)
+{
+	bool any = false;
+	for (size_t i = 0; i < r->n_cells; i++)
+		any |= has_stats(&r->cells[i]);
+	if (!any)
+		return;
+	fputs("### Phases\n\nMedian time per phase of the measured runs (verify is timed but is "
+	      "not part "
+	      "of the total).\n\n|",
+	      f);
+	for (size_t k = 0; k < l->keys.n; k++) {
+		fputc(' ', f);
+		md_text(f, l->keys.v[k]);
+		fputs(" |", f);
+	}
+	if (l->keys.n == 0)
+		fputs(" cell |", f);
+	fputs(" runs |", f);
+	for (int p = 0; p < PHASE_COUNT; p++)
+		fprintf(f, " %s |", result_phase_name((enum result_phase)p));
+	fputs(" total | throughput | CV | stopped |\n|", f);
+	for (size_t k = 0; k < (l->keys.n ? l->keys.n : 1); k++)
+		fputs(" :--- |", f);
+	for (int p = 0; p < PHASE_COUNT + 4; p++)
+		fputs(" ---: |", f);
+	fputs(" :--- |\n", f);
+	for (size_t i = 0; i < r->n_cells; i++) {
+		const struct result_cell *c = &r->cells[i];
+		if (!has_stats(c))
+			continue;
+		fputc('|', f);
+		for (size_t k = 0; k < l->keys.n; k++) {
+			const char *v = axis_value(c, l->keys.v[k]);
+			fputc(' ', f);
+			md_text(f, v ? v : "\xe2\x80\x94");
+			fputs(" |", f);
+		}
+		if (l->keys.n == 0) {
+			fputc(' ', f);
+			md_text(f, c->id);
+			fputs(" |", f);
+		}
+		fprintf(f, " %zu", c->stats.total.n);
+		if (c->stats.outliers)
+			fprintf(f, " (%zu outlier%s)", c->stats.outliers,
+				c->stats.outliers == 1 ? "" : "s");
+		fputs(" |", f);
+		for (int p = 0; p < PHASE_COUNT; p++) {
+			fputc(' ', f);
+			cell_seconds(f, c->stats.phase[p].n ? c->stats.phase[p].median : NAN);
+			fputs(" |", f);
+		}
+		fputc(' ', f);
+		cell_seconds(f, c->stats.total.median);
+		fputs(" | ", f);
+		human_rate(f, c->stats.bytes_per_s);
+		if (isfinite(c->stats.total.cv))
+			fprintf(f, " | %.1f%% | ", c->stats.total.cv * 100);
+		else
+			fputs(" | \xe2\x80\x94 | ", f);
+		fputs(c->stop_reason != STATS_CONTINUE
+			  ? stats_stop_name((enum stats_stop)c->stop_reason)
+			  : "\xe2\x80\x94",
+		      f);
+		if (c->status != STATUS_PASSED)
+			fprintf(f, ", %s", status_badge[c->status]);
+		fputs(" |\n", f);
+	}
+	fputc('\n', f);
+}
+
+static void write_charts(FILE *f, const struct results *r, const struct layout *l)
+{
+	bool heading = false;
+	for (size_t g = 0; g < l->groups.n; g++) {
+		struct strset cols = { 0 };
+		for (size_t i = 0; i < r->n_cells; i++)
+			if (l->group[i] == g)
+				strset_add(&cols, l->col[i]);
+		for (size_t c = 0; c < cols.n; c++) {
+			size_t bars = 0;
+			double max = 0;
+			for (size_t i = 0; i < r->n_cells; i++) {
+				if (l->group[i] != g || !STREQ(l->col[i], cols.v[c]) ||
+				    !has_stats(&r->cells[i]))
+					continue;
+				bars++;
+				if (r->cells[i].stats.total.median > max)
+					max = r->cells[i].stats.total.median;
+			}
+			/* one bar says nothing a table cell does not */
+			if (bars < 2)
+				continue;
+			if (!heading) {
+				fputs("### Charts\n\n", f);
+				heading = true;
+			}
+			_cleanup_free_ char *title = xasprintf(
+			    "%s%s%s%s%s%s", l->cols ? l->cols : "", l->cols ? "=" : "",
+			    l->cols ? cols.v[c] : "median total", *l->groups.v[g] ? " (" : "",
+			    l->groups.v[g], *l->groups.v[g] ? ")" : "");
+			fputs("```mermaid\nxychart-beta\n    title ", f);
+			mermaid_label(f, title);
+			fputs("\n    x-axis [", f);
+			bool first = true;
+			for (size_t i = 0; i < r->n_cells; i++) {
+				if (l->group[i] != g || !STREQ(l->col[i], cols.v[c]) ||
+				    !has_stats(&r->cells[i]))
+					continue;
+				fputs(first ? "" : ", ", f);
+				mermaid_label(f, l->row[i]);
+				first = false;
+			}
+			fprintf(f, "]\n    y-axis \"median total (s)\" 0 --> %.3f\n    bar [",
+				max * 1.1);
+			first = true;
+			for (size_t i = 0; i < r->n_cells; i++) {
+				if (l->group[i] != g || !STREQ(l->col[i], cols.v[c]) ||
+				    !has_stats(&r->cells[i]))
+					continue;
+				fprintf(f, "%s%.3f", first ? "" : ", ",
+					r->cells[i].stats.total.median);
+				first = false;
+			}
+			fputs("]\n```\n\n", f);
+		}
+		free(cols.v);
+	}
+}
+
+static void write_problems(FILE *f, const struct results *r)
+{
+	bool heading = false;
+	for (size_t i = 0; i < r->n_cells; i++) {
+		const struct result_cell *c = &r->cells[i];
+		bool bad_runs = false;
+		for (size_t k = 0; k < c->n_runs; k++)
+			bad_runs |= !c->runs[k].integrity_ok;
+		if (c->status != STATUS_FAILED && c->status != STATUS_ERROR && c->n_errors == 0 &&
+		    !bad_runs)
+			continue;
+		if (!heading) {
+			fputs("### Failures and errors\n\n", f);
+			heading = true;
+		}
+		fprintf(f, "%s \xe2\x80\x94 **", status_badge[c->status]);
+		md_text(f, c->id);
+		fputs("**\n\n", f);
+		if (c->n_errors == 0)
+			fputs("- no reason was recorded\n", f);
+		for (size_t e = 0; e < c->n_errors; e++) {
+			const struct result_error *er = &c->errors[e];
+			fprintf(f, "- %s", result_error_kind_name(er->kind));
+			if (er->run >= 0 || er->phase >= 0) {
+				fputs(" (", f);
+				if (er->run >= 0)
+					fprintf(f, "run %d%s", er->run, er->phase >= 0 ? ", " : "");
+				if (er->phase >= 0 && er->phase < PHASE_COUNT)
+					fprintf(f, "phase %s",
+						result_phase_name((enum result_phase)er->phase));
+				fputc(')', f);
+			}
+			fputs(": ", f);
+			md_text(f, er->message);
+			if (er->libvirt_message) {
+				fputs("<br>libvirt: ", f);
+				md_text(f, er->libvirt_message);
+			}
+			if (er->agent_message) {
+				fputs("<br>guest agent: ", f);
+				md_text(f, er->agent_message);
+			}
+			fputc('\n', f);
+		}
+		fputc('\n', f);
+		for (size_t e = 0; e < c->n_errors; e++) {
+			const struct result_error *er = &c->errors[e];
+			if (!er->serial_tail)
+				continue;
+			_cleanup_free_ char *clean = report_clean_text(er->serial_tail);
+			bool cut;
+			const char *tail = report_text_tail(clean, MD_SERIAL_TAIL_MAX, &cut);
+			fputs("<details><summary>serial console", f);
+			if (er->run >= 0)
+				fprintf(f, " of run %d", er->run);
+			fputs(cut ? " (last 8 KiB)" : "", f);
+			fputs("</summary>\n\n", f);
+			md_code_block(f, tail);
+			fputs("\n</details>\n\n", f);
+		}
+	}
+
+	heading = false;
+	for (size_t i = 0; i < r->n_cells; i++) {
+		const struct result_cell *c = &r->cells[i];
+		if (c->status != STATUS_SKIPPED && c->status != STATUS_PENDING)
+			continue;
+		if (!heading) {
+			fputs("### Skipped and not run\n\n", f);
+			heading = true;
+		}
+		fputs("- **", f);
+		md_text(f, c->id);
+		fprintf(f, "**: %s", status_badge[c->status]);
+		if (c->status == STATUS_SKIPPED) {
+			fputs(", ", f);
+			md_text(f, c->skip_reason ? c->skip_reason : "no reason given");
+		}
+		fputc('\n', f);
+	}
+	if (heading)
+		fputc('\n', f);
+}
+
+static void prov_row(FILE *f, const char *what, const char *value, size_t *rows)
+{
+	if (!value || !*value)
+		return;
+	if ((*rows)++ == 0)
+		fputs("| | |\n| :--- | :--- |\n", f);
+	fprintf(f, "| %s | ", what);
+	md_text(f, value);
+	fputs(" |\n", f);
+}
+
+static void write_provenance(FILE *f, const struct results *r)
+{
+	const struct result_provenance *p = &r->provenance;
+	char buf[64];
+	size_t n = 0;
+	fputs("### Provenance\n\n", f);
+	prov_row(f, "plan", r->plan.name, &n);
+	prov_row(f, "plan file", r->plan.path, &n);
+	prov_row(f, "plan sha256", r->plan.sha256, &n);
+	prov_row(f, "ferry", p->ferry_version, &n);
+	prov_row(f, "host", p->hostname, &n);
+	prov_row(f, "kernel", p->host_kernel, &n);
+	if (p->cpu_model) {
+		_cleanup_free_ char *cpu = xasprintf("%s (%u CPUs)", p->cpu_model, p->cpu_count);
+		prov_row(f, "CPU", cpu, &n);
+	}
+	if (p->memory_bytes) {
+		snprintf(buf, sizeof(buf), "%.1f GiB",
+			 (double)p->memory_bytes / (1024.0 * 1024 * 1024));
+		prov_row(f, "memory", buf, &n);
+	}
+	prov_row(f, "QEMU", p->qemu_version, &n);
+	prov_row(f, "libvirt", p->libvirt_version, &n);
+	prov_row(f, "accelerator", p->accelerator, &n);
+	prov_row(f, "guest kernel sha256", p->guest_kernel_sha256, &n);
+	prov_row(f, "guest initramfs sha256", p->guest_initramfs_sha256, &n);
+	for (size_t i = 0; i < p->n_datasets; i++) {
+		const struct result_dataset *d = &p->datasets[i];
+		_cleanup_free_ char *spec =
+		    d->spec ? json_dumps(d->spec, JSON_COMPACT | JSON_PRESERVE_ORDER |
+						      JSON_ENCODE_ANY | JSON_REAL_PRECISION(9))
+			    : NULL;
+		_cleanup_free_ char *v =
+		    xasprintf("%s%s%s%s%s", d->name ? d->name : "?", spec ? " " : "",
+			      spec ? spec : "", d->manifest_sha256 ? ", manifest sha256 " : "",
+			      d->manifest_sha256 ? d->manifest_sha256 : "");
+		prov_row(f, "dataset", v, &n);
+	}
+	if (p->started_ms)
+		prov_row(f, "started", results_format_time(p->started_ms, buf, sizeof(buf)), &n);
+	if (p->finished_ms)
+		prov_row(f, "finished", results_format_time(p->finished_ms, buf, sizeof(buf)), &n);
+	fputs(n ? "\n" : "Nothing was recorded.\n\n", f);
+}
+
+/* The raw runs table; *row_end[i] is the offset just after row i, so the caller can keep the
+ * rows that fit. Returns the number of rows. */
+static size_t write_raw_runs(FILE *f, const struct results *r, size_t **row_end, size_t *header)
+{
+	size_t n = 0, cap = 0;
+	fputs("| cell | run | kind | prepare | transfer | finalize | verify | cleanup | total | "
+	      "bytes | files | integrity |\n"
+	      "| :--- | ---: | :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :--- "
+	      "|\n",
+	      f);
+	fflush(f);
+	*header = (size_t)ftell(f);
+	*row_end = NULL;
+	for (size_t i = 0; i < r->n_cells; i++) {
+		const struct result_cell *c = &r->cells[i];
+		for (size_t k = 0; k < c->n_runs; k++) {
+			const struct result_run *run = &c->runs[k];
+			fputs("| ", f);
+			md_text(f, c->id);
+			fprintf(f, " | %zu | %s%s |", k, run->warmup ? "warmup" : "measured",
+				run->outlier ? ", outlier" : "");
+			for (int p = 0; p < PHASE_COUNT; p++) {
+				if (isfinite(run->phase[p]))
+					fprintf(f, " %.3f |", run->phase[p]);
+				else
+					fputs(" \xe2\x80\x94 |", f);
+			}
+			if (isfinite(run->total))
+				fprintf(f, " %.3f |", run->total);
+			else
+				fputs(" \xe2\x80\x94 |", f);
+			fprintf(f, " %" PRIu64 " | %" PRIu64 " | %s |\n", run->bytes, run->files,
+				run->integrity_ok ? "ok" : "**mismatch**");
+			fflush(f);
+			*row_end = xgrow(*row_end, &cap, n + 1, sizeof(**row_end));
+			(*row_end)[n++] = (size_t)ftell(f);
+		}
+	}
+	return n;
+}
+
+struct membuf {
+	char *data;
+	size_t len;
+	FILE *f;
+};
+
+static void membuf_open(struct membuf *m)
+{
+	m->data = NULL;
+	m->len = 0;
+	m->f = open_memstream(&m->data, &m->len);
+	if (!m->f)
+		abort();
+}
+
+static void membuf_close(struct membuf *m)
+{
+	if (m->f)
+		fclose(m->f);
+	m->f = NULL;
+}
+
+int report_markdown(const struct results *r, const struct report_markdown_opts *opts, FILE *out,
+		    char **err)
+{
+	static const struct report_markdown_opts defaults = { 0 };
+	const struct report_markdown_opts *o = opts ? opts : &defaults;
+	size_t max = o->max_bytes ? o->max_bytes : REPORT_MARKDOWN_MAX;
+
+	struct layout l = { 0 };
+	if (layout_build(&l, r, o, err) < 0) {
+		layout_free(&l, r->n_cells);
+		return -1;
+	}
+
+	struct report_locale loc;
+	report_locale_enter(&loc);
+
+	struct membuf body, prov, raw;
+	membuf_open(&body);
+	write_summary(body.f, r);
+	write_main_tables(body.f, r, &l);
+	write_phase_table(body.f, r, &l);
+	write_charts(body.f, r, &l);
+	write_problems(body.f, r);
+	membuf_close(&body);
+
+	membuf_open(&prov);
+	write_provenance(prov.f, r);
+	membuf_close(&prov);
+
+	membuf_open(&raw);
+	_cleanup_free_ size_t *row_end = NULL;
+	size_t header = 0;
+	size_t rows = write_raw_runs(raw.f, r, &row_end, &header);
+	membuf_close(&raw);
+	layout_free(&l, r->n_cells);
+
+	/* room for the <details> wrapper and the truncation notes */
+	const size_t reserve = 600;
+	size_t fixed = body.len + prov.len + reserve;
+	size_t body_len = body.len;
+	bool body_cut = false;
+	if (fixed > max) {
+		/* even without raw runs it does not fit: cut the body at a line end */
+		size_t room = max > prov.len + reserve ? max - prov.len - reserve : 0;
+		while (room > 0 && body.data[room - 1] != '\n')
+			room--;
+		body_len = room;
+		body_cut = true;
+		fixed = body_len + prov.len + reserve;
+	}
+	size_t keep = 0;
+	if (rows && fixed + header < max) {
+		size_t room = max - fixed;
+		while (keep < rows && row_end[keep] <= room)
+			keep++;
+	}
+
+	int rc = 0;
+	fwrite(body.data, 1, body_len, out);
+	if (body_cut)
+		fputs(
+		    "\n\n> **This report was cut to stay under the size limit.** The results JSON "
+		    "has everything.\n\n",
+		    out);
+	if (rows) {
+		fprintf(out, "<details><summary>Raw runs (%zu; times in seconds)</summary>\n\n",
+			rows);
+		if (keep > 0)
+			fwrite(raw.data, 1, row_end[keep - 1], out);
+		if (keep < rows)
+			fprintf(out,
+				"\n%zu of %zu runs are shown: the rest were left out to keep this "
+				"report under %zu bytes. The results JSON has them all.\n",
+				keep, rows, max);
+		fputs("\n</details>\n\n", out);
+	}
+	fwrite(prov.data, 1, prov.len, out);
+	report_locale_leave(&loc);
+	free(body.data);
+	free(prov.data);
+	free(raw.data);
+	if (fflush(out) != 0 || ferror(out)) {
+		*err = xstrdup("cannot write the Markdown report");
+		rc = -1;
+	}
+	return rc;
+}

@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reporters: pure functions over the results model (runner/results.h) that write one report to a
+ * FILE *. They never touch libvirt, never print, and never read the process locale: numbers are
+ * formatted in the C locale even when the caller set a comma-decimal one. Each returns 0, or -1
+ * with *err set (free it) when the report cannot be written or the options are wrong.
+ *
+ * `ferry report` (runner/cmd-report.c) and `ferry run` call them once at the end.
+ */
+#pragma once
+
+#include <locale.h>
+#include <stdio.h>
+
+#include "results.h"
+
+/* The most a JUnit <system-out> or error body keeps of a serial console tail (its end). */
+#define REPORT_SERIAL_TAIL_MAX (64 * 1024)
+/* The Markdown report stays under this many bytes (GitHub's step summary limit is 1 MiB). */
+#define REPORT_MARKDOWN_MAX (1000 * 1000)
+
+/*
+ * JUnit XML, valid against both Jenkins xunit-plugin's junit-10.xsd and the Ant JUnit schema
+ * (fixtures/xsd/): a <testsuites> wrapper without attributes (Ant allows none), one <testsuite>
+ * per cell (with package and id, as Ant requires inside the wrapper), its <properties> (axes,
+ * resolved parameters, summary statistics), one <testcase> per measured run named
+ * "CELL-ID run N", plus a "CELL-ID (cell)" testcase carrying what belongs to the cell as a whole
+ * (a broken criterion, an infrastructure fault before any run, the skip reason). Ant allows one
+ * child per testcase, so the serial console tails go to the suite's <system-out>.
+ */
+int report_junit(const struct results *r, FILE *out, char **err);
+
+struct report_markdown_opts {
+	const char *rows; /* axis for the table rows; NULL: "method" if present, else the first */
+	const char *cols; /* axis for the columns; NULL: "dataset" if present, else another axis */
+	size_t max_bytes; /* cap on the output; 0: REPORT_MARKDOWN_MAX */
+};
+
+/*
+ * GitHub-flavoured Markdown for people: a summary line, the rows x columns table of median
+ * totals with their 95% confidence interval and the relative speed to the fastest of each
+ * column (one table per combination of the other axes), a per-phase breakdown, Mermaid bar
+ * charts, failures and skip reasons, raw runs in <details>, provenance. Every string from the
+ * results is escaped (|, HTML, backticks, emphasis) and newlines become <br>. When the output
+ * would exceed max_bytes, raw runs are dropped first, and the report says so.
+ * opts may be NULL (defaults). An explicit rows/cols that no cell has is an error.
+ */
+int report_markdown(const struct results *r, const struct report_markdown_opts *opts, FILE *out,
+		    char **err);
+
+/* The results file itself (the same bytes results_write() puts in a file). */
+int report_json(const struct results *r, FILE *out, char **err);
+
+/*
+ * Bencher Metric Format (https://bencher.dev/docs/reference/bencher-metric-format/):
+ * {"CELL-ID": {"latency": {"value", "lower_value", "upper_value"}, "bytes-per-second": ...}}.
+ * latency is Bencher's built-in measure in nanoseconds: the mean total with its 95% confidence
+ * interval (its lower bound cut at 0). Cells without measured runs are left out.
+ * schema/bmf.schema.json describes it.
+ */
+int report_bmf(const struct results *r, FILE *out, char **err);
+
+/*
+ * github-action-benchmark, tool "customSmallerIsBetter": [{"name": CELL-ID, "unit": "s",
+ * "value": mean total, "range": "± half-width of the 95% CI", "extra": "median ..."}].
+ * schema/gab.schema.json describes it.
+ */
+int report_gab(const struct results *r, FILE *out, char **err);
+
+/*
+ * Append text to the file named by $GITHUB_STEP_SUMMARY (GitHub Actions shows it on the run's
+ * page). Returns 0 when the variable is unset or empty (nothing done), 1 when appended, -1 with
+ * *err set when the file cannot be written.
+ */
+int report_step_summary_append(const char *text, size_t len, char **err);
+
+/* --- helpers shared by the reporters (reporters/common.c) --- */
+
+/* Run a block of formatting in the C numeric locale, whatever the thread's locale is. */
+struct report_locale {
+	locale_t c;
+	locale_t old;
+};
+void report_locale_enter(struct report_locale *l);
+void report_locale_leave(struct report_locale *l);
+
+/*
+ * A copy of s that is valid UTF-8 and holds only characters allowed in XML 1.0: ANSI escape
+ * sequences (colour codes) are removed whole, CR LF becomes LF, other control characters except \t
+ * \n \r are removed, as are DEL, C1 controls and U+FFFE/U+FFFF; each byte of an invalid UTF-8
+ * sequence becomes U+FFFD. NULL gives "". Free the result.
+ */
+char *report_clean_text(const char *s);
+
+/*
+ * The end of s that fits in max bytes, starting at a line start when one is near (else at a
+ * UTF-8 character boundary). *truncated tells whether anything was cut. Returns a pointer into s.
+ */
+const char *report_text_tail(const char *s, size_t max, bool *truncated);
+
+/* ms since the epoch as UTC "YYYY-MM-DDTHH:MM:SS" (no fraction, no zone: the Ant schema's
+ * timestamp), into buf (at least 32 bytes). */
+char *report_format_timestamp(int64_t ms, char *buf, size_t size);
+
+/*
+ * An output file opened before anything is rendered, so that a bad path fails early and nothing
+ * is half-written: the report goes to a temporary file in the target's directory, renamed over
+ * the target by report_output_commit(). "-" means standard output (written directly).
+ */
+struct report_output {
+	char *path; /* as given */
+	char *tmp;  /* the temporary file, NULL for stdout */
+	FILE *f;
+};
+
+/* Open the output; returns 0, or -1 with *err ("PATH: why"). */
+int report_output_open(struct report_output *o, const char *path, char **err);
+/* Flush, sync and rename into place (or just flush stdout); returns 0, or -1 with *err. The
+ * output is closed either way. */
+int report_output_commit(struct report_output *o, char **err);
+/* Close and remove the temporary file; the target is untouched. Accepts a never-opened output. */
+void report_output_abort(struct report_output *o);
+
+/* The report formats, for callers that handle them as a set (`ferry report`, `ferry run`). */
+enum report_format {
+	REPORT_JUNIT,
+	REPORT_MARKDOWN,
+	REPORT_JSON,
+	REPORT_BMF,
+	REPORT_GAB,
+	REPORT_FORMAT_COUNT,
+};
+
+/* "junit", "markdown", "json", "bmf", "gab". */
+const char *report_format_name(enum report_format f);
+/* Render one format (report_junit() etc.). */
+int report_render(enum report_format f, const struct results *r,
+		  const struct report_markdown_opts *md, FILE *out, char **err);
+
+/*
+ * Every report a run asks for, opened before the run and written once at its end:
+ *   struct report_set set = { .paths[REPORT_JUNIT] = "out/x.xml", .markdown = {.rows = ...} };
+ *   if (report_set_open(&set, &err) < 0) ...    (before anything runs: a bad path fails early)
+ *   ... run, results_write() after every cell ...
+ *   if (report_set_write(&set, results, &err, &warning) < 0) ...
+ * At most one path may be "-" (standard output).
+ */
+struct report_set {
+	const char *paths[REPORT_FORMAT_COUNT]; /* NULL: not wanted; "-": standard output */
+	struct report_markdown_opts markdown;
+	bool step_summary; /* also append the Markdown to $GITHUB_STEP_SUMMARY when it is set */
+	struct report_output out[REPORT_FORMAT_COUNT];
+};
+
+/* Open every output. Returns 0, or -1 with *err (and nothing left open or created). */
+int report_set_open(struct report_set *s, char **err);
+/*
+ * Render every report into memory (a rendering error, such as an unknown --rows axis, leaves
+ * every file untouched), then write and rename each, then append the Markdown to the step
+ * summary if asked (rendering it for that even when no Markdown file is wanted). Returns 0, or
+ * -1 with *err. A step summary that cannot be written is not an error: *warning says why.
+ * Every output is closed afterwards.
+ */
+int report_set_write(struct report_set *s, const struct results *r, char **err, char **warning);
+/* Close and remove what report_set_open() created (when the run is abandoned). */
+void report_set_abort(struct report_set *s);

@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The results model: everything a run of a plan produced (cells, raw runs, statistics, errors,
+ * provenance), and its JSON file (schema/ferry-results.schema.json, "ferry_results": 1).
+ * The executor fills it and rewrites the file atomically after every cell; `ferry report`,
+ * `ferry compare` and `--resume` read it back. Reporters are pure functions over it.
+ *
+ * Conventions: times are seconds (double); an undefined number is NAN and is written as JSON
+ * null; strings may be NULL (written as null or left out); timestamps are milliseconds since the
+ * Unix epoch, written as UTC ISO-8601 ("2026-11-29T23:11:08.123Z"), 0 meaning "not yet".
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "stats.h"
+#include "util.h"
+
+#define RESULTS_VERSION 1
+
+enum result_phase {
+	PHASE_PREPARE,
+	PHASE_TRANSFER,
+	PHASE_FINALIZE,
+	PHASE_VERIFY, /* timed, never part of the total */
+	PHASE_CLEANUP,
+	PHASE_COUNT,
+};
+
+enum result_status {
+	STATUS_PENDING, /* not run yet (or interrupted before it finished) */
+	STATUS_PASSED,
+	STATUS_FAILED, /* a criterion, regression or integrity check failed */
+	STATUS_ERROR,  /* an infrastructure fault or timeout */
+	STATUS_SKIPPED,
+	STATUS_COUNT,
+};
+
+enum result_error_kind {
+	ERROR_INFRA,
+	ERROR_INTEGRITY,
+	ERROR_CRITERION,
+	ERROR_REGRESSION,
+	ERROR_TIMEOUT,
+	ERROR_KIND_COUNT,
+};
+
+/* Names as written in the file; the _from_name() functions return -1 for an unknown name. */
+const char *result_phase_name(enum result_phase p);
+int result_phase_from_name(const char *name);
+const char *result_status_name(enum result_status s);
+int result_status_from_name(const char *name);
+const char *result_error_kind_name(enum result_error_kind k);
+int result_error_kind_from_name(const char *name);
+
+struct result_error {
+	enum result_error_kind kind;
+	char *message;         /* lower-case, what went wrong and what was expected */
+	int run;               /* index of the run it happened in, -1 for the cell as a whole */
+	int phase;             /* enum result_phase, -1 when not in a phase */
+	char *libvirt_message; /* optional: virGetLastErrorMessage() at the failing call */
+	char *agent_message;   /* optional: the guest agent's error or the command's stderr */
+	char *serial_tail;     /* optional: the last lines of the guest serial console */
+};
+
+struct result_run {
+	unsigned index; /* 0-based over all runs of the cell, warmups first */
+	bool warmup;    /* warmups are kept for the record but never counted in statistics */
+	double phase[PHASE_COUNT]; /* seconds; NAN for a phase that did not run */
+	double total;   /* prepare + transfer + finalize (verify and cleanup never counted) */
+	uint64_t bytes; /* payload bytes moved */
+	uint64_t files; /* payload files moved */
+	bool
+	    integrity_ok; /* verified against the manifest (true when there is nothing to verify) */
+	bool outlier;     /* set by results_cell_compute_stats() on measured runs */
+};
+
+struct result_axis {
+	char *key;
+	char *value;
+};
+
+/* Statistics over the measured (non-warmup) runs of a cell. */
+struct result_stats {
+	struct stats_summary phase[PHASE_COUNT];
+	struct stats_summary total;
+	double bytes_per_s; /* bytes of a run / median total; NAN without runs */
+	double files_per_s; /* files of a run / median total */
+	size_t outliers;    /* measured runs flagged as outliers of the total */
+};
+
+struct result_cell {
+	char *id; /* stable cell id, "vm=small,disk=sparse,..." */
+	struct result_axis *axes;
+	size_t n_axes;
+	json_t *params; /* resolved parameters, a JSON object passed through (owned; may be NULL) */
+	enum result_status status;
+	char *skip_reason; /* when skipped */
+	struct result_error *errors;
+	size_t n_errors;
+	struct result_run *runs;
+	size_t n_runs;
+	bool has_stats; /* stats is valid (computed or read) */
+	struct result_stats stats;
+	int stop_reason;   /* enum stats_stop; STATS_CONTINUE (written as null) when not stopped */
+	double cpu_user_s; /* ferry's own CPU time spent on this cell */
+	double cpu_sys_s;
+	int64_t started_ms; /* wall-clock start and end of the cell */
+	int64_t finished_ms;
+};
+
+struct result_dataset {
+	char *name;
+	char *manifest_sha256; /* digest over the dataset's manifest */
+	json_t *spec;          /* the dataset's spec (seed, files, size, ...), passed through */
+};
+
+struct result_provenance {
+	char *ferry_version;
+	char *hostname;
+	char *host_kernel; /* uname: "Linux 6.1.0-18-amd64 #1 SMP ... x86_64" */
+	char *cpu_model;   /* /proc/cpuinfo "model name" */
+	unsigned cpu_count;
+	uint64_t memory_bytes; /* /proc/meminfo MemTotal */
+	char *qemu_version;
+	char *libvirt_version;
+	char *accelerator; /* "kvm" or "tcg" */
+	char *guest_kernel_sha256;
+	char *guest_initramfs_sha256;
+	struct result_dataset *datasets;
+	size_t n_datasets;
+	int64_t started_ms;
+	int64_t finished_ms;
+};
+
+struct results {
+	int version; /* RESULTS_VERSION */
+	struct {
+		char *name;
+		char *path;
+		char *sha256; /* hex SHA-256 of the plan file's bytes */
+		char *text;   /* the plan file's text */
+	} plan;
+	struct result_provenance provenance;
+	struct result_cell *cells;
+	size_t n_cells;
+};
+
+/* A new, empty results model (version set). Free with results_free(). */
+struct results *results_new(void);
+void results_free(struct results *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct results *, results_free)
+
+/* Set the plan: name, path, its bytes (len bytes; hashed with SHA-256 and kept as text). */
+void results_set_plan(struct results *r, const char *name, const char *path, const char *bytes,
+		      size_t len);
+
+/* Append a cell with the given id (copied), status pending; returns it (valid until the next
+ * results_add_cell()). */
+struct result_cell *results_add_cell(struct results *r, const char *id);
+/* The cell with this id, or NULL. */
+struct result_cell *results_find_cell(const struct results *r, const char *id);
+/* Forget what a cell measured, to run it again (`--rerun-failed`): runs, errors, statistics,
+ * skip and stop reasons, CPU and wall times go; id, axes and params stay; status is pending. */
+void result_cell_reset(struct result_cell *c);
+/* Append an axis (key and value copied). */
+void result_cell_add_axis(struct result_cell *c, const char *key, const char *value);
+/* Append a run (index = its position); its phases and total start as NAN. Returns it (valid
+ * until the next add). */
+struct result_run *result_cell_add_run(struct result_cell *c, bool warmup);
+/* Append an error with a printf-style message; the optional strings are set by the caller on
+ * the returned error (valid until the next add). */
+struct result_error *result_cell_add_error(struct result_cell *c, enum result_error_kind kind,
+					   const char *fmt, ...) _printf_(3, 4);
+/* Append a dataset to the provenance (strings copied, spec reference taken over). */
+void results_add_dataset(struct results *r, const char *name, const char *manifest_sha256,
+			 json_t *spec);
+
+/* total = prepare + transfer + finalize (a NAN phase counts as 0). */
+double result_run_total(const struct result_run *run);
+
+/*
+ * Compute the statistics of a cell from its measured runs: per-phase and total summaries,
+ * throughput, and the outlier flag of each measured run (by the total). Sets has_stats.
+ * Measured runs are those that are not warmups, whose integrity_ok is true and whose total is
+ * finite; a phase summary counts the measured runs where that phase has a finite time.
+ */
+void results_cell_compute_stats(struct result_cell *c);
+
+/*
+ * Compare a baseline cell with a candidate cell on one metric: the total (metric -1) or one
+ * phase (an enum result_phase), over their measured runs (as results_cell_compute_stats() counts
+ * them; runs without a finite time for the phase are left out). Welch's t-test and the relative
+ * change of the mean with its confidence interval at `level`, e.g. 0.95; see stats_welch().
+ * Returns -1 when either side has fewer than 2 values (or metric is out of range).
+ */
+int results_compare_cells(const struct result_cell *base, const struct result_cell *cand,
+			  int metric, double level, struct stats_compare *out);
+
+/*
+ * Whether a cell found in an earlier results file is finished for `--resume`: passed and skipped
+ * cells are; failed and error cells are unless rerun_failed (`--rerun-failed` reruns them);
+ * pending cells (interrupted or never started) never are.
+ */
+bool result_cell_finished(const struct result_cell *c, bool rerun_failed);
+
+/* Count cells per status into counts[STATUS_COUNT]. */
+void results_count_status(const struct results *r, size_t counts[STATUS_COUNT]);
+
+/* ferry's own CPU time so far (getrusage RUSAGE_SELF), user and system seconds; a cell records
+ * the difference between its start and end. */
+void results_cpu_now(double *user_s, double *sys_s);
+
+/*
+ * Fill the host part of the provenance: hostname, kernel (uname), CPU model and count,
+ * memory, ferry version. Replaces what was there. Returns 0, or -1 with *err set (free it) when a
+ * source could not be read; the fields that could be read are filled anyway.
+ */
+int results_gather_host(struct result_provenance *p, char **err);
+
+/* Wall-clock now in milliseconds since the epoch (CLOCK_REALTIME). */
+int64_t results_now_ms(void);
+/* Format ms since the epoch as UTC ISO-8601 with milliseconds, e.g. "2026-11-29T23:11:08.123Z"
+ * into buf (at least 32 bytes); returns buf. */
+char *results_format_time(int64_t ms, char *buf, size_t size);
+/* Parse what results_format_time() writes (also accepts no fraction); returns 0 or -1. */
+int results_parse_time(const char *s, int64_t *ms);
+
+/* The model as a JSON object (new reference). */
+json_t *results_to_json(const struct results *r);
+/* The model from a JSON object; returns NULL with *err set ("where: what") on a bad document. */
+struct results *results_from_json(const json_t *root, char **err);
+
+/*
+ * Write the file atomically: a temporary file in the same directory, fsync, rename over path,
+ * fsync the directory. On failure the old file is untouched, no temporary file is left and
+ * *err says why ("PATH: message"). Returns 0 or -1.
+ */
+int results_write(const struct results *r, const char *path, char **err);
+
+/*
+ * Read a results file. On failure returns NULL with *err set: "PATH:LINE:COL: message" for
+ * malformed JSON, "PATH: message" for a wrong schema version or a bad field (naming it).
+ */
+struct results *results_read(const char *path, char **err);

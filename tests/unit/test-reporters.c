@@ -1,0 +1,589 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reporters: every output compared byte for byte with tests/golden/ (regenerate with
+ * FERRY_UPDATE_GOLDEN=1 after checking the difference is intended), and the helpers they share.
+ * Modes for the script tests (real consumers re-read what is written here):
+ *   test-reporters --write-sample-results PATH   the sample results file
+ *   test-reporters --write-empty-results PATH    a results file without cells or provenance
+ *   test-reporters --render DIR                  every report of the sample, in the locale of
+ *                                                the environment (prints its decimal point)
+ */
+#include <errno.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <locale.h>
+#include <math.h>
+#include <string.h>
+
+#include "reporters.h"
+#include "results.h"
+#include "util.h"
+
+static const char plan_text[] = "ferry: 1\nname: sample\n";
+
+/* Phases are prepare, transfer, finalize, verify, cleanup. */
+static struct result_run *add_run(struct result_cell *c, bool warmup, double prepare,
+				  double transfer, double finalize, double verify, double cleanup,
+				  bool ok)
+{
+	struct result_run *run = result_cell_add_run(c, warmup);
+	run->phase[PHASE_PREPARE] = prepare;
+	run->phase[PHASE_TRANSFER] = transfer;
+	run->phase[PHASE_FINALIZE] = finalize;
+	run->phase[PHASE_VERIFY] = verify;
+	run->phase[PHASE_CLEANUP] = cleanup;
+	run->total = result_run_total(run);
+	run->bytes = UINT64_C(671088640);
+	run->files = 10;
+	run->integrity_ok = ok;
+	return run;
+}
+
+static struct result_cell *add_cell(struct results *r, const char *vm, const char *dataset,
+				    const char *method, enum result_status status, int64_t start)
+{
+	_cleanup_free_ char *id = xasprintf("vm=%s,dataset=%s,method=%s", vm, dataset, method);
+	struct result_cell *c = results_add_cell(r, id);
+	result_cell_add_axis(c, "vm", vm);
+	result_cell_add_axis(c, "dataset", dataset);
+	result_cell_add_axis(c, "method", method);
+	c->status = status;
+	if (start) {
+		c->started_ms = start;
+		c->finished_ms = start + 31750;
+	}
+	return c;
+}
+
+#define HOSTILE "we\"ird <script>alert(1)</script> | ]]> `x` *y* \x1b[1m\xc3\xa9t\xc3\xa9\nline2"
+
+/*
+ * Every case a reporter must handle: passed cells (one the fastest), warmups, an outlier, a
+ * failed cell (integrity in one run and a broken criterion for the cell), a regression, an
+ * infrastructure error before any run with a serial tail full of colour codes and control
+ * characters, a skipped cell, a cell never run, a second vm (a second table), and hostile
+ * strings (quotes, <, ]]>, |, backticks, ESC, non-ASCII, a newline) in names and messages.
+ */
+static struct results *sample(void)
+{
+	struct results *r = results_new();
+	results_set_plan(r, "sample <b>plan</b> | 1", "plans/sample.yaml", plan_text,
+			 strlen(plan_text));
+	struct result_provenance *p = &r->provenance;
+	p->ferry_version = xstrdup("0.1.0");
+	p->hostname = xstrdup("builder-01");
+	p->host_kernel = xstrdup("Linux 6.1.0-18-amd64 #1 SMP PREEMPT_DYNAMIC x86_64");
+	p->cpu_model = xstrdup("Intel(R) Xeon(R) CPU @ 2.20GHz");
+	p->cpu_count = 2;
+	p->memory_bytes = UINT64_C(8341037056);
+	p->qemu_version = xstrdup("7.2.0");
+	p->libvirt_version = xstrdup("9.0.0");
+	p->accelerator = xstrdup("tcg");
+	p->guest_kernel_sha256 =
+	    xstrdup("9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08");
+	p->started_ms = INT64_C(1795993868123);
+	p->finished_ms = INT64_C(1795994012001);
+	results_add_dataset(r, "few-large",
+			    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+			    json_pack("{s:i, s:s, s:i}", "files", 10, "size", "64MiB", "seed", 7));
+
+	/* passed: a warmup, five measured runs, one an outlier */
+	struct result_cell *c =
+	    add_cell(r, "small", "few-large", "agent", STATUS_PASSED, INT64_C(1795993868500));
+	c->params = json_pack("{s:{s:s, s:i}, s:s, s:b, s:f}", "vm", "memory", "1GiB", "vcpus", 2,
+			      "archive", "tar", "fresh", 1, "ratio", 0.1);
+	add_run(c, true, 0.5, 3.0, 1.0, 0.25, 0.125, true);
+	add_run(c, false, 0.1, 2.0, 0.75, 0.2, 0.1, true);
+	add_run(c, false, 0.1, 2.1, 0.7, 0.2, 0.1, true);
+	add_run(c, false, 0.1, 1.9, 0.8, 0.21, 0.1, true);
+	add_run(c, false, 0.1, 9.5, 0.75, 0.2, 0.1, true);
+	add_run(c, false, 0.125, 2.05, 0.7, NAN, 0.1, true);
+	results_cell_compute_stats(c);
+	c->stop_reason = STATS_STOP_MAX;
+	c->cpu_user_s = 0.42;
+	c->cpu_sys_s = 0.0625;
+
+	/* passed and the fastest of its column */
+	c = add_cell(r, "small", "few-large", "image", STATUS_PASSED, INT64_C(1795993900300));
+	add_run(c, false, 0.6, 0.05, 0.5, 0.2, 0.05, true);
+	add_run(c, false, 0.62, 0.05, 0.52, 0.2, 0.05, true);
+	add_run(c, false, 0.58, 0.06, 0.49, 0.2, 0.05, true);
+	results_cell_compute_stats(c);
+	c->stop_reason = STATS_STOP_CV;
+
+	/* failed: integrity in run 1, and a broken criterion for the cell */
+	c = add_cell(r, "small", "few-large", "share", STATUS_FAILED, INT64_C(1795993932100));
+	add_run(c, false, NAN, 1.5, 2.5, 0.5, 0.1, true);
+	add_run(c, false, NAN, 1.25, 2.4, 0.5, 0.1, false);
+	add_run(c, false, NAN, 1.6, 2.6, 0.5, 0.1, true);
+	results_cell_compute_stats(c);
+	c->stop_reason = STATS_STOP_BUDGET;
+	struct result_error *e = result_cell_add_error(
+	    c, ERROR_INTEGRITY, "file 'dir/a.bin' differs: expected sha256 %s", "e3b0c442");
+	e->run = 1;
+	e->phase = PHASE_VERIFY;
+	e->agent_message = xstrdup("sha256sum: dir/a.bin: I/O error");
+	result_cell_add_error(c, ERROR_CRITERION, "throughput %s, expected at least %s",
+			      "163.1 MB/s", "200 MB/s");
+
+	/* error before any run: the guest did not boot */
+	c = add_cell(r, "small", "many-small", "agent", STATUS_ERROR, INT64_C(1795993964000));
+	e = result_cell_add_error(c, ERROR_INFRA, "guest did not boot within %s", "120 s");
+	e->libvirt_message = xstrdup("internal error: process exited while connecting to "
+				     "monitor: \"qemu\" <failed> ]]> | \xc3\xa9t\xc3\xa9");
+	e->serial_tail = xstrdup("[    0.000000] Linux version 6.1\n"
+				 "\x1b[31mKernel panic\x1b[0m - not syncing: VFS\r\n"
+				 "bell\x07 nul-free \x01\x02\x1f del\x7f c1\xc2\x85 "
+				 "bad\xff\xfe utf8 \xef\xbf\xbe nonchar\n"
+				 "```\n<script>alert(1)</script>\n");
+
+	/* skipped */
+	c = add_cell(r, "small", "many-small", "share", STATUS_SKIPPED, 0);
+	c->skip_reason = xstrdup("9p is not available on this host (no virtio-9p in QEMU)");
+
+	/* passed but slower than the baseline: a regression */
+	c = add_cell(r, "small", "many-small", "image", STATUS_FAILED, INT64_C(1795993980000));
+	add_run(c, false, 1.2, 0.05, 3.3, 0.4, 0.05, true);
+	add_run(c, false, 1.25, 0.05, 3.1, 0.4, 0.05, true);
+	results_cell_compute_stats(c);
+	c->stop_reason = STATS_STOP_MAX;
+	result_cell_add_error(c, ERROR_REGRESSION,
+			      "total mean %s slower than the baseline (95%% CI %s), limit %s",
+			      "+18.2%", "+9.1% .. +27.4%", "+10%");
+
+	/* hostile names everywhere, on a second vm (so a second table) */
+	c = add_cell(r, "large" HOSTILE, HOSTILE, "agent", STATUS_PASSED, INT64_C(1795993995000));
+	add_run(c, false, 0.1, 1.0, 0.5, 0.1, 0.1, true);
+	results_cell_compute_stats(c);
+	c->stop_reason = STATS_STOP_MAX;
+
+	/* the run stopped before this cell */
+	add_cell(r, "large" HOSTILE, HOSTILE, "image", STATUS_PENDING, 0);
+	return r;
+}
+
+typedef int (*render_fn)(const struct results *, FILE *, char **);
+
+static int render_md(const struct results *r, FILE *f, char **err)
+{
+	return report_markdown(r, NULL, f, err);
+}
+
+static const struct {
+	const char *golden;
+	render_fn fn;
+} outputs[] = {
+	{ "report.xml", report_junit },    { "report.md", render_md },
+	{ "report.bmf.json", report_bmf }, { "report.gab.json", report_gab },
+	{ "report.json", report_json },
+};
+
+static char *render_to_string(render_fn fn, const struct results *r, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+	g_assert_nonnull(f);
+	_cleanup_free_ char *err = NULL;
+	int rc = fn(r, f, &err);
+	fclose(f);
+	g_assert_null(err);
+	g_assert_cmpint(rc, ==, 0);
+	return buf;
+}
+
+static void test_golden(gconstpointer data)
+{
+	size_t i = GPOINTER_TO_SIZE(data);
+	_cleanup_(results_freep) struct results *r = sample();
+	size_t len;
+	_cleanup_free_ char *got = render_to_string(outputs[i].fn, r, &len);
+
+	const char *src = g_getenv("FERRY_SOURCE_DIR");
+	g_assert_nonnull(src);
+	_cleanup_free_ char *path = xasprintf("%s/tests/golden/%s", src, outputs[i].golden);
+	if (g_getenv("FERRY_UPDATE_GOLDEN")) {
+		g_assert_true(g_file_set_contents(path, got, (gssize)len, NULL));
+		g_test_message("rewrote %s", path);
+		return;
+	}
+	size_t want_len;
+	_cleanup_free_ char *want = read_file(path, &want_len);
+	if (!want)
+		g_error("%s: %s (regenerate with FERRY_UPDATE_GOLDEN=1)", path, strerror(errno));
+	size_t k = 0;
+	while (k < len && k < want_len && got[k] == want[k])
+		k++;
+	if (k != len || k != want_len)
+		g_error("%s differs from the output at byte %zu (got %zu bytes, want %zu): "
+			"...%.60s...",
+			path, k, len, want_len, got + (k > 20 ? k - 20 : 0));
+}
+
+/* The JSON export is exactly what results_write() puts in a file. */
+static void test_json_is_results_file(void)
+{
+	_cleanup_(results_freep) struct results *r = sample();
+	size_t len, flen;
+	_cleanup_free_ char *got = render_to_string(report_json, r, &len);
+	_cleanup_free_ char *dir = g_dir_make_tmp("ferry-reporters-XXXXXX", NULL);
+	_cleanup_free_ char *path = g_build_filename(dir, "r.json", NULL);
+	_cleanup_free_ char *err = NULL;
+	g_assert_cmpint(results_write(r, path, &err), ==, 0);
+	_cleanup_free_ char *file = read_file(path, &flen);
+	g_assert_cmpmem(got, len, file, flen);
+	g_unlink(path);
+	g_rmdir(dir);
+}
+
+static void test_clean_text(void)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "plain", "plain" },
+		{ "tab\tnl\ncr\r", "tab\tnl\ncr\r" },
+		{ "crlf\r\nlone\rcr", "crlf\nlone\rcr" },
+		{ "\x1b[31mred\x1b[0m", "red" },
+		{ "\x1b[1;38;5;208mbold\x1b[m", "bold" },
+		{ "\x1b]0;title\x07"
+		  "after",
+		  "after" },
+		{ "\x1b]8;;http://x\x1b\\link", "link" },
+		{ "esc\x1b", "esc" },
+		{ "\x1b"
+		  "7saved",
+		  "saved" },
+		{ "a\x01\x02\x08\x0b\x0c\x1f"
+		  "b",
+		  "ab" },
+		{ "del\x7f", "del" },
+		{ "c1\xc2\x80\xc2\x9f", "c1" },
+		{ "nbsp\xc2\xa0", "nbsp\xc2\xa0" },
+		{ "\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+		  "\xc3\xa9t\xc3\xa9 \xe2\x82\xac "
+		  "\xf0\x9f\x98\x80" },
+		{ "bad\xff", "bad\xef\xbf\xbd" },
+		{ "trunc\xc3", "trunc\xef\xbf\xbd" },
+		{ "overlong\xc0\xaf", "overlong\xef\xbf\xbd\xef\xbf\xbd" },
+		{ "surrogate\xed\xa0\x80", "surrogate\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },
+		{ "nonchar\xef\xbf\xbe\xef\xbf\xbf!", "nonchar!" },
+		{ "fffd\xef\xbf\xbd", "fffd\xef\xbf\xbd" },
+		{ "max\xf4\x8f\xbf\xbf", "max\xf4\x8f\xbf\xbf" },
+		{ "beyond\xf4\x90\x80\x80",
+		  "beyond\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },
+		{ "", "" },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		_cleanup_free_ char *got = report_clean_text(cases[i].in);
+		g_assert_cmpstr(got, ==, cases[i].out);
+	}
+	_cleanup_free_ char *null = report_clean_text(NULL);
+	g_assert_cmpstr(null, ==, "");
+}
+
+static void test_text_tail(void)
+{
+	bool cut;
+	g_assert_cmpstr(report_text_tail("short", 10, &cut), ==, "short");
+	g_assert_false(cut);
+	/* starts at the next line when one is near */
+	g_assert_cmpstr(report_text_tail("first line\nsecond\nthird\n", 16, &cut), ==,
+			"second\nthird\n");
+	g_assert_true(cut);
+	/* never in the middle of a UTF-8 character */
+	g_assert_cmpstr(report_text_tail("\xc3\xa9\xc3\xa9\xc3\xa9", 3, &cut), ==, "\xc3\xa9");
+	g_assert_true(cut);
+}
+
+static void test_timestamp(void)
+{
+	char buf[32];
+	g_assert_cmpstr(report_format_timestamp(INT64_C(1795993868123), buf, sizeof(buf)), ==,
+			"2026-11-29T23:11:08");
+	g_assert_cmpstr(report_format_timestamp(0, buf, sizeof(buf)), ==, "1970-01-01T00:00:00");
+}
+
+static void test_markdown_bad_axis(void)
+{
+	_cleanup_(results_freep) struct results *r = sample();
+	char *buf = NULL;
+	size_t len;
+	FILE *f = open_memstream(&buf, &len);
+	_cleanup_free_ char *err = NULL;
+	struct report_markdown_opts o = { .rows = "metod" };
+	g_assert_cmpint(report_markdown(r, &o, f, &err), ==, -1);
+	g_assert_cmpstr(err, ==, "unknown axis 'metod' for rows (did you mean 'method'?)");
+	free(err);
+	err = NULL;
+	o = (struct report_markdown_opts){ .rows = "vm", .cols = "vm" };
+	g_assert_cmpint(report_markdown(r, &o, f, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "same axis"));
+	fclose(f);
+	g_assert_cmpuint(len, ==, 0);
+	free(buf);
+}
+
+/* rows and columns are the caller's choice: vm across, datasets down */
+static void test_markdown_axes(void)
+{
+	_cleanup_(results_freep) struct results *r = sample();
+	char *buf = NULL;
+	size_t len;
+	FILE *f = open_memstream(&buf, &len);
+	_cleanup_free_ char *err = NULL;
+	struct report_markdown_opts o = { .rows = "dataset", .cols = "vm" };
+	g_assert_cmpint(report_markdown(r, &o, f, &err), ==, 0);
+	fclose(f);
+	g_assert_nonnull(strstr(buf, "| dataset \\\\ vm | small |"));
+	g_assert_nonnull(strstr(buf, "#### method=agent\n"));
+	free(buf);
+}
+
+/* Many runs: the report stays under the cap by dropping raw runs, and says so. */
+static void test_markdown_cap(void)
+{
+	_cleanup_(results_freep) struct results *r = results_new();
+	struct result_cell *c = results_add_cell(r, "method=agent,dataset=big");
+	result_cell_add_axis(c, "method", "agent");
+	result_cell_add_axis(c, "dataset", "big");
+	c->status = STATUS_PASSED;
+	for (int i = 0; i < 3000; i++)
+		add_run(c, false, 0.1, 1.0 + i * 1e-4, 0.5, 0.1, 0.1, true);
+	results_cell_compute_stats(c);
+
+	char *buf = NULL;
+	size_t len;
+	FILE *f = open_memstream(&buf, &len);
+	_cleanup_free_ char *err = NULL;
+	struct report_markdown_opts o = { .max_bytes = 50000 };
+	g_assert_cmpint(report_markdown(r, &o, f, &err), ==, 0);
+	fclose(f);
+	g_assert_cmpuint(len, <, 50000);
+	g_assert_cmpuint(len, >, 40000); /* it kept what fits */
+	g_assert_nonnull(strstr(buf, "of 3000 runs are shown"));
+	g_assert_nonnull(strstr(buf, "### Provenance"));
+	g_assert_nonnull(strstr(buf, "</details>"));
+	free(buf);
+
+	/* with room enough, everything is there and nothing is said */
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	g_assert_cmpint(report_markdown(r, NULL, f, &err), ==, 0);
+	fclose(f);
+	g_assert_null(strstr(buf, "runs are shown"));
+	g_assert_nonnull(strstr(buf, "Raw runs (3000; times in seconds)"));
+	g_assert_nonnull(strstr(buf, "| 2999 | measured |"));
+	free(buf);
+}
+
+/* So many failing cells that even without raw runs the report is too big: it is cut at a line
+ * end, says so, and still ends with the provenance. */
+static void test_markdown_cap_body(void)
+{
+	_cleanup_(results_freep) struct results *r = results_new();
+	_cleanup_free_ char *msg = g_strnfill(500, 'x');
+	for (int i = 0; i < 200; i++) {
+		_cleanup_free_ char *id = xasprintf("method=m%d", i);
+		struct result_cell *c = results_add_cell(r, id);
+		result_cell_add_axis(c, "method", id + 7);
+		c->status = STATUS_ERROR;
+		result_cell_add_error(c, ERROR_INFRA, "%s", msg);
+	}
+	char *buf = NULL;
+	size_t len;
+	FILE *f = open_memstream(&buf, &len);
+	_cleanup_free_ char *err = NULL;
+	struct report_markdown_opts o = { .max_bytes = 20000 };
+	g_assert_cmpint(report_markdown(r, &o, f, &err), ==, 0);
+	fclose(f);
+	g_assert_cmpuint(len, <, 20000);
+	g_assert_nonnull(strstr(buf, "This report was cut to stay under the size limit"));
+	g_assert_nonnull(strstr(buf, "### Provenance"));
+	g_assert_null(strstr(buf, "method=m199"));
+	free(buf);
+}
+
+/* Two runs far apart: the mean's interval reaches below 0 s, and BMF cuts it at 0. */
+static void test_bmf_lower_bound(void)
+{
+	_cleanup_(results_freep) struct results *r = results_new();
+	struct result_cell *c = results_add_cell(r, "method=agent");
+	c->status = STATUS_PASSED;
+	add_run(c, false, 0, 1.0, 0, 0, 0, true);
+	add_run(c, false, 0, 10.0, 0, 0, 0, true);
+	results_cell_compute_stats(c);
+	g_assert_cmpfloat(c->stats.total.ci_low, <, 0);
+	size_t len;
+	_cleanup_free_ char *text = render_to_string(report_bmf, r, &len);
+	json_error_t jerr;
+	json_t *j = json_loads(text, 0, &jerr);
+	g_assert_nonnull(j);
+	json_t *lat = json_object_get(json_object_get(j, "method=agent"), "latency");
+	g_assert_cmpfloat(json_real_value(json_object_get(lat, "lower_value")), ==, 0.0);
+	g_assert_cmpfloat(json_real_value(json_object_get(lat, "value")), ==, 5.5e9);
+	g_assert_cmpfloat(json_real_value(json_object_get(lat, "upper_value")), >, 10e9);
+	json_decref(j);
+}
+
+/* The serial tail in <system-out> keeps the end of a long console log, not more than 64 KiB. */
+static void test_junit_tail_limit(void)
+{
+	_cleanup_(results_freep) struct results *r = results_new();
+	struct result_cell *c = results_add_cell(r, "method=agent");
+	c->status = STATUS_ERROR;
+	struct result_error *e = result_cell_add_error(c, ERROR_TIMEOUT, "agent timed out");
+	GString *log = g_string_new(NULL);
+	for (int i = 0; i < 20000; i++)
+		g_string_append_printf(log, "line %d\n", i);
+	e->serial_tail = g_string_free(log, FALSE);
+	size_t len;
+	_cleanup_free_ char *xml = render_to_string(report_junit, r, &len);
+	g_assert_nonnull(strstr(xml, "line 19999\n"));
+	g_assert_null(strstr(xml, "line 100\n"));
+	g_assert_nonnull(strstr(xml, "(truncated: last 64 KiB)"));
+	g_assert_cmpuint(len, <, REPORT_SERIAL_TAIL_MAX + 4096 + 4096);
+	g_assert_nonnull(strstr(xml, "<error type=\"timeout\" message=\"agent timed out\">"));
+}
+
+/* Formatting follows the C locale even when the thread's numeric locale has a decimal comma. */
+static void test_comma_locale(void)
+{
+	const char *names[] = { "de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", "de_DE" };
+	const char *got = NULL;
+	for (size_t i = 0; i < ELEMENTSOF(names) && !got; i++)
+		got = setlocale(LC_NUMERIC, names[i]);
+	if (!got || localeconv()->decimal_point[0] != ',') {
+		setlocale(LC_NUMERIC, "C");
+		g_test_skip(
+		    "no comma-decimal locale installed (tests/report-locale.sh builds one)");
+		return;
+	}
+	_cleanup_(results_freep) struct results *r = sample();
+	size_t len;
+	_cleanup_free_ char *xml = render_to_string(report_junit, r, &len);
+	setlocale(LC_NUMERIC, "C");
+	g_assert_nonnull(strstr(xml, "time=\"2.850\""));
+}
+
+static void test_output(void)
+{
+	_cleanup_free_ char *dir = g_dir_make_tmp("ferry-reporters-XXXXXX", NULL);
+	_cleanup_free_ char *path = g_build_filename(dir, "out.md", NULL);
+	_cleanup_free_ char *bad = g_build_filename(dir, "missing", "out.md", NULL);
+	_cleanup_free_ char *err = NULL;
+	struct report_output o;
+
+	/* a path in a directory that does not exist fails at open */
+	g_assert_cmpint(report_output_open(&o, bad, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "cannot create a file in"));
+	report_output_abort(&o);
+
+	/* aborted: nothing is left behind */
+	g_assert_cmpint(report_output_open(&o, path, &err), ==, 0);
+	fputs("half", o.f);
+	report_output_abort(&o);
+	GDir *d = g_dir_open(dir, 0, NULL);
+	g_assert_null(g_dir_read_name(d));
+	g_dir_close(d);
+
+	/* committed: the file appears whole under its name */
+	g_assert_cmpint(report_output_open(&o, path, &err), ==, 0);
+	g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));
+	fputs("whole\n", o.f);
+	g_assert_cmpint(report_output_commit(&o, &err), ==, 0);
+	_cleanup_free_ char *text = read_file(path, NULL);
+	g_assert_cmpstr(text, ==, "whole\n");
+
+	/* a directory as the target is refused */
+	free(err);
+	err = NULL;
+	g_assert_cmpint(report_output_open(&o, dir, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "is a directory"));
+	g_unlink(path);
+	g_rmdir(dir);
+}
+
+static void test_step_summary(void)
+{
+	_cleanup_free_ char *dir = g_dir_make_tmp("ferry-reporters-XXXXXX", NULL);
+	_cleanup_free_ char *path = g_build_filename(dir, "summary.md", NULL);
+	_cleanup_free_ char *err = NULL;
+
+	g_unsetenv("GITHUB_STEP_SUMMARY");
+	g_assert_cmpint(report_step_summary_append("x", 1, &err), ==, 0);
+	g_setenv("GITHUB_STEP_SUMMARY", path, TRUE);
+	g_assert_cmpint(report_step_summary_append("one\n", 4, &err), ==, 1);
+	g_assert_cmpint(report_step_summary_append("two\n", 4, &err), ==, 1);
+	_cleanup_free_ char *text = read_file(path, NULL);
+	g_assert_cmpstr(text, ==, "one\ntwo\n");
+	g_setenv("GITHUB_STEP_SUMMARY", dir, TRUE); /* a directory cannot be appended to */
+	g_assert_cmpint(report_step_summary_append("x", 1, &err), ==, -1);
+	g_assert_nonnull(err);
+	g_unsetenv("GITHUB_STEP_SUMMARY");
+	g_unlink(path);
+	g_rmdir(dir);
+}
+
+/* The sample, or (empty) a results model with no plan name, no host and no cells. */
+static int write_sample_results(const char *path, bool empty)
+{
+	_cleanup_(results_freep) struct results *r = empty ? results_new() : sample();
+	_cleanup_free_ char *err = NULL;
+	if (results_write(r, path, &err) < 0) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	return 0;
+}
+
+/* Render every report in the environment's locale, to show it does not leak into the output. */
+static int render_all(const char *dir)
+{
+	setlocale(LC_ALL, "");
+	printf("decimal point: '%s'\n", localeconv()->decimal_point);
+	_cleanup_(results_freep) struct results *r = sample();
+	for (size_t i = 0; i < ELEMENTSOF(outputs); i++) {
+		_cleanup_free_ char *path = xasprintf("%s/%s", dir, outputs[i].golden);
+		FILE *f = fopen(path, "w");
+		_cleanup_free_ char *err = NULL;
+		if (!f || outputs[i].fn(r, f, &err) < 0) {
+			fprintf(stderr, "%s: %s\n", path, err ? err : strerror(errno));
+			if (f)
+				fclose(f);
+			return 1;
+		}
+		fclose(f);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 3 && STREQ(argv[1], "--write-sample-results"))
+		return write_sample_results(argv[2], false);
+	if (argc == 3 && STREQ(argv[1], "--write-empty-results"))
+		return write_sample_results(argv[2], true);
+	if (argc == 3 && STREQ(argv[1], "--render"))
+		return render_all(argv[2]);
+
+	g_test_init(&argc, &argv, NULL);
+	for (size_t i = 0; i < ELEMENTSOF(outputs); i++) {
+		_cleanup_free_ char *name = xasprintf("/reporters/golden/%s", outputs[i].golden);
+		g_test_add_data_func(name, GSIZE_TO_POINTER(i), test_golden);
+	}
+	g_test_add_func("/reporters/json-is-results-file", test_json_is_results_file);
+	g_test_add_func("/reporters/clean-text", test_clean_text);
+	g_test_add_func("/reporters/text-tail", test_text_tail);
+	g_test_add_func("/reporters/timestamp", test_timestamp);
+	g_test_add_func("/reporters/markdown-bad-axis", test_markdown_bad_axis);
+	g_test_add_func("/reporters/markdown-axes", test_markdown_axes);
+	g_test_add_func("/reporters/markdown-cap", test_markdown_cap);
+	g_test_add_func("/reporters/markdown-cap-body", test_markdown_cap_body);
+	g_test_add_func("/reporters/bmf-lower-bound", test_bmf_lower_bound);
+	g_test_add_func("/reporters/junit-tail-limit", test_junit_tail_limit);
+	g_test_add_func("/reporters/comma-locale", test_comma_locale);
+	g_test_add_func("/reporters/output", test_output);
+	g_test_add_func("/reporters/step-summary", test_step_summary);
+	return g_test_run();
+}
