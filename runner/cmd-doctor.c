@@ -115,6 +115,32 @@ static void check_free(struct doctor *d, const char *what, const char *dir)
 		line(d, OK, what, NULL, "%.1f GiB free in '%s'", (double)avail / (1 << 30), dir);
 }
 
+/*
+ * QEMU opens kernels and images as libvirt-qemu, and libvirt chowns the files but not their
+ * directories: every existing directory on the way must be traversable by others.
+ */
+static void check_traversable(struct doctor *d, const char *what, const char *dir)
+{
+	_cleanup_free_ char *p = xstrdup(dir);
+	size_t n = strlen(p);
+	for (size_t i = 1; i <= n; i++) {
+		if (p[i] != '/' && p[i] != '\0')
+			continue;
+		char saved = p[i];
+		p[i] = '\0';
+		struct stat st;
+		if (stat(p, &st) == 0 && S_ISDIR(st.st_mode) && !(st.st_mode & S_IXOTH)) {
+			_cleanup_free_ char *fix = xasprintf("chmod o+x '%s'", p);
+			line(d, FAIL, what, fix,
+			     "'%s' is mode %04o: QEMU (libvirt-qemu) cannot reach files under '%s'",
+			     p, (unsigned)(st.st_mode & 07777), dir);
+			return;
+		}
+		p[i] = saved;
+	}
+	line(d, OK, what, NULL, "'%s' is reachable by QEMU (libvirt-qemu)", dir);
+}
+
 static bool pid_alive(long pid)
 {
 	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
@@ -326,8 +352,10 @@ int cmd_doctor(int argc, char **argv)
 	}
 
 	guest_files_clear(&gf);
+	check_traversable(&d, "run-dir", run_base_dir());
 	check_free(&d, "run-dir-free", run_base_dir());
 	_cleanup_free_ char *cache = guest_default_cache_dir();
+	check_traversable(&d, "cache-dir", cache);
 	check_free(&d, "cache-free", cache);
 	check_leftovers(&d, conn, reap);
 	virConnectClose(conn);

@@ -234,6 +234,16 @@ int run_close(struct run *r, char **err)
 	/* newest first: a domain may use files created after an earlier one */
 	for (size_t i = r->n_domains; i-- > 0;) {
 		struct owned_domain *d = &r->domains[i];
+		if (virConnectIsAlive(d->conn) != 1) {
+			/* libvirtd restarted under us: the domain still runs, ask a new connection
+			 */
+			_cleanup_free_ char *uri = virConnectGetURI(d->conn);
+			virConnectPtr fresh = uri ? virConnectOpen(uri) : NULL;
+			if (fresh) {
+				virConnectClose(d->conn);
+				d->conn = fresh;
+			}
+		}
 		virDomainPtr dom = virDomainLookupByName(d->conn, d->name);
 		if (dom) {
 			if (virDomainIsActive(dom) == 1 && virDomainDestroy(dom) < 0 &&
