@@ -375,6 +375,108 @@ static void test_channel_hostfwd(void)
 	free(err);
 }
 
+/* Set attribute attr of the elements an XPath selects, in an XML text; returns the new text. */
+static char *xml_set(const char *xml, const char *xpath, const char *attr, const char *value)
+{
+	xmlDocPtr doc = xmlReadMemory(xml, (int)strlen(xml), "d.xml", NULL, XML_PARSE_NONET);
+	xmlXPathContextPtr ctx = xmlXPathNewContext(doc);
+	xmlXPathObjectPtr o = xmlXPathEvalExpression(BAD_CAST xpath, ctx);
+	g_assert_true(o && o->nodesetval && o->nodesetval->nodeNr > 0);
+	for (int i = 0; i < o->nodesetval->nodeNr; i++)
+		xmlSetProp(o->nodesetval->nodeTab[i], BAD_CAST attr, BAD_CAST value);
+	xmlChar *buf = NULL;
+	int len = 0;
+	xmlDocDumpMemory(doc, &buf, &len);
+	char *r = g_strndup((const char *)buf, (gsize)len);
+	xmlFree(buf);
+	xmlXPathFreeObject(o);
+	xmlXPathFreeContext(ctx);
+	xmlFreeDoc(doc);
+	return r;
+}
+
+/* What vm_*_validate refuses, libvirt/QEMU refuse too: send it past validation and see. */
+static void expect_create_refused(const char *xml, const char *what)
+{
+	virDomainPtr d = virDomainCreateXML(t.conn, xml, 0);
+	if (d) {
+		virDomainDestroy(d);
+		virDomainFree(d);
+		g_error("libvirt started a domain with %s", what);
+	}
+	g_test_message("%s: libvirt says: %s", what, virGetLastErrorMessage());
+}
+
+static void test_libvirt_agrees(void)
+{
+	if (!need() || !t.a)
+		return;
+	char *path = run_path(t.run, "disks", "refused.raw");
+	struct disk_config d = { .format = DISK_FORMAT_RAW,
+				 .size = 8 << 20,
+				 .serial = "ferry-no",
+				 .path = path,
+				 .cache = DISK_CACHE_WRITEBACK,
+				 .io = DISK_IO_NATIVE };
+	char *err = NULL;
+	g_assert_cmpint(vm_image_create(&d, path, &err), ==, 0);
+	char *why = NULL;
+	g_assert_cmpint(vm_disk_validate(&d, VM_MACHINE_Q35, true, &why), ==, -1);
+	free(why);
+	/* vm_disk_xml builds without validating: hand it to libvirt directly */
+	char *xml = vm_disk_xml(&d, "vdz", &err);
+	g_assert_cmpint(virDomainAttachDeviceFlags(vm_domain(t.a), xml, VIR_DOMAIN_AFFECT_LIVE), ==,
+			-1);
+	g_test_message("writeback + native: libvirt says: %s", virGetLastErrorMessage());
+	free(xml);
+	d.cache = DISK_CACHE_NONE;
+	d.bus = DISK_BUS_SATA;
+	xml = vm_disk_xml(&d, "sdz", &err);
+	g_assert_cmpint(virDomainAttachDeviceFlags(vm_domain(t.a), xml, VIR_DOMAIN_AFFECT_LIVE), ==,
+			-1);
+	g_test_message("sata hot-plug: libvirt says: %s", virGetLastErrorMessage());
+	free(xml);
+	/* the guest has not seen any of them */
+	g_assert_cmpint(vm_find_disk(t.a, "ferry-no", NULL, &err), ==, 0);
+
+	/* boot-time refusals: valid XML, then the one attribute validation would refuse */
+	struct vm_config c;
+	base_config(&c);
+	c.nic = (struct nic_config){ NIC_MODEL_VIRTIO, 4, NIC_BACKEND_ETHERNET, NULL };
+	xml = vm_domain_xml(&c, "ferry-refused-queues", false, NULL, &err);
+	char *bad = xml_set(xml, "/domain/devices/interface", "type", "user");
+	expect_create_refused(bad, "queues on user networking");
+	g_free(bad);
+	free(xml);
+
+	base_config(&c);
+	struct disk_config ide = { .format = DISK_FORMAT_RAW, .bus = DISK_BUS_IDE, .path = path };
+	c.disks = &ide;
+	c.n_disks = 1;
+	xml = vm_domain_xml(&c, "ferry-refused-ide", false, NULL, &err);
+	bad = xml_set(xml, "/domain/os/type", "machine", "q35");
+	expect_create_refused(bad, "ide on q35");
+	g_free(bad);
+	free(xml);
+
+	ide.bus = DISK_BUS_SATA;
+	xml = vm_domain_xml(&c, "ferry-refused-ro-sata", false, NULL, &err);
+	xmlDocPtr doc = xmlReadMemory(xml, (int)strlen(xml), "d.xml", NULL, XML_PARSE_NONET);
+	xmlXPathContextPtr ctx = xmlXPathNewContext(doc);
+	xmlXPathObjectPtr o = xmlXPathEvalExpression(BAD_CAST "/domain/devices/disk", ctx);
+	xmlNewChild(o->nodesetval->nodeTab[0], NULL, BAD_CAST "readonly", NULL);
+	xmlChar *buf = NULL;
+	int len = 0;
+	xmlDocDumpMemory(doc, &buf, &len);
+	expect_create_refused((const char *)buf, "read-only sata");
+	xmlFree(buf);
+	xmlXPathFreeObject(o);
+	xmlXPathFreeContext(ctx);
+	xmlFreeDoc(doc);
+	free(xml);
+	free(path);
+}
+
 /* Guest b: boot-time SATA and IDE disks, and a 4-queue NIC on a tap when the host allows. */
 static void netns_delete(void *data)
 {
@@ -775,6 +877,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/vm-e2e/allocation", test_allocation);
 	g_test_add_func("/vm-e2e/9p-share", test_9p);
 	g_test_add_func("/vm-e2e/channel-hostfwd", test_channel_hostfwd);
+	g_test_add_func("/vm-e2e/libvirt-agrees", test_libvirt_agrees);
 	g_test_add_func("/vm-e2e/sata-ide-boot-disks", test_ata_boot_disks);
 	g_test_add_func("/vm-e2e/multiqueue-tap", test_multiqueue_tap);
 	g_test_add_func("/vm-e2e/image-overlay", test_image_overlay);
