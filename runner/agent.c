@@ -59,6 +59,14 @@ int agent_command(virDomainPtr dom, const char *name, json_t *args, int timeout_
 		*err = xasprintf("cannot encode agent command '%s'", name);
 		return -1;
 	}
+	/* libvirt 9.0 corrupts the agent stream past ~200 KB and the agent stays broken a while */
+	if (strlen(text) > AGENT_MAX_COMMAND) {
+		*err =
+		    xasprintf("agent command '%s' is %zu bytes of JSON, over the %d bytes libvirt "
+			      "can send safely",
+			      name, strlen(text), AGENT_MAX_COMMAND);
+		return -1;
+	}
 	_cleanup_free_ char *reply = virDomainQemuAgentCommand(dom, text, timeout_s, 0);
 	if (!reply) {
 		*err = xasprintf("agent command '%s' failed: %s", name, virGetLastErrorMessage());

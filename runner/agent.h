@@ -18,6 +18,8 @@
 
 /* Raw bytes per guest-file-write / guest-file-read: 96 KiB -> 128 KiB of base64. */
 #define AGENT_CHUNK (96 * 1024)
+/* Largest command JSON agent_command sends; larger ones are refused before libvirt sees them. */
+#define AGENT_MAX_COMMAND (175 * 1000)
 
 /*
  * Send one command {"execute": name, "arguments": args} (args may be NULL; the reference is

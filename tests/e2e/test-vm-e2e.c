@@ -127,6 +127,17 @@ static void test_boot_exec(void)
 	g_test_message("missing program: %s", err);
 	free(err);
 
+	/* a command libvirt 9.0 would corrupt the agent stream with is refused before it is sent */
+	char *huge = g_strnfill(200 * 1000, 'x');
+	const char *big[] = { "/bin/echo", huge, NULL };
+	g_assert_cmpint(agent_exec(vm_domain(t.a), big, NULL, 0, EXEC_TIMEOUT_MS, &r, &err), ==,
+			-1);
+	g_assert_nonnull(strstr(err, "libvirt can send safely"));
+	free(err);
+	err = NULL;
+	g_free(huge);
+	g_assert_cmpint(agent_ping(vm_domain(t.a), 5, &err), ==, 0);
+
 	/* a timeout ends the guest process too */
 	const char *slow[] = { "/bin/sh", "-c", "echo $$ > /tmp/slow.pid; exec sleep 600", NULL };
 	g_assert_cmpint(agent_exec(vm_domain(t.a), slow, NULL, 0, 1500, &r, &err), ==, -1);
