@@ -584,7 +584,7 @@ char *vm_console_tail(const struct vm *vm, unsigned max_lines)
 /* err + "; console tail:\n" + the last lines of the serial console */
 static char *with_console(char *msg, const char *log)
 {
-	_cleanup_free_ char *tail = console_tail_of(log, 15);
+	_cleanup_free_ char *tail = console_tail_of(log, VM_ERROR_CONSOLE_LINES);
 	char *s = *tail ? xasprintf("%s; serial console (last lines):\n%s", msg, tail)
 			: xasprintf("%s; the serial console is empty", msg);
 	free(msg);

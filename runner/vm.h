@@ -176,6 +176,8 @@ const char *vm_accel_used(const struct vm *vm);
 double vm_boot_ms(const struct vm *vm);
 /* The serial console log path and its last max_lines lines (caller frees; "" when empty). */
 const char *vm_console_log(const struct vm *vm);
+/* Console lines an error carries: a kernel panic with its call trace fits. */
+#define VM_ERROR_CONSOLE_LINES 25
 char *vm_console_tail(const struct vm *vm, unsigned max_lines);
 
 /*

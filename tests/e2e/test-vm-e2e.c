@@ -678,6 +678,29 @@ static void test_image_overlay(void)
 	g_free(image);
 }
 
+/* A guest that dies while booting fails the boot at once, with the serial console's last words. */
+static void test_boot_failure_console(void)
+{
+	if (!need())
+		return;
+	char *junk = run_path(t.run, "tmp", "not-an-initramfs");
+	g_assert_true(g_file_set_contents(junk, "this is not a cpio archive\n", -1, NULL));
+	g_chmod(junk, 0644);
+	struct vm_config c;
+	base_config(&c);
+	c.initrd = junk;
+	c.nic.backend = NIC_BACKEND_NONE;
+	struct vm *vm = NULL;
+	char *err = NULL;
+	g_assert_cmpint(vm_boot(t.run, t.conn, &c, BOOT_TIMEOUT_MS, &vm, &err), ==, -1);
+	g_test_message("%s", err);
+	g_assert_nonnull(strstr(err, "stopped before its guest agent answered"));
+	g_assert_nonnull(strstr(err, "serial console (last lines):"));
+	g_assert_nonnull(strstr(err, "Kernel panic"));
+	free(err);
+	free(junk);
+}
+
 /* `ferry doctor --reap` destroys a domain and a run directory whose ferry process is gone. */
 static void test_doctor_reap(void)
 {
@@ -892,6 +915,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/vm-e2e/sata-ide-boot-disks", test_ata_boot_disks);
 	g_test_add_func("/vm-e2e/multiqueue-tap", test_multiqueue_tap);
 	g_test_add_func("/vm-e2e/image-overlay", test_image_overlay);
+	g_test_add_func("/vm-e2e/boot-failure-console", test_boot_failure_console);
 	g_test_add_func("/vm-e2e/doctor-reap", test_doctor_reap);
 	g_test_add_func("/vm-e2e/sigint-cleanup", test_sigint_cleanup);
 	g_test_add_func("/vm-e2e/destroy-mid-exec", test_destroy_mid_exec);
