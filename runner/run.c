@@ -188,6 +188,12 @@ void run_own_domain(struct run *r, virConnectPtr conn, const char *name)
 
 void run_disown_domain(struct run *r, const char *name)
 {
+	/* a VM destroyed after its run was closed: run_close already destroyed the domain */
+	bool open = false;
+	for (struct run *p = open_runs; p && !open; p = p->next)
+		open = p == r;
+	if (!open)
+		return;
 	for (size_t i = 0; i < r->n_domains; i++) {
 		if (STREQ(r->domains[i].name, name)) {
 			virConnectClose(r->domains[i].conn);

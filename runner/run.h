@@ -50,7 +50,7 @@ char *run_domain_name(struct run *r);
  * (virConnectRef). Domains already gone at cleanup are fine.
  */
 void run_own_domain(struct run *r, virConnectPtr conn, const char *name);
-/* Forget a domain the caller has destroyed itself. */
+/* Forget a domain the caller has destroyed itself (nothing when r was closed already). */
 void run_disown_domain(struct run *r, const char *name);
 
 /* Register a callback run at cleanup, newest first (e.g. delete a network namespace). */

@@ -165,7 +165,7 @@ struct vm;
  */
 int vm_boot(struct run *run, virConnectPtr conn, const struct vm_config *c, unsigned timeout_ms,
 	    struct vm **out, char **err);
-/* Destroy the domain (if still there) and free vm. Safe with NULL. Call before run_close(). */
+/* Destroy the domain (if still there) and free vm. Safe with NULL, and after run_close(). */
 void vm_destroy(struct vm *vm);
 
 virDomainPtr vm_domain(const struct vm *vm);
