@@ -21,3 +21,4 @@ struct command {
 };
 
 /* One declaration per subcommand; keep alphabetical so parallel work merges cleanly. */
+int cmd_dataset(int argc, char **argv);

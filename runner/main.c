@@ -16,6 +16,7 @@ static int cmd_help(int argc, char **argv);
 
 static const struct command commands[] = {
 	/* keep in the order `ferry --help` shows them */
+	{ "dataset", cmd_dataset, "generate, scan and verify datasets" },
 	{ "help", cmd_help, "show this help" },
 };
 
