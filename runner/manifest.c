@@ -52,7 +52,8 @@ struct manifest_entry *manifest_add(struct manifest *m, const char *path, enum m
 	*e = (struct manifest_entry){
 		.path = xstrdup(path),
 		.type = type,
-		.size = size,
+		/* a link's size is its target's length, whatever the caller computed */
+		.size = type == MANIFEST_SYMLINK ? (target ? strlen(target) : 0) : size,
 		.target = target ? xstrdup(target) : NULL,
 	};
 	if (sha256)
