@@ -183,8 +183,11 @@ static void sha256_buf(const void *p, size_t n, unsigned char out[32])
 
 int manifest_finish(struct manifest *m, char **err)
 {
-	qsort(m->entries, m->n, sizeof(*m->entries), entry_cmp);
-	qsort(m->skipped, m->n_skipped, sizeof(*m->skipped), skip_cmp);
+	/* qsort and memcpy want non-NULL pointers even for 0 elements */
+	if (m->n)
+		qsort(m->entries, m->n, sizeof(*m->entries), entry_cmp);
+	if (m->n_skipped)
+		qsort(m->skipped, m->n_skipped, sizeof(*m->skipped), skip_cmp);
 	m->files = m->bytes = 0;
 	for (size_t i = 0; i < m->n; i++) {
 		if (i > 0 && STREQ(m->entries[i - 1].path, m->entries[i].path)) {
@@ -206,7 +209,7 @@ int manifest_finish(struct manifest *m, char **err)
 const struct manifest_entry *manifest_find(const struct manifest *m, const char *path)
 {
 	struct manifest_entry key = { .path = (char *)path };
-	return bsearch(&key, m->entries, m->n, sizeof(*m->entries), entry_cmp);
+	return m->n ? bsearch(&key, m->entries, m->n, sizeof(*m->entries), entry_cmp) : NULL;
 }
 
 int manifest_save(const struct manifest *m, const char *path, char **err)
@@ -539,18 +542,17 @@ void manifest_verify(const struct manifest *m, const struct listing *l,
 	bool symlinks = opts && opts->symlinks;
 	*res = (struct verify_result){ 0 };
 
-	/* sort a view of the listing so the comparison is one merge pass */
-	const struct listing_entry **v = xcalloc(l->n ? l->n : 1, sizeof(*v));
-	struct listing_entry *sorted = xcalloc(l->n ? l->n : 1, sizeof(*sorted));
-	memcpy(sorted, l->entries, l->n * sizeof(*sorted));
-	qsort(sorted, l->n, sizeof(*sorted), listing_cmp);
-	for (size_t i = 0; i < l->n; i++)
-		v[i] = &sorted[i];
+	/* sort a copy of the listing so the comparison is one merge pass */
+	struct listing_entry *v = xcalloc(l->n ? l->n : 1, sizeof(*v));
+	if (l->n) {
+		memcpy(v, l->entries, l->n * sizeof(*v));
+		qsort(v, l->n, sizeof(*v), listing_cmp);
+	}
 
 	size_t i = 0, j = 0, files = 0;
 	while (i < m->n || j < l->n) {
 		const struct manifest_entry *e = i < m->n ? &m->entries[i] : NULL;
-		const struct listing_entry *g = j < l->n ? v[j] : NULL;
+		const struct listing_entry *g = j < l->n ? &v[j] : NULL;
 		if (e && (e->type == MANIFEST_DIR || (e->type == MANIFEST_SYMLINK && !symlinks))) {
 			/* not compared; a listed file where the link was is the vehicle
 			 * dereferencing it, which the caller accepted by not comparing links */
@@ -563,7 +565,7 @@ void manifest_verify(const struct manifest *m, const struct listing *l,
 			j++;
 			continue;
 		}
-		if (g && j > 0 && STREQ(g->path, v[j - 1]->path)) {
+		if (g && j > 0 && STREQ(g->path, v[j - 1].path)) {
 			j++; /* listed twice: find output never does that; ignore the copy */
 			continue;
 		}
@@ -589,7 +591,6 @@ void manifest_verify(const struct manifest *m, const struct listing *l,
 		}
 	}
 	free(v);
-	free(sorted);
 
 	res->ok = !res->missing && !res->extra && !res->different;
 	struct buf b = { 0 };
