@@ -47,7 +47,7 @@ static int parse_u64(const char *opt, const char *s, uint64_t *out)
 {
 	char *end;
 	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
+	unsigned long long v = strtoull(s, &end, 10);
 	if (errno || end == s || *end || *s == '-') {
 		errorf("option '--%s': '%s' is not a number", opt, s);
 		return -1;
@@ -124,7 +124,9 @@ static int cmd_gen(int argc, char **argv)
 				errorf("option '--size': '%s' is not a size or MIN:MAX", optarg);
 				return EXIT_PLAN;
 			}
-			if (hi && spec.dist == DATASET_DIST_FIXED)
+			if (!hi)
+				spec.size_max = spec.size_min;
+			else if (spec.dist == DATASET_DIST_FIXED)
 				spec.dist = DATASET_DIST_UNIFORM;
 			have_size = true;
 			break;

@@ -346,20 +346,21 @@ static int mkdir_0755(const char *path)
 	return chmod(path, 0755);
 }
 
+/* mkdir -p; what it creates is 0755 whatever the umask, like mkdir_0755() */
 static int mkdir_p(const char *path)
 {
 	_cleanup_free_ char *p = xstrdup(path);
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
+	for (char *s = p + 1;; s++) {
+		if (*s != '/' && *s != '\0')
 			continue;
+		char c = *s;
 		*s = '\0';
-		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+		if (mkdir_0755(p) < 0 && errno != EEXIST)
 			return -1;
-		*s = '/';
+		*s = c;
+		if (!c)
+			return 0;
 	}
-	if (mkdir(p, 0755) < 0 && errno != EEXIST)
-		return -1;
-	return 0;
 }
 
 static int write_all(int fd, const unsigned char *p, size_t n)

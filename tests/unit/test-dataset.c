@@ -403,7 +403,25 @@ static void test_cache(void)
 	struct dataset_spec spec = { .files = 4, .size_min = 5000, .seed = 11 };
 	struct dataset_info info;
 
-	struct manifest *m = get(&spec, cache, false, &info);
+	/* QEMU runs as libvirt-qemu: the cache must be readable whatever ferry's umask */
+	mode_t old_umask = umask(077);
+	char *sub = xasprintf("%s/deeper", cache);
+	struct manifest *m = get(&spec, sub, false, &info);
+	umask(old_umask);
+	g_assert_true(info.generated);
+	g_assert_null(info.regen_reason);
+	char *check[] = { sub, xasprintf("%s/datasets", sub), info.dir, info.manifest_path };
+	for (size_t i = 0; i < ELEMENTSOF(check); i++) {
+		struct stat st;
+		g_assert_cmpint(stat(check[i], &st), ==, 0);
+		g_assert_cmpuint(st.st_mode & 0777, ==, S_ISDIR(st.st_mode) ? 0755 : 0644);
+	}
+	free(check[1]);
+	manifest_free(m);
+	dataset_info_clear(&info);
+	free(sub);
+
+	m = get(&spec, cache, false, &info);
 	g_assert_true(info.generated);
 	g_assert_null(info.regen_reason);
 	char *hash = dataset_spec_hash(&spec);
