@@ -762,12 +762,36 @@ int rm_rf(const char *path)
 	return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS);
 }
 
-static size_t count_seen;
-static int count_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+/* Entries under an open directory, recursively, symlinks not followed; -1 on error. */
+static ssize_t count_entries(int dfd)
 {
-	if (ftw->level > 0)
-		count_seen++;
-	return 0;
+	int fd2 = dup(dfd);
+	if (fd2 < 0)
+		return -1;
+	_cleanup_(closedirp) DIR *d = fdopendir(fd2);
+	if (!d) {
+		close(fd2);
+		return -1;
+	}
+	ssize_t n = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (STREQ(de->d_name, ".") || STREQ(de->d_name, ".."))
+			continue;
+		n++;
+		struct stat st;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return -1;
+		if (S_ISDIR(st.st_mode)) {
+			_cleanup_close_ int sub = openat(
+			    dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			ssize_t k = sub < 0 ? -1 : count_entries(sub);
+			if (k < 0)
+				return -1;
+			n += k;
+		}
+	}
+	return n;
 }
 
 bool dataset_intact(const struct manifest *m, const char *dir, bool rehash, char **why)
@@ -803,14 +827,15 @@ bool dataset_intact(const struct manifest *m, const char *dir, bool rehash, char
 	free(buf);
 	if (!ok)
 		return false;
-	/* nftw has no user pointer; this runs under the dataset lock, single-threaded */
-	count_seen = 0;
-	if (nftw(dir, count_one, 32, FTW_PHYS) < 0) {
+	/* an extra file would show up as "extra" in every verification */
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ssize_t seen = dfd < 0 ? -1 : count_entries(dfd);
+	if (seen < 0) {
 		*why = xasprintf("cannot walk '%s': %s", dir, strerror(errno));
 		return false;
 	}
-	if (count_seen != m->n) {
-		*why = xasprintf("'%s' holds %zu entries, the manifest %zu", dir, count_seen, m->n);
+	if ((size_t)seen != m->n) {
+		*why = xasprintf("'%s' holds %zd entries, the manifest %zu", dir, seen, m->n);
 		return false;
 	}
 	return true;
