@@ -21,6 +21,7 @@ static const struct command commands[] = {
 	{ "expand", cmd_expand, "list the cells of a plan with their resolved settings" },
 	{ "guest", cmd_guest, "build the built-in guest, show what is in it" },
 	{ "doctor", cmd_doctor, "check that this host can run plans" },
+	{ "dataset", cmd_dataset, "generate, scan and verify datasets" },
 	{ "help", cmd_help, "show this help" },
 	/* hidden (no summary): generators for the committed schema and man page section */
 	{ "schema", cmd_schema, NULL },
