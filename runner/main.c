@@ -15,13 +15,16 @@
 static int cmd_help(int argc, char **argv);
 
 static const struct command commands[] = {
-	/* keep in the order `ferry --help` shows them */
-	{ "report", cmd_report, "render a results file as JUnit, Markdown or JSON" },
+	/*
+	 * In the order `ferry --help` shows them: the plan workflow (run, validate, expand), then
+	 * what reads results (report, compare, merge), then the tools (guest, dataset, doctor).
+	 */
 	{ "validate", cmd_validate, "check plan files without running anything" },
 	{ "expand", cmd_expand, "list the cells of a plan with their resolved settings" },
+	{ "report", cmd_report, "render a results file as JUnit, Markdown or JSON" },
 	{ "guest", cmd_guest, "build the built-in guest, show what is in it" },
-	{ "doctor", cmd_doctor, "check that this host can run plans" },
 	{ "dataset", cmd_dataset, "generate, scan and verify datasets" },
+	{ "doctor", cmd_doctor, "check that this host can run plans" },
 	{ "help", cmd_help, "show this help" },
 	/* hidden (no summary): generators for the committed schema and man page section */
 	{ "schema", cmd_schema, NULL },
