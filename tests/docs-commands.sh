@@ -9,7 +9,8 @@
 # name), and each of its long options a .TP tag in an OPTIONS subsection whose title names it:
 # `.SS "validate, expand"` covers both commands, `.SS "dataset gen"` covers `dataset` and
 # `dataset gen`, `.SS "guest build, info, path"` covers guest and its three subcommands.
-# --help and --version belong to the `.SS ferry` subsection.
+# --help and --version belong to the `.SS ferry` subsection. Conversely every option a
+# subsection documents must be printed by the --help of a command its title names.
 #
 # Usage: tests/docs-commands.sh [MANPAGE]   (default: $FERRY_SOURCE_DIR/ferry.1)
 set -uo pipefail
@@ -109,6 +110,30 @@ for line in open(wanted_path).read().splitlines():
         found = any(covers(ss) and tag_has_option(tag, opt) for ss, tag in options)
         tests.append((found, "ferry.1 OPTIONS documents '%s %s'" % (name, opt),
                       'add a .TP entry for %s under .SS "%s" in OPTIONS' % (opt, name)))
+
+# and the other way round: what ferry.1 documents as an option of a command, the command has
+# (an option removed from the code, or a misspelt one, leaves no stale entry behind)
+known = {}
+for line in open(wanted_path).read().splitlines():
+    cmd, sub, opts = line.split('\t')
+    if not sub:
+        known[cmd] = set(opts.split())
+named = set()
+for ss, tag in options:
+    if ss == 'ferry':
+        continue
+    cmds = words(ss) & set(known)
+    if not cmds:
+        if ss in named:
+            continue
+        named.add(ss)
+        tests.append((False, "ferry.1 OPTIONS subsection '%s' names a command" % ss,
+                      "'ferry --help' lists: " + ' '.join(sorted(known))))
+        continue
+    have = set().union(*(known[c] for c in cmds))
+    for opt in re.findall(r'--[a-z][a-z0-9-]*', tag):
+        tests.append((opt in have, "'%s' documented under '%s' exists in its --help" % (opt, ss),
+                      'remove it from ferry.1 or add it to the usage of ' + ', '.join(sorted(cmds))))
 
 for opt in ('--help', '--version'):
     if opt in open(help_path).read():
