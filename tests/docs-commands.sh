@@ -5,8 +5,9 @@
 # table in runner/main.c, or an option added to a command's usage, fails this test until ferry.1
 # has it, so `ferry run` and its options are required as soon as it is listed.
 #
-# In ferry.1 a command (or "CMD SUB") needs an entry in COMMANDS (a .TP tag starting with its
-# name), and each of its long options a .TP tag in an OPTIONS subsection whose title names it:
+# In ferry.1 a command needs a "ferry CMD" line in SYNOPSIS; a command (or "CMD SUB") an entry
+# in COMMANDS (a .TP tag starting with its name), and each of its long options a .TP tag in an
+# OPTIONS subsection whose title names it:
 # `.SS "validate, expand"` covers both commands, `.SS "dataset gen"` covers `dataset` and
 # `dataset gen`, `.SS "guest build, info, path"` covers guest and its three subcommands.
 # --help and --version belong to the `.SS ferry` subsection. Conversely every option a
@@ -72,6 +73,7 @@ def plain(line):
 
 # Split into sections (.SH) and subsections (.SS), and collect .TP tags (the line after .TP).
 sections = {}   # section title -> list of (subsection title, tag text)
+lines = {}      # section title -> its lines as plain text
 sh = ss = None
 i = 0
 while i < len(src):
@@ -79,10 +81,13 @@ while i < len(src):
     if l.startswith('.SH '):
         sh, ss = plain(l), None
         sections.setdefault(sh, [])
+        lines.setdefault(sh, [])
     elif l.startswith('.SS '):
         ss = plain(l)
     elif l.startswith('.TP') and i + 1 < len(src) and sh:
         sections[sh].append((ss, plain(src[i + 1])))
+    if sh and not l.startswith('.SH '):
+        lines[sh].append(plain(l))
     i += 1
 
 def words(title):
@@ -103,6 +108,10 @@ for line in open(wanted_path).read().splitlines():
         # a command documented through its subcommands' entries ("guest build", ...)
         has_entry = any(t.startswith(cmd + ' ') for t in command_tags)
     tests.append((has_entry, "ferry.1 COMMANDS has an entry for '%s'" % name, ''))
+    if not sub and cmd != 'help':
+        in_synopsis = any(re.match(r'ferry %s( |$)' % re.escape(cmd), t)
+                          for t in lines.get('SYNOPSIS', []))
+        tests.append((in_synopsis, "ferry.1 SYNOPSIS has 'ferry %s'" % cmd, ''))
     for opt in opts.split():
         def covers(ss):
             w = words(ss)
