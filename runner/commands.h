@@ -22,3 +22,6 @@ struct command {
 
 /* One declaration per subcommand; keep alphabetical so parallel work merges cleanly. */
 int cmd_report(int argc, char **argv);
+int cmd_expand(int argc, char **argv);
+int cmd_schema(int argc, char **argv);
+int cmd_validate(int argc, char **argv);

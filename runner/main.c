@@ -17,7 +17,11 @@ static int cmd_help(int argc, char **argv);
 static const struct command commands[] = {
 	/* keep in the order `ferry --help` shows them */
 	{ "report", cmd_report, "render a results file as JUnit, Markdown or JSON" },
+	{ "validate", cmd_validate, "check plan files without running anything" },
+	{ "expand", cmd_expand, "list the cells of a plan with their resolved settings" },
 	{ "help", cmd_help, "show this help" },
+	/* hidden (no summary): generators for the committed schema and man page section */
+	{ "schema", cmd_schema, NULL },
 };
 
 static void usage(FILE *out)
@@ -29,7 +33,8 @@ static void usage(FILE *out)
 	      "Commands:\n",
 	      out);
 	for (size_t i = 0; i < ELEMENTSOF(commands); i++)
-		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+		if (commands[i].summary)
+			fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
 	fputs("\n"
 	      "Run 'ferry COMMAND --help' for the options of one command, and see ferry(1).\n",
 	      out);

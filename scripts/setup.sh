@@ -20,6 +20,7 @@ packages=(
 	# tests: report consumers and tools
 	libxml2-utils valgrind cmark-gfm python3 python3-junitparser python3-jsonschema
 	clang-format iproute2 locales
+	python3-yaml
 )
 
 if [ "$(id -u)" -ne 0 ]; then

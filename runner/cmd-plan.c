@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Plan commands without side effects: `ferry validate`, `ferry expand`, and the hidden
+ * `ferry schema` that prints what the key tables generate (the JSON Schema, or the PLAN KEYS
+ * section of ferry(1)).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <string.h>
+
+#include "commands.h"
+#include "keys.h"
+#include "matrix.h"
+#include "plan.h"
+#include "units.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct plan *, plan_free)
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct matrix *, matrix_free)
+/* jansson >= 2.10 provides json_decrefp() for its json_auto_t */
+#define _cleanup_json_t_ _cleanup_(json_decrefp)
+
+static void diag_list_clearp(struct diag_list *l)
+{
+	diag_list_clear(l);
+}
+
+/* --max-cells: a positive integer. */
+static int parse_cap(const char *s, size_t *cap)
+{
+	uint64_t v;
+	_cleanup_free_ char *err = NULL;
+
+	if (parse_uint(s, &v, &err) < 0 || v == 0 || v > SIZE_MAX) {
+		errorf("invalid --max-cells '%s': expected a positive integer", s);
+		return -1;
+	}
+	*cap = (size_t)v;
+	return 0;
+}
+
+/* Parse and expand one plan; prints diagnostics. */
+static struct matrix *load(const char *path, size_t cap, struct plan **out)
+{
+	_cleanup_(diag_list_clearp) struct diag_list diags = { 0 };
+	_cleanup_(plan_freep) struct plan *p = plan_parse_file(path, &diags);
+	struct matrix *m = NULL;
+
+	if (p)
+		m = plan_expand(p, cap, &diags);
+	diag_print(&diags, stderr);
+	if (!m)
+		return NULL;
+	*out = TAKE_PTR(p);
+	return m;
+}
+
+static void validate_usage(FILE *out)
+{
+	fputs("usage: ferry validate [--max-cells N] PLAN...\n"
+	      "\n"
+	      "Check plan files (syntax, keys, values, names, the matrix) without running\n"
+	      "anything. Prints 'ok: PLAN (N cells)' for each valid plan. Exit status 0 when\n"
+	      "every plan is valid, 2 otherwise.\n",
+	      out);
+}
+
+int cmd_validate(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "max-cells", required_argument, NULL, 'm' },
+		{ 0 },
+	};
+	size_t cap = 0;
+	int c, status = EXIT_OK;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h': validate_usage(stdout); return EXIT_OK;
+		case 'm':
+			if (parse_cap(optarg, &cap) < 0)
+				return EXIT_PLAN;
+			break;
+		default: validate_usage(stderr); return EXIT_PLAN;
+		}
+	}
+	if (optind >= argc) {
+		validate_usage(stderr);
+		return EXIT_PLAN;
+	}
+	for (int i = optind; i < argc; i++) {
+		_cleanup_(plan_freep) struct plan *p = NULL;
+		_cleanup_(matrix_freep) struct matrix *m = load(argv[i], cap, &p);
+		if (!m) {
+			status = EXIT_PLAN;
+			continue;
+		}
+		size_t n = matrix_n_cells(m);
+		printf("ok: %s (%zu cell%s)\n", argv[i], n, n == 1 ? "" : "s");
+	}
+	return status;
+}
+
+static void expand_usage(FILE *out)
+{
+	fputs("usage: ferry expand [--format table|json] [--shard K/N] [--max-cells N] PLAN\n"
+	      "\n"
+	      "Print the cells of a plan with the entries each uses and its resolved run\n"
+	      "settings, then the count. --shard keeps the cells of shard K of N.\n",
+	      out);
+}
+
+static json_t *entry_json(const struct key_table *t, const struct plan_entry *e)
+{
+	json_t *o = json_pack("{s:s}", "name", e->name);
+	json_t *v = key_values_json(t, e);
+	json_object_update(o, v);
+	json_decref(v);
+	return o;
+}
+
+/* The JSON of every entry, built once and shared by the cells that use it. */
+struct entry_cache {
+	json_t **vm, **disk, **dataset, **method;
+};
+
+static json_t **entries_json(const struct key_table *t, const void *arr, size_t n, size_t elem_size)
+{
+	json_t **out = xcalloc(n, sizeof(*out));
+	for (size_t i = 0; i < n; i++)
+		out[i] = entry_json(t, (const void *)((const char *)arr + i * elem_size));
+	return out;
+}
+
+static void entries_free(json_t **a, size_t n)
+{
+	for (size_t i = 0; a && i < n; i++)
+		json_decref(a[i]);
+	free(a);
+}
+
+static json_t *cell_json(const struct plan *p, const struct entry_cache *ec, const struct matrix *m,
+			 size_t i, const struct plan_cell *cell)
+{
+	json_t *params = json_object();
+	for (size_t j = 0; j < matrix_cell_n_params(m, i); j++)
+		json_object_set_new(params, matrix_cell_key(m, i, j),
+				    json_string(matrix_cell_value(m, i, j)));
+	return json_pack("{s:I, s:s, s:o, s:O, s:O, s:O, s:O, s:o}", "index", (json_int_t)i, "id",
+			 cell->id, "params", params, "vm", ec->vm[cell->vm - p->vms], "disk",
+			 ec->disk[cell->disk - p->disks], "dataset",
+			 ec->dataset[cell->dataset - p->datasets], "method",
+			 ec->method[cell->method - p->methods], "run",
+			 key_values_json(&plan_run_keys, &cell->run));
+}
+
+static const char *run_enum(const char *key, int v)
+{
+	return key_find(&plan_run_keys, key)->values[v];
+}
+
+static void cell_line(size_t i, const struct plan_cell *cell)
+{
+	const struct plan_run *r = &cell->run;
+	_cleanup_free_ char *timeout = format_duration(r->timeout);
+
+	if (r->repeat.until_cv > 0)
+		printf("%6zu  %s  repeat %" PRIu64 "..%" PRIu64 " until cv %g%%", i + 1, cell->id,
+		       r->repeat.min, r->repeat.max, r->repeat.until_cv);
+	else
+		printf("%6zu  %s  repeat %" PRIu64, i + 1, cell->id, r->repeat.min);
+	printf(", warmup %" PRIu64 ", vm %s, disk %s, caches %s, timeout %s\n", r->warmup,
+	       run_enum("vm", (int)r->vm), run_enum("disk", (int)r->disk),
+	       run_enum("caches", (int)r->caches), timeout);
+}
+
+int cmd_expand(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "shard", required_argument, NULL, 's' },
+		{ "max-cells", required_argument, NULL, 'm' },
+		{ 0 },
+	};
+	size_t cap = 0;
+	unsigned k = 1, n = 1;
+	bool json = false, sharded = false;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "hf:s:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'h': expand_usage(stdout); return EXIT_OK;
+		case 'f':
+			if (STREQ(optarg, "json")) {
+				json = true;
+			} else if (!STREQ(optarg, "table")) {
+				errorf("invalid --format '%s' (expected 'table' or 'json')",
+				       optarg);
+				return EXIT_PLAN;
+			}
+			break;
+		case 's': {
+			_cleanup_free_ char *err = NULL;
+			if (shard_parse(optarg, &k, &n, &err) < 0) {
+				errorf("%s", err);
+				return EXIT_PLAN;
+			}
+			sharded = true;
+			break;
+		}
+		case 'm':
+			if (parse_cap(optarg, &cap) < 0)
+				return EXIT_PLAN;
+			break;
+		default: expand_usage(stderr); return EXIT_PLAN;
+		}
+	}
+	if (optind + 1 != argc) {
+		expand_usage(stderr);
+		return EXIT_PLAN;
+	}
+
+	_cleanup_(plan_freep) struct plan *p = NULL;
+	_cleanup_(matrix_freep) struct matrix *m = load(argv[optind], cap, &p);
+	if (!m)
+		return EXIT_PLAN;
+
+	size_t total = matrix_n_cells(m), count = 0;
+	_cleanup_json_t_ json_t *cells = json ? json_array() : NULL;
+	struct entry_cache ec = { 0 };
+	if (json) {
+		ec.vm = entries_json(&plan_vm_keys, p->vms, p->n_vms, sizeof(*p->vms));
+		ec.disk = entries_json(&plan_disk_keys, p->disks, p->n_disks, sizeof(*p->disks));
+		ec.dataset = entries_json(&plan_dataset_keys, p->datasets, p->n_datasets,
+					  sizeof(*p->datasets));
+		ec.method =
+		    entries_json(&plan_method_keys, p->methods, p->n_methods, sizeof(*p->methods));
+	}
+	for (size_t i = 0; i < total; i++) {
+		if (!shard_contains(i, k, n))
+			continue;
+		struct plan_cell cell;
+		plan_cell(p, m, i, &cell);
+		if (json)
+			json_array_append_new(cells, cell_json(p, &ec, m, i, &cell));
+		else
+			cell_line(i, &cell);
+		count++;
+	}
+	entries_free(ec.vm, p->n_vms);
+	entries_free(ec.disk, p->n_disks);
+	entries_free(ec.dataset, p->n_datasets);
+	entries_free(ec.method, p->n_methods);
+	if (json) {
+		_cleanup_json_t_ json_t *o =
+		    json_pack("{s:s, s:I, s:I, s:O}", "plan", p->name, "count", (json_int_t)count,
+			      "total", (json_int_t)total, "cells", cells);
+		if (sharded)
+			json_object_set_new(o, "shard",
+					    json_pack("{s:i, s:i}", "k", (int)k, "n", (int)n));
+		if (json_dumpf(o, stdout, JSON_INDENT(2)) < 0)
+			return EXIT_INFRA;
+		putchar('\n');
+	} else if (sharded) {
+		printf("%zu cell%s (shard %u/%u of %zu)\n", count, count == 1 ? "" : "s", k, n,
+		       total);
+	} else {
+		printf("%zu cell%s\n", count, count == 1 ? "" : "s");
+	}
+	if (fflush(stdout) != 0) {
+		errorf("cannot write the output: %s", strerror(errno));
+		return EXIT_INFRA;
+	}
+	return EXIT_OK;
+}
+
+int cmd_schema(int argc, char **argv)
+{
+	if (argc == 2 && STREQ(argv[1], "--man")) {
+		_cleanup_free_ char *man = key_man();
+		fputs(man, stdout);
+		return EXIT_OK;
+	}
+	if (argc != 1) {
+		fputs("usage: ferry schema [--man]\n", stderr);
+		return EXIT_PLAN;
+	}
+	_cleanup_json_t_ json_t *s = key_schema();
+	_cleanup_free_ char *text = json_dumps(s, JSON_INDENT(2));
+	printf("%s\n", text);
+	return EXIT_OK;
+}

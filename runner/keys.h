@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The plan keys, declared once as data (fio's options table): one table per section. The YAML
+ * reader (plan.c), the defaults, the did-you-mean suggestions, the JSON Schema for editors and
+ * the PLAN KEYS section of ferry(1) all read these tables; tests/unit/test-keys.c checks them.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util.h"
+
+enum key_type {
+	KEY_STRING,      /* char *, owned */
+	KEY_BOOL,        /* bool */
+	KEY_UINT,        /* uint64_t, range [min, max] */
+	KEY_FLOAT,       /* double, range [fmin, fmax] */
+	KEY_SIZE,        /* uint64_t bytes (units.h), range [min, max] */
+	KEY_DURATION,    /* uint64_t ns, range [min, max] */
+	KEY_PERCENT,     /* double percent, range [fmin, fmax] */
+	KEY_QUANTITY,    /* char *: a number or a number with a unit, read later by its owner */
+	KEY_ENUM,        /* an enum (int-sized): the index of the value in `values` */
+	KEY_MAPPING,     /* a nested struct described by `sub`; `shorthand` allows a scalar */
+	KEY_STRING_LIST, /* char ** with a size_t count at `count_offset` */
+	KEY_NAMED,       /* mapping NAME -> entry: array of `elem_size` structs + count */
+	KEY_LIST,        /* sequence of mappings: array of `elem_size` structs + count */
+	KEY_NAMES,       /* a name or a list of names (matrix axes; parsed by plan.c) */
+	KEY_CUSTOM,      /* parsed by plan.c; `schema` gives its JSON Schema */
+};
+
+enum key_flags {
+	KEY_REQUIRED = 1 << 0,
+};
+
+struct key_table;
+
+struct key_def {
+	const char *name;
+	enum key_type type;
+	size_t offset;   /* of the field in the table's struct */
+	const char *def; /* default in plan syntax ("4GiB", "virtio"); NULL: zero / NULL / none */
+	const char *const *values; /* KEY_ENUM: allowed values, NULL-terminated */
+	uint64_t min, max; /* KEY_UINT, KEY_SIZE, KEY_DURATION: inclusive range; max 0: no limit */
+	double fmin, fmax; /* KEY_FLOAT, KEY_PERCENT: inclusive range; fmax 0: no limit */
+	const char *help;  /* one sentence, lower-case start, no final period */
+	const struct key_table *sub;    /* KEY_MAPPING, KEY_NAMED, KEY_LIST */
+	const char *const *shorthand;   /* KEY_MAPPING: sub keys a scalar value sets, NULL-term. */
+	size_t elem_size, count_offset; /* KEY_NAMED, KEY_LIST, KEY_STRING_LIST */
+	unsigned flags;                 /* enum key_flags */
+	uint32_t applies; /* bit v: allowed when the table's discriminator has value v; 0: always */
+	const char *schema; /* KEY_CUSTOM, KEY_NAMES: JSON Schema fragment */
+};
+
+struct key_table {
+	const char *name; /* the section path in docs: "vms.NAME", "run.repeat" */
+	const char *doc;  /* what the section is */
+	const struct key_def *keys;
+	size_t n_keys;
+	size_t set_offset;         /* of the uint64_t `set` mask in the struct */
+	const char *discriminator; /* KEY_ENUM key whose value selects `applies`; NULL: none */
+};
+
+extern const struct key_table plan_keys;                /* top level */
+extern const struct key_table plan_vm_keys;             /* vms.NAME */
+extern const struct key_table plan_disk_keys;           /* disks.NAME */
+extern const struct key_table plan_dataset_keys;        /* datasets.NAME */
+extern const struct key_table plan_method_keys;         /* methods.NAME */
+extern const struct key_table plan_matrix_keys;         /* matrix */
+extern const struct key_table plan_matrix_include_keys; /* matrix.include[] */
+extern const struct key_table plan_run_keys;            /* run */
+extern const struct key_table plan_criterion_keys;      /* criteria[] */
+extern const struct key_table plan_report_keys;         /* report */
+extern const struct key_table plan_nic_keys;            /* vms.NAME.nic */
+extern const struct key_table plan_size_range_keys;     /* datasets.NAME.size */
+extern const struct key_table plan_dirs_keys;           /* datasets.NAME.dirs */
+extern const struct key_table plan_archive_keys;        /* methods.NAME.archive */
+extern const struct key_table plan_repeat_keys;         /* run.repeat */
+extern const struct key_table plan_where_keys;          /* criteria[].where */
+extern const struct key_table plan_markdown_keys;       /* report.markdown */
+extern const struct key_table plan_exclude_keys;        /* matrix.exclude[] */
+
+/* Every table, parents before children, for checks and generators. */
+extern const struct key_table *const key_tables[];
+extern const size_t n_key_tables;
+
+const struct key_def *key_find(const struct key_table *t, const char *name);
+/* Index of `k` in `t` (its bit in the `set` mask). */
+size_t key_index(const struct key_table *t, const struct key_def *k);
+bool key_is_set(const struct key_table *t, const void *obj, const char *name);
+void key_mark_set(const struct key_table *t, void *obj, const struct key_def *k);
+
+/* The closest key name to `word` in `t`, or NULL. */
+const char *key_suggest(const struct key_table *t, const char *word);
+
+/* Index of `value` in an enum's values, or -1. */
+int key_enum_index(const struct key_def *k, const char *value);
+/* "a, b or c" for messages. */
+char *key_enum_list(const struct key_def *k);
+
+/* Free what the table's fields own in `obj` (strings, lists, nested entries). */
+void key_free(const struct key_table *t, void *obj);
+
+/*
+ * Self-check of a table and its children: names unique and valid, help present, enums have
+ * values, defaults in range, nested tables present. Returns 0 or -1 with a message in *err.
+ */
+int key_table_check(const struct key_table *t, char **err);
+
+/* The JSON Schema (draft-07) for a plan file, generated from the tables. */
+json_t *key_schema(void);
+/* The PLAN KEYS section of ferry(1), in roff, generated from the tables. */
+char *key_man(void);
+
+/* Apply every default of `t` (recursively into nested mappings) to `obj`; clears `set`. */
+void key_defaults(const struct key_table *t, void *obj);
+
+/*
+ * Convert a scalar (after ${VAR} substitution) for a key of a scalar type and store it in `obj`,
+ * range-checked. Returns 0, or -1 with a message in *err ("'vcpus' must be between 1 and 64,
+ * not 100"). Does not mark the key set.
+ */
+int key_set_scalar(const struct key_def *k, void *obj, const char *text, char **err);
+
+/*
+ * The values of `obj`'s scalar keys (and nested mappings) as a JSON object, written as a plan
+ * would write them: sizes "4GiB", durations "10m", percentages "5%", enums by name. Unset
+ * strings are left out.
+ */
+json_t *key_values_json(const struct key_table *t, const void *obj);

@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A parsed, merged and checked test plan.
+ *
+ * plan_parse_file() reads a YAML plan (and every file it includes), fills these structs through
+ * the key tables in keys.c (every key has a default, so a field is always meaningful), and checks
+ * everything that can be checked without a host. Values are in base units: sizes in bytes,
+ * durations in nanoseconds, throughputs in bytes per second, percentages as numbers (5% -> 5.0).
+ *
+ * Each struct has a `set` bit mask: bit i is set when key i of its table (keys.c) was written in
+ * a plan file rather than defaulted (key_is_set() reads it by name). Named entries carry their
+ * name and the position of the name in the plan, for messages at run time.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "diag.h"
+#include "matrix.h"
+
+/* A position in a plan file; `file` points into plan->files and lives as long as the plan. */
+struct plan_pos {
+	const char *file;
+	int line, col; /* 1-based */
+};
+
+/* The first member of every named entry (vms, disks, datasets, methods). */
+struct plan_entry {
+	char *name;
+	struct plan_pos pos;
+	uint64_t set;
+};
+
+/* Enumerations: values are indexes into the allowed-value lists of keys.c, in that order. */
+enum plan_guest { PLAN_GUEST_BUILTIN, PLAN_GUEST_IMAGE };
+enum plan_os { PLAN_OS_LINUX, PLAN_OS_WINDOWS };
+enum plan_machine { PLAN_MACHINE_PC, PLAN_MACHINE_Q35 };
+enum plan_firmware { PLAN_FIRMWARE_BIOS, PLAN_FIRMWARE_UEFI };
+enum plan_accel { PLAN_ACCEL_AUTO, PLAN_ACCEL_KVM, PLAN_ACCEL_TCG };
+enum plan_nic_model { PLAN_NIC_VIRTIO, PLAN_NIC_E1000 };
+
+struct plan_nic {
+	uint64_t set;
+	enum plan_nic_model model;
+	uint64_t queues;
+	char *network; /* libvirt network name, or NULL */
+	char *bridge;  /* host bridge name, or NULL; neither: QEMU user networking */
+};
+
+struct plan_vm {
+	struct plan_entry e;
+	enum plan_guest guest;
+	char *image; /* base image when guest is image (booted through an overlay) */
+	enum plan_os os;
+	uint64_t vcpus;
+	uint64_t memory; /* bytes */
+	enum plan_machine machine;
+	enum plan_firmware firmware;
+	enum plan_accel accel;
+	struct plan_nic nic;
+	uint64_t boot_timeout; /* ns, boot until the agent answers */
+};
+
+enum plan_disk_kind { PLAN_DISK_IMAGE, PLAN_DISK_TMPFS };
+enum plan_disk_format { PLAN_FORMAT_RAW, PLAN_FORMAT_QCOW2 };
+enum plan_allocation { PLAN_ALLOC_SPARSE, PLAN_ALLOC_FALLOC, PLAN_ALLOC_FULL };
+enum plan_bus { PLAN_BUS_VIRTIO, PLAN_BUS_SCSI, PLAN_BUS_SATA, PLAN_BUS_IDE };
+enum plan_cache {
+	PLAN_CACHE_NONE,
+	PLAN_CACHE_WRITEBACK,
+	PLAN_CACHE_WRITETHROUGH,
+	PLAN_CACHE_DIRECTSYNC,
+	PLAN_CACHE_UNSAFE
+};
+enum plan_io { PLAN_IO_THREADS, PLAN_IO_NATIVE, PLAN_IO_URING };
+enum plan_disk_fs { PLAN_DISK_FS_EXT4, PLAN_DISK_FS_VFAT, PLAN_DISK_FS_NTFS };
+
+/* The guest disk the data lands on. */
+struct plan_disk {
+	struct plan_entry e;
+	enum plan_disk_kind kind;
+	enum plan_disk_format format;
+	enum plan_allocation allocation;
+	uint64_t size; /* bytes (for tmpfs: the size limit) */
+	enum plan_bus bus;
+	enum plan_cache cache;
+	enum plan_io io;
+	bool discard;
+	enum plan_disk_fs filesystem;
+};
+
+enum plan_distribution { PLAN_DIST_UNIFORM, PLAN_DIST_LOGNORMAL };
+enum plan_content {
+	PLAN_CONTENT_RANDOM,
+	PLAN_CONTENT_ZEROS,
+	PLAN_CONTENT_TEXT,
+	PLAN_CONTENT_COMPRESSIBLE
+};
+
+struct plan_size_range {
+	uint64_t set;
+	uint64_t min, max; /* bytes per file; a plain `size: S` sets both */
+	enum plan_distribution distribution;
+};
+
+struct plan_dirs {
+	uint64_t set;
+	uint64_t depth;  /* 0: every file at the top */
+	uint64_t fanout; /* subdirectories per directory */
+};
+
+struct plan_dataset {
+	struct plan_entry e;
+	uint64_t files;
+	struct plan_size_range size;
+	struct plan_dirs dirs;
+	enum plan_content content;
+	double ratio; /* target compression ratio for content: compressible */
+	uint64_t seed;
+	char *path; /* an existing host directory instead of generated files, or NULL */
+};
+
+enum plan_method_type {
+	PLAN_METHOD_DISK_IMAGE,
+	PLAN_METHOD_AGENT_FILE,
+	PLAN_METHOD_CHANNEL,
+	PLAN_METHOD_SHARE,
+	PLAN_METHOD_NETWORK,
+	PLAN_METHOD_BLOCK
+};
+enum plan_image_fs { PLAN_IMAGE_FS_EXT4, PLAN_IMAGE_FS_ISO9660, PLAN_IMAGE_FS_VFAT };
+enum plan_archive_format {
+	PLAN_ARCHIVE_NONE,
+	PLAN_ARCHIVE_TAR,
+	PLAN_ARCHIVE_PAX,
+	PLAN_ARCHIVE_CPIO,
+	PLAN_ARCHIVE_ZIP
+};
+enum plan_compression {
+	PLAN_COMPRESS_NONE,
+	PLAN_COMPRESS_GZIP,
+	PLAN_COMPRESS_ZSTD,
+	PLAN_COMPRESS_LZ4,
+	PLAN_COMPRESS_XZ
+};
+enum plan_share_driver { PLAN_SHARE_9P, PLAN_SHARE_VIRTIOFS };
+enum plan_share_cache { PLAN_9P_CACHE_NONE, PLAN_9P_CACHE_LOOSE, PLAN_9P_CACHE_MMAP };
+enum plan_share_mode { PLAN_SHARE_COPY, PLAN_SHARE_MOVE };
+enum plan_direction { PLAN_DIRECTION_PULL, PLAN_DIRECTION_PUSH };
+
+struct plan_archive {
+	uint64_t set;
+	enum plan_archive_format format; /* none: files one by one */
+	enum plan_compression compression;
+	uint64_t level; /* 0: the compressor's default */
+};
+
+/* A transfer method; only the options of its type may be set (keys.c says which). */
+struct plan_method {
+	struct plan_entry e;
+	enum plan_method_type type;
+	struct plan_archive archive; /* every type but block */
+	/* disk-image */
+	enum plan_image_fs filesystem;
+	enum plan_disk_format image_format;
+	enum plan_bus image_bus;
+	bool in_place;
+	/* agent-file */
+	uint64_t chunk_size; /* bytes of file data per guest-file-write */
+	/* share */
+	enum plan_share_driver driver;
+	uint64_t msize; /* 9p */
+	enum plan_share_cache cache;
+	enum plan_share_mode mode;
+	/* network */
+	enum plan_direction direction;
+	/* block */
+	uint64_t block_size;
+	uint64_t queue_depth;
+};
+
+enum plan_order { PLAN_ORDER_SEQUENTIAL, PLAN_ORDER_INTERLEAVED, PLAN_ORDER_SHUFFLED };
+enum plan_caches { PLAN_CACHES_DROP, PLAN_CACHES_KEEP };
+enum plan_vm_life { PLAN_VM_PER_CELL, PLAN_VM_PER_RUN, PLAN_VM_SHARED };
+enum plan_disk_life { PLAN_DISK_FRESH, PLAN_DISK_REUSE };
+
+struct plan_repeat {
+	uint64_t set;
+	uint64_t min;    /* measured runs at least */
+	uint64_t max;    /* and at most (only reached while until_cv is not met) */
+	double until_cv; /* stop once the CV of the total is at most this percentage; 0: off */
+	uint64_t budget; /* ns of measured time per cell after which to stop; 0: none */
+};
+
+struct plan_run {
+	uint64_t set;
+	struct plan_repeat repeat;
+	uint64_t warmup;
+	enum plan_order order;
+	uint64_t seed;
+	enum plan_caches caches;
+	enum plan_vm_life vm;
+	enum plan_disk_life disk;
+	uint64_t timeout;      /* ns per run */
+	uint64_t cell_timeout; /* ns per cell */
+};
+
+enum plan_metric {
+	PLAN_METRIC_THROUGHPUT, /* bytes/s of the total */
+	PLAN_METRIC_FILES_PER_S,
+	PLAN_METRIC_TOTAL,
+	PLAN_METRIC_PREPARE,
+	PLAN_METRIC_TRANSFER,
+	PLAN_METRIC_FINALIZE,
+	PLAN_METRIC_VERIFY,
+	PLAN_METRIC_CLEANUP,
+	PLAN_METRIC_CV,
+};
+
+/* Restricts a criterion to the cells whose axes have these values (NULL: any). */
+struct plan_where {
+	uint64_t set;
+	char *vm, *disk, *dataset, *method;
+};
+
+struct plan_criterion {
+	uint64_t set;
+	enum plan_metric metric;
+	char *min_text, *max_text; /* as written, NULL when absent */
+	/* min_text/max_text converted for the metric: bytes/s (throughput), files/s, ns (total
+	 * and phase.*), percent (cv) */
+	bool has_min, has_max;
+	double min, max;
+	struct plan_where where;
+	struct plan_pos pos;
+};
+
+enum plan_axis { PLAN_AXIS_VM, PLAN_AXIS_DISK, PLAN_AXIS_DATASET, PLAN_AXIS_METHOD, PLAN_N_AXES };
+
+struct plan_markdown {
+	uint64_t set;
+	char *path;
+	enum plan_axis rows, cols;
+};
+
+struct plan_report {
+	uint64_t set;
+	char *junit, *json, *bmf, *gab; /* paths relative to the working directory, or NULL */
+	struct plan_markdown markdown;
+};
+
+struct plan {
+	uint64_t set;
+	uint64_t version; /* the `ferry:` schema version: 1 */
+	char *name;       /* defaults to the file name without directory and .yaml */
+	char *description;
+	char *connect;  /* libvirt URI */
+	char **include; /* the main file's `include:` paths as written (p->files has them all) */
+	size_t n_include;
+	struct plan_vm *vms;
+	size_t n_vms;
+	struct plan_disk *disks;
+	size_t n_disks;
+	struct plan_dataset *datasets;
+	size_t n_datasets;
+	struct plan_method *methods;
+	size_t n_methods;
+	struct plan_run run;
+	struct plan_criterion *criteria;
+	size_t n_criteria;
+	struct plan_report report;
+
+	/* The matrix, ready for matrix_expand(); omitted axes already filled in (see ferry(1)). */
+	struct matrix_def matrix;
+	const char *matrix_file;    /* the file whose `matrix:` is used (positions refer to it) */
+	struct plan_pos matrix_pos; /* of the `matrix:` key; the file's start when there is none */
+	/* Per include entry of the matrix (n = matrix.n_include): its `run:` overrides; an entry
+	 * without `run:` has set == 0. plan_cell() applies them to a cell's run settings. */
+	struct plan_run *include_run;
+
+	char **files; /* every file read, the main one first */
+	size_t n_files;
+};
+
+/* Parse, merge and check a plan file. Returns NULL (and diagnostics) on any error. */
+struct plan *plan_parse_file(const char *path, struct diag_list *diags);
+
+/*
+ * The same from memory; `name` is used in messages and is the base for `include:` paths (they
+ * are resolved relative to name's directory).
+ */
+struct plan *plan_parse_buffer(const char *name, const char *buf, size_t len,
+			       struct diag_list *diags);
+
+void plan_free(struct plan *p);
+
+/* Look up a named entry; NULL when absent. */
+const struct plan_vm *plan_find_vm(const struct plan *p, const char *name);
+const struct plan_disk *plan_find_disk(const struct plan *p, const char *name);
+const struct plan_dataset *plan_find_dataset(const struct plan *p, const char *name);
+const struct plan_method *plan_find_method(const struct plan *p, const char *name);
+
+/* "vm", "disk", "dataset", "method" */
+const char *plan_axis_name(enum plan_axis a);
+
+/* One cell of an expanded plan: the entries it uses and its resolved run settings. */
+struct plan_cell {
+	const char *id; /* matrix_cell_id(), lives as long as the matrix */
+	const struct plan_vm *vm;
+	const struct plan_disk *disk;
+	const struct plan_dataset *dataset;
+	const struct plan_method *method;
+	struct plan_run run; /* plan->run with the run: overrides of the cell's include entries */
+};
+
+/*
+ * Expand the plan's matrix (at most `cap` cells, 0: MATRIX_DEFAULT_CAP) and check every cell
+ * for combinations that cannot work whatever the host (ide disks on q35 machines, block
+ * methods on tmpfs disks, what a guest OS lacks, cells an include entry left without a
+ * vm/disk/dataset/method).
+ * Returns NULL with diagnostics on any error; free with matrix_free().
+ */
+struct matrix *plan_expand(const struct plan *p, size_t cap, struct diag_list *diags);
+
+/* Fill `out` for cell `i` of `m` (from plan_expand() of the same plan). */
+void plan_cell(const struct plan *p, const struct matrix *m, size_t i, struct plan_cell *out);
+
+/* Apply run overrides: every key set in `over` replaces the one in `run` (nested: key by key). */
+void plan_run_apply(struct plan_run *run, const struct plan_run *over);
