@@ -21,6 +21,8 @@ struct command {
 };
 
 /* One declaration per subcommand; keep alphabetical so parallel work merges cleanly. */
+int cmd_doctor(int argc, char **argv);
+int cmd_guest(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_expand(int argc, char **argv);
 int cmd_schema(int argc, char **argv);

@@ -16,6 +16,8 @@ static int cmd_help(int argc, char **argv);
 
 static const struct command commands[] = {
 	/* keep in the order `ferry --help` shows them */
+	{ "doctor", cmd_doctor, "check that this host can run plans" },
+	{ "guest", cmd_guest, "build the built-in guest, show what is in it" },
 	{ "report", cmd_report, "render a results file as JUnit, Markdown or JSON" },
 	{ "validate", cmd_validate, "check plan files without running anything" },
 	{ "expand", cmd_expand, "list the cells of a plan with their resolved settings" },

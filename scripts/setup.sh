@@ -13,7 +13,7 @@ packages=(
 	# build
 	build-essential pkg-config meson ninja-build clang libclang-rt-14-dev
 	libyaml-dev libvirt-dev libxml2-dev libarchive-dev libjansson-dev libssl-dev
-	libglib2.0-dev
+	libglib2.0-dev zlib1g-dev
 	# run guests (libvirtd without systemd, QEMU under TCG, disk images)
 	libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils e2fsprogs
 	dnsmasq-base busybox-static
@@ -71,3 +71,13 @@ if [ ! -f "$builddir/build.ninja" ]; then
 fi
 ninja -C "$builddir" >/dev/null
 log "built $builddir/ferry"
+
+# The built-in guest is made from Debian packages that `ferry guest build` downloads with
+# apt-get: apt needs package lists, which a fresh container may not have.
+if ! compgen -G '/var/lib/apt/lists/*_Packages*' >/dev/null; then
+	log "apt has no package lists: apt-get update"
+	apt-get update -qq
+fi
+# cached: a second run only checks the package versions (a few seconds)
+"$builddir/ferry" guest build >/dev/null
+log "built-in guest: $("$builddir/ferry" guest path | head -1)"

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `ferry guest build|info|path`: build the built-in guest from Debian packages, show what is in
+ * it, print what a VM boots.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <string.h>
+
+#include "commands.h"
+#include "guest.h"
+#include "util.h"
+
+static void guest_usage(FILE *out)
+{
+	fputs(
+	    "usage: ferry guest build [--cache-dir DIR] [--force]\n"
+	    "       ferry guest info [--cache-dir DIR] [--json]\n"
+	    "       ferry guest path [--cache-dir DIR]\n"
+	    "\n"
+	    "Build the built-in guest (Debian kernel, busybox, qemu-guest-agent) from Debian\n"
+	    "packages into the cache, show what is in it, or print the kernel and initramfs a VM\n"
+	    "boots. The cache is $FERRY_CACHE_DIR, else /var/cache/ferry as root, else\n"
+	    "$XDG_CACHE_HOME/ferry.\n",
+	    out);
+}
+
+static void print_progress(void *userdata, const char *msg)
+{
+	fprintf(stderr, "guest: %s\n", msg);
+}
+
+static int guest_build_cmd(const char *cache, bool force)
+{
+	struct guest_build_opts o = {
+		.cache_dir = cache,
+		.force = force,
+		.progress = print_progress,
+	};
+	struct guest_files g;
+	_cleanup_free_ char *err = NULL;
+	bool rebuilt = false;
+	uint64_t t0 = now_ns();
+	int r = guest_build(&o, &g, &rebuilt, &err);
+
+	if (r < 0) {
+		errorf("guest build: %s", err);
+		return EXIT_INFRA;
+	}
+	fprintf(stderr, "guest: %s in %.1f s\n", rebuilt ? "built" : "up to date (cached)",
+		(double)(now_ns() - t0) / 1e9);
+	printf("kernel: %s%s\ninitramfs: %s\n", g.kernel, g.pvh ? " (PVH)" : " (bzImage)",
+	       g.initramfs);
+	guest_files_clear(&g);
+	return EXIT_OK;
+}
+
+static void human_size(json_int_t n, char *buf, size_t len)
+{
+	snprintf(buf, len, "%.1f MiB (%lld bytes)", (double)n / 1048576.0, (long long)n);
+}
+
+static int guest_info_cmd(const char *cache, bool as_json)
+{
+	_cleanup_free_ char *err = NULL, *text = NULL;
+	int r = guest_manifest(cache, &text, &err);
+
+	if (r < 0) {
+		errorf("guest info: %s", err);
+		return EXIT_INFRA;
+	}
+	if (as_json) {
+		printf("%s\n", text);
+		return EXIT_OK;
+	}
+	json_t *m = json_loads(text, 0, NULL);
+	json_t *k = json_object_get(m, "kernel"), *i = json_object_get(m, "initramfs");
+	char ks[64], is[64];
+	size_t idx;
+	json_t *v;
+
+	human_size(json_integer_value(json_object_get(k, "size")), ks, sizeof(ks));
+	human_size(json_integer_value(json_object_get(i, "size")), is, sizeof(is));
+	printf("directory:      %s\n", json_string_value(json_object_get(m, "dir")));
+	printf("kernel version: %s\n", json_string_value(json_object_get(m, "kernel_version")));
+	printf("kernel:         %s, %s\n", json_string_value(json_object_get(k, "path")), ks);
+	printf("boot:           %s\n", json_is_true(json_object_get(m, "pvh")) ? "PVH" : "bzImage");
+	printf("                %s\n", json_string_value(json_object_get(m, "kernel_source")));
+	printf("initramfs:      %s, %s, %lld entries\n",
+	       json_string_value(json_object_get(i, "path")), is,
+	       (long long)json_integer_value(json_object_get(i, "entries")));
+	printf("initramfs sha256: %s\n", json_string_value(json_object_get(i, "sha256")));
+	printf("cmdline:        %s\n", json_string_value(json_object_get(m, "cmdline")));
+	printf("packages:\n");
+	json_array_foreach(json_object_get(m, "packages"), idx, v)
+	    printf("  %-28s %s\n", json_string_value(json_object_get(v, "name")),
+		   json_string_value(json_object_get(v, "version")));
+	printf("modules (load order):");
+	json_array_foreach(json_object_get(m, "modules"), idx, v)
+	    printf("%s%s", idx % 8 ? " " : "\n  ", json_string_value(v));
+	printf("\nlibraries:");
+	json_array_foreach(json_object_get(m, "libraries"), idx, v)
+	    printf("%s%s", idx % 6 ? " " : "\n  ", json_string_value(v));
+	printf("\nbusybox applets: %lld\n",
+	       (long long)json_integer_value(json_object_get(m, "applets")));
+	json_decref(m);
+	return EXIT_OK;
+}
+
+static int guest_path_cmd(const char *cache)
+{
+	_cleanup_free_ char *err = NULL;
+	struct guest_files g;
+	int r = guest_locate(cache, &g, &err);
+
+	if (r < 0) {
+		errorf("guest path: %s", err);
+		return EXIT_INFRA;
+	}
+	printf("%s\n%s\n", g.kernel, g.initramfs);
+	guest_files_clear(&g);
+	return EXIT_OK;
+}
+
+int cmd_guest(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "cache-dir", required_argument, NULL, 'C' },
+		{ "force", no_argument, NULL, 'f' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	static const char *const actions[] = { "build", "info", "path" };
+	const char *cache = NULL;
+	bool force = false, as_json = false;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "C:fjh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'C': cache = optarg; break;
+		case 'f': force = true; break;
+		case 'j': as_json = true; break;
+		case 'h': guest_usage(stdout); return EXIT_OK;
+		default: guest_usage(stderr); return EXIT_PLAN;
+		}
+	}
+	if (optind != argc - 1) {
+		guest_usage(stderr);
+		return EXIT_PLAN;
+	}
+	const char *action = argv[optind];
+	if (STREQ(action, "build") && !as_json)
+		return guest_build_cmd(cache, force);
+	if (STREQ(action, "info") && !force)
+		return guest_info_cmd(cache, as_json);
+	if (STREQ(action, "path") && !force && !as_json)
+		return guest_path_cmd(cache);
+
+	bool known = false;
+	for (size_t i = 0; i < ELEMENTSOF(actions); i++)
+		known |= STREQ(actions[i], action);
+	if (known) {
+		errorf("guest %s: option not valid here; see 'ferry guest --help'", action);
+		return EXIT_PLAN;
+	}
+	const char *hint = closest_match(action, actions, ELEMENTSOF(actions));
+	if (hint)
+		errorf("unknown guest action '%s' (did you mean '%s'?)", action, hint);
+	else
+		errorf("unknown guest action '%s'; see 'ferry guest --help'", action);
+	return EXIT_PLAN;
+}

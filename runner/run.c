@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: MIT */
+#include "run.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <libvirt/virterror.h>
+
+#include "util.h"
+
+struct owned_domain {
+	virConnectPtr conn;
+	char *name;
+};
+
+struct deferred {
+	void (*fn)(void *data);
+	void *data;
+};
+
+struct run {
+	char *id;
+	char *dir;
+	unsigned next_domain;
+	struct owned_domain *domains;
+	size_t n_domains, cap_domains;
+	struct deferred *deferred;
+	size_t n_deferred, cap_deferred;
+	struct run *next; /* in open_runs */
+};
+
+/* Every open run, for the atexit backstop. */
+static struct run *open_runs;
+static volatile sig_atomic_t got_signal;
+static int sig_pipe[2] = { -1, -1 };
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	/*
+	 * Nothing to clean up, or a second Ctrl-C: die the default way at once (leftovers of a
+	 * second signal are what `ferry doctor --reap` is for).
+	 */
+	if (!open_runs || got_signal) {
+		signal(sig, SIG_DFL);
+		raise(sig);
+	}
+	got_signal = sig;
+	if (sig_pipe[1] >= 0) {
+		char c = (char)sig;
+		/* non-blocking: a full pipe already says "interrupted" */
+		ssize_t r = write(sig_pipe[1], &c, 1);
+		(void)r;
+	}
+	errno = saved;
+}
+
+static void cleanup_at_exit(void)
+{
+	while (open_runs)
+		run_close(open_runs, NULL);
+}
+
+static void install_handlers(void)
+{
+	static bool done;
+	if (done)
+		return;
+	done = true;
+	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		sig_pipe[0] = sig_pipe[1] = -1;
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	atexit(cleanup_at_exit);
+}
+
+int run_interrupted(void)
+{
+	return got_signal;
+}
+
+int run_signal_fd(void)
+{
+	return sig_pipe[0];
+}
+
+const char *run_base_dir(void)
+{
+	const char *e = getenv("FERRY_RUN_DIR");
+	return e && *e ? e : RUN_DIR_DEFAULT;
+}
+
+/* mkdir -p with mode 0755 for every component we create (QEMU runs as libvirt-qemu). */
+static int mkdir_p(const char *path)
+{
+	_cleanup_free_ char *p = xstrdup(path);
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+			return -1;
+		*s = '/';
+	}
+	if (mkdir(p, 0755) < 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+struct run *run_open(char **err)
+{
+	const char *base = run_base_dir();
+	time_t now = time(NULL);
+	struct tm tm;
+	char stamp[32];
+
+	install_handlers();
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
+	if (mkdir_p(base) < 0) {
+		*err = xasprintf("cannot create the run directory '%s': %s", base, strerror(errno));
+		return NULL;
+	}
+	struct run *r = xcalloc(1, sizeof(*r));
+	/* two runs of one process in the same second get a suffix */
+	for (unsigned i = 0;; i++) {
+		free(r->id);
+		r->id = i ? xasprintf("%s-%ld.%u", stamp, (long)getpid(), i)
+			  : xasprintf("%s-%ld", stamp, (long)getpid());
+		free(r->dir);
+		r->dir = xasprintf("%s/%s", base, r->id);
+		if (mkdir(r->dir, 0755) == 0)
+			break;
+		if (errno != EEXIST || i > 1000) {
+			*err = xasprintf("cannot create the run directory '%s': %s", r->dir,
+					 strerror(errno));
+			free(r->id);
+			free(r->dir);
+			free(r);
+			return NULL;
+		}
+	}
+	/* mkdir applies the umask: QEMU (libvirt-qemu) must traverse it */
+	chmod(r->dir, 0755);
+	r->next = open_runs;
+	open_runs = r;
+	return r;
+}
+
+const char *run_id(const struct run *r)
+{
+	return r->id;
+}
+
+const char *run_dir(const struct run *r)
+{
+	return r->dir;
+}
+
+char *run_path(struct run *r, const char *sub, const char *name)
+{
+	if (sub) {
+		_cleanup_free_ char *d = xasprintf("%s/%s", r->dir, sub);
+		if (mkdir_p(d) == 0)
+			chmod(d, 0755);
+		return xasprintf("%s/%s", d, name);
+	}
+	return xasprintf("%s/%s", r->dir, name);
+}
+
+char *run_domain_name(struct run *r)
+{
+	return xasprintf("ferry-%s-%u", r->id, r->next_domain++);
+}
+
+void run_own_domain(struct run *r, virConnectPtr conn, const char *name)
+{
+	r->domains = xgrow(r->domains, &r->cap_domains, r->n_domains + 1, sizeof(*r->domains));
+	virConnectRef(conn);
+	r->domains[r->n_domains++] = (struct owned_domain){ conn, xstrdup(name) };
+}
+
+void run_disown_domain(struct run *r, const char *name)
+{
+	for (size_t i = 0; i < r->n_domains; i++) {
+		if (STREQ(r->domains[i].name, name)) {
+			virConnectClose(r->domains[i].conn);
+			free(r->domains[i].name);
+			memmove(&r->domains[i], &r->domains[i + 1],
+				(r->n_domains - i - 1) * sizeof(*r->domains));
+			r->n_domains--;
+			return;
+		}
+	}
+}
+
+void run_defer(struct run *r, void (*fn)(void *data), void *data)
+{
+	r->deferred = xgrow(r->deferred, &r->cap_deferred, r->n_deferred + 1, sizeof(*r->deferred));
+	r->deferred[r->n_deferred++] = (struct deferred){ fn, data };
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	if (flag == FTW_DP)
+		return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
+	return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int run_rm_rf(const char *path)
+{
+	if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) < 0)
+		return errno == ENOENT ? 0 : -1;
+	return 0;
+}
+
+int run_close(struct run *r, char **err)
+{
+	int ret = 0;
+	if (!r)
+		return 0;
+	for (struct run **p = &open_runs; *p; p = &(*p)->next) {
+		if (*p == r) {
+			*p = r->next;
+			break;
+		}
+	}
+	/* newest first: a domain may use files created after an earlier one */
+	for (size_t i = r->n_domains; i-- > 0;) {
+		struct owned_domain *d = &r->domains[i];
+		if (virConnectIsAlive(d->conn) != 1) {
+			/* libvirtd restarted under us: the domain still runs, ask a new connection
+			 */
+			_cleanup_free_ char *uri = virConnectGetURI(d->conn);
+			virConnectPtr fresh = uri ? virConnectOpen(uri) : NULL;
+			if (fresh) {
+				virConnectClose(d->conn);
+				d->conn = fresh;
+			}
+		}
+		virDomainPtr dom = virDomainLookupByName(d->conn, d->name);
+		if (dom) {
+			if (virDomainIsActive(dom) == 1 && virDomainDestroy(dom) < 0 &&
+			    virDomainIsActive(dom) == 1) {
+				if (err && !*err)
+					err[0] = xasprintf("cannot destroy domain '%s': %s",
+							   d->name, virGetLastErrorMessage());
+				ret = -1;
+			}
+			/* a defined (persistent) domain would survive destroy */
+			if (virDomainIsPersistent(dom) == 1)
+				virDomainUndefineFlags(dom, VIR_DOMAIN_UNDEFINE_NVRAM);
+			virDomainFree(dom);
+		}
+		virConnectClose(d->conn);
+		free(d->name);
+	}
+	free(r->domains);
+	for (size_t i = r->n_deferred; i-- > 0;)
+		r->deferred[i].fn(r->deferred[i].data);
+	free(r->deferred);
+	if (run_rm_rf(r->dir) < 0) {
+		if (err && !*err)
+			*err = xasprintf("cannot remove the run directory '%s': %s", r->dir,
+					 strerror(errno));
+		ret = -1;
+	}
+	free(r->id);
+	free(r->dir);
+	free(r);
+	return ret;
+}
+
+bool run_parse_domain_name(const char *name, char **id, long *pid)
+{
+	if (strncmp(name, "ferry-", 6) != 0)
+		return false;
+	const char *s = name + 6;
+	const char *last = strrchr(s, '-');
+	if (!last || last == s)
+		return false;
+	/* the run id is "STAMP-PID" or "STAMP-PID.K" */
+	_cleanup_free_ char *rid = xstrndup(s, (size_t)(last - s));
+	const char *dash = strchr(rid, '-');
+	if (!dash || !last[1])
+		return false;
+	char *end;
+	errno = 0;
+	long p = strtol(dash + 1, &end, 10);
+	if (errno || end == dash + 1 || (*end && *end != '.') || p <= 0)
+		return false;
+	if (pid)
+		*pid = p;
+	if (id)
+		*id = TAKE_PTR(rid);
+	return true;
+}

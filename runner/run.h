@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A run directory owns every resource one ferry run creates: domains, disk images, overlays,
+ * console logs, temporary directories. A cleanup registry removes all of it on every exit path:
+ * run_close() on the normal path, an atexit() backstop, and SIGINT/SIGTERM, whose handler only
+ * sets a flag and writes to a self-pipe: long waits poll run_interrupted() and return, so the
+ * cleanup itself always runs from normal context. While no run is open, and at a second
+ * signal, the signals act as usual (terminate at once).
+ *
+ * Layout: $FERRY_RUN_DIR/<run id>/ (default /var/lib/ferry/runs/<run id>/), every directory 0755
+ * because QEMU opens kernels and images as libvirt-qemu. The run id is
+ * "<UTC yyyymmddThhmmss>-<pid>", so `ferry doctor --reap` can tell stale runs (dead pid) from
+ * live ones. Domains of a run are named "ferry-<run id>-<n>".
+ */
+#pragma once
+
+#include <signal.h>
+#include <stdbool.h>
+
+#include <libvirt/libvirt.h>
+
+#define RUN_DIR_DEFAULT "/var/lib/ferry/runs"
+
+struct run;
+
+/* The base directory holding run directories: $FERRY_RUN_DIR or RUN_DIR_DEFAULT. */
+const char *run_base_dir(void);
+
+/*
+ * Create a new run directory under run_base_dir() and install the signal handlers and the atexit
+ * backstop (once per process). Returns NULL with *err set (caller frees) on failure.
+ */
+struct run *run_open(char **err);
+
+/* The run id ("20261129T231500-4242") and the run directory's absolute path. */
+const char *run_id(const struct run *r);
+const char *run_dir(const struct run *r);
+
+/*
+ * Create (0755) and return a fresh path inside the run directory: run_dir/<sub>/<name>. sub may
+ * be NULL. The directory is created; the file is not. Caller frees.
+ */
+char *run_path(struct run *r, const char *sub, const char *name);
+
+/* The next transient domain name of this run: "ferry-<run id>-<n>". Caller frees. */
+char *run_domain_name(struct run *r);
+
+/*
+ * Register a domain (by name, on conn) to be destroyed at cleanup. conn gets a reference
+ * (virConnectRef). Domains already gone at cleanup are fine.
+ */
+void run_own_domain(struct run *r, virConnectPtr conn, const char *name);
+/* Forget a domain the caller has destroyed itself. */
+void run_disown_domain(struct run *r, const char *name);
+
+/* Register a callback run at cleanup, newest first (e.g. delete a network namespace). */
+void run_defer(struct run *r, void (*fn)(void *data), void *data);
+
+/*
+ * Destroy every owned domain, run the deferred callbacks, remove the run directory recursively
+ * and free r. Safe with NULL. Returns 0, or -1 when something could not be removed (reported in
+ * *err when err is not NULL; caller frees).
+ */
+int run_close(struct run *r, char **err);
+
+/* The signal (SIGINT or SIGTERM) received since the handlers were installed, or 0. */
+int run_interrupted(void);
+/* A file descriptor that becomes readable when a signal arrived (for poll()). */
+int run_signal_fd(void);
+
+/*
+ * Parse a ferry domain name "ferry-<run id>-<n>" into its run id (caller frees) and the pid in
+ * it. Returns false when name is not a ferry domain name.
+ */
+bool run_parse_domain_name(const char *name, char **run_id, long *pid);
+
+/* Remove a directory tree (no symlinks followed). Returns 0 or -1 with errno. */
+int run_rm_rf(const char *path);

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Guests as libvirt domains: the VM and disk configuration, validation of what libvirt/QEMU
+ * refuse, domain XML (libxml2 tree API), and the lifecycle: boot a transient domain, wait for the
+ * guest agent, create disk images with qemu-img, hot-plug and unplug disks and wait until the
+ * guest sees (or loses) them, destroy.
+ *
+ * Strings inside the config structs are borrowed: the caller keeps them alive while the functions
+ * use them. Every error is returned as a message (*err, caller frees) that carries the libvirt
+ * message copied at the failing call and, for a guest that failed, the serial console tail.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <libvirt/libvirt.h>
+
+#include "run.h"
+
+enum vm_machine { VM_MACHINE_PC, VM_MACHINE_Q35 };
+enum vm_firmware { VM_FIRMWARE_BIOS, VM_FIRMWARE_UEFI };
+enum vm_accel { VM_ACCEL_AUTO, VM_ACCEL_KVM, VM_ACCEL_TCG };
+enum vm_os { VM_OS_LINUX, VM_OS_WINDOWS };
+enum nic_model { NIC_MODEL_VIRTIO, NIC_MODEL_E1000 };
+enum nic_backend {
+	NIC_BACKEND_NONE,     /* no network interface at all */
+	NIC_BACKEND_USER,     /* QEMU user networking (slirp): the default */
+	NIC_BACKEND_NETWORK,  /* a libvirt network named by source */
+	NIC_BACKEND_BRIDGE,   /* a host bridge named by source */
+	NIC_BACKEND_ETHERNET, /* a tap libvirt creates (source: its name, or NULL for vnetN) */
+};
+enum share_mode { SHARE_MODE_MAPPED, SHARE_MODE_PASSTHROUGH };
+
+enum disk_kind { DISK_KIND_IMAGE, DISK_KIND_TMPFS };
+enum disk_format { DISK_FORMAT_RAW, DISK_FORMAT_QCOW2 };
+enum disk_alloc { DISK_ALLOC_SPARSE, DISK_ALLOC_FALLOC, DISK_ALLOC_FULL };
+enum disk_bus { DISK_BUS_VIRTIO, DISK_BUS_SCSI, DISK_BUS_SATA, DISK_BUS_IDE };
+enum disk_cache {
+	DISK_CACHE_DEFAULT, /* hypervisor default (QEMU: writeback); not written to the XML */
+	DISK_CACHE_NONE,
+	DISK_CACHE_WRITEBACK,
+	DISK_CACHE_WRITETHROUGH,
+	DISK_CACHE_DIRECTSYNC,
+	DISK_CACHE_UNSAFE,
+};
+enum disk_io { DISK_IO_DEFAULT, DISK_IO_NATIVE, DISK_IO_THREADS, DISK_IO_IO_URING };
+
+/* Names of the enum values, indexed by value, as plans spell them (NULL-terminated). */
+extern const char *const vm_machine_names[];
+extern const char *const vm_firmware_names[];
+extern const char *const vm_accel_names[];
+extern const char *const vm_os_names[];
+extern const char *const nic_model_names[];
+extern const char *const nic_backend_names[];
+extern const char *const share_mode_names[];
+extern const char *const disk_kind_names[];
+extern const char *const disk_format_names[];
+extern const char *const disk_alloc_names[];
+extern const char *const disk_bus_names[];
+extern const char *const disk_cache_names[];
+extern const char *const disk_io_names[];
+/* The index of s in a NULL-terminated names table, or -1. */
+int vm_enum_parse(const char *const *names, const char *s);
+
+/* Longest <serial> the guest can report back (virtio-blk: 20 bytes, ATA: 20 characters). */
+#define DISK_SERIAL_MAX 20
+
+struct disk_config {
+	enum disk_kind kind;        /* tmpfs: data lands in guest RAM; no image, not in the XML */
+	enum disk_format format;    /* raw | qcow2 */
+	enum disk_alloc allocation; /* qemu-img preallocation: sparse=off, falloc, full */
+	uint64_t size;              /* bytes (image kind) */
+	enum disk_bus bus;          /* virtio | scsi (virtio-scsi) | sata | ide (pc only) */
+	enum disk_cache cache;
+	enum disk_io io;
+	bool discard;       /* discard='unmap': guest TRIM frees host blocks */
+	bool readonly;      /* virtio and scsi only */
+	const char *serial; /* how the guest finds the disk; [A-Za-z0-9_.+-], <= 20 characters */
+	const char *path;   /* the image file (an absolute path QEMU can read as libvirt-qemu) */
+};
+
+struct nic_config {
+	enum nic_model model;
+	unsigned queues; /* 0 or 1: single queue; > 1 needs a tap (ethernet/network/bridge) */
+	enum nic_backend backend;
+	const char *source; /* network or bridge name; tap name for ethernet (optional) */
+};
+
+struct share_config {
+	const char *host_dir; /* NULL: no share */
+	const char *tag;      /* mount tag the guest uses: mount -t 9p TAG DIR */
+	enum share_mode mode; /* mapped (guest writes work) | passthrough */
+	bool readonly;
+};
+
+struct vm_config {
+	const char *name; /* domain name; NULL lets vm_boot() name it ferry-<run id>-<n> */
+	unsigned vcpus;   /* >= 1 */
+	uint64_t memory;  /* bytes, >= 64 MiB, a multiple of 1 MiB */
+	enum vm_machine machine;
+	enum vm_firmware firmware;
+	enum vm_accel accel;
+	/* the built-in guest: kernel + initramfs + command line (image must be NULL) */
+	const char *kernel, *initrd, *cmdline;
+	/* or a user image, booted through a temporary qcow2 overlay (never modified) */
+	const char *image;
+	enum vm_os os; /* selects the in-guest commands */
+	struct nic_config nic;
+	struct share_config share;
+	const char *const *channels; /* extra virtio-serial port names (unix sockets) */
+	size_t n_channels;
+	const struct disk_config *disks; /* disks present at boot */
+	size_t n_disks;
+};
+
+/* Empty PCIe root ports a q35 domain gets for hot-plugged virtio disks. */
+#define VM_Q35_SPARE_PORTS 8
+
+/* Defaults: 1 vCPU, 256 MiB, pc, bios, auto, linux, virtio NIC on user networking, no disks. */
+void vm_config_init(struct vm_config *c);
+
+/*
+ * Refuse what libvirt/QEMU refuse, with the reason: io native without cache none/directsync,
+ * readonly or hot-plugged sata/ide, ide on q35, queues > 1 on user networking or e1000, serials
+ * the guest cannot report, missing sizes. Returns 0 or -1 with *why set (caller frees).
+ * machine: the machine the disk will be attached to; hotplug: attached to a running guest.
+ */
+int vm_disk_validate(const struct disk_config *d, enum vm_machine machine, bool hotplug,
+		     char **why);
+/* The whole VM, including its boot-time disks. Returns 0 or -1 with *why (caller frees). */
+int vm_config_validate(const struct vm_config *c, char **why);
+
+/*
+ * The domain XML for c (libxml2 tree API). kvm selects <domain type='kvm'> (else 'qemu', TCG);
+ * console_log is the file the serial console is written to; c->image (when set) is the path the
+ * domain boots from as given (vm_boot passes the overlay). name: the domain name (overrides
+ * c->name). Returns the XML (caller frees) or NULL with *err set.
+ */
+char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const char *console_log,
+		    char **err);
+/* The <disk> element alone, for hot-plug; target is e.g. "vdb". Caller frees. */
+char *vm_disk_xml(const struct disk_config *d, const char *target, char **err);
+
+/* Install the quiet libvirt error handler (idempotent); vm_connect calls it. */
+void vm_quiet_libvirt(void);
+/* Open a libvirt connection (NULL uri: qemu:///system). Returns NULL with *err set. */
+virConnectPtr vm_connect(const char *uri, char **err);
+
+/*
+ * Create a disk image with qemu-img (argv, no shell): format, size and preallocation from d.
+ * Returns 0 or -1 with *err set.
+ */
+int vm_image_create(const struct disk_config *d, const char *path, char **err);
+
+struct vm;
+
+/*
+ * Boot c as a transient domain owned by run (destroyed at run_close on every exit path) and wait
+ * up to timeout_ms for the guest agent to answer guest-ping. accel auto uses KVM only when the
+ * boot probe (vm_probe_kvm, cached per process) proved it works, else TCG. A user image boots
+ * from a qcow2 overlay in the run directory. Returns 0 with *out set, or -1 with *err set (with
+ * the console tail when the guest did not come up).
+ */
+int vm_boot(struct run *run, virConnectPtr conn, const struct vm_config *c, unsigned timeout_ms,
+	    struct vm **out, char **err);
+/* Destroy the domain (if still there) and free vm. Safe with NULL. Call before run_close(). */
+void vm_destroy(struct vm *vm);
+
+virDomainPtr vm_domain(const struct vm *vm);
+const char *vm_name(const struct vm *vm);
+/* The accelerator the domain runs on: "kvm" or "tcg". */
+const char *vm_accel_used(const struct vm *vm);
+/* Milliseconds from virDomainCreateXML to the first answered guest-ping. */
+double vm_boot_ms(const struct vm *vm);
+/* The serial console log path and its last max_lines lines (caller frees; "" when empty). */
+const char *vm_console_log(const struct vm *vm);
+char *vm_console_tail(const struct vm *vm, unsigned max_lines);
+
+/*
+ * Whether KVM really works: boots the built-in guest as a KVM domain (c's kernel/initrd/cmdline
+ * when c has a kernel, else the one guest_locate() finds; other settings are ignored) and waits
+ * up to timeout_ms for guest-ping. The first answer is cached for the
+ * process. Returns 1 usable, 0 not usable (*why says why; caller frees), -1 on error (*why).
+ */
+int vm_probe_kvm(struct run *run, virConnectPtr conn, const struct vm_config *c,
+		 unsigned timeout_ms, char **why);
+#define VM_KVM_PROBE_TIMEOUT_MS 8000
+
+/*
+ * Hot-plug d (its image at d->path) into the running guest (virDomainAttachDeviceFlags LIVE) and
+ * wait up to timeout_ms until the guest shows a block device with d->serial. *dev receives the
+ * guest device name (e.g. "vdb", "sda"; caller frees) when dev is not NULL.
+ */
+int vm_disk_attach(struct vm *vm, const struct disk_config *d, unsigned timeout_ms, char **dev,
+		   char **err);
+/* Unplug the disk with this serial and wait until the guest no longer shows it. */
+int vm_disk_detach(struct vm *vm, const char *serial, unsigned timeout_ms, char **err);
+/*
+ * Find the guest block device whose serial is serial (virtio: /sys/block/X/serial, SCSI/ATA:
+ * VPD page 0x80 in /sys/block/X/device/vpd_pg80). Returns 1 found (*dev set), 0 not found,
+ * -1 error.
+ */
+int vm_find_disk(struct vm *vm, const char *serial, char **dev, char **err);
+
+/* The host end (a unix socket libvirt created) of the virtio-serial channel named name. */
+int vm_channel_path(struct vm *vm, const char *name, char **path, char **err);
+/* The host device of the first NIC (the tap, e.g. "vnet3"; caller frees). */
+int vm_nic_device(struct vm *vm, char **dev, char **err);
+/*
+ * Forward 127.0.0.1:host_port on the host to guest_port in a guest on user networking (QEMU
+ * HMP hostfwd_add through libvirt-qemu), so the host can connect into the guest.
+ */
+int vm_hostfwd_add(struct vm *vm, int host_port, int guest_port, char **err);

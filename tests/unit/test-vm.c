@@ -1,0 +1,720 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Domain XML, validation, run directories and helpers, without a real hypervisor: the XML is
+ * parsed back with libxml2 and checked with XPath, then defined and started against libvirt's
+ * test:///default driver.
+ */
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <libvirt/virterror.h>
+#include <libxml/parser.h>
+#include <libxml/xpath.h>
+
+#include "proc.h"
+#include "run.h"
+#include "util.h"
+#include "vm.h"
+
+struct parsed {
+	xmlDocPtr doc;
+	xmlXPathContextPtr ctx;
+};
+
+static struct parsed parse(const char *xml)
+{
+	struct parsed p;
+	p.doc = xmlReadMemory(xml, (int)strlen(xml), "domain.xml", NULL, XML_PARSE_NONET);
+	g_assert_nonnull(p.doc);
+	p.ctx = xmlXPathNewContext(p.doc);
+	return p;
+}
+
+static void parsed_free(struct parsed *p)
+{
+	xmlXPathFreeContext(p->ctx);
+	xmlFreeDoc(p->doc);
+}
+
+/* The string value of an XPath expression ("" when nothing matches). */
+static char *xs(struct parsed *p, const char *expr)
+{
+	xmlXPathObjectPtr o = xmlXPathEvalExpression(BAD_CAST expr, p->ctx);
+	g_assert_nonnull(o);
+	xmlChar *s = xmlXPathCastToString(o);
+	char *r = g_strdup((const char *)s);
+	xmlFree(s);
+	xmlXPathFreeObject(o);
+	return r;
+}
+
+static double xn(struct parsed *p, const char *expr)
+{
+	xmlXPathObjectPtr o = xmlXPathEvalExpression(BAD_CAST expr, p->ctx);
+	g_assert_nonnull(o);
+	double d = xmlXPathCastToNumber(o);
+	xmlXPathFreeObject(o);
+	return d;
+}
+
+#define assert_x(p, expr, want)                                                                    \
+	do {                                                                                       \
+		char *got_ = xs((p), (expr));                                                      \
+		g_assert_cmpstr(got_, ==, (want));                                                 \
+		g_free(got_);                                                                      \
+	} while (0)
+
+static void builtin(struct vm_config *c)
+{
+	vm_config_init(c);
+	c->kernel = "/var/cache/ferry/guest/vmlinux";
+	c->initrd = "/var/cache/ferry/guest/initrd.cpio";
+	c->cmdline = "console=ttyS0 panic=-1 quiet";
+}
+
+/* Define the XML against test:///default and start it as a transient domain too. */
+static void define_on_test_driver(const char *xml, const char *name)
+{
+	char *err = NULL;
+	virConnectPtr conn = vm_connect("test:///default", &err);
+	g_assert_null(err);
+	g_assert_nonnull(conn);
+	virDomainPtr d = virDomainDefineXML(conn, xml);
+	if (!d)
+		g_error("test driver refused the XML: %s\n%s", virGetLastErrorMessage(), xml);
+	g_assert_cmpstr(virDomainGetName(d), ==, name);
+	g_assert_cmpint(virDomainUndefine(d), ==, 0);
+	virDomainFree(d);
+	d = virDomainCreateXML(conn, xml, 0);
+	if (!d)
+		g_error("test driver refused to start: %s", virGetLastErrorMessage());
+	g_assert_cmpint(virDomainIsActive(d), ==, 1);
+	g_assert_cmpint(virDomainIsPersistent(d), ==, 0);
+	g_assert_cmpint(virDomainDestroy(d), ==, 0);
+	virDomainFree(d);
+	virConnectClose(conn);
+}
+
+static void test_builtin_xml(void)
+{
+	struct vm_config c;
+	builtin(&c);
+	char *err = NULL;
+	char *xml = vm_domain_xml(&c, "ferry-r1-0", false, "/run/x/logs/c.log", &err);
+	g_assert_null(err);
+	g_assert_nonnull(xml);
+	struct parsed p = parse(xml);
+	assert_x(&p, "string(/domain/@type)", "qemu");
+	assert_x(&p, "string(/domain/name)", "ferry-r1-0");
+	assert_x(&p, "string(/domain/memory)", "262144");
+	assert_x(&p, "string(/domain/memory/@unit)", "KiB");
+	assert_x(&p, "string(/domain/vcpu)", "1");
+	assert_x(&p, "string(/domain/os/type/@machine)", "pc");
+	assert_x(&p, "string(/domain/os/type/@arch)", "x86_64");
+	assert_x(&p, "string(/domain/os/kernel)", c.kernel);
+	assert_x(&p, "string(/domain/os/initrd)", c.initrd);
+	assert_x(&p, "string(/domain/os/cmdline)", c.cmdline);
+	g_assert_cmpfloat(xn(&p, "count(/domain/os/@firmware)"), ==, 0);
+	g_assert_cmpfloat(xn(&p, "count(/domain/features/acpi)"), ==, 1);
+	assert_x(&p, "string(/domain/devices/controller[@type='usb']/@model)", "none");
+	assert_x(&p, "string(/domain/devices/controller[@type='scsi']/@model)", "virtio-scsi");
+	assert_x(&p, "string(/domain/devices/memballoon/@model)", "none");
+	assert_x(&p, "string(/domain/devices/serial[@type='file']/source/@path)",
+		 "/run/x/logs/c.log");
+	assert_x(&p, "string(/domain/devices/channel[@type='unix']/target/@name)",
+		 "org.qemu.guest_agent.0");
+	assert_x(&p, "string(/domain/devices/interface/@type)", "user");
+	assert_x(&p, "string(/domain/devices/interface/model/@type)", "virtio");
+	g_assert_cmpfloat(xn(&p, "count(/domain/devices/interface/driver)"), ==, 0);
+	g_assert_cmpfloat(xn(&p, "count(/domain/devices/disk)"), ==, 0);
+	g_assert_cmpfloat(xn(&p, "count(/domain/devices/filesystem)"), ==, 0);
+	parsed_free(&p);
+	define_on_test_driver(xml, "ferry-r1-0");
+	free(xml);
+
+	c.accel = VM_ACCEL_KVM;
+	xml = vm_domain_xml(&c, "k", true, NULL, &err);
+	p = parse(xml);
+	assert_x(&p, "string(/domain/@type)", "kvm");
+	g_assert_cmpfloat(xn(&p, "count(/domain/devices/serial)"), ==, 0);
+	parsed_free(&p);
+	free(xml);
+}
+
+static void test_disks_xml(void)
+{
+	struct vm_config c;
+	builtin(&c);
+	const struct disk_config disks[] = {
+		{ .format = DISK_FORMAT_QCOW2,
+		  .bus = DISK_BUS_VIRTIO,
+		  .cache = DISK_CACHE_NONE,
+		  .io = DISK_IO_NATIVE,
+		  .discard = true,
+		  .readonly = true,
+		  .serial = "ro-virtio",
+		  .path = "/r/a.qcow2",
+		  .size = 1 << 20 },
+		{ .format = DISK_FORMAT_RAW,
+		  .bus = DISK_BUS_SCSI,
+		  .cache = DISK_CACHE_WRITEBACK,
+		  .io = DISK_IO_THREADS,
+		  .serial = "scsi0",
+		  .path = "/r/b.raw" },
+		{ .format = DISK_FORMAT_RAW,
+		  .bus = DISK_BUS_SATA,
+		  .cache = DISK_CACHE_UNSAFE,
+		  .io = DISK_IO_IO_URING,
+		  .serial = "sata0",
+		  .path = "/r/c.raw" },
+		{ .format = DISK_FORMAT_RAW,
+		  .bus = DISK_BUS_IDE,
+		  .cache = DISK_CACHE_DIRECTSYNC,
+		  .io = DISK_IO_NATIVE,
+		  .serial = "ide0",
+		  .path = "/r/d.raw" },
+		{ .kind = DISK_KIND_TMPFS },
+		{ .format = DISK_FORMAT_QCOW2,
+		  .bus = DISK_BUS_VIRTIO,
+		  .cache = DISK_CACHE_WRITETHROUGH,
+		  .serial = "v2",
+		  .path = "/r/e.qcow2" },
+	};
+	c.disks = disks;
+	c.n_disks = ELEMENTSOF(disks);
+	char *err = NULL;
+	char *xml = vm_domain_xml(&c, "ferry-r1-1", false, "/l", &err);
+	g_assert_null(err);
+	struct parsed p = parse(xml);
+	/* tmpfs lives in guest RAM: no disk element */
+	g_assert_cmpfloat(xn(&p, "count(/domain/devices/disk)"), ==, 5);
+	const char *d0 = "/domain/devices/disk[serial='ro-virtio']";
+	char *e;
+#define AT(suffix, want)                                                                           \
+	do {                                                                                       \
+		e = g_strconcat("string(", d0, suffix, ")", NULL);                                 \
+		assert_x(&p, e, want);                                                             \
+		g_free(e);                                                                         \
+	} while (0)
+	AT("/@type", "file");
+	AT("/@device", "disk");
+	AT("/driver/@name", "qemu");
+	AT("/driver/@type", "qcow2");
+	AT("/driver/@cache", "none");
+	AT("/driver/@io", "native");
+	AT("/driver/@discard", "unmap");
+	AT("/source/@file", "/r/a.qcow2");
+	AT("/target/@dev", "vda");
+	AT("/target/@bus", "virtio");
+	g_assert_cmpfloat(xn(&p, "count(/domain/devices/disk[serial='ro-virtio']/readonly)"), ==,
+			  1);
+	d0 = "/domain/devices/disk[serial='scsi0']";
+	AT("/target/@bus", "scsi");
+	AT("/target/@dev", "sda");
+	AT("/driver/@type", "raw");
+	AT("/driver/@cache", "writeback");
+	AT("/driver/@io", "threads");
+	d0 = "/domain/devices/disk[serial='sata0']";
+	AT("/target/@bus", "sata");
+	AT("/target/@dev", "sdb");
+	AT("/driver/@io", "io_uring");
+	AT("/driver/@cache", "unsafe");
+	d0 = "/domain/devices/disk[serial='ide0']";
+	AT("/target/@bus", "ide");
+	AT("/target/@dev", "hda");
+	AT("/driver/@cache", "directsync");
+	d0 = "/domain/devices/disk[serial='v2']";
+	AT("/target/@dev", "vdb");
+	AT("/driver/@cache", "writethrough");
+	g_assert_cmpfloat(xn(&p, "count(/domain/devices/disk[serial='v2']/driver/@io)"), ==, 0);
+	g_assert_cmpfloat(xn(&p, "count(/domain/devices/disk[serial='v2']/driver/@discard)"), ==,
+			  0);
+	g_assert_cmpfloat(xn(&p, "count(/domain/devices/disk[serial='v2']/readonly)"), ==, 0);
+#undef AT
+	parsed_free(&p);
+	define_on_test_driver(xml, "ferry-r1-1");
+	free(xml);
+
+	/* a hot-plug element alone */
+	xml = vm_disk_xml(&disks[1], "sdc", &err);
+	g_assert_null(err);
+	p = parse(xml);
+	assert_x(&p, "name(/*)", "disk");
+	assert_x(&p, "string(/disk/target/@dev)", "sdc");
+	assert_x(&p, "string(/disk/serial)", "scsi0");
+	parsed_free(&p);
+	free(xml);
+	g_assert_null(vm_disk_xml(&disks[4], "vdz", &err));
+	g_assert_nonnull(err);
+	free(err);
+}
+
+static void test_nic_share_channels_xml(void)
+{
+	static const struct {
+		enum nic_backend backend;
+		enum nic_model model;
+		unsigned queues;
+		const char *source;
+		const char *type, *src_attr, *src_value;
+	} nics[] = {
+		{ NIC_BACKEND_USER, NIC_MODEL_E1000, 1, NULL, "user", NULL, NULL },
+		{ NIC_BACKEND_NETWORK, NIC_MODEL_VIRTIO, 4, "default", "network", "network",
+		  "default" },
+		{ NIC_BACKEND_BRIDGE, NIC_MODEL_VIRTIO, 2, "br0", "bridge", "bridge", "br0" },
+		{ NIC_BACKEND_ETHERNET, NIC_MODEL_VIRTIO, 4, "ferrytap0", "ethernet", NULL, NULL },
+		{ NIC_BACKEND_ETHERNET, NIC_MODEL_VIRTIO, 4, NULL, "ethernet", NULL, NULL },
+	};
+	const char *const chans[] = { "org.ferry.data", "org.ferry.ctl" };
+	for (size_t i = 0; i < ELEMENTSOF(nics); i++) {
+		struct vm_config c;
+		builtin(&c);
+		c.vcpus = 2;
+		c.memory = 1ull << 30;
+		c.machine = VM_MACHINE_Q35;
+		c.nic = (struct nic_config){ nics[i].model, nics[i].queues, nics[i].backend,
+					     nics[i].source };
+		c.share = (struct share_config){ "/srv/share", "hostshare", SHARE_MODE_PASSTHROUGH,
+						 true };
+		c.channels = chans;
+		c.n_channels = ELEMENTSOF(chans);
+		char *err = NULL;
+		char *xml = vm_domain_xml(&c, "n", false, "/l", &err);
+		g_assert_null(err);
+		struct parsed p = parse(xml);
+		assert_x(&p, "string(/domain/os/type/@machine)", "q35");
+		assert_x(&p, "string(/domain/memory)", "1048576");
+		assert_x(&p, "string(/domain/vcpu)", "2");
+		/* q35: a root port per PCIe device (scsi, serial, NIC, share) + spares for
+		 * hot-plug, each with its own index */
+		g_assert_cmpfloat(
+		    xn(&p, "count(/domain/devices/controller[@model='pcie-root-port'])"), ==,
+		    4 + VM_Q35_SPARE_PORTS);
+		g_assert_cmpfloat(
+		    xn(&p,
+		       "count(/domain/devices/controller[@model='pcie-root-port'][@index > 0])"),
+		    ==, 4 + VM_Q35_SPARE_PORTS);
+		assert_x(&p, "string(/domain/devices/interface/@type)", nics[i].type);
+		assert_x(&p, "string(/domain/devices/interface/model/@type)",
+			 nic_model_names[nics[i].model]);
+		char *q = g_strdup_printf("%u", nics[i].queues);
+		assert_x(&p, "string(/domain/devices/interface/driver/@queues)",
+			 nics[i].queues > 1 ? q : "");
+		g_free(q);
+		if (nics[i].src_attr) {
+			char *e = g_strdup_printf("string(/domain/devices/interface/source/@%s)",
+						  nics[i].src_attr);
+			assert_x(&p, e, nics[i].src_value);
+			g_free(e);
+		}
+		assert_x(&p, "string(/domain/devices/interface/target/@dev)",
+			 nics[i].backend == NIC_BACKEND_ETHERNET && nics[i].source ? nics[i].source
+										   : "");
+		assert_x(&p, "string(/domain/devices/filesystem/@type)", "mount");
+		assert_x(&p, "string(/domain/devices/filesystem/@accessmode)", "passthrough");
+		assert_x(&p, "string(/domain/devices/filesystem/source/@dir)", "/srv/share");
+		assert_x(&p, "string(/domain/devices/filesystem/target/@dir)", "hostshare");
+		g_assert_cmpfloat(xn(&p, "count(/domain/devices/filesystem/readonly)"), ==, 1);
+		g_assert_cmpfloat(xn(&p, "count(/domain/devices/channel)"), ==, 3);
+		assert_x(&p, "string(/domain/devices/channel[target/@name='org.ferry.data']/@type)",
+			 "unix");
+		assert_x(&p, "string(/domain/devices/channel[3]/target/@name)", "org.ferry.ctl");
+		parsed_free(&p);
+		if (nics[i].backend == NIC_BACKEND_USER || nics[i].backend == NIC_BACKEND_ETHERNET)
+			define_on_test_driver(xml, "n");
+		free(xml);
+	}
+	struct vm_config c;
+	builtin(&c);
+	c.nic.backend = NIC_BACKEND_NONE;
+	char *err = NULL;
+	char *xml = vm_domain_xml(&c, "nonic", false, "/l", &err);
+	struct parsed p = parse(xml);
+	g_assert_cmpfloat(xn(&p, "count(/domain/devices/interface)"), ==, 0);
+	parsed_free(&p);
+	free(xml);
+}
+
+static void test_image_xml(void)
+{
+	struct vm_config c;
+	vm_config_init(&c);
+	c.image = "/r/overlays/x.qcow2";
+	c.firmware = VM_FIRMWARE_UEFI;
+	c.machine = VM_MACHINE_Q35;
+	char *err = NULL;
+	char *xml = vm_domain_xml(&c, "img", false, "/l", &err);
+	g_assert_null(err);
+	struct parsed p = parse(xml);
+	assert_x(&p, "string(/domain/os/@firmware)", "efi");
+	g_assert_cmpfloat(xn(&p, "count(/domain/os/kernel)"), ==, 0);
+	assert_x(&p, "string(/domain/devices/disk[1]/source/@file)", c.image);
+	assert_x(&p, "string(/domain/devices/disk[1]/driver/@type)", "qcow2");
+	assert_x(&p, "string(/domain/devices/disk[1]/target/@bus)", "virtio");
+	assert_x(&p, "string(/domain/devices/disk[1]/boot/@order)", "1");
+	assert_x(&p, "string(/domain/on_reboot)", "restart");
+	assert_x(&p, "string(/domain/clock/@offset)", "utc");
+	parsed_free(&p);
+	free(xml);
+
+	c.os = VM_OS_WINDOWS;
+	c.firmware = VM_FIRMWARE_BIOS;
+	xml = vm_domain_xml(&c, "win", false, "/l", &err);
+	p = parse(xml);
+	assert_x(&p, "string(/domain/devices/disk[1]/target/@bus)", "sata");
+	assert_x(&p, "string(/domain/clock/@offset)", "localtime");
+	parsed_free(&p);
+	define_on_test_driver(xml, "win");
+	free(xml);
+}
+
+static void test_validate(void)
+{
+	static const struct {
+		struct disk_config d;
+		enum vm_machine m;
+		bool hotplug;
+		const char *why; /* NULL: accepted; else a substring of the reason */
+	} cases[] = {
+		{ { .size = 1 << 20, .bus = DISK_BUS_VIRTIO }, VM_MACHINE_PC, true, NULL },
+		{ { .size = 1 << 20, .bus = DISK_BUS_SCSI, .readonly = true },
+		  VM_MACHINE_Q35,
+		  true,
+		  NULL },
+		{ { .size = 1 << 20, .bus = DISK_BUS_SATA }, VM_MACHINE_Q35, false, NULL },
+		{ { .size = 1 << 20, .bus = DISK_BUS_IDE }, VM_MACHINE_PC, false, NULL },
+		{ { .size = 1 << 20, .cache = DISK_CACHE_NONE, .io = DISK_IO_NATIVE },
+		  VM_MACHINE_PC,
+		  false,
+		  NULL },
+		{ { .size = 1 << 20, .cache = DISK_CACHE_DIRECTSYNC, .io = DISK_IO_NATIVE },
+		  VM_MACHINE_PC,
+		  false,
+		  NULL },
+		{ { .size = 1 << 20, .cache = DISK_CACHE_WRITEBACK, .io = DISK_IO_IO_URING },
+		  VM_MACHINE_PC,
+		  false,
+		  NULL },
+		{ { .kind = DISK_KIND_TMPFS, .bus = DISK_BUS_SATA, .readonly = true },
+		  VM_MACHINE_PC,
+		  true,
+		  NULL },
+		{ { .size = 1 << 20, .cache = DISK_CACHE_WRITEBACK, .io = DISK_IO_NATIVE },
+		  VM_MACHINE_PC,
+		  false,
+		  "io 'native' needs cache 'none' or 'directsync', not "
+		  "'writeback'" },
+		{ { .size = 1 << 20, .io = DISK_IO_NATIVE },
+		  VM_MACHINE_PC,
+		  false,
+		  "not 'default'" },
+		{ { .size = 1 << 20, .bus = DISK_BUS_IDE },
+		  VM_MACHINE_Q35,
+		  false,
+		  "bus 'ide' does not exist on machine 'q35'" },
+		{ { .size = 1 << 20, .bus = DISK_BUS_SATA },
+		  VM_MACHINE_PC,
+		  true,
+		  "bus 'sata' cannot be hot-plugged" },
+		{ { .size = 1 << 20, .bus = DISK_BUS_IDE },
+		  VM_MACHINE_PC,
+		  true,
+		  "bus 'ide' cannot be hot-plugged" },
+		{ { .size = 1 << 20, .bus = DISK_BUS_SATA, .readonly = true },
+		  VM_MACHINE_PC,
+		  false,
+		  "read-only 'sata' disks are not supported" },
+		{ { .size = 1 << 20, .bus = DISK_BUS_IDE, .readonly = true },
+		  VM_MACHINE_PC,
+		  false,
+		  "read-only 'ide' disks" },
+		{ { .size = 1 << 20, .serial = "way-too-long-serial-number" },
+		  VM_MACHINE_PC,
+		  false,
+		  "1 to 20 characters" },
+		{ { .size = 1 << 20, .serial = "no spaces" },
+		  VM_MACHINE_PC,
+		  false,
+		  "disk serial 'no spaces'" },
+		{ { .size = 0 }, VM_MACHINE_PC, false, "needs a size" },
+		{ { .size = 1000 }, VM_MACHINE_PC, false, "multiple of 512" },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		char *why = NULL;
+		int r = vm_disk_validate(&cases[i].d, cases[i].m, cases[i].hotplug, &why);
+		if (!cases[i].why) {
+			if (r != 0)
+				g_error("case %zu refused: %s", i, why);
+			g_assert_null(why);
+		} else {
+			g_assert_cmpint(r, ==, -1);
+			g_assert_nonnull(why);
+			if (!strstr(why, cases[i].why))
+				g_error("case %zu: '%s' does not say '%s'", i, why, cases[i].why);
+			free(why);
+		}
+	}
+}
+
+static void test_validate_vm(void)
+{
+	struct vm_config c;
+	char *why = NULL;
+	const char *const dup[] = { "a", "a" };
+	const char *const agent[] = { "org.qemu.guest_agent.0" };
+	const char *const quote[] = { "it's" };
+	const struct disk_config nopath[] = { { .size = 1 << 20 } };
+	const struct disk_config twice[] = { { .serial = "s", .path = "/a" },
+					     { .serial = "s", .path = "/b" } };
+	static const char *const reasons[] = {
+		"multiqueue on user networking",
+		"need model 'virtio'",
+		"needs a name",
+		"either an image or a kernel",
+		"needs a kernel",
+		"vcpus",
+		"memory",
+		"named twice",
+		"taken by the guest agent",
+		"needs its image path",
+		"used twice",
+		"absolute path",
+		"mount tag",
+	};
+	for (size_t i = 0; i < ELEMENTSOF(reasons); i++) {
+		builtin(&c);
+		switch (i) {
+		case 0: c.nic.queues = 4; break;
+		case 1:
+			c.nic.backend = NIC_BACKEND_ETHERNET;
+			c.nic.model = NIC_MODEL_E1000;
+			c.nic.queues = 2;
+			break;
+		case 2: c.nic.backend = NIC_BACKEND_BRIDGE; break;
+		case 3: c.image = "/x.qcow2"; break;
+		case 4: c.kernel = NULL; break;
+		case 5: c.vcpus = 0; break;
+		case 6: c.memory = 10 << 20; break;
+		case 7:
+			c.channels = dup;
+			c.n_channels = 2;
+			break;
+		case 8:
+			c.channels = agent;
+			c.n_channels = 1;
+			break;
+		case 9:
+			c.disks = nopath;
+			c.n_disks = 1;
+			break;
+		case 10:
+			c.disks = twice;
+			c.n_disks = 2;
+			break;
+		case 11: c.share = (struct share_config){ "rel/dir", "t", 0, false }; break;
+		case 12: c.share = (struct share_config){ "/abs", "", 0, false }; break;
+		case 13:
+			c.channels = quote;
+			c.n_channels = 1;
+			break;
+		}
+		g_assert_cmpint(vm_config_validate(&c, &why), ==, -1);
+		if (!strstr(why, reasons[i]))
+			g_error("case %zu: '%s' does not say '%s'", i, why, reasons[i]);
+		free(why);
+		why = NULL;
+		/* the XML builder refuses the same */
+		g_assert_null(vm_domain_xml(&c, "x", false, NULL, &why));
+		g_assert_nonnull(why);
+		free(why);
+		why = NULL;
+	}
+	builtin(&c);
+	c.nic.backend = NIC_BACKEND_ETHERNET;
+	c.nic.queues = 4;
+	g_assert_cmpint(vm_config_validate(&c, &why), ==, 0);
+}
+
+static void test_enum_names(void)
+{
+	g_assert_cmpint(vm_enum_parse(disk_bus_names, "scsi"), ==, DISK_BUS_SCSI);
+	g_assert_cmpint(vm_enum_parse(disk_io_names, "io_uring"), ==, DISK_IO_IO_URING);
+	g_assert_cmpint(vm_enum_parse(disk_cache_names, "directsync"), ==, DISK_CACHE_DIRECTSYNC);
+	g_assert_cmpint(vm_enum_parse(disk_alloc_names, "falloc"), ==, DISK_ALLOC_FALLOC);
+	g_assert_cmpint(vm_enum_parse(nic_backend_names, "bridge"), ==, NIC_BACKEND_BRIDGE);
+	g_assert_cmpint(vm_enum_parse(vm_accel_names, "tcg"), ==, VM_ACCEL_TCG);
+	g_assert_cmpint(vm_enum_parse(disk_bus_names, "usb"), ==, -1);
+}
+
+static void count_call(void *data)
+{
+	(*(int *)data)++;
+}
+
+static void test_run_dir(void)
+{
+	char *base = g_dir_make_tmp("ferry-test-run-XXXXXX", NULL);
+	g_assert_nonnull(base);
+	g_setenv("FERRY_RUN_DIR", base, TRUE);
+	char *err = NULL;
+	struct run *r = run_open(&err);
+	g_assert_null(err);
+	g_assert_nonnull(r);
+	g_assert_true(g_str_has_prefix(run_dir(r), base));
+	struct stat st;
+	g_assert_cmpint(stat(run_dir(r), &st), ==, 0);
+	g_assert_cmpuint(st.st_mode & 07777, ==, 0755);
+
+	char *p = run_path(r, "disks/deep", "a.raw");
+	g_assert_true(g_str_has_suffix(p, "/disks/deep/a.raw"));
+	g_assert_true(g_file_set_contents(p, "x", 1, NULL));
+	char *dir = g_path_get_dirname(p);
+	g_assert_cmpint(stat(dir, &st), ==, 0);
+	g_assert_cmpuint(st.st_mode & 07777, ==, 0755);
+	g_free(dir);
+
+	char *n0 = run_domain_name(r), *n1 = run_domain_name(r);
+	char *want = g_strdup_printf("ferry-%s-0", run_id(r));
+	g_assert_cmpstr(n0, ==, want);
+	g_free(want);
+	char *id = NULL;
+	long pid = 0;
+	g_assert_true(run_parse_domain_name(n1, &id, &pid));
+	g_assert_cmpstr(id, ==, run_id(r));
+	g_assert_cmpint(pid, ==, (long)getpid());
+	free(id);
+	g_assert_false(run_parse_domain_name("ferry", NULL, NULL));
+	g_assert_false(run_parse_domain_name("other-2026-1-0", NULL, NULL));
+	g_assert_false(run_parse_domain_name("ferry-x-0", NULL, NULL));
+
+	/* a domain owned by the run is destroyed at close */
+	virConnectPtr conn = vm_connect("test:///default", &err);
+	g_assert_nonnull(conn);
+	struct vm_config c;
+	builtin(&c);
+	char *xml = vm_domain_xml(&c, n0, false, NULL, &err);
+	virDomainPtr d = virDomainCreateXML(conn, xml, 0);
+	g_assert_nonnull(d);
+	virDomainFree(d);
+	free(xml);
+	run_own_domain(r, conn, n0);
+	static int deferred;
+	run_defer(r, count_call, &deferred);
+	char *rd = g_strdup(run_dir(r));
+	g_assert_cmpint(run_close(r, &err), ==, 0);
+	g_assert_null(err);
+	g_assert_cmpint(deferred, ==, 1);
+	g_assert_false(g_file_test(rd, G_FILE_TEST_EXISTS));
+	g_assert_null(virDomainLookupByName(conn, n0));
+	virConnectClose(conn);
+	g_free(rd);
+	free(n0);
+	free(n1);
+	free(p);
+	g_assert_cmpint(g_rmdir(base), ==, 0);
+	g_free(base);
+	g_unsetenv("FERRY_RUN_DIR");
+}
+
+/* SIGTERM sets the flag; exit() then removes the run directory through the atexit backstop. */
+static void test_run_signal(void)
+{
+	if (g_test_subprocess()) {
+		char *err = NULL;
+		struct run *r = run_open(&err);
+		g_assert_nonnull(r);
+		char *p = run_path(r, "logs", "x.log");
+		g_assert_true(g_file_set_contents(p, "x", 1, NULL));
+		free(p);
+		g_assert_cmpint(run_interrupted(), ==, 0);
+		raise(SIGTERM);
+		g_assert_cmpint(run_interrupted(), ==, SIGTERM);
+		char c;
+		g_assert_cmpint(read(run_signal_fd(), &c, 1), ==, 1);
+		g_assert_cmpint(c, ==, SIGTERM);
+		printf("interrupted with the run open\n");
+		exit(143);
+	}
+	char *base = g_dir_make_tmp("ferry-test-sig-XXXXXX", NULL);
+	g_setenv("FERRY_RUN_DIR", base, TRUE);
+	g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
+	g_test_trap_assert_failed();
+	g_test_trap_assert_stdout("*interrupted with the run open*");
+	/* the child's run directory existed (files written) and is gone */
+	g_assert_cmpint(g_rmdir(base), ==, 0);
+	g_free(base);
+	g_unsetenv("FERRY_RUN_DIR");
+}
+
+static void test_proc(void)
+{
+	char *out = NULL, *err = NULL;
+	const char *ok[] = { "sh", "-c", "echo out; echo err >&2", NULL };
+	g_assert_cmpint(proc_run(ok, &out, &err), ==, 0);
+	g_assert_cmpstr(out, ==, "out\nerr\n");
+	free(out);
+	const char *bad[] = { "sh", "-c", "echo first; echo 'it broke'; exit 3", NULL };
+	g_assert_cmpint(proc_run(bad, NULL, &err), ==, -1);
+	g_assert_cmpstr(err, ==, "'sh' exited with status 3: it broke");
+	free(err);
+	err = NULL;
+	const char *missing[] = { "ferry-no-such-program", NULL };
+	g_assert_cmpint(proc_run(missing, NULL, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "ferry-no-such-program"));
+	free(err);
+}
+
+static void test_image_create(void)
+{
+	const char *argv[] = { "qemu-img", "--version", NULL };
+	char *err = NULL;
+	if (proc_run(argv, NULL, &err) < 0) {
+		g_test_skip(err);
+		free(err);
+		return;
+	}
+	char *dir = g_dir_make_tmp("ferry-test-img-XXXXXX", NULL);
+	char *path = g_build_filename(dir, "a.qcow2", NULL);
+	struct disk_config d = { .format = DISK_FORMAT_QCOW2, .size = 8 << 20 };
+	g_assert_cmpint(vm_image_create(&d, path, &err), ==, 0);
+	const char *info[] = { "qemu-img", "info", "--output=json", path, NULL };
+	char *out = NULL;
+	g_assert_cmpint(proc_run(info, &out, &err), ==, 0);
+	g_assert_nonnull(strstr(out, "\"format\": \"qcow2\""));
+	g_assert_nonnull(strstr(out, "\"virtual-size\": 8388608"));
+	free(out);
+	/* qemu-img's own error comes back */
+	d.size = 0;
+	char *bad = g_build_filename(dir, "no/such/dir.raw", NULL);
+	g_assert_cmpint(vm_image_create(&d, bad, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "cannot create disk image"));
+	free(err);
+	g_free(bad);
+	g_unlink(path);
+	g_free(path);
+	g_rmdir(dir);
+	g_free(dir);
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/vm/xml/builtin", test_builtin_xml);
+	g_test_add_func("/vm/xml/disks", test_disks_xml);
+	g_test_add_func("/vm/xml/nic-share-channels", test_nic_share_channels_xml);
+	g_test_add_func("/vm/xml/image", test_image_xml);
+	g_test_add_func("/vm/validate/disk", test_validate);
+	g_test_add_func("/vm/validate/vm", test_validate_vm);
+	g_test_add_func("/vm/enum-names", test_enum_names);
+	g_test_add_func("/vm/run-dir", test_run_dir);
+	g_test_add_func("/vm/run-signal", test_run_signal);
+	g_test_add_func("/vm/proc", test_proc);
+	g_test_add_func("/vm/image-create", test_image_create);
+	int r = g_test_run();
+	xmlCleanupParser();
+	return r;
+}
