@@ -11,8 +11,10 @@
  *   CACHE/guest/<key>/initramfs.cpio     uncompressed newc cpio
  *   CACHE/guest/<key>/manifest.json      what went in (packages, versions, modules, sizes, hashes)
  *   CACHE/guest/current                  symlink to the newest complete <key>
- * <key> is the SHA-256 of the inputs: package names and versions, the content of fixtures/guest/
- * and GUEST_FORMAT_VERSION; the same inputs give the same bytes.
+ * <key> is the SHA-256 of the inputs (first 32 hex digits): package names, versions and .deb
+ * SHA-256s, the content of fixtures/guest/, the module lists, the kernel command line,
+ * SOURCE_DATE_EPOCH (the initramfs mtimes, 0 when unset) and GUEST_FORMAT_VERSION; the same inputs
+ * give the same bytes.
  *
  * CACHE/guest/.lock serialises builds; a new build removes unused .debs and older builds (all but
  * the new one and the one `current` named before).
@@ -21,7 +23,8 @@
  * - /init mounts proc, sysfs, devtmpfs, devpts, tmpfs on /tmp and /run, loads the device driver
  *   modules (virtio pci/console/blk/net/scsi, sd_mod, sr_mod, ata_piix, ahci: a disk given at
  *   boot is visible once the agent answers), links every virtio-serial port to
- *   /dev/virtio-ports/NAME (there is no udev), brings up lo and, when a NIC exists, eth0 as
+ *   /dev/virtio-ports/NAME (there is no udev; afterwards `mdev -d` keeps the links current for
+ *   channels hot-plugged or unplugged later), brings up lo and, when a NIC exists, eth0 as
  *   10.0.2.15/24 with a default route via 10.0.2.2 (QEMU user networking), then busybox init
  *   respawns `qemu-ga -m virtio-serial -p /dev/virtio-ports/org.qemu.guest_agent.0`.
  * - Filesystem modules (ext4, vfat, isofs, 9p + 9pnet_virtio, crc32c) load behind the agent at
@@ -30,7 +33,10 @@
  *   modules.alias in /lib/modules/KVER). `mount -t 9p -o trans=virtio TAG DIR` likewise.
  * - The domain needs the agent channel (target name GUEST_AGENT_CHANNEL), a serial console on
  *   ttyS0 (the command line sends the console there) and 256 MiB of memory or more.
- * - Busybox applets are at their usual paths (/bin/sh, /bin/mount, /sbin/ip, ...), /mnt exists.
+ * - Busybox applets are at their usual paths (/bin/sh, /bin/mount, /sbin/ip, wget, nc, ...),
+ *   /mnt exists, / is the initramfs (tmpfs-backed, in guest RAM).
+ * - Finding a disk by its <serial>: virtio-blk in /sys/block/vdX/serial; SCSI (virtio-scsi, sata)
+ *   in /sys/block/sdX/device/vpd_pg80 after a 4-byte header (ATA pads it with spaces to 20).
  */
 #pragma once
 

@@ -48,6 +48,17 @@ for p in "${paths[@]}"; do
 	[ -r "$p" ] || { echo "FAIL: '$p' from 'ferry guest path' is not readable"; exit 1; }
 done
 
+# a second build with the same inputs is a cache hit that leaves the files as they are
+before="$("$ferry" guest info --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["initramfs"]["sha256"])')"
+"$ferry" guest build >/dev/null 2>&1 || { echo "FAIL: 'ferry guest build' failed"; exit 1; }
+msg="$("$ferry" guest build 2>&1 >/dev/null)" || { echo "FAIL: 'ferry guest build' failed: $msg"; exit 1; }
+case "$msg" in
+*"up to date (cached)"*) ;;
+*) echo "FAIL: a repeated build was not a cache hit: $msg"; exit 1 ;;
+esac
+after="$("$ferry" guest info --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["initramfs"]["sha256"])')"
+[ "$before" = "$after" ] || echo "note: the guest was rebuilt (new package versions): $before -> $after"
+
 # a cache without a guest gives a clear error, not a crash
 empty="$(mktemp -d)"
 trap 'rm -rf "$empty"' EXIT
