@@ -27,3 +27,4 @@ int cmd_report(int argc, char **argv);
 int cmd_expand(int argc, char **argv);
 int cmd_schema(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
+int cmd_dataset(int argc, char **argv);

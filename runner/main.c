@@ -21,6 +21,7 @@ static const struct command commands[] = {
 	{ "report", cmd_report, "render a results file as JUnit, Markdown or JSON" },
 	{ "validate", cmd_validate, "check plan files without running anything" },
 	{ "expand", cmd_expand, "list the cells of a plan with their resolved settings" },
+	{ "dataset", cmd_dataset, "generate, scan and verify datasets" },
 	{ "help", cmd_help, "show this help" },
 	/* hidden (no summary): generators for the committed schema and man page section */
 	{ "schema", cmd_schema, NULL },

@@ -1,0 +1,405 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `ferry dataset`: generate, scan and verify datasets by hand and from tests.
+ *
+ *   ferry dataset gen --files N --size S[:MAX] [--dist uniform|lognormal] [--depth D]
+ *                     [--fanout F] [--content random|zeros|text|compressible] [--ratio R]
+ *                     [--seed N] [--dir DIR [--manifest FILE]] [--cache-dir C] [--rehash]
+ *                     [--no-sync]
+ *   ferry dataset scan DIR [--manifest FILE]
+ *   ferry dataset command DIR [--symlinks]
+ *   ferry dataset verify --manifest FILE [--symlinks] (--dir DIR | LISTING | -)
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "commands.h"
+#include "dataset.h"
+#include "util.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct manifest *, manifest_free)
+
+static void usage(FILE *out)
+{
+	fputs(
+	    "usage: ferry dataset gen --files N --size S[:MAX] [--dist uniform|lognormal]\n"
+	    "                         [--depth D --fanout F] [--content random|zeros|text|"
+	    "compressible]\n"
+	    "                         [--ratio R] [--seed N] [--dir DIR [--manifest FILE]]\n"
+	    "                         [--cache-dir DIR] [--rehash] [--no-sync]\n"
+	    "       ferry dataset scan DIR [--manifest FILE]\n"
+	    "       ferry dataset command DIR [--symlinks]\n"
+	    "       ferry dataset verify --manifest FILE [--symlinks] (--dir DIR | LISTING | -)\n"
+	    "\n"
+	    "gen writes a deterministic dataset into DIR (which must not exist), or into the "
+	    "cache\n"
+	    "when --dir is not given, and prints where it is and its manifest digest.\n"
+	    "scan prints the manifest of an existing directory. command prints the shell command\n"
+	    "the guest runs to list what landed; verify compares such a listing (a file, stdin, "
+	    "or\n"
+	    "the command run here on DIR) with a manifest: exit 0 when intact, 1 when not.\n",
+	    out);
+}
+
+static int parse_u64(const char *opt, const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || *s == '-') {
+		errorf("option '--%s': '%s' is not a number", opt, s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int lookup(const char *opt, const char *s, const char *const *names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (STREQ(s, names[i]))
+			return (int)i;
+	const char *hint = closest_match(s, names, n);
+	if (hint)
+		errorf("option '--%s': unknown value '%s' (did you mean '%s'?)", opt, s, hint);
+	else
+		errorf("option '--%s': unknown value '%s'", opt, s);
+	return -1;
+}
+
+static void print_summary(const struct manifest *m, const char *dir, const char *mpath)
+{
+	char hex[65];
+	sha256_hex(m->digest, hex);
+	printf("dir: %s\n", dir);
+	if (mpath)
+		printf("manifest: %s\n", mpath);
+	printf("files: %llu\nbytes: %llu\ndigest: %s\n", (unsigned long long)m->files,
+	       (unsigned long long)m->bytes, hex);
+}
+
+static int cmd_gen(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "files", required_argument, NULL, 'n' },
+		{ "size", required_argument, NULL, 's' },
+		{ "dist", required_argument, NULL, 'D' },
+		{ "depth", required_argument, NULL, 'd' },
+		{ "fanout", required_argument, NULL, 'f' },
+		{ "content", required_argument, NULL, 'c' },
+		{ "ratio", required_argument, NULL, 'r' },
+		{ "seed", required_argument, NULL, 'S' },
+		{ "dir", required_argument, NULL, 'o' },
+		{ "manifest", required_argument, NULL, 'm' },
+		{ "cache-dir", required_argument, NULL, 'C' },
+		{ "rehash", no_argument, NULL, 'R' },
+		{ "no-sync", no_argument, NULL, 'N' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	static const char *const contents[] = { "random", "zeros", "text", "compressible" };
+	static const char *const dists[] = { "uniform", "lognormal" };
+	struct dataset_spec spec = { .files = 1 };
+	struct dataset_get_opts gopts = { 0 };
+	const char *dir = NULL, *mpath = NULL;
+	bool have_size = false;
+	uint64_t v;
+	int c, i;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			if (parse_u64("files", optarg, &spec.files) < 0)
+				return EXIT_PLAN;
+			break;
+		case 's': {
+			_cleanup_free_ char *lo = xstrdup(optarg);
+			char *hi = strchr(lo, ':');
+			if (hi)
+				*hi++ = '\0';
+			if (dataset_parse_size(lo, &spec.size_min) < 0 ||
+			    (hi && dataset_parse_size(hi, &spec.size_max) < 0)) {
+				errorf("option '--size': '%s' is not a size or MIN:MAX", optarg);
+				return EXIT_PLAN;
+			}
+			if (!hi)
+				spec.size_max = spec.size_min;
+			else if (spec.dist == DATASET_DIST_FIXED)
+				spec.dist = DATASET_DIST_UNIFORM;
+			have_size = true;
+			break;
+		}
+		case 'D':
+			if ((i = lookup("dist", optarg, dists, ELEMENTSOF(dists))) < 0)
+				return EXIT_PLAN;
+			spec.dist = i == 0 ? DATASET_DIST_UNIFORM : DATASET_DIST_LOGNORMAL;
+			break;
+		case 'd':
+			if (parse_u64("depth", optarg, &v) < 0 || v > 64)
+				return EXIT_PLAN;
+			spec.depth = (unsigned)v;
+			break;
+		case 'f':
+			if (parse_u64("fanout", optarg, &v) < 0 || v > 1000000)
+				return EXIT_PLAN;
+			spec.fanout = (unsigned)v;
+			break;
+		case 'c':
+			if ((i = lookup("content", optarg, contents, ELEMENTSOF(contents))) < 0)
+				return EXIT_PLAN;
+			spec.content = (enum dataset_content)i;
+			break;
+		case 'r': {
+			char *end;
+			spec.ratio = strtod(optarg, &end);
+			if (*end || end == optarg) {
+				errorf("option '--ratio': '%s' is not a number", optarg);
+				return EXIT_PLAN;
+			}
+			break;
+		}
+		case 'S':
+			if (parse_u64("seed", optarg, &spec.seed) < 0)
+				return EXIT_PLAN;
+			break;
+		case 'o': dir = optarg; break;
+		case 'm': mpath = optarg; break;
+		case 'C': gopts.cache_dir = optarg; break;
+		case 'R': gopts.rehash = true; break;
+		case 'N': gopts.gen.no_sync = true; break;
+		case 'h': usage(stdout); return EXIT_OK;
+		default: usage(stderr); return EXIT_PLAN;
+		}
+	}
+	if (optind < argc || !have_size) {
+		errorf(optind < argc ? "unexpected argument '%s'" : "'--size' is required",
+		       optind < argc ? argv[optind] : "");
+		return EXIT_PLAN;
+	}
+	_cleanup_free_ char *err = NULL;
+	if (dataset_spec_check(&spec, &err) < 0) {
+		errorf("%s", err);
+		return EXIT_PLAN;
+	}
+
+	_cleanup_(manifest_freep) struct manifest *m = NULL;
+	uint64_t t0 = now_ns();
+	if (dir) {
+		if (dataset_generate(&spec, dir, &gopts.gen, &m, &err) < 0) {
+			errorf("%s", err);
+			return EXIT_INFRA;
+		}
+		if (mpath && manifest_save(m, mpath, &err) < 0) {
+			errorf("%s", err);
+			return EXIT_INFRA;
+		}
+		print_summary(m, dir, mpath);
+		printf("generated: yes\n");
+	} else {
+		struct dataset_info info;
+		if (dataset_get(&spec, &gopts, &info, &m, &err) < 0) {
+			dataset_info_clear(&info);
+			errorf("%s", err);
+			return EXIT_INFRA;
+		}
+		print_summary(m, info.dir, info.manifest_path);
+		if (info.generated && info.regen_reason)
+			printf("generated: yes (%s)\n", info.regen_reason);
+		else
+			printf("generated: %s\n", info.generated ? "yes" : "no (cached)");
+		dataset_info_clear(&info);
+	}
+	double s = (double)(now_ns() - t0) / 1e9;
+	printf("seconds: %.3f\nMB/s: %.1f\n", s, s > 0 ? (double)m->bytes / 1e6 / s : 0.0);
+	return EXIT_OK;
+}
+
+static int cmd_scan(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "manifest", required_argument, NULL, 'm' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *mpath = NULL;
+	int c;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm': mpath = optarg; break;
+		case 'h': usage(stdout); return EXIT_OK;
+		default: usage(stderr); return EXIT_PLAN;
+		}
+	}
+	if (optind != argc - 1) {
+		usage(stderr);
+		return EXIT_PLAN;
+	}
+	_cleanup_(manifest_freep) struct manifest *m = NULL;
+	_cleanup_free_ char *err = NULL;
+	if (dataset_scan(argv[optind], &m, &err) < 0 ||
+	    (mpath && manifest_save(m, mpath, &err) < 0)) {
+		errorf("%s", err);
+		return EXIT_INFRA;
+	}
+	for (size_t i = 0; i < m->n_skipped; i++)
+		warnf("skipped '%s': %s", m->skipped[i].path, m->skipped[i].reason);
+	print_summary(m, argv[optind], mpath);
+	printf("skipped: %zu\n", m->n_skipped);
+	return EXIT_OK;
+}
+
+static int cmd_command(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "symlinks", no_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	bool symlinks = false;
+	int c;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'l': symlinks = true; break;
+		case 'h': usage(stdout); return EXIT_OK;
+		default: usage(stderr); return EXIT_PLAN;
+		}
+	}
+	if (optind != argc - 1) {
+		usage(stderr);
+		return EXIT_PLAN;
+	}
+	_cleanup_free_ char *cmd = manifest_guest_command(argv[optind], symlinks);
+	puts(cmd);
+	return EXIT_OK;
+}
+
+/* Run the guest's listing command here, on a host directory, and capture its output. */
+static char *run_listing(const char *dir, bool symlinks, size_t *len, char **err)
+{
+	_cleanup_free_ char *cmd = manifest_guest_command(dir, symlinks);
+	FILE *p = popen(cmd, "r");
+	if (!p) {
+		*err = xasprintf("cannot run the listing command: %s", strerror(errno));
+		return NULL;
+	}
+	char *out = NULL;
+	size_t n = 0, cap = 0, r;
+	char chunk[65536];
+	while ((r = fread(chunk, 1, sizeof(chunk), p)) > 0) {
+		out = xgrow(out, &cap, n + r + 1, 1);
+		memcpy(out + n, chunk, r);
+		n += r;
+	}
+	int st = pclose(p);
+	if (st != 0) {
+		free(out);
+		*err = xasprintf("listing command failed (status %d): %s", WEXITSTATUS(st), cmd);
+		return NULL;
+	}
+	*len = n;
+	return out ? out : xstrdup("");
+}
+
+static int cmd_verify(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "manifest", required_argument, NULL, 'm' },
+		{ "dir", required_argument, NULL, 'd' },
+		{ "symlinks", no_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *mpath = NULL, *dir = NULL;
+	struct verify_opts vopts = { 0 };
+	int c;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm': mpath = optarg; break;
+		case 'd': dir = optarg; break;
+		case 'l': vopts.symlinks = true; break;
+		case 'h': usage(stdout); return EXIT_OK;
+		default: usage(stderr); return EXIT_PLAN;
+		}
+	}
+	if (!mpath || (dir ? optind != argc : optind != argc - 1)) {
+		usage(stderr);
+		return EXIT_PLAN;
+	}
+	_cleanup_(manifest_freep) struct manifest *m = NULL;
+	_cleanup_free_ char *err = NULL, *text = NULL;
+	size_t len = 0;
+	if (manifest_load(mpath, &m, &err) < 0) {
+		errorf("%s", err);
+		return EXIT_PLAN;
+	}
+	if (dir) {
+		text = run_listing(dir, vopts.symlinks, &len, &err);
+	} else if (STREQ(argv[optind], "-")) {
+		size_t cap = 0, r;
+		char chunk[65536];
+		while ((r = fread(chunk, 1, sizeof(chunk), stdin)) > 0) {
+			text = xgrow(text, &cap, len + r + 1, 1);
+			memcpy(text + len, chunk, r);
+			len += r;
+		}
+		if (!text)
+			text = xstrdup("");
+	} else if (!(text = read_file(argv[optind], &len))) {
+		err = xasprintf("cannot read '%s': %s", argv[optind], strerror(errno));
+	}
+	if (!text) {
+		errorf("%s", err);
+		return EXIT_INFRA;
+	}
+
+	struct listing l = { 0 };
+	if (listing_parse(text, len, &l, &err) < 0) {
+		listing_clear(&l);
+		errorf("%s", err);
+		return EXIT_INFRA;
+	}
+	struct verify_result res;
+	manifest_verify(m, &l, &vopts, &res);
+	listing_clear(&l);
+	int rc = res.ok ? EXIT_OK : EXIT_FAILED;
+	if (res.ok)
+		printf("%s\n", res.message);
+	else
+		errorf("%s", res.message);
+	verify_result_clear(&res);
+	return rc;
+}
+
+int cmd_dataset(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int (*run)(int, char **);
+	} subs[] = {
+		{ "command", cmd_command },
+		{ "gen", cmd_gen },
+		{ "scan", cmd_scan },
+		{ "verify", cmd_verify },
+	};
+	if (argc < 2 || STREQ(argv[1], "--help") || STREQ(argv[1], "-h")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? EXIT_PLAN : EXIT_OK;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(subs); i++) {
+		if (STREQ(argv[1], subs[i].name)) {
+			optind = 0;
+			return subs[i].run(argc - 1, argv + 1);
+		}
+	}
+	const char *names[ELEMENTSOF(subs)];
+	for (size_t i = 0; i < ELEMENTSOF(subs); i++)
+		names[i] = subs[i].name;
+	const char *hint = closest_match(argv[1], names, ELEMENTSOF(subs));
+	if (hint)
+		errorf("unknown dataset command '%s' (did you mean '%s'?)", argv[1], hint);
+	else
+		errorf("unknown dataset command '%s'", argv[1]);
+	return EXIT_PLAN;
+}

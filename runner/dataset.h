@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Datasets: what a run moves into the guest, and the manifest every run is verified against.
+ *
+ * A dataset is either generated (N files, sizes, tree shape, content, seed) or an existing
+ * directory (`path:`, read in place and never modified). Generated datasets are deterministic:
+ * every byte, size and name is a pure function of the spec and seed (a counter-based generator
+ * keyed by (seed, file index, offset)), so generation order does not matter and the same spec
+ * gives the same bytes on every host. They are cached under the cache directory by spec hash.
+ *
+ * The manifest lists every entry (relative path, type, size, SHA-256 or symlink target) sorted
+ * by path, plus one digest over a canonical serialization (see manifest.h).
+ *
+ * Library code: nothing here prints. Errors come back as -1 and a message in *err (free it).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "manifest.h"
+
+enum dataset_content {
+	DATASET_CONTENT_RANDOM = 0,   /* incompressible: counter-based PRNG output */
+	DATASET_CONTENT_ZEROS,        /* all zero bytes */
+	DATASET_CONTENT_TEXT,         /* pseudo-English words and lines (ASCII) */
+	DATASET_CONTENT_COMPRESSIBLE, /* random and zero runs mixed to hit `ratio` */
+};
+
+enum dataset_dist {
+	DATASET_DIST_FIXED = 0, /* every file is size_min bytes */
+	DATASET_DIST_UNIFORM,   /* uniform in [size_min, size_max] */
+	DATASET_DIST_LOGNORMAL, /* lognormal with median sqrt(min*max), +-3 sigma = [min, max],
+				   clamped to [min, max] */
+};
+
+/*
+ * What the plan's `datasets:` entry says, in ferry's own terms. The plan parser maps its struct
+ * onto this one. Zero-initialise, then set what the plan gives.
+ */
+struct dataset_spec {
+	/* `path:` an existing directory. When set, every other field is ignored. */
+	const char *path;
+
+	uint64_t files;    /* number of regular files (>= 1) */
+	uint64_t size_min; /* bytes; the size of every file when dist is FIXED */
+	uint64_t size_max; /* bytes; used by UNIFORM and LOGNORMAL (>= size_min) */
+	enum dataset_dist dist;
+
+	/* Tree shape: `depth` levels of `fanout` directories each; files go round-robin into
+	 * the fanout^depth leaf directories. depth 0 (or fanout 0) puts every file at the top. */
+	unsigned depth;
+	unsigned fanout;
+
+	enum dataset_content content;
+	/* COMPRESSIBLE only: the target compressed/original size, in (0, 1]; 0.5 compresses to
+	 * about half with gzip, zstd, lz4 or xz. 0 means the default 0.5. */
+	double ratio;
+
+	uint64_t seed;
+};
+
+/* Options of dataset_generate() and dataset_get(). */
+struct dataset_gen_opts {
+	/* Skip syncfs() before the manifest is written. Only for benchmarks and scratch use: a
+	 * crash could then leave a manifest that claims bytes the disk never got. */
+	bool no_sync;
+};
+
+/*
+ * Check a spec for values that cannot be generated (files 0, size_max < size_min, ratio out of
+ * range, a tree with more than 2^20 leaf directories, ...). Returns 0 or -1 with *err.
+ */
+int dataset_spec_check(const struct dataset_spec *spec, char **err);
+
+/*
+ * The canonical one-line description of a generated spec ("ferry-dataset/1 files=... seed=...");
+ * it names everything that changes the bytes, including the generator version. Caller frees.
+ */
+char *dataset_spec_canonical(const struct dataset_spec *spec);
+
+/* Hex SHA-256 of dataset_spec_canonical(), truncated to 16 hex digits: the cache key. */
+char *dataset_spec_hash(const struct dataset_spec *spec);
+
+/* The size in bytes of generated file `index` (0-based) of `spec`. */
+uint64_t dataset_file_size(const struct dataset_spec *spec, uint64_t index);
+
+/* The relative path of generated file `index` ("dir1/dir0/f000042"). Caller frees. */
+char *dataset_file_path(const struct dataset_spec *spec, uint64_t index);
+
+/*
+ * Fill buf with bytes [offset, offset + len) of generated file `index`. Pure: any order of calls
+ * gives the same bytes.
+ */
+void dataset_fill(const struct dataset_spec *spec, uint64_t index, uint64_t offset, void *buf,
+		  size_t len);
+
+/*
+ * Generate the dataset into `dir`, which must not exist (it is created, mode 0755; files 0644).
+ * Files are written in 1 MiB writes and hashed in the same pass; memory stays at a few MiB
+ * whatever the dataset size. On success *out is the manifest (free with manifest_free()).
+ */
+int dataset_generate(const struct dataset_spec *spec, const char *dir,
+		     const struct dataset_gen_opts *opts, struct manifest **out, char **err);
+
+/*
+ * Build the manifest of an existing directory without modifying it. Symlinks are recorded with
+ * their target and not followed; fifos, sockets, devices and names the guest listing cannot
+ * represent (newline or tab, not UTF-8) are skipped and listed in manifest->skipped with a
+ * reason; an unreadable file or directory is an error naming its path.
+ */
+int dataset_scan(const char *dir, struct manifest **out, char **err);
+
+/*
+ * The cache directory: $FERRY_CACHE_DIR, else /var/cache/ferry as root, else
+ * $XDG_CACHE_HOME/ferry, else $HOME/.cache/ferry. Caller frees.
+ */
+char *dataset_cache_dir(void);
+
+/* Options and outcome of dataset_get(). */
+struct dataset_get_opts {
+	struct dataset_gen_opts gen;
+	const char *cache_dir; /* NULL: dataset_cache_dir() */
+	bool rehash;           /* check a cached dataset by re-hashing every file (slow) */
+};
+
+struct dataset_info {
+	char *dir;           /* where the data is: the cache entry, or spec->path */
+	char *manifest_path; /* the manifest file beside it (NULL for path datasets) */
+	bool generated;      /* false when a cached copy was reused */
+	char *regen_reason;  /* why a cached copy was not reused (NULL when none existed) */
+};
+
+void dataset_info_clear(struct dataset_info *info);
+
+/*
+ * Make the dataset available and return its manifest. Path datasets are scanned in place.
+ * Generated datasets live in <cache>/datasets/<spec hash>/ with the manifest beside it in
+ * <spec hash>.manifest.json; an intact cached copy is reused (intact: the manifest is complete
+ * and for this spec, and the tree holds exactly its entries with their types and sizes, or
+ * their hashes with opts->rehash). Anything else is removed and regenerated into a temporary
+ * directory that is renamed into place, the manifest written last, under an flock so two
+ * ferry processes do not generate the same dataset twice.
+ */
+int dataset_get(const struct dataset_spec *spec, const struct dataset_get_opts *opts,
+		struct dataset_info *info, struct manifest **out, char **err);
+
+/*
+ * Check that `dir` holds exactly the entries of `m` (types, sizes, symlink targets; and the
+ * SHA-256 of every file when `rehash`). Returns true when intact; otherwise false and *why says
+ * what differs first (caller frees).
+ */
+bool dataset_intact(const struct manifest *m, const char *dir, bool rehash, char **why);
+
+/* Remove a directory tree (no symlinks followed). Returns 0 or -1 with errno. */
+int rm_rf(const char *path);
+
+/*
+ * Parse a size such as "4096", "64KiB", "1.5MiB", "1GiB", "10MB" (SI) or "1G" (binary) into
+ * bytes. Returns 0, or -1 when the text is not a size or overflows.
+ */
+int dataset_parse_size(const char *s, uint64_t *out);

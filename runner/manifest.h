@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Manifests: what a dataset holds, and the check that a guest received exactly that.
+ *
+ * File format (JSON, written with jansson, UTF-8):
+ *   {
+ *     "format": "ferry-manifest", "version": 1,
+ *     "spec": "ferry-dataset/1 files=...",      (generated datasets; absent for path datasets)
+ *     "files": N, "bytes": B,                   (regular files and their total size)
+ *     "digest": "<sha256 hex of the canonical serialization>",
+ *     "entries": [ {"path": "dir0/f0001", "type": "file", "size": 4096, "sha256": "<hex>"},
+ *                  {"path": "dir0", "type": "dir"},
+ *                  {"path": "link", "type": "symlink", "target": "dir0/f0001"} ],
+ *     "skipped": [ {"path": "fifo", "reason": "fifo: not a regular file"} ],
+ *     "complete": true                          (the completion marker, written last)
+ *   }
+ * Entries are sorted by path, bytewise (strcmp), paths relative, '/'-separated, no "./".
+ *
+ * Canonical serialization (what "digest" hashes): for every entry in order, one line
+ *   "file\t<size>\t<sha256 hex>\t<path>\n"
+ *   "dir\t0\t-\t<path>\n"
+ *   "symlink\t<target length>\t<target>\t<path>\n"
+ * where path and target escape '\\' as "\\\\", newline as "\\n" and tab as "\\t". Skipped
+ * entries and the spec are not part of the digest: two directories with the same content have
+ * the same digest however they were made.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum manifest_type {
+	MANIFEST_FILE = 0,
+	MANIFEST_DIR,
+	MANIFEST_SYMLINK,
+};
+
+struct manifest_entry {
+	char *path;
+	enum manifest_type type;
+	uint64_t size;            /* files: bytes; symlinks: target length; dirs: 0 */
+	unsigned char sha256[32]; /* files only */
+	char *target;             /* symlinks only */
+};
+
+struct manifest_skip {
+	char *path;
+	char *reason;
+};
+
+struct manifest {
+	struct manifest_entry *entries;
+	size_t n, cap;
+	struct manifest_skip *skipped;
+	size_t n_skipped, cap_skipped;
+	char *spec;               /* canonical spec of a generated dataset, or NULL */
+	uint64_t files, bytes;    /* filled by manifest_finish() */
+	unsigned char digest[32]; /* filled by manifest_finish() */
+	bool complete;
+};
+
+struct manifest *manifest_new(void);
+void manifest_free(struct manifest *m);
+
+/* Append an entry (copies strings). sha256 may be NULL (dirs, symlinks). */
+struct manifest_entry *manifest_add(struct manifest *m, const char *path, enum manifest_type type,
+				    uint64_t size, const unsigned char *sha256, const char *target);
+void manifest_add_skip(struct manifest *m, const char *path, const char *reason);
+
+/*
+ * Sort by path, then compute files, bytes and the digest, and mark complete. Returns 0, or -1
+ * with *err when a path appears twice.
+ */
+int manifest_finish(struct manifest *m, char **err);
+
+/* Binary search by path; NULL when absent. Needs a finished (sorted) manifest. */
+const struct manifest_entry *manifest_find(const struct manifest *m, const char *path);
+
+/* The canonical serialization that the digest covers (see above). Caller frees. */
+char *manifest_canonical(const struct manifest *m, size_t *len);
+
+/* Lower-case hex of 32 bytes into out[65]. */
+void sha256_hex(const unsigned char sha[32], char out[65]);
+/* Parse 64 hex digits; returns 0 or -1. */
+int sha256_parse(const char *hex, unsigned char out[32]);
+
+/*
+ * Write as JSON to `path` atomically (temp file, fsync, rename). Returns 0 or -1 with *err.
+ */
+int manifest_save(const struct manifest *m, const char *path, char **err);
+
+/*
+ * Read a manifest file. Checks format, version, sort order and that "digest" matches the
+ * entries. An incomplete manifest loads with complete=false. Returns 0 or -1 with *err.
+ */
+int manifest_load(const char *path, struct manifest **out, char **err);
+
+/* ---- Verification against what landed in the guest ---- */
+
+/*
+ * The command the guest runs (with /bin/sh; busybox applets or coreutils) to list what landed
+ * under `dir`. Its output is one line per regular file as sha256sum prints it,
+ *   "<64 hex>  ./<path>\n"
+ * and, when `symlinks`, one line per symbolic link,
+ *   "symlink <target>\t./<path>\n"
+ * The exact command is
+ *   cd -- 'DIR' && find . -type f -exec sha256sum {} + && \
+ *   find . -type l -exec sh -c 'for l; do printf "symlink %s\t%s\n" "$(readlink "$l")" "$l"; \
+ *   done' sh {} +
+ * (the second find only with `symlinks`). Caller frees.
+ */
+char *manifest_guest_command(const char *dir, bool symlinks);
+
+/* One listed file, as parsed from the guest's output. */
+struct listing_entry {
+	char *path; /* relative, without "./" */
+	bool symlink;
+	unsigned char sha256[32]; /* files */
+	char *target;             /* symlinks */
+};
+
+struct listing {
+	struct listing_entry *entries;
+	size_t n, cap;
+};
+
+/*
+ * Parse the guest command's output (also GNU sha256sum's "\\"-escaped lines and "*" binary
+ * marker; paths may contain spaces). Returns 0, or -1 with *err naming the line.
+ */
+int listing_parse(const char *text, size_t len, struct listing *out, char **err);
+void listing_clear(struct listing *l);
+
+/* How many paths of each kind the verification result keeps by name. */
+#define VERIFY_FIRST 5
+
+struct verify_result {
+	bool ok;
+	size_t missing, extra, different;
+	/* The first (in path order) VERIFY_FIRST paths of each kind; n_* say how many are set. */
+	char *first_missing[VERIFY_FIRST], *first_extra[VERIFY_FIRST],
+	    *first_different[VERIFY_FIRST];
+	size_t n_first_missing, n_first_extra, n_first_different;
+	/* "integrity: ok (N files)" or
+	 * "integrity: 1 different (dir1/f0003), 0 missing, 0 extra" */
+	char *message;
+};
+
+struct verify_opts {
+	/* Compare symlinks too (the guest listing then must include them). Off: symlinks in the
+	 * manifest and the listing are ignored, for vehicles that cannot carry them (vfat). */
+	bool symlinks;
+};
+
+/* Compare a manifest with a parsed guest listing. Fills *res (clear it with
+ * verify_result_clear()). Never fails. */
+void manifest_verify(const struct manifest *m, const struct listing *l,
+		     const struct verify_opts *opts, struct verify_result *res);
+void verify_result_clear(struct verify_result *res);

@@ -1,0 +1,778 @@
+/* SPDX-License-Identifier: MIT */
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "dataset.h"
+#include "util.h"
+
+static char *tmpdir(void)
+{
+	GError *e = NULL;
+	char *d = g_dir_make_tmp("ferry-test-dataset-XXXXXX", &e);
+	g_assert_no_error(e);
+	char *r = xstrdup(d);
+	g_free(d);
+	return r;
+}
+
+static void rmtree(char *d)
+{
+	g_assert_cmpint(rm_rf(d), ==, 0);
+	free(d);
+}
+
+static struct manifest *gen(const struct dataset_spec *spec, const char *dir)
+{
+	struct manifest *m = NULL;
+	char *err = NULL;
+	struct dataset_gen_opts o = { .no_sync = true };
+	if (dataset_generate(spec, dir, &o, &m, &err) < 0)
+		g_error("generate: %s", err);
+	return m;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	char *s = read_file(path, len);
+	g_assert_nonnull(s);
+	return s;
+}
+
+static void test_determinism(void)
+{
+	char *base = tmpdir();
+	char *a = xasprintf("%s/a", base), *b = xasprintf("%s/b", base),
+	     *c = xasprintf("%s/c", base);
+	struct dataset_spec spec = { .files = 7,
+				     .size_min = 1,
+				     .size_max = 300000,
+				     .dist = DATASET_DIST_UNIFORM,
+				     .depth = 1,
+				     .fanout = 2,
+				     .seed = 42 };
+	struct manifest *ma = gen(&spec, a), *mb = gen(&spec, b);
+	g_assert_cmpmem(ma->digest, 32, mb->digest, 32);
+	g_assert_cmpuint(ma->n, ==, mb->n);
+	/* the bytes, not only the digests */
+	for (size_t i = 0; i < ma->n; i++) {
+		if (ma->entries[i].type != MANIFEST_FILE)
+			continue;
+		char *pa = xasprintf("%s/%s", a, ma->entries[i].path);
+		char *pb = xasprintf("%s/%s", b, ma->entries[i].path);
+		size_t la, lb;
+		char *da = slurp(pa, &la), *db = slurp(pb, &lb);
+		g_assert_cmpmem(da, la, db, lb);
+		g_assert_cmpuint(la, ==, ma->entries[i].size);
+		free(da), free(db), free(pa), free(pb);
+	}
+	spec.seed = 43;
+	struct manifest *mc = gen(&spec, c);
+	g_assert_cmpint(memcmp(ma->digest, mc->digest, 32), !=, 0);
+	manifest_free(ma), manifest_free(mb), manifest_free(mc);
+	free(a), free(b), free(c);
+	rmtree(base);
+}
+
+/* Any range of a file comes out the same whatever order it is produced in. */
+static void test_fill_ranges(void)
+{
+	for (int content = 0; content < 4; content++) {
+		struct dataset_spec spec = {
+			.files = 3, .size_min = 20000, .content = content, .seed = 9
+		};
+		unsigned char whole[20000], part[20000];
+		dataset_fill(&spec, 1, 0, whole, sizeof(whole));
+		/* odd offsets and lengths, produced backwards */
+		static const size_t cuts[] = { 0, 3, 8, 4095, 4096, 4099, 9000, 13333, 20000 };
+		for (size_t i = ELEMENTSOF(cuts) - 1; i > 0; i--)
+			dataset_fill(&spec, 1, cuts[i - 1], part + cuts[i - 1],
+				     cuts[i] - cuts[i - 1]);
+		g_assert_cmpmem(whole, sizeof(whole), part, sizeof(part));
+		/* another file of the same spec differs */
+		dataset_fill(&spec, 2, 0, part, sizeof(part));
+		if (content != DATASET_CONTENT_ZEROS)
+			g_assert_cmpint(memcmp(whole, part, sizeof(part)), !=, 0);
+	}
+}
+
+/* Pinned output: a change here changes every cached dataset, so GENERATOR_VERSION must move. */
+static void test_golden(void)
+{
+	struct dataset_spec spec = { .files = 2, .size_min = 4096, .seed = 1 };
+	char *c = dataset_spec_canonical(&spec);
+	g_assert_cmpstr(c, ==,
+			"ferry-dataset/2 files=2 size=4096..4096 dist=fixed depth=0 fanout=0 "
+			"content=random seed=1");
+	free(c);
+	unsigned char buf[16];
+	dataset_fill(&spec, 0, 0, buf, sizeof(buf));
+	char *hex = g_strdup_printf("%02x%02x%02x%02x%02x%02x%02x%02x", buf[0], buf[1], buf[2],
+				    buf[3], buf[4], buf[5], buf[6], buf[7]);
+	/* the same 8 bytes as `openssl enc -aes-128-ctr -K <key> -iv 0` over zeros, with the key
+	 * derived as dataset.c does (checked once with a Python re-implementation of key()) */
+	g_assert_cmpstr(hex, ==, "16d2db5171d6e120");
+	g_free(hex);
+	char *h = dataset_spec_hash(&spec);
+	g_assert_cmpuint(strlen(h), ==, 16);
+	free(h);
+}
+
+static void test_sizes(void)
+{
+	struct dataset_spec spec = { .files = 2000,
+				     .size_min = 1000,
+				     .size_max = 1000000,
+				     .dist = DATASET_DIST_UNIFORM,
+				     .seed = 3 };
+	uint64_t lo = UINT64_MAX, hi = 0, below_mid = 0;
+	for (uint64_t i = 0; i < spec.files; i++) {
+		uint64_t s = dataset_file_size(&spec, i);
+		g_assert_cmpuint(s, >=, spec.size_min);
+		g_assert_cmpuint(s, <=, spec.size_max);
+		lo = MIN(lo, s), hi = MAX(hi, s);
+		below_mid += s < 500500;
+	}
+	/* spread over the range: ends reached closely, halves balanced */
+	g_assert_cmpuint(lo, <, 1000 + 10000);
+	g_assert_cmpuint(hi, >, 1000000 - 10000);
+	g_assert_cmpuint(below_mid, >, 850);
+	g_assert_cmpuint(below_mid, <, 1150);
+
+	spec.dist = DATASET_DIST_LOGNORMAL;
+	uint64_t below_median = 0, below_sigma = 0;
+	for (uint64_t i = 0; i < spec.files; i++) {
+		uint64_t s = dataset_file_size(&spec, i);
+		g_assert_cmpuint(s, >=, spec.size_min);
+		g_assert_cmpuint(s, <=, spec.size_max);
+		below_median += s < 31623; /* sqrt(1000 * 1000000) */
+		below_sigma +=
+		    s < 10000; /* median e^-sigma = median / sqrt(10) (sigma = ln(1000)/6) */
+	}
+	g_assert_cmpuint(below_median, >, 900);
+	g_assert_cmpuint(below_median, <, 1100);
+	/* a lognormal, not a uniform: 15.9% of the files lie below -1 sigma (a uniform: 0.9%) */
+	g_assert_cmpuint(below_sigma, >, 2000 * 159 / 1000 - 60);
+	g_assert_cmpuint(below_sigma, <, 2000 * 159 / 1000 + 60);
+
+	spec.dist = DATASET_DIST_FIXED;
+	for (uint64_t i = 0; i < 10; i++)
+		g_assert_cmpuint(dataset_file_size(&spec, i), ==, 1000);
+
+	char *err = NULL;
+	spec.dist = DATASET_DIST_UNIFORM;
+	spec.size_max = 10;
+	g_assert_cmpint(dataset_spec_check(&spec, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "below min"));
+	free(err);
+}
+
+static void test_dirs(void)
+{
+	char *base = tmpdir(), *d = xasprintf("%s/t", base);
+	struct dataset_spec spec = { .files = 20, .size_min = 10, .depth = 2, .fanout = 3 };
+	struct manifest *m = gen(&spec, d);
+	size_t dirs = 0, files = 0;
+	GHashTable *per_leaf = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	for (size_t i = 0; i < m->n; i++) {
+		const struct manifest_entry *e = &m->entries[i];
+		char **parts = g_strsplit(e->path, "/", -1);
+		if (e->type == MANIFEST_DIR) {
+			dirs++;
+			g_assert_true(g_str_has_prefix(parts[g_strv_length(parts) - 1], "dir"));
+		} else {
+			files++;
+			g_assert_cmpuint(g_strv_length(parts), ==, 3);
+			char *leaf = g_strdup_printf("%s/%s", parts[0], parts[1]);
+			gpointer n = g_hash_table_lookup(per_leaf, leaf);
+			g_hash_table_replace(per_leaf, leaf,
+					     GSIZE_TO_POINTER(GPOINTER_TO_SIZE(n) + 1));
+		}
+		g_strfreev(parts);
+		/* world-readable for libvirt-qemu and 9p */
+		char *p = xasprintf("%s/%s", d, e->path);
+		struct stat st;
+		g_assert_cmpint(stat(p, &st), ==, 0);
+		g_assert_cmpuint(st.st_mode & 0777, ==, e->type == MANIFEST_DIR ? 0755 : 0644);
+		free(p);
+	}
+	g_assert_cmpuint(dirs, ==, 3 + 9);
+	g_assert_cmpuint(files, ==, 20);
+	/* round-robin: 20 files over 9 leaves is 2 or 3 each */
+	g_assert_cmpuint(g_hash_table_size(per_leaf), ==, 9);
+	GHashTableIter it;
+	gpointer k, v;
+	g_hash_table_iter_init(&it, per_leaf);
+	while (g_hash_table_iter_next(&it, &k, &v))
+		g_assert_true(GPOINTER_TO_SIZE(v) == 2 || GPOINTER_TO_SIZE(v) == 3);
+	g_hash_table_destroy(per_leaf);
+	char *p = dataset_file_path(&spec, 4);
+	g_assert_cmpstr(p, ==, "dir1/dir1/f0004");
+	free(p);
+	manifest_free(m);
+	free(d);
+	rmtree(base);
+}
+
+/* Compressed size / original size with a libarchive filter ("gzip", "zstd", ...). */
+static double compress_ratio(const void *data, size_t len, const char *filter)
+{
+	struct archive *a = archive_write_new();
+	g_assert_cmpint(archive_write_add_filter_by_name(a, filter), ==, ARCHIVE_OK);
+	g_assert_cmpint(archive_write_set_format_raw(a), ==, ARCHIVE_OK);
+	size_t cap = len + len / 10 + 65536, used = 0;
+	void *out = xmalloc(cap);
+	g_assert_cmpint(archive_write_open_memory(a, out, cap, &used), ==, ARCHIVE_OK);
+	struct archive_entry *e = archive_entry_new();
+	archive_entry_set_pathname(e, "x");
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_size(e, (la_int64_t)len);
+	g_assert_cmpint(archive_write_header(a, e), ==, ARCHIVE_OK);
+	g_assert_cmpint(archive_write_data(a, data, len), ==, (la_ssize_t)len);
+	g_assert_cmpint(archive_write_close(a), ==, ARCHIVE_OK);
+	archive_entry_free(e);
+	archive_write_free(a);
+	free(out);
+	return (double)used / (double)len;
+}
+
+static void test_content(void)
+{
+	enum { N = 1 << 20 };
+	unsigned char *buf = xmalloc(N);
+	struct dataset_spec spec = { .files = 1, .size_min = N, .seed = 5 };
+
+	spec.content = DATASET_CONTENT_ZEROS;
+	memset(buf, 0xaa, N);
+	dataset_fill(&spec, 0, 0, buf, N);
+	for (size_t i = 0; i < N; i++)
+		if (buf[i])
+			g_error("zeros content has byte %zu = %u", i, buf[i]);
+
+	spec.content = DATASET_CONTENT_RANDOM;
+	dataset_fill(&spec, 0, 0, buf, N);
+	g_assert_cmpfloat(compress_ratio(buf, N, "gzip"), >, 0.99);
+
+	spec.content = DATASET_CONTENT_TEXT;
+	dataset_fill(&spec, 0, 0, buf, N);
+	size_t lines = 0;
+	for (size_t i = 0; i < N; i++) {
+		g_assert_true(buf[i] == '\n' || (buf[i] >= ' ' && buf[i] < 127));
+		lines += buf[i] == '\n';
+	}
+	g_assert_cmpuint(lines, >, N / 200);
+	g_assert_cmpfloat(compress_ratio(buf, N, "gzip"), <, 0.5);
+
+	spec.content = DATASET_CONTENT_COMPRESSIBLE;
+	static const double targets[] = { 0.25, 0.5, 0.8 };
+	static const char *const filters[] = { "gzip", "zstd", "lz4", "xz" };
+	for (size_t t = 0; t < ELEMENTSOF(targets); t++) {
+		spec.ratio = targets[t];
+		dataset_fill(&spec, 0, 0, buf, N);
+		for (size_t f = 0; f < ELEMENTSOF(filters); f++) {
+			struct archive *probe = archive_write_new();
+			bool have =
+			    archive_write_add_filter_by_name(probe, filters[f]) == ARCHIVE_OK;
+			archive_write_free(probe);
+			if (!have)
+				continue;
+			double r = compress_ratio(buf, N, filters[f]);
+			if (g_test_verbose())
+				g_test_message("%s target %.2f got %.3f", filters[f], targets[t],
+					       r);
+			g_assert_cmpfloat(r, >, targets[t] - 0.03);
+			g_assert_cmpfloat(r, <, targets[t] + 0.03);
+		}
+	}
+	free(buf);
+}
+
+static void write_text(const char *path, const char *s)
+{
+	FILE *f = fopen(path, "w");
+	g_assert_nonnull(f);
+	fputs(s, f);
+	g_assert_cmpint(fclose(f), ==, 0);
+}
+
+/* Make d/name: 'f' a file holding arg, 'd' a directory, 'l' a symlink to arg, 'p' a fifo. */
+static void at(const char *d, const char *name, char kind, const char *arg)
+{
+	char *p = xasprintf("%s/%s", d, name);
+	switch (kind) {
+	case 'f': write_text(p, arg); break;
+	case 'd': g_assert_cmpint(mkdir(p, 0755), ==, 0); break;
+	case 'l': g_assert_cmpint(symlink(arg, p), ==, 0); break;
+	case 'p': g_assert_cmpint(mkfifo(p, 0644), ==, 0); break;
+	}
+	free(p);
+}
+
+static void test_scan(void)
+{
+	char *d = tmpdir();
+	at(d, "a b.txt", 'f', "hello\n");
+	at(d, "sub", 'd', NULL);
+	at(d, "sub/empty", 'f', "");
+	at(d, "link", 'l', "sub/../a b.txt");
+	at(d, "dangling", 'l', "/nonexistent");
+	at(d, "fifo", 'p', NULL);
+	at(d, "new\nline", 'f', "x");
+	struct stat before, after;
+	g_assert_cmpint(stat(d, &before), ==, 0);
+
+	struct manifest *m = NULL;
+	char *err = NULL;
+	if (dataset_scan(d, &m, &err) < 0)
+		g_error("scan: %s", err);
+	g_assert_cmpuint(m->n, ==, 5);
+	const struct manifest_entry *e = manifest_find(m, "a b.txt");
+	g_assert_nonnull(e);
+	g_assert_cmpint(e->type, ==, MANIFEST_FILE);
+	g_assert_cmpuint(e->size, ==, 6);
+	char hex[65];
+	sha256_hex(e->sha256, hex); /* sha256sum of "hello\n" */
+	g_assert_cmpstr(hex, ==,
+			"5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03");
+	e = manifest_find(m, "link");
+	g_assert_nonnull(e);
+	g_assert_cmpint(e->type, ==, MANIFEST_SYMLINK);
+	g_assert_cmpstr(e->target, ==, "sub/../a b.txt");
+	e = manifest_find(m, "dangling");
+	g_assert_nonnull(e);
+	g_assert_cmpstr(e->target, ==, "/nonexistent");
+	g_assert_nonnull(manifest_find(m, "sub"));
+	g_assert_nonnull(manifest_find(m, "sub/empty"));
+	g_assert_null(manifest_find(m, "fifo"));
+	g_assert_cmpuint(m->files, ==, 2);
+	g_assert_cmpuint(m->n_skipped, ==, 2);
+	g_assert_cmpstr(m->skipped[0].path, ==, "fifo");
+	g_assert_nonnull(strstr(m->skipped[0].reason, "fifo"));
+	g_assert_cmpstr(m->skipped[1].path, ==, "new\nline");
+	g_assert_nonnull(strstr(m->skipped[1].reason, "newline"));
+	manifest_free(m);
+
+	/* read-only: nothing was added, removed or touched */
+	g_assert_cmpint(stat(d, &after), ==, 0);
+	g_assert_cmpint(before.st_mtim.tv_sec, ==, after.st_mtim.tv_sec);
+	g_assert_cmpint(before.st_mtim.tv_nsec, ==, after.st_mtim.tv_nsec);
+
+	g_assert_cmpint(dataset_scan("/nonexistent/ferry", &m, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "'/nonexistent/ferry'"));
+	free(err);
+	rmtree(d);
+}
+
+static void test_scan_unreadable(void)
+{
+	if (geteuid() == 0) {
+		g_test_skip("root reads files whatever their mode");
+		return;
+	}
+	char *d = tmpdir();
+	char *p = xasprintf("%s/secret", d);
+	write_text(p, "x");
+	g_assert_cmpint(chmod(p, 0), ==, 0);
+	struct manifest *m = NULL;
+	char *err = NULL;
+	g_assert_cmpint(dataset_scan(d, &m, &err), ==, -1);
+	g_assert_nonnull(strstr(err, p));
+	free(err);
+	free(p);
+	rmtree(d);
+}
+
+static struct manifest *get(const struct dataset_spec *spec, const char *cache, bool rehash,
+			    struct dataset_info *info)
+{
+	struct dataset_get_opts o = { .cache_dir = cache, .rehash = rehash, .gen.no_sync = true };
+	struct manifest *m = NULL;
+	char *err = NULL;
+	if (dataset_get(spec, &o, info, &m, &err) < 0)
+		g_error("dataset_get: %s", err);
+	return m;
+}
+
+static void test_cache(void)
+{
+	char *cache = tmpdir();
+	struct dataset_spec spec = { .files = 4, .size_min = 5000, .seed = 11 };
+	struct dataset_info info;
+
+	/* QEMU runs as libvirt-qemu: the cache must be readable whatever ferry's umask */
+	mode_t old_umask = umask(077);
+	char *sub = xasprintf("%s/deeper", cache);
+	struct manifest *m = get(&spec, sub, false, &info);
+	umask(old_umask);
+	g_assert_true(info.generated);
+	g_assert_null(info.regen_reason);
+	char *check[] = { sub, xasprintf("%s/datasets", sub), info.dir, info.manifest_path };
+	for (size_t i = 0; i < ELEMENTSOF(check); i++) {
+		struct stat st;
+		g_assert_cmpint(stat(check[i], &st), ==, 0);
+		g_assert_cmpuint(st.st_mode & 0777, ==, S_ISDIR(st.st_mode) ? 0755 : 0644);
+	}
+	free(check[1]);
+	manifest_free(m);
+	dataset_info_clear(&info);
+	free(sub);
+
+	m = get(&spec, cache, false, &info);
+	g_assert_true(info.generated);
+	g_assert_null(info.regen_reason);
+	char *hash = dataset_spec_hash(&spec);
+	char *want = xasprintf("%s/datasets/%s", cache, hash);
+	g_assert_cmpstr(info.dir, ==, want);
+	char *mpath = xasprintf("%s.manifest.json", want);
+	g_assert_cmpstr(info.manifest_path, ==, mpath);
+	char *f0 = xasprintf("%s/f0000", info.dir);
+	struct stat st1, st2;
+	g_assert_cmpint(stat(f0, &st1), ==, 0);
+	unsigned char digest[32];
+	memcpy(digest, m->digest, 32);
+	manifest_free(m);
+	dataset_info_clear(&info);
+
+	/* reused: not regenerated, same file (inode and mtime), same manifest */
+	m = get(&spec, cache, false, &info);
+	g_assert_false(info.generated);
+	g_assert_cmpint(stat(f0, &st2), ==, 0);
+	g_assert_cmpuint(st1.st_ino, ==, st2.st_ino);
+	g_assert_cmpint(st1.st_mtim.tv_nsec, ==, st2.st_mtim.tv_nsec);
+	g_assert_cmpmem(m->digest, 32, digest, 32);
+	manifest_free(m);
+	dataset_info_clear(&info);
+
+	/* truncated: not intact, regenerated */
+	g_assert_cmpint(truncate(f0, 10), ==, 0);
+	m = get(&spec, cache, false, &info);
+	g_assert_true(info.generated);
+	g_assert_nonnull(strstr(info.regen_reason, "f0000"));
+	g_assert_cmpint(stat(f0, &st2), ==, 0);
+	g_assert_cmpuint(st2.st_size, ==, 5000);
+	g_assert_cmpmem(m->digest, 32, digest, 32);
+	manifest_free(m);
+	dataset_info_clear(&info);
+
+	/* a flipped byte keeps the size: only a re-hash sees it */
+	int fd = open(f0, O_WRONLY);
+	g_assert_cmpint(fd, >=, 0);
+	g_assert_cmpint(pwrite(fd, "?", 1, 100), ==, 1);
+	close(fd);
+	m = get(&spec, cache, false, &info);
+	g_assert_false(info.generated);
+	manifest_free(m);
+	dataset_info_clear(&info);
+	m = get(&spec, cache, true, &info);
+	g_assert_true(info.generated);
+	g_assert_nonnull(strstr(info.regen_reason, "SHA-256"));
+	manifest_free(m);
+	dataset_info_clear(&info);
+
+	/* an extra file makes the copy not intact either */
+	char *extra = xasprintf("%s/extra", want);
+	write_text(extra, "x");
+	m = get(&spec, cache, false, &info);
+	g_assert_true(info.generated);
+	g_assert_nonnull(strstr(info.regen_reason, "entries"));
+	g_assert_false(g_file_test(extra, G_FILE_TEST_EXISTS));
+	manifest_free(m);
+	dataset_info_clear(&info);
+
+	/* a crash between the rename and the manifest: no manifest, regenerated */
+	g_assert_cmpint(unlink(mpath), ==, 0);
+	m = get(&spec, cache, false, &info);
+	g_assert_true(info.generated);
+	manifest_free(m);
+	dataset_info_clear(&info);
+
+	free(extra), free(f0), free(mpath), free(want), free(hash);
+	rmtree(cache);
+}
+
+static char *listing_of(const struct manifest *m)
+{
+	GString *s = g_string_new(NULL);
+	for (size_t i = 0; i < m->n; i++) {
+		char hex[65];
+		if (m->entries[i].type != MANIFEST_FILE)
+			continue;
+		sha256_hex(m->entries[i].sha256, hex);
+		g_string_append_printf(s, "%s  ./%s\n", hex, m->entries[i].path);
+	}
+	char *r = xstrdup(s->str);
+	g_string_free(s, TRUE);
+	return r;
+}
+
+static void verify_text(const struct manifest *m, const char *text, bool symlinks,
+			struct verify_result *res)
+{
+	struct listing l = { 0 };
+	char *err = NULL;
+	if (listing_parse(text, strlen(text), &l, &err) < 0)
+		g_error("listing: %s", err);
+	struct verify_opts o = { .symlinks = symlinks };
+	manifest_verify(m, &l, &o, res);
+	listing_clear(&l);
+}
+
+static void test_verify(void)
+{
+	char *base = tmpdir(), *d = xasprintf("%s/v", base);
+	struct dataset_spec spec = { .files = 8, .size_min = 100, .depth = 1, .fanout = 2 };
+	struct manifest *m = gen(&spec, d);
+	char *ok = listing_of(m);
+	struct verify_result r;
+
+	verify_text(m, ok, false, &r);
+	g_assert_true(r.ok);
+	g_assert_cmpstr(r.message, ==, "integrity: ok (8 files)");
+	verify_result_clear(&r);
+
+	/* one different: flip a hash digit of dir1/f0003 */
+	char *bad = xstrdup(ok);
+	char *line = strstr(bad, "  ./dir1/f0003");
+	g_assert_nonnull(line);
+	line -= 64;
+	line[0] = line[0] == '0' ? '1' : '0';
+	verify_text(m, bad, false, &r);
+	g_assert_false(r.ok);
+	g_assert_cmpuint(r.different, ==, 1);
+	g_assert_cmpstr(r.first_different[0], ==, "dir1/f0003");
+	g_assert_cmpstr(r.message, ==, "integrity: 1 different (dir1/f0003), 0 missing, 0 extra");
+	verify_result_clear(&r);
+	free(bad);
+
+	/* missing (first two lines dropped) and extra (one added, with spaces in its name) */
+	const char *third = strchr(strchr(ok, '\n') + 1, '\n') + 1;
+	char *text =
+	    g_strdup_printf("%s%s  ./dir0/new file\n", third,
+			    "0000000000000000000000000000000000000000000000000000000000000000");
+	verify_text(m, text, false, &r);
+	g_assert_false(r.ok);
+	g_assert_cmpuint(r.missing, ==, 2);
+	g_assert_cmpuint(r.extra, ==, 1);
+	g_assert_cmpstr(r.message, ==,
+			"integrity: 0 different, 2 missing (dir0/f0000, dir0/f0002), 1 extra "
+			"(dir0/new file)");
+	verify_result_clear(&r);
+	g_free(text);
+
+	/* nothing landed: all missing, the first VERIFY_FIRST named, then "..." */
+	verify_text(m, "", false, &r);
+	g_assert_cmpuint(r.missing, ==, 8);
+	g_assert_cmpuint(r.n_first_missing, ==, VERIFY_FIRST);
+	g_assert_nonnull(strstr(r.message, "8 missing (dir0/f0000, "));
+	g_assert_nonnull(strstr(r.message, ", ...)"));
+	verify_result_clear(&r);
+
+	/* listing order does not matter */
+	char **lines = g_strsplit(ok, "\n", -1);
+	GString *rev = g_string_new(NULL);
+	for (int i = (int)g_strv_length(lines) - 1; i >= 0; i--)
+		g_string_append_printf(rev, "%s\n", lines[i]);
+	verify_text(m, rev->str, false, &r);
+	g_assert_true(r.ok);
+	verify_result_clear(&r);
+	g_string_free(rev, TRUE);
+	g_strfreev(lines);
+
+	free(ok);
+	manifest_free(m);
+	free(d);
+	rmtree(base);
+}
+
+static void test_verify_symlinks(void)
+{
+	char *d = tmpdir();
+	char *p = xasprintf("%s/with space", d);
+	write_text(p, "hello\n");
+	free(p);
+	p = xasprintf("%s/ln", d);
+	g_assert_cmpint(symlink("with space", p), ==, 0);
+	free(p);
+	struct manifest *m = NULL;
+	char *err = NULL;
+	if (dataset_scan(d, &m, &err) < 0)
+		g_error("scan: %s", err);
+	const char *h = "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03";
+	struct verify_result r;
+
+	char *files = g_strdup_printf("%s  ./with space\n", h);
+	verify_text(m, files, false, &r);
+	g_assert_true(r.ok);
+	verify_result_clear(&r);
+	/* asked to compare links, a listing without them misses one */
+	verify_text(m, files, true, &r);
+	g_assert_cmpstr(r.message, ==, "integrity: 0 different, 1 missing (ln), 0 extra");
+	verify_result_clear(&r);
+
+	char *both = g_strdup_printf("%ssymlink with space\t./ln\n", files);
+	verify_text(m, both, true, &r);
+	g_assert_true(r.ok);
+	verify_result_clear(&r);
+	char *wrong = g_strdup_printf("%ssymlink elsewhere\t./ln\n", files);
+	verify_text(m, wrong, true, &r);
+	g_assert_cmpstr(r.message, ==, "integrity: 1 different (ln), 0 missing, 0 extra");
+	verify_result_clear(&r);
+	/* a vehicle that dereferenced the link (vfat): accepted when links are not compared */
+	char *deref = g_strdup_printf("%s%s  ./ln\n", files, h);
+	verify_text(m, deref, false, &r);
+	g_assert_true(r.ok);
+	verify_result_clear(&r);
+
+	g_free(files), g_free(both), g_free(wrong), g_free(deref);
+	manifest_free(m);
+	rmtree(d);
+}
+
+static void test_listing_parse(void)
+{
+	const char *h = "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03";
+	char *text = g_strdup_printf("%s  ./a b\n"
+				     "%s *./star\r\n"
+				     "\n"
+				     "\\%s  ./back\\\\slash\\nnl\n"
+				     "symlink ../t a\t./d/l\n",
+				     h, h, h);
+	struct listing l = { 0 };
+	char *err = NULL;
+	g_assert_cmpint(listing_parse(text, strlen(text), &l, &err), ==, 0);
+	g_assert_cmpuint(l.n, ==, 4);
+	g_assert_cmpstr(l.entries[0].path, ==, "a b");
+	g_assert_cmpstr(l.entries[1].path, ==, "star");
+	g_assert_cmpstr(l.entries[2].path, ==, "back\\slash\nnl");
+	g_assert_true(l.entries[3].symlink);
+	g_assert_cmpstr(l.entries[3].path, ==, "d/l");
+	g_assert_cmpstr(l.entries[3].target, ==, "../t a");
+	char hex[65];
+	sha256_hex(l.entries[2].sha256, hex);
+	g_assert_cmpstr(hex, ==, h);
+	listing_clear(&l);
+	g_free(text);
+
+	const char *bad = "ok\nnot a hash line\n";
+	g_assert_cmpint(listing_parse(bad, strlen(bad), &l, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "line 1"));
+	free(err);
+	listing_clear(&l);
+
+	char *cmd = manifest_guest_command("/mnt/it's", true);
+	g_assert_true(g_str_has_prefix(cmd, "cd -- '/mnt/it'\\''s' && find . -type f -exec "
+					    "sha256sum {} + && find . -type l"));
+	free(cmd);
+}
+
+static void test_manifest_roundtrip(void)
+{
+	char *d = tmpdir();
+	char *path = xasprintf("%s/m.json", d);
+	struct manifest *m = manifest_new();
+	unsigned char sha[32];
+	for (int i = 0; i < 32; i++)
+		sha[i] = (unsigned char)i;
+	m->spec = xstrdup("ferry-dataset/1 test");
+	manifest_add(m, "z", MANIFEST_FILE, 123, sha, NULL);
+	manifest_add(m, "a dir", MANIFEST_DIR, 0, NULL, NULL);
+	manifest_add(m, "a dir/l", MANIFEST_SYMLINK, 3, NULL, "../z");
+	manifest_add(m, "tab\there", MANIFEST_FILE, 0, sha, NULL);
+	manifest_add_skip(m, "fifo", "fifo: not a regular file");
+	char *err = NULL;
+	g_assert_cmpint(manifest_finish(m, &err), ==, 0);
+	g_assert_cmpstr(m->entries[0].path, ==, "a dir");
+	g_assert_cmpuint(m->files, ==, 2);
+	g_assert_cmpuint(m->bytes, ==, 123);
+	size_t len;
+	char *canon = manifest_canonical(m, &len);
+	g_assert_cmpstr(
+	    canon, ==,
+	    "dir\t0\t-\ta dir\n"
+	    "symlink\t4\t../z\ta dir/l\n"
+	    "file\t0\t000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\t"
+	    "tab\\there\n"
+	    "file\t123\t000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\t"
+	    "z\n");
+	free(canon);
+	g_assert_cmpint(manifest_save(m, path, &err), ==, 0);
+
+	struct manifest *r = NULL;
+	if (manifest_load(path, &r, &err) < 0)
+		g_error("load: %s", err);
+	g_assert_true(r->complete);
+	g_assert_cmpmem(r->digest, 32, m->digest, 32);
+	g_assert_cmpstr(r->spec, ==, m->spec);
+	g_assert_cmpuint(r->n, ==, 4);
+	g_assert_cmpstr(manifest_find(r, "a dir/l")->target, ==, "../z");
+	g_assert_cmpuint(r->n_skipped, ==, 1);
+	g_assert_cmpstr(r->skipped[0].reason, ==, "fifo: not a regular file");
+	manifest_free(r);
+
+	/* an edited entry no longer matches the digest */
+	size_t n;
+	char *text = slurp(path, &n);
+	char *at = strstr(text, "\"size\": 123");
+	g_assert_nonnull(at);
+	at[8] = '4';
+	write_text(path, text);
+	g_assert_cmpint(manifest_load(path, &r, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "digest"));
+	free(err);
+	free(text);
+
+	/* a duplicate path is refused */
+	manifest_add(m, "z", MANIFEST_DIR, 0, NULL, NULL);
+	g_assert_cmpint(manifest_finish(m, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "'z'"));
+	free(err);
+
+	manifest_free(m);
+	free(path);
+	rmtree(d);
+}
+
+static void test_parse_size(void)
+{
+	static const struct {
+		const char *s;
+		int rc;
+		uint64_t v;
+	} cases[] = {
+		{ "4096", 0, 4096 },      { "64KiB", 0, 65536 },     { "64k", 0, 65536 },
+		{ "1.5MiB", 0, 1572864 }, { "1GiB", 0, 1073741824 }, { "10MB", 0, 10000000 },
+		{ "1 G", 0, 1073741824 }, { "16777216TiB", -1, 0 },  { "", -1, 0 },
+		{ "-1", -1, 0 },          { "12 parsecs", -1, 0 },   { "MiB", -1, 0 },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		uint64_t v = 0;
+		g_assert_cmpint(dataset_parse_size(cases[i].s, &v), ==, cases[i].rc);
+		if (cases[i].rc == 0)
+			g_assert_cmpuint(v, ==, cases[i].v);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/dataset/determinism", test_determinism);
+	g_test_add_func("/dataset/fill-ranges", test_fill_ranges);
+	g_test_add_func("/dataset/golden", test_golden);
+	g_test_add_func("/dataset/sizes", test_sizes);
+	g_test_add_func("/dataset/dirs", test_dirs);
+	g_test_add_func("/dataset/content", test_content);
+	g_test_add_func("/dataset/scan", test_scan);
+	g_test_add_func("/dataset/scan-unreadable", test_scan_unreadable);
+	g_test_add_func("/dataset/cache", test_cache);
+	g_test_add_func("/dataset/verify", test_verify);
+	g_test_add_func("/dataset/verify-symlinks", test_verify_symlinks);
+	g_test_add_func("/dataset/listing-parse", test_listing_parse);
+	g_test_add_func("/dataset/manifest-roundtrip", test_manifest_roundtrip);
+	g_test_add_func("/dataset/parse-size", test_parse_size);
+	return g_test_run();
+}
