@@ -2,6 +2,7 @@
 /* ferry run: parse -> expand -> open reports -> execute -> render. */
 #include <getopt.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../reporters/reporters.h"
 #include "commands.h"
@@ -25,6 +26,21 @@ static void usage(FILE *out)
 	      "Exit: 0 all passed, 1 a criterion or integrity check failed, 2 plan errors,\n"
 	      "3 infrastructure errors, 130/143 interrupted (results written).\n",
 	      out);
+}
+
+/* Reports go to directories such as out/ that a fresh checkout does not have yet. */
+static void mkdir_parents(const char *path)
+{
+	if (!path || STREQ(path, "-"))
+		return;
+	_cleanup_free_ char *d = xstrdup(path);
+	for (char *s = d + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		mkdir(d, 0755);
+		*s = '/';
+	}
 }
 
 int cmd_run(int argc, char **argv)
@@ -122,6 +138,10 @@ int cmd_run(int argc, char **argv)
 			return EXEC_EXIT_PLAN;
 		}
 	}
+
+	for (int i = 0; i < REPORT_FORMAT_COUNT; i++)
+		mkdir_parents(paths[i]);
+	mkdir_parents(eo.results_path);
 
 	struct report_set rs = { .step_summary = true };
 	for (int i = 0; i < REPORT_FORMAT_COUNT; i++)
