@@ -567,6 +567,8 @@ static void finish_cell(struct exec *x, struct xcell *c)
 	struct result_cell *rc = rcell(x, c);
 	rc->finished_ms = results_now_ms();
 	if (rc->status == STATUS_SKIPPED) {
+		progress_line(x, "ferry: [%zu/%zu] %s: skipped: %s", x->n_finished, x->n_active,
+			      c->pc.id, rc->skip_reason);
 		write_results(x);
 		return;
 	}
@@ -637,19 +639,16 @@ static void test_fault(struct exec *x, struct xcell *c)
 		virDomainDestroy(vm_domain(vm));
 	} else if (STREQ(x->fault_kind, "killga")) {
 		/* keep init from respawning it: replace the binary's path, then kill */
-		const char *argv[] = {
-			"/bin/sh", "-c",
-			"(sleep 1; mv /usr/bin/qemu-ga /usr/bin/qemu-ga.off 2>/dev/null || "
-			"mv /usr/sbin/qemu-ga /usr/sbin/qemu-ga.off; killall qemu-ga) "
-			">/dev/null 2>&1 </dev/null &",
-			NULL
-		};
+		const char *argv[] = { "/bin/sh", "-c",
+				       "(sleep 1; mv /usr/sbin/qemu-ga /usr/sbin/qemu-ga.off; "
+				       "kill $(cat /run/qemu-ga.pid)) >/dev/null 2>&1 </dev/null &",
+				       NULL };
 		struct agent_exec_result r = { 0 };
 		agent_exec(vm_domain(vm), argv, NULL, 0, 10000, &r, &err);
 		agent_exec_result_clear(&r);
 		sleep(3);
 	} else if (STREQ(x->fault_kind, "fill")) {
-		guest_sh(vm, "dd if=/dev/zero of=" TARGET_MNT "/fill bs=1M 2>/dev/null; true",
+		guest_sh(vm, "dd if=/dev/zero of=" LANDING "/fill bs=1M 2>/dev/null; true",
 			 HOUSEKEEPING_MS, &err);
 	}
 }
@@ -721,7 +720,7 @@ static int do_run(struct exec *x, struct xcell *c)
 		method_error_clear(&ctx->err);
 		uint64_t t = now_ns();
 		int rc = hooks[i] ? hooks[i](ctx) : 0;
-		ph[i] = secs(now_ns() - t);
+		ph[i] = hooks[i] ? secs(now_ns() - t) : 0.0; /* a phase the method does not have */
 		if (rc < 0)
 			failed_phase = i;
 	}
@@ -751,7 +750,7 @@ static int do_run(struct exec *x, struct xcell *c)
 	progress(x, c, "cleanup");
 	uint64_t t = now_ns();
 	int crc = c->ops->cleanup ? c->ops->cleanup(ctx) : 0;
-	ph[PHASE_CLEANUP] = secs(now_ns() - t);
+	ph[PHASE_CLEANUP] = c->ops->cleanup ? secs(now_ns() - t) : 0.0;
 	if (crc < 0 && failed_phase < 0) {
 		failed_phase = PHASE_CLEANUP;
 		method_error_clear(&ferr);
