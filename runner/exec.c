@@ -629,13 +629,13 @@ static int do_verify_default(struct method_ctx *ctx)
 	return method_verify_dir(ctx, ctx->landing, symlinks);
 }
 
-/* The fault FERRY_TEST_FAULT asks for in this cell ("KIND@CELL,KIND@CELL"), or NULL. */
+/* The fault FERRY_TEST_FAULT asks for in this cell ("KIND@CELL;KIND@CELL": cell ids hold commas), or NULL. */
 static char *fault_for(const char *spec, const char *cell)
 {
 	if (!spec)
 		return NULL;
 	_cleanup_free_ char *dup = xstrdup(spec);
-	for (char *sv = NULL, *t = strtok_r(dup, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
+	for (char *sv = NULL, *t = strtok_r(dup, ";", &sv); t; t = strtok_r(NULL, ";", &sv)) {
 		char *at = strchr(t, '@');
 		if (at && STREQ(at + 1, cell))
 			return xstrndup(t, (size_t)(at - t));
@@ -658,7 +658,7 @@ static void test_fault(struct exec *x, struct xcell *c)
 		/* keep init from respawning it: replace the binary's path, then kill */
 		const char *argv[] = { "/bin/sh", "-c",
 				       "(sleep 1; mv /usr/sbin/qemu-ga /usr/sbin/qemu-ga.off; "
-				       "kill $(cat /run/qemu-ga.pid)) >/dev/null 2>&1 </dev/null &",
+				       "killall -9 qemu-ga) >/dev/null 2>&1 </dev/null &",
 				       NULL };
 		struct agent_exec_result r = { 0 };
 		agent_exec(vm_domain(vm), argv, NULL, 0, 10000, &r, &err);

@@ -10,7 +10,7 @@ plan="$src/tests/e2e/plans/run-faults.yaml"
 res="$work/faults.json"
 cell() { echo "vm=tiny,disk=ram,dataset=$1,method=agent"; }
 
-FERRY_TEST_FAULT="destroy@$(cell a),killga@$(cell b),fill@$(cell c)" \
+FERRY_TEST_FAULT="destroy@$(cell a);killga@$(cell b);fill@$(cell c)" \
 	run_ferry 3 "$plan" --results "$res"
 validate "$res"
 for d in a b c; do
@@ -31,7 +31,7 @@ boots="$(sed -n 's/.* \([0-9]*\) boots*;.*/\1/p' "$work/log")"
 
 # a corrupted byte is caught by verification and named
 res2="$work/corrupt.json"
-FERRY_TEST_CORRUPT=f0002 run_ferry 1 "$plan" --results "$res2" --max-cells 1
+FERRY_TEST_CORRUPT=f0002 run_ferry 1 "$plan" --results "$res2" --shard 1/4
 st="$(query "$res2" "cells['$(cell a)']['status']")"
 [ "$st" = failed ] || fail "corrupted cell: status $st, expected failed"
 msg="$(query "$res2" "cells['$(cell a)']['errors'][0]['message']")"
