@@ -38,4 +38,14 @@ msg="$(query "$res2" "cells['$(cell a)']['errors'][0]['message']")"
 case "$msg" in *"1 different (f0002)"*) ;; *) fail "integrity message does not name f0002: $msg" ;; esac
 kind="$(query "$res2" "cells['$(cell a)']['errors'][0]['kind']")"
 [ "$kind" = integrity ] || fail "error kind $kind, expected integrity"
+
+# a criterion the cell cannot meet fails it as a criterion failure (exit 1)
+{ cat "$plan"; echo "criteria: [{metric: throughput, min: 1TB/s}, {metric: total, max: 1h}]"; } \
+	>"$work/criteria.yaml"
+res3="$work/criteria.json"
+run_ferry 1 "$work/criteria.yaml" --results "$res3" --shard 1/4
+errs="$(query "$res3" "[(e['kind'], 'throughput' in e['message']) for e in cells['$(cell a)']['errors']]")"
+[ "$errs" = "[('criterion', True)]" ] || fail "criteria: $errs"
+[ "$(query "$res3" "cells['$(cell a)']['status']")" = failed ] || fail "criterion cell not failed"
+
 echo "ok: faults isolated per cell, corruption named, nothing left behind"
