@@ -629,7 +629,8 @@ static int do_verify_default(struct method_ctx *ctx)
 	return method_verify_dir(ctx, ctx->landing, symlinks);
 }
 
-/* The fault FERRY_TEST_FAULT asks for in this cell ("KIND@CELL;KIND@CELL": cell ids hold commas), or NULL. */
+/* The fault FERRY_TEST_FAULT asks for in this cell ("KIND@CELL;KIND@CELL": cell ids hold commas),
+ * or NULL. */
 static char *fault_for(const char *spec, const char *cell)
 {
 	if (!spec)
