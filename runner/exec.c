@@ -413,10 +413,16 @@ static int xvm_boot(struct exec *x, struct xvm *v, char **err)
 }
 
 /* Bring the landing place to its start state: empty, or a fresh disk. */
-static int reset_landing(struct exec *x, struct xvm *v, const struct xcell *c, char **err)
+/*
+ * Bring the landing place to its start state (empty, or a fresh disk) and drop the guest's
+ * caches when drop is set; one guest command where possible, since each costs ~0.15 s under TCG.
+ */
+static int reset_landing(struct exec *x, struct xvm *v, const struct xcell *c, bool drop,
+			 char **err)
 {
+#define DROP_CMD "sync && echo 3 > /proc/sys/vm/drop_caches"
 	if (!v->dirty)
-		return 0;
+		return drop ? guest_sh(v->vm, DROP_CMD, HOUSEKEEPING_MS, err) : 0;
 	if (c->pc.run.disk == PLAN_DISK_FRESH && v->pdisk->kind == PLAN_DISK_IMAGE) {
 		if (!hotpluggable(&v->target)) {
 			/* cannot be hot-plugged: a fresh disk needs a new boot */
@@ -433,13 +439,17 @@ static int reset_landing(struct exec *x, struct xvm *v, const struct xcell *c, c
 			return -1;
 		if (mount_target(x, v, err) < 0)
 			return -1;
-	} else {
-		if (guest_sh(v->vm, "rm -rf " LANDING " && mkdir -p " LANDING, HOUSEKEEPING_MS,
-			     err) < 0)
-			return -1;
+		v->dirty = false;
+		return drop ? guest_sh(v->vm, DROP_CMD, HOUSEKEEPING_MS, err) : 0;
 	}
+	if (guest_sh(v->vm,
+		     drop ? "rm -rf " LANDING " && mkdir -p " LANDING " && " DROP_CMD
+			  : "rm -rf " LANDING " && mkdir -p " LANDING,
+		     HOUSEKEEPING_MS, err) < 0)
+		return -1;
 	v->dirty = false;
 	return 0;
+#undef DROP_CMD
 }
 
 /* ---- results ---- */
@@ -686,20 +696,14 @@ static int do_run(struct exec *x, struct xcell *c)
 		return -1;
 	}
 	progress(x, c, "reset");
-	if (reset_landing(x, v, c, &err) < 0) {
+	bool drop = !warmup && c->pc.run.caches == PLAN_CACHES_DROP;
+	if (reset_landing(x, v, c, drop, &err) < 0) {
 		add_error(x, c, ERROR_INFRA, -1, -1, err, NULL, NULL);
 		check_vm(x, v);
 		return -1;
 	}
-	if (!warmup && c->pc.run.caches == PLAN_CACHES_DROP) {
+	if (drop)
 		drop_host_caches();
-		if (guest_sh(v->vm, "sync && echo 3 > /proc/sys/vm/drop_caches", HOUSEKEEPING_MS,
-			     &err) < 0) {
-			add_error(x, c, ERROR_INFRA, -1, -1, err, NULL, NULL);
-			check_vm(x, v);
-			return -1;
-		}
-	}
 
 	struct method_ctx *ctx = &c->ctx;
 	ctx->vm = v->vm;
