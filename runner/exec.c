@@ -29,10 +29,8 @@
 /* Guest commands the executor runs itself (mount, empty, drop caches) get this long. */
 #define HOUSEKEEPING_MS 120000u
 #define ATTACH_MS       60000u
-/* Filesystem modules load behind the agent (guest.h): wait for them (at most 30 s). */
-#define MODULES_WAIT                                                                               \
-	"i=0; while [ ! -e /run/ferry-modules-loaded ] && [ $i -lt 300 ]; do sleep 0.1; "          \
-	"i=$((i+1)); done; "
+/* Filesystem modules load behind the agent (guest.h): wait for them before mounting. */
+#define MODULES_WAIT METHOD_GUEST_MODULES_WAIT
 
 /* ---- mapping of plan entries (the one place) ---- */
 
@@ -318,8 +316,9 @@ static int mount_target(struct exec *x, struct xvm *v, char **err)
 	(void)x;
 	_cleanup_free_ char *cmd = NULL;
 	if (v->pdisk->kind == PLAN_DISK_TMPFS) {
-		cmd = xasprintf("mkdir -p " TARGET_MNT " && mount -t tmpfs -o size=%" PRIu64
-				"k tmpfs " TARGET_MNT " && mkdir -p " LANDING,
+		cmd = xasprintf(MODULES_WAIT "mkdir -p " TARGET_MNT
+					     " && mount -t tmpfs -o size=%" PRIu64
+					     "k tmpfs " TARGET_MNT " && mkdir -p " LANDING,
 				v->pdisk->size / 1024);
 	} else {
 		_cleanup_free_ char *dev = NULL;
