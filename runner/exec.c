@@ -555,9 +555,21 @@ static void eval_criteria(struct exec *x, struct xcell *c)
 		    !isfinite(v) || (cr->has_min && v < cr->min) || (cr->has_max && v > cr->max);
 		if (!bad)
 			continue;
+		/* the value in the units the plan wrote its bound in */
+		_cleanup_free_ char *val = NULL;
+		if (!isfinite(v))
+			val = xstrdup("undefined");
+		else if (cr->metric == PLAN_METRIC_THROUGHPUT)
+			val = xasprintf("%.3g MB/s", v / 1e6);
+		else if (cr->metric == PLAN_METRIC_FILES_PER_S)
+			val = xasprintf("%.3g files/s", v);
+		else if (cr->metric == PLAN_METRIC_CV)
+			val = xasprintf("%.3g%%", v);
+		else
+			val = xasprintf("%.3f s", v / 1e9);
 		struct result_error *e = result_cell_add_error(
-		    rc, ERROR_CRITERION, "criterion %s:%d: %s is %g, expected %s%s%s%s%s",
-		    cr->pos.file, cr->pos.line, metric_name(cr->metric), v,
+		    rc, ERROR_CRITERION, "criterion %s:%d: %s is %s, expected %s%s%s%s%s",
+		    cr->pos.file, cr->pos.line, metric_name(cr->metric), val,
 		    cr->has_min ? "at least " : "", cr->has_min ? cr->min_text : "",
 		    cr->has_min && cr->has_max ? " and " : "", cr->has_max ? "at most " : "",
 		    cr->has_max ? cr->max_text : "");
