@@ -26,5 +26,6 @@ int cmd_doctor(int argc, char **argv);
 int cmd_expand(int argc, char **argv);
 int cmd_guest(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 int cmd_schema(int argc, char **argv);
 int cmd_validate(int argc, char **argv);

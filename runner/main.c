@@ -19,6 +19,7 @@ static const struct command commands[] = {
 	 * In the order `ferry --help` shows them: the plan workflow (run, validate, expand), then
 	 * what reads results (report, compare, merge), then the tools (guest, dataset, doctor).
 	 */
+	{ "run", cmd_run, "run a plan: every cell, timed, verified, reported" },
 	{ "validate", cmd_validate, "check plan files without running anything" },
 	{ "expand", cmd_expand, "list the cells of a plan with their resolved settings" },
 	{ "report", cmd_report, "render a results file as JUnit, Markdown or JSON" },

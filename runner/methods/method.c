@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/* The method registry and the helpers every method uses. */
+#include "method.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+#include "../agent.h"
+#include "../util.h"
+
+/*
+ * The built-in methods. Add a line here when a method's file lands (and the file to
+ * runner/meson.build): a plain list, since a weak reference would not pull an object out of the
+ * static library. A type without an entry is skipped as "not built into this ferry".
+ */
+static const struct method_ops *const registry[] = {
+	&method_agent_file,
+	&method_disk_image,
+};
+
+const struct method_ops *method_find(enum plan_method_type type)
+{
+	for (size_t i = 0; i < ELEMENTSOF(registry); i++)
+		if (registry[i]->type == type)
+			return registry[i];
+	return NULL;
+}
+
+void method_error_clear(struct method_error *e)
+{
+	free(e->message);
+	free(e->agent_message);
+	free(e->libvirt_message);
+	memset(e, 0, sizeof(*e));
+	e->kind = ERROR_INFRA;
+}
+
+int method_fail(struct method_ctx *ctx, enum result_error_kind kind, const char *agent_message,
+		const char *fmt, ...)
+{
+	va_list ap;
+	method_error_clear(&ctx->err);
+	ctx->err.kind = kind;
+	va_start(ap, fmt);
+	ctx->err.message = xvasprintf(fmt, ap);
+	va_end(ap);
+	if (agent_message && *agent_message)
+		ctx->err.agent_message = xstrdup(agent_message);
+	const char *lv = virGetLastErrorMessage();
+	if (lv && *lv && strcmp(lv, "no error") != 0)
+		ctx->err.libvirt_message = xstrdup(lv);
+	return -1;
+}
+
+char *method_shell_quote(const char *s)
+{
+	size_t n = 3;
+	for (const char *p = s; *p; p++)
+		n += *p == '\'' ? 4 : 1;
+	char *out = xmalloc(n), *o = out;
+	*o++ = '\'';
+	for (const char *p = s; *p; p++) {
+		if (*p == '\'') {
+			memcpy(o, "'\\''", 4);
+			o += 4;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o++ = '\'';
+	*o = '\0';
+	return out;
+}
+
+int method_guest_sh(struct method_ctx *ctx, const char *what, const char *cmd, char **out)
+{
+	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	struct agent_exec_result r = { 0 };
+	_cleanup_free_ char *err = NULL;
+	if (agent_exec(ctx->dom, argv, NULL, 0, ctx->timeout_ms, &r, &err) < 0) {
+		int kind =
+		    err && strstr(err, "did not finish within") ? ERROR_TIMEOUT : ERROR_INFRA;
+		return method_fail(ctx, kind, err, "%s: guest agent failed", what);
+	}
+	if (r.exit_code != 0) {
+		int rc = method_fail(ctx, ERROR_INFRA, r.err,
+				     "%s: guest command exited with status %d", what, r.exit_code);
+		agent_exec_result_clear(&r);
+		return rc;
+	}
+	if (out)
+		*out = TAKE_PTR(r.out);
+	agent_exec_result_clear(&r);
+	return 0;
+}
+
+int method_verify_dir(struct method_ctx *ctx, const char *dir, bool symlinks)
+{
+	_cleanup_free_ char *cmd = manifest_guest_command(dir, symlinks);
+	_cleanup_free_ char *out = NULL;
+	if (method_guest_sh(ctx, "verify", cmd, &out) < 0)
+		return -1;
+	struct listing l = { 0 };
+	_cleanup_free_ char *err = NULL;
+	if (listing_parse(out, strlen(out), &l, &err) < 0) {
+		listing_clear(&l);
+		return method_fail(ctx, ERROR_INFRA, NULL, "verify: %s", err);
+	}
+	struct verify_opts vo = { .symlinks = symlinks };
+	struct verify_result res = { 0 };
+	manifest_verify(ctx->manifest, &l, &vo, &res);
+	int rc = 0;
+	if (!res.ok)
+		rc = method_fail(ctx, ERROR_INTEGRITY, NULL, "%s", res.message);
+	verify_result_clear(&res);
+	listing_clear(&l);
+	return rc;
+}

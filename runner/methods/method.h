@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Transfer methods: the ways data gets into a guest. Each method is one `struct method_ops`
+ * (runner/methods/<name>.c) found through method_find(). The executor (exec.c) drives them:
+ *
+ *   supports()                          once per cell, before anything boots: NULL or a skip reason
+ *   add_devices()                       before the VM of a cell boots (vm: shared boots once per
+ *                                       distinct configuration, so devices added here must depend
+ *                                       only on the cell's plan entries, see vm_key below)
+ *   per run:
+ *     [executor empties the landing directory / re-creates a fresh target disk, drops caches]
+ *     prepare()   timed  PHASE_PREPARE   e.g. build an image, open a socket, start a sender
+ *     transfer()  timed  PHASE_TRANSFER  the bytes move into the guest
+ *     finalize()  timed  PHASE_FINALIZE  e.g. sync in the guest, unpack, unplug
+ *     verify()    timed  PHASE_VERIFY    optional override; default: the executor hashes
+ *                                        ctx->landing in the guest against the manifest
+ *     cleanup()   timed  PHASE_CLEANUP   ALWAYS called once prepare() was called, even after a
+ *                                        failure or an interrupt; must be safe to call on a
+ *                                        half-prepared state and must not touch a dead domain
+ *                                        longer than needed (check run_interrupted())
+ *   free_state()                         once per cell (after the last run), frees ctx->state
+ *
+ * Every hook returns 0 or -1; on -1 it fills ctx->err (see method_fail()). Hooks never print.
+ * total = prepare + transfer + finalize; verify and cleanup are timed but not in the total.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+
+#include "../dataset.h"
+#include "../manifest.h"
+#include "../plan.h"
+#include "../results.h"
+#include "../run.h"
+#include "../vm.h"
+
+struct vm;
+
+/* What went wrong in a hook: filled by method_fail(); the executor turns it into a result_error
+ * of the cell (kind, message, plus the optional diagnostics) and frees it. */
+struct method_error {
+	enum result_error_kind kind; /* ERROR_INFRA, ERROR_INTEGRITY or ERROR_TIMEOUT */
+	char *message;               /* lower-case, no final period: what failed and why */
+	char *agent_message;         /* optional: agent error or the guest command's stderr */
+	char *libvirt_message;       /* optional: the libvirt error at the failing call */
+};
+
+/*
+ * Extra boot-time devices a method asks for. add_devices() appends to these; the executor owns the
+ * arrays and the strings (strdup what you put in; the executor frees them) and copies them into
+ * the struct vm_config it boots. Two cells whose method_boot_needs are equal (and whose VM/disk
+ * entries are equal) can share a VM under `vm: shared`.
+ */
+struct method_boot_needs {
+	/* 9p share: host directory exported with this mount tag (NULL: none). */
+	char *share_dir;
+	char *share_tag;
+	enum share_mode share_mode;
+	bool share_readonly;
+	/* extra virtio-serial ports by name (guest: /dev/virtio-ports/NAME). */
+	char **channels;
+	size_t n_channels;
+	/* the VM needs a NIC (network method); model/queues come from the plan's vm entry. */
+	bool nic;
+	/* boot-time disks besides the target disk, e.g. a raw target for `block` on sata/ide that
+	 * cannot be hot-plugged. path must exist before boot (create it in add_devices()). */
+	struct disk_config *disks;
+	size_t n_disks;
+};
+
+/* Everything a method receives. The executor fills it; members marked (method) are the method's. */
+struct method_ctx {
+	/* ---- the cell ---- */
+	const struct plan *plan;
+	const struct plan_cell *cell;     /* the cell's entries and resolved run settings */
+	const struct plan_method *method; /* == cell->method */
+	const struct plan_disk *disk;     /* == cell->disk: the disk the data lands on */
+	const struct plan_dataset *pds;   /* == cell->dataset */
+	const struct dataset_spec *spec;  /* the dataset in dataset.h terms */
+	const char *dataset_dir;          /* host directory holding the dataset (read-only!) */
+	const struct manifest *manifest;  /* what every run is verified against */
+
+	/* ---- the host side ---- */
+	struct run *run;      /* run directory and cleanup registry: run_path(), run_defer() */
+	virConnectPtr conn;   /* libvirt connection */
+	const char *cell_dir; /* a scratch directory for this cell inside the run directory,
+				 created by the executor, removed with the run */
+
+	/* ---- the guest (NULL in supports() and add_devices()) ---- */
+	struct vm *vm;
+	virDomainPtr dom; /* vm_domain(vm) */
+	/* Guest directory the data must land in: the target disk's filesystem mounted there, or a
+	 * tmpfs (disk kind tmpfs). Exists and is empty at the start of every run. */
+	const char *landing;
+	/* Guest block device of the target disk ("/dev/vdb"), NULL for tmpfs. While a run is in
+	 * progress it is mounted on `landing`; the `block` method may unmount it in prepare()
+	 * (the executor re-creates/re-mounts the filesystem before the next run). */
+	const char *target_dev;
+	/* The target disk as configured on the host (image path, bus, serial), NULL for tmpfs. */
+	const struct disk_config *target_disk;
+
+	/* ---- limits ---- */
+	unsigned timeout_ms; /* what a single guest command may take (from the run timeout) */
+	unsigned run_index;  /* 0-based over all runs of the cell, warmups first */
+	bool warmup;
+
+	/* ---- what the run moved: set by the method in transfer()/finalize() (defaults: the
+	 * manifest's files and bytes, set by the executor before prepare()) ---- */
+	uint64_t bytes, files;
+
+	/* ---- method-private ---- */
+	void *state; /* (method) anything; kept across the runs of a cell; free in free_state() */
+	struct method_error err; /* (method) filled on failure by method_fail() */
+};
+
+/* Fill ctx->err with a formatted message (kind and optional diagnostics); returns -1. */
+int method_fail(struct method_ctx *ctx, enum result_error_kind kind, const char *agent_message,
+		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Clear ctx->err (the executor does it before every hook). */
+void method_error_clear(struct method_error *e);
+
+struct method_ops {
+	/* The plan's `type:` spelling, e.g. "agent-file". */
+	const char *name;
+	enum plan_method_type type;
+
+	/*
+	 * Whether this cell can run on this host: static checks of the combination (method options
+	 * x disk x vm) and host capabilities (a tool or virtiofsd missing, ...). Returns NULL when
+	 * it can, else a malloc'ed skip reason ("vfat images need mkfs.vfat (dosfstools)"), which
+	 * the cell records as its skip reason. ctx has no vm/dom/landing yet. May be NULL (always
+	 * ok).
+	 */
+	char *(*supports)(const struct method_ctx *ctx);
+
+	/* Add boot-time devices (see struct method_boot_needs). May be NULL. Returns 0 or -1. */
+	int (*add_devices)(struct method_ctx *ctx, struct method_boot_needs *needs);
+
+	/* The timed phases. prepare and finalize may be NULL (phase recorded as 0). */
+	int (*prepare)(struct method_ctx *ctx);
+	int (*transfer)(struct method_ctx *ctx);
+	int (*finalize)(struct method_ctx *ctx);
+	/*
+	 * Optional verification override (NULL: the executor lists ctx->landing in the guest with
+	 * manifest_guest_command() and compares with manifest_verify()). A mismatch is
+	 * method_fail(ctx, ERROR_INTEGRITY, ...) naming the first paths.
+	 */
+	int (*verify)(struct method_ctx *ctx);
+	/* Always called after prepare() was called (success or not). May be NULL. */
+	int (*cleanup)(struct method_ctx *ctx);
+	/* Free ctx->state; called once per cell. May be NULL. */
+	void (*free_state)(struct method_ctx *ctx);
+};
+
+/* The method for a type, or NULL when none is built in. */
+const struct method_ops *method_find(enum plan_method_type type);
+
+/* The methods, defined in their own files (methods/NAME.c). */
+extern const struct method_ops method_agent_file;
+extern const struct method_ops method_disk_image;
+extern const struct method_ops method_channel;
+extern const struct method_ops method_share;
+extern const struct method_ops method_network;
+extern const struct method_ops method_block;
+
+/* ---- helpers for methods (methods/method.c) ---- */
+
+/*
+ * Run a shell command line in the guest (sh -c CMD) with the ctx timeout; non-zero exit is an
+ * error whose message names `what` and carries stderr as agent_message. out may be NULL.
+ */
+int method_guest_sh(struct method_ctx *ctx, const char *what, const char *cmd, char **out);
+
+/*
+ * The default verification: list `dir` in the guest (manifest_guest_command()), compare with
+ * ctx->manifest and fail with ERROR_INTEGRITY naming the first missing, extra or different
+ * paths. symlinks: compare symbolic links too (off for vehicles that cannot carry them).
+ */
+int method_verify_dir(struct method_ctx *ctx, const char *dir, bool symlinks);
+
+/*
+ * A guest shell prefix that waits (at most 30 s) until the built-in guest has loaded its
+ * filesystem modules (ext4, vfat, isofs, 9p load behind the agent, see guest.h): a mount right
+ * after boot otherwise fails with "No such device". Use it before the first mount.
+ */
+#define METHOD_GUEST_MODULES_WAIT                                                                  \
+	"i=0; while [ ! -e /run/ferry-modules-loaded ] && [ $i -lt 300 ]; do sleep 0.1; "          \
+	"i=$((i+1)); done; "
+
+/* Quote s for a POSIX shell ('...' with ' escaped). Caller frees. */
+char *method_shell_quote(const char *s);
