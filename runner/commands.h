@@ -28,3 +28,4 @@ int cmd_expand(int argc, char **argv);
 int cmd_schema(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_dataset(int argc, char **argv);
+int cmd_run(int argc, char **argv);

@@ -16,6 +16,7 @@ static int cmd_help(int argc, char **argv);
 
 static const struct command commands[] = {
 	/* keep in the order `ferry --help` shows them */
+	{ "run", cmd_run, "run a plan: every cell, timed, verified, reported" },
 	{ "doctor", cmd_doctor, "check that this host can run plans" },
 	{ "guest", cmd_guest, "build the built-in guest, show what is in it" },
 	{ "report", cmd_report, "render a results file as JUnit, Markdown or JSON" },

@@ -10,10 +10,11 @@ bash scripts/setup.sh
 plan=plans/quickstart.yaml
 ferry=build/ferry
 "$ferry" validate "$plan"
-if "$ferry" help | grep -q '^  run '; then
-	"$ferry" run "$plan"
-else
-	# the runner is not there yet: show what it would run
-	echo "quickstart: 'ferry run' is not implemented yet; the cells of $plan are:"
-	"$ferry" expand "$plan"
-fi
+status=0
+"$ferry" run "$plan" || status=$?
+echo
+echo "quickstart: reports of $plan (exit status $status):"
+for f in out/quickstart.junit.xml out/quickstart.md out/quickstart.json; do
+	[ -e "$f" ] && echo "  $here/$f"
+done
+exit "$status"

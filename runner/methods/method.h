@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
 
 #include "../dataset.h"
 #include "../manifest.h"
@@ -174,6 +175,13 @@ extern const struct method_ops method_block;
  * error whose message names `what` and carries stderr as agent_message. out may be NULL.
  */
 int method_guest_sh(struct method_ctx *ctx, const char *what, const char *cmd, char **out);
+
+/*
+ * The default verification: list `dir` in the guest (manifest_guest_command()), compare with
+ * ctx->manifest and fail with ERROR_INTEGRITY naming the first missing, extra or different
+ * paths. symlinks: compare symbolic links too (off for vehicles that cannot carry them).
+ */
+int method_verify_dir(struct method_ctx *ctx, const char *dir, bool symlinks);
 
 /* Quote s for a POSIX shell ('...' with ' escaped). Caller frees. */
 char *method_shell_quote(const char *s);

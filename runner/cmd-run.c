@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/* ferry run: parse -> expand -> open reports -> execute -> render. */
+#include <getopt.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../reporters/reporters.h"
+#include "commands.h"
+#include "exec.h"
+#include "plan.h"
+#include "units.h"
+#include "util.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct plan *, plan_free)
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct matrix *, matrix_free)
+
+static void usage(FILE *out)
+{
+	fputs("usage: ferry run [--connect URI] [--shard K/N] [--max-cells N] [--junit F]\n"
+	      "                 [--markdown F] [--json F] [--bmf F] [--gab F] [--results F]\n"
+	      "                 [--resume F] [--rerun-failed] [--fail-fast] [--quiet] [--verbose] "
+	      "PLAN\n"
+	      "\n"
+	      "Run every cell of a plan against real guests, verify every run, and write the\n"
+	      "results file (after every cell) and the reports the plan or the options name.\n"
+	      "Exit: 0 all passed, 1 a criterion or integrity check failed, 2 plan errors,\n"
+	      "3 infrastructure errors, 130/143 interrupted (results written).\n",
+	      out);
+}
+
+/* Reports go to directories such as out/ that a fresh checkout does not have yet. */
+static void mkdir_parents(const char *path)
+{
+	if (!path || STREQ(path, "-"))
+		return;
+	_cleanup_free_ char *d = xstrdup(path);
+	for (char *s = d + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		mkdir(d, 0755);
+		*s = '/';
+	}
+}
+
+int cmd_run(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "connect", required_argument, NULL, 'c' },
+		{ "shard", required_argument, NULL, 's' },
+		{ "max-cells", required_argument, NULL, 'm' },
+		{ "junit", required_argument, NULL, 'j' },
+		{ "markdown", required_argument, NULL, 'M' },
+		{ "json", required_argument, NULL, 'J' },
+		{ "bmf", required_argument, NULL, 'B' },
+		{ "gab", required_argument, NULL, 'G' },
+		{ "results", required_argument, NULL, 'r' },
+		{ "resume", required_argument, NULL, 'R' },
+		{ "rerun-failed", no_argument, NULL, 'F' },
+		{ "fail-fast", no_argument, NULL, 'f' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct exec_opts eo = { 0 };
+	const char *paths[REPORT_FORMAT_COUNT] = { 0 };
+	const char *resume = NULL;
+	size_t cap = 0;
+	int c;
+	while ((c = getopt_long(argc, argv, "qvh", opts, NULL)) != -1) {
+		_cleanup_free_ char *err = NULL;
+		uint64_t v;
+		switch (c) {
+		case 'c': eo.connect = optarg; break;
+		case 's':
+			if (shard_parse(optarg, &eo.shard_k, &eo.shard_n, &err) < 0) {
+				errorf("%s", err);
+				return EXEC_EXIT_PLAN;
+			}
+			break;
+		case 'm':
+			if (parse_uint(optarg, &v, &err) < 0 || v == 0) {
+				errorf("invalid --max-cells '%s': expected a positive integer",
+				       optarg);
+				return EXEC_EXIT_PLAN;
+			}
+			cap = (size_t)v;
+			break;
+		case 'j': paths[REPORT_JUNIT] = optarg; break;
+		case 'M': paths[REPORT_MARKDOWN] = optarg; break;
+		case 'J': paths[REPORT_JSON] = optarg; break;
+		case 'B': paths[REPORT_BMF] = optarg; break;
+		case 'G': paths[REPORT_GAB] = optarg; break;
+		case 'r': eo.results_path = optarg; break;
+		case 'R': resume = optarg; break;
+		case 'F': eo.rerun_failed = true; break;
+		case 'f': eo.fail_fast = true; break;
+		case 'q': eo.quiet = true; break;
+		case 'v': eo.verbose = true; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return EXEC_EXIT_PLAN;
+		}
+	}
+	if (optind != argc - 1) {
+		usage(stderr);
+		return EXEC_EXIT_PLAN;
+	}
+	eo.plan_path = argv[optind];
+
+	struct diag_list diags = { 0 };
+	_cleanup_(plan_freep) struct plan *p = plan_parse_file(eo.plan_path, &diags);
+	_cleanup_(matrix_freep) struct matrix *m = p ? plan_expand(p, cap, &diags) : NULL;
+	diag_print(&diags, stderr);
+	diag_list_clear(&diags);
+	if (!m)
+		return EXEC_EXIT_PLAN;
+
+	/* the plan's report paths, unless an option overrides them */
+	if (!paths[REPORT_JUNIT])
+		paths[REPORT_JUNIT] = p->report.junit;
+	if (!paths[REPORT_MARKDOWN])
+		paths[REPORT_MARKDOWN] = p->report.markdown.path;
+	if (!paths[REPORT_JSON])
+		paths[REPORT_JSON] = p->report.json;
+	if (!paths[REPORT_BMF])
+		paths[REPORT_BMF] = p->report.bmf;
+	if (!paths[REPORT_GAB])
+		paths[REPORT_GAB] = p->report.gab;
+	if (!eo.results_path)
+		eo.results_path = resume ? resume : paths[REPORT_JSON];
+
+	if (resume) {
+		_cleanup_free_ char *err = NULL;
+		eo.resume = results_read(resume, &err);
+		if (!eo.resume) {
+			errorf("%s", err);
+			return EXEC_EXIT_PLAN;
+		}
+	}
+
+	for (int i = 0; i < REPORT_FORMAT_COUNT; i++)
+		mkdir_parents(paths[i]);
+	mkdir_parents(eo.results_path);
+
+	struct report_set rs = { .step_summary = true };
+	for (int i = 0; i < REPORT_FORMAT_COUNT; i++)
+		rs.paths[i] = paths[i];
+	if (p->report.markdown.set) {
+		rs.markdown.rows = plan_axis_name(p->report.markdown.rows);
+		rs.markdown.cols = plan_axis_name(p->report.markdown.cols);
+	}
+	{
+		_cleanup_free_ char *err = NULL;
+		if (report_set_open(&rs, &err) < 0) {
+			errorf("%s", err);
+			results_free(eo.resume);
+			return EXEC_EXIT_PLAN;
+		}
+	}
+
+	struct results *r = NULL;
+	struct exec_stats st;
+	_cleanup_free_ char *err = NULL;
+	int code = exec_plan(p, m, &eo, &r, &st, &err);
+	if (err) {
+		errorf("%s", err);
+		report_set_abort(&rs);
+		results_free(r);
+		return code;
+	}
+	_cleanup_free_ char *rerr = NULL, *warning = NULL;
+	if (report_set_write(&rs, r, &rerr, &warning) < 0) {
+		errorf("%s", rerr);
+		if (code == EXEC_EXIT_OK)
+			code = EXEC_EXIT_INFRA;
+	}
+	if (warning)
+		warnf("%s", warning);
+	size_t counts[STATUS_COUNT];
+	results_count_status(r, counts);
+	if (!eo.quiet) {
+		fprintf(stderr,
+			"ferry: %zu passed, %zu failed, %zu errors, %zu skipped, %zu pending; %u "
+			"boot%s; wall %.1f s, measured %.1f s (%.0f%%)\n",
+			counts[STATUS_PASSED], counts[STATUS_FAILED], counts[STATUS_ERROR],
+			counts[STATUS_SKIPPED], counts[STATUS_PENDING], st.boots,
+			st.boots == 1 ? "" : "s", st.wall_s, st.measured_s,
+			st.wall_s > 0 ? 100.0 * st.measured_s / st.wall_s : 0.0);
+		for (int i = 0; i < REPORT_FORMAT_COUNT; i++)
+			if (paths[i] && !STREQ(paths[i], "-"))
+				fprintf(stderr, "ferry: %s report: %s\n", report_format_name(i),
+					paths[i]);
+		if (eo.results_path &&
+		    (!paths[REPORT_JSON] || !STREQ(eo.results_path, paths[REPORT_JSON])))
+			fprintf(stderr, "ferry: results: %s\n", eo.results_path);
+	}
+	results_free(r);
+	return code;
+}

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agent-file: through qemu-guest-agent file writes. Without `archive:` every file goes on its
+ * own (guest-file-open/write/close per file, directories made first in one guest command);
+ * with `archive:` the dataset is packed by libarchive straight into AGENT_CHUNK-sized
+ * guest-file-write calls (no archive on the host's disk), landing in the guest's /tmp (RAM),
+ * and unpacked there by busybox in finalize.
+ */
+#include <string.h>
+
+#include "../agent.h"
+#include "../util.h"
+#include "archive.h"
+#include "method.h"
+
+#define GUEST_ARCHIVE "/tmp/ferry-agent-archive"
+
+static char *af_supports(const struct method_ctx *ctx)
+{
+	return pack_guest_support(&ctx->method->archive);
+}
+
+static bool packed(const struct method_ctx *ctx)
+{
+	return ctx->method->archive.format != PLAN_ARCHIVE_NONE;
+}
+
+struct sink {
+	struct method_ctx *ctx;
+	int64_t handle;
+	uint64_t bytes;
+};
+
+static int sink_write(void *ud, const void *buf, size_t len, char **err)
+{
+	struct sink *s = ud;
+	if (run_interrupted()) {
+		*err = xstrdup("interrupted");
+		return -1;
+	}
+	s->bytes += len;
+	return agent_file_write(s->ctx->dom, s->handle, buf, len, err);
+}
+
+static char *archive_path(const struct method_ctx *ctx)
+{
+	return xasprintf(GUEST_ARCHIVE "%s", pack_suffix(&ctx->method->archive));
+}
+
+static int transfer_packed(struct method_ctx *ctx)
+{
+	_cleanup_free_ char *path = archive_path(ctx), *err = NULL;
+	struct sink s = { .ctx = ctx };
+	if (agent_file_open(ctx->dom, path, "w", &s.handle, &err) < 0)
+		return method_fail(ctx, ERROR_INFRA, err, "cannot open '%s' in the guest", path);
+	int rc = pack_stream(&ctx->method->archive, ctx->dataset_dir, ctx->manifest, AGENT_CHUNK,
+			     sink_write, &s, &err);
+	_cleanup_free_ char *cerr = NULL;
+	int crc = agent_file_close(ctx->dom, s.handle, &cerr);
+	if (rc < 0)
+		return method_fail(ctx, ERROR_INFRA, err, "streaming the archive into the guest");
+	if (crc < 0)
+		return method_fail(ctx, ERROR_INFRA, cerr, "closing '%s' in the guest", path);
+	ctx->bytes = s.bytes;
+	return 0;
+}
+
+static int transfer_files(struct method_ctx *ctx)
+{
+	const struct manifest *m = ctx->manifest;
+	/* directories and symlinks in one guest command, then the files one by one */
+	size_t n_dirs = 0, n_links = 0;
+	for (size_t i = 0; i < m->n; i++) {
+		n_dirs += m->entries[i].type == MANIFEST_DIR;
+		n_links += m->entries[i].type == MANIFEST_SYMLINK;
+	}
+	if (n_dirs) {
+		const char **argv = xcalloc(n_dirs + 3, sizeof(char *));
+		char **own = xcalloc(n_dirs, sizeof(char *));
+		size_t k = 0;
+		argv[k++] = "mkdir";
+		argv[k++] = "-p";
+		for (size_t i = 0; i < m->n; i++)
+			if (m->entries[i].type == MANIFEST_DIR) {
+				own[k - 2] = xasprintf("%s/%s", ctx->landing, m->entries[i].path);
+				argv[k] = own[k - 2];
+				k++;
+			}
+		_cleanup_free_ char *err = NULL;
+		int rc = agent_run(ctx->dom, argv, ctx->timeout_ms, NULL, &err);
+		for (size_t i = 0; i < n_dirs; i++)
+			free(own[i]);
+		free(own);
+		free(argv);
+		if (rc < 0)
+			return method_fail(ctx, ERROR_INFRA, err, "making the directories");
+	}
+	for (size_t i = 0; i < m->n; i++) {
+		const struct manifest_entry *e = &m->entries[i];
+		if (run_interrupted())
+			return method_fail(ctx, ERROR_INFRA, NULL, "interrupted");
+		_cleanup_free_ char *dst = xasprintf("%s/%s", ctx->landing, e->path);
+		_cleanup_free_ char *err = NULL;
+		if (e->type == MANIFEST_SYMLINK) {
+			const char *argv[] = { "ln", "-s", e->target, dst, NULL };
+			if (agent_run(ctx->dom, argv, ctx->timeout_ms, NULL, &err) < 0)
+				return method_fail(ctx, ERROR_INFRA, err, "linking '%s'", e->path);
+			continue;
+		}
+		if (e->type != MANIFEST_FILE)
+			continue;
+		_cleanup_free_ char *src = xasprintf("%s/%s", ctx->dataset_dir, e->path);
+		if (agent_push_file(ctx->dom, src, dst, NULL, &err) < 0)
+			return method_fail(ctx, ERROR_INFRA, err, "writing '%s'", e->path);
+	}
+	return 0;
+}
+
+static int af_transfer(struct method_ctx *ctx)
+{
+	return packed(ctx) ? transfer_packed(ctx) : transfer_files(ctx);
+}
+
+static int af_finalize(struct method_ctx *ctx)
+{
+	if (!packed(ctx))
+		return method_guest_sh(ctx, "sync", "sync", NULL);
+	_cleanup_free_ char *path = archive_path(ctx);
+	_cleanup_free_ char *un = pack_guest_unpack_cmd(&ctx->method->archive, path);
+	_cleanup_free_ char *land = method_shell_quote(ctx->landing);
+	_cleanup_free_ char *cmd = xasprintf("cd %s && %s && rm -f '%s' && sync", land, un, path);
+	return method_guest_sh(ctx, "unpacking the archive", cmd, NULL);
+}
+
+static int af_cleanup(struct method_ctx *ctx)
+{
+	if (!packed(ctx) || !ctx->dom)
+		return 0;
+	_cleanup_free_ char *path = archive_path(ctx);
+	_cleanup_free_ char *cmd = xasprintf("rm -f '%s'", path);
+	/* the guest may be gone after a failure: that is not this phase's error */
+	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	_cleanup_free_ char *err = NULL;
+	agent_run(ctx->dom, argv, 30000, NULL, &err);
+	return 0;
+}
+
+const struct method_ops method_agent_file = {
+	.name = "agent-file",
+	.type = PLAN_METHOD_AGENT_FILE,
+	.supports = af_supports,
+	.transfer = af_transfer,
+	.finalize = af_finalize,
+	.cleanup = af_cleanup,
+};

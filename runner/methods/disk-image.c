@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * disk-image: build an image holding the dataset on the host without root or mounting (ext4 with
+ * `mke2fs -d`, ISO 9660 with libarchive's writer; raw, or converted to qcow2), hot-plug it
+ * read-only, mount it in the guest, copy to the landing directory and sync, unplug.
+ * `in_place: true` reads the data where it is on the mounted image instead of copying it, and
+ * verifies it there.
+ *
+ *   prepare   build the image
+ *   transfer  attach (hot-plug, wait for the device), mount, copy (in_place: read everything)
+ *   finalize  sync, unmount, detach (in_place: nothing; the image stays mounted for verify)
+ *   cleanup   unmount and detach when still there, delete the image
+ */
+#include <archive.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "../agent.h"
+#include "../proc.h"
+#include "../util.h"
+#include "../vm.h"
+#include "archive.h"
+#include "method.h"
+
+#define SRC_MNT "/mnt/ferry-src"
+
+struct di_state {
+	unsigned n;  /* images built so far: a new serial each time */
+	char *image; /* host path of the current image */
+	char serial[DISK_SERIAL_MAX + 1];
+	bool attached, mounted;
+	struct disk_config d;
+};
+
+static bool have_prog(const char *name)
+{
+	const char *path = getenv("PATH");
+	_cleanup_free_ char *dup = xstrdup(path ? path : "/usr/sbin:/usr/bin:/sbin:/bin");
+	for (char *s = NULL, *d = strtok_r(dup, ":", &s); d; d = strtok_r(NULL, ":", &s)) {
+		_cleanup_free_ char *p = xasprintf("%s/%s", d, name);
+		if (access(p, X_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
+static char *di_supports(const struct method_ctx *ctx)
+{
+	const struct plan_method *m = ctx->method;
+	if (m->image_bus == PLAN_BUS_SATA || m->image_bus == PLAN_BUS_IDE)
+		return xasprintf("%s disks cannot be hot-plugged (QEMU/libvirt): disk-image needs "
+				 "bus virtio or scsi",
+				 m->image_bus == PLAN_BUS_SATA ? "sata" : "ide");
+	if (m->filesystem == PLAN_IMAGE_FS_VFAT && (!have_prog("mkfs.vfat") || !have_prog("mcopy")))
+		return xstrdup("vfat images need mkfs.vfat (dosfstools) and mcopy (mtools) on the "
+			       "host");
+	if (m->filesystem == PLAN_IMAGE_FS_EXT4 && !have_prog("mke2fs"))
+		return xstrdup("ext4 images need mke2fs (e2fsprogs) on the host");
+	if (m->archive.format != PLAN_ARCHIVE_NONE)
+		return xstrdup(
+		    "disk-image carries files in its filesystem: archive does not apply");
+	return NULL;
+}
+
+static struct di_state *state(struct method_ctx *ctx)
+{
+	if (!ctx->state)
+		ctx->state = xcalloc(1, sizeof(struct di_state));
+	return ctx->state;
+}
+
+/* Bytes an ext4 filesystem needs for the dataset, with room for metadata. */
+static uint64_t ext4_size(const struct manifest *m)
+{
+	uint64_t blocks = 0;
+	for (size_t i = 0; i < m->n; i++)
+		blocks += (m->entries[i].size + 4095) / 4096 + 1;
+	uint64_t s = blocks * 4096 + blocks * 4096 / 8 + (uint64_t)m->n * 512 + (16u << 20);
+	return (s + (1u << 20) - 1) & ~(uint64_t)((1u << 20) - 1);
+}
+
+static int build_iso(struct method_ctx *ctx, const char *path, char **err)
+{
+	struct archive *w = archive_write_new();
+	int rc = 0;
+	if (archive_write_set_format_iso9660(w) != ARCHIVE_OK ||
+	    archive_write_set_format_option(w, "iso9660", "rockridge", "1") < ARCHIVE_WARN ||
+	    archive_write_add_filter_none(w) != ARCHIVE_OK ||
+	    archive_write_open_filename(w, path) != ARCHIVE_OK) {
+		*err = xasprintf("libarchive: %s", archive_error_string(w));
+		rc = -1;
+	}
+	if (rc == 0)
+		rc = pack_entries(w, ctx->dataset_dir, ctx->manifest, err);
+	if (archive_write_close(w) != ARCHIVE_OK && rc == 0) {
+		*err = xasprintf("libarchive: %s", archive_error_string(w));
+		rc = -1;
+	}
+	archive_write_free(w);
+	return rc;
+}
+
+static int di_prepare(struct method_ctx *ctx)
+{
+	struct di_state *s = state(ctx);
+	const struct plan_method *m = ctx->method;
+	bool qcow2 = m->image_format == PLAN_FORMAT_QCOW2;
+	s->n++;
+	free(s->image);
+	s->image = xasprintf("%s/image-%u.%s", ctx->cell_dir, s->n, qcow2 ? "qcow2" : "raw");
+	_cleanup_free_ char *raw = qcow2 ? xasprintf("%s.raw", s->image) : xstrdup(s->image);
+	_cleanup_free_ char *err = NULL;
+	if (m->filesystem == PLAN_IMAGE_FS_ISO9660) {
+		if (build_iso(ctx, raw, &err) < 0)
+			return method_fail(ctx, ERROR_INFRA, err, "building the ISO 9660 image");
+	} else if (m->filesystem == PLAN_IMAGE_FS_EXT4) {
+		_cleanup_free_ char *size =
+		    xasprintf("%" PRIu64 "k", ext4_size(ctx->manifest) / 1024);
+		_cleanup_free_ char *inodes = xasprintf("%zu", ctx->manifest->n + 64);
+		const char *argv[] = { "mke2fs", "-q", "-F",   "-t", "ext4",           "-m",
+				       "0",      "-N", inodes, "-d", ctx->dataset_dir, raw,
+				       size,     NULL };
+		if (proc_run(argv, NULL, &err) < 0)
+			return method_fail(ctx, ERROR_INFRA, err, "building the ext4 image");
+	} else {
+		return method_fail(ctx, ERROR_INFRA, NULL, "vfat images are not implemented");
+	}
+	if (qcow2) {
+		const char *argv[] = { "qemu-img", "convert", "-q", "-f",     "raw",
+				       "-O",       "qcow2",   raw,  s->image, NULL };
+		int rc = proc_run(argv, NULL, &err);
+		unlink(raw);
+		if (rc < 0)
+			return method_fail(ctx, ERROR_INFRA, err, "converting the image to qcow2");
+	}
+	return 0;
+}
+
+static const char *fs_type(const struct plan_method *m)
+{
+	return m->filesystem == PLAN_IMAGE_FS_ISO9660 ? "iso9660"
+	       : m->filesystem == PLAN_IMAGE_FS_VFAT  ? "vfat"
+						      : "ext4";
+}
+
+static int di_transfer(struct method_ctx *ctx)
+{
+	struct di_state *s = state(ctx);
+	const struct plan_method *m = ctx->method;
+	snprintf(s->serial, sizeof(s->serial), "ferry-src-%u", s->n);
+	s->d = (struct disk_config){
+		.kind = DISK_KIND_IMAGE,
+		.format =
+		    m->image_format == PLAN_FORMAT_QCOW2 ? DISK_FORMAT_QCOW2 : DISK_FORMAT_RAW,
+		.bus = m->image_bus == PLAN_BUS_SCSI ? DISK_BUS_SCSI : DISK_BUS_VIRTIO,
+		.readonly = true,
+		.serial = s->serial,
+		.path = s->image,
+	};
+	_cleanup_free_ char *dev = NULL, *err = NULL;
+	if (vm_disk_attach(ctx->vm, &s->d, ctx->timeout_ms, &dev, &err) < 0)
+		return method_fail(ctx, ERROR_INFRA, NULL, "hot-plugging the image: %s", err);
+	s->attached = true;
+	_cleanup_free_ char *cmd = xasprintf(
+	    "modprobe %s 2>/dev/null; mkdir -p " SRC_MNT " && mount -t %s -o ro%s /dev/%s " SRC_MNT,
+	    m->filesystem == PLAN_IMAGE_FS_ISO9660 ? "isofs" : fs_type(m), fs_type(m),
+	    m->filesystem == PLAN_IMAGE_FS_EXT4 ? ",noload" : "", dev);
+	if (method_guest_sh(ctx, "mounting the image", cmd, NULL) < 0)
+		return -1;
+	s->mounted = true;
+	if (m->in_place)
+		return method_guest_sh(ctx, "reading the image in place",
+				       "find " SRC_MNT " -type f -exec cat {} + > /dev/null", NULL);
+	_cleanup_free_ char *land = method_shell_quote(ctx->landing);
+	free(cmd);
+	cmd = xasprintf("cp -a " SRC_MNT "/. %s/ && rm -rf %s/lost+found", land, land);
+	return method_guest_sh(ctx, "copying from the image", cmd, NULL);
+}
+
+static int unplug(struct method_ctx *ctx, bool must)
+{
+	struct di_state *s = state(ctx);
+	_cleanup_free_ char *err = NULL;
+	if (s->mounted) {
+		if (ctx->dom) {
+			const char *argv[] = { "umount", SRC_MNT, NULL };
+			if (agent_run(ctx->dom, argv, ctx->timeout_ms, NULL, &err) < 0 && must)
+				return method_fail(ctx, ERROR_INFRA, err, "unmounting the image");
+		}
+		s->mounted = false;
+	}
+	if (s->attached) {
+		free(err);
+		err = NULL;
+		s->attached = false;
+		if (vm_disk_detach(ctx->vm, s->serial, must ? ctx->timeout_ms : 20000, &err) < 0 &&
+		    must)
+			return method_fail(ctx, ERROR_INFRA, NULL, "unplugging the image: %s", err);
+	}
+	return 0;
+}
+
+static int di_finalize(struct method_ctx *ctx)
+{
+	if (ctx->method->in_place)
+		return 0;
+	if (method_guest_sh(ctx, "sync", "sync", NULL) < 0)
+		return -1;
+	return unplug(ctx, true);
+}
+
+static int di_verify(struct method_ctx *ctx)
+{
+	bool symlinks = ctx->method->filesystem != PLAN_IMAGE_FS_VFAT;
+	return method_verify_dir(ctx, ctx->method->in_place ? SRC_MNT : ctx->landing, symlinks);
+}
+
+static int di_cleanup(struct method_ctx *ctx)
+{
+	struct di_state *s = state(ctx);
+	if (ctx->vm && !run_interrupted())
+		unplug(ctx, false);
+	s->mounted = s->attached = false;
+	if (s->image)
+		unlink(s->image);
+	return 0;
+}
+
+static void di_free(struct method_ctx *ctx)
+{
+	struct di_state *s = ctx->state;
+	if (!s)
+		return;
+	free(s->image);
+	free(s);
+	ctx->state = NULL;
+}
+
+const struct method_ops method_disk_image = {
+	.name = "disk-image",
+	.type = PLAN_METHOD_DISK_IMAGE,
+	.supports = di_supports,
+	.prepare = di_prepare,
+	.transfer = di_transfer,
+	.finalize = di_finalize,
+	.verify = di_verify,
+	.cleanup = di_cleanup,
+	.free_state = di_free,
+};
