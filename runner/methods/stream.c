@@ -185,7 +185,10 @@ int stream_pack(const struct plan_archive *pa, const char *dir, const struct man
 		archive_entry_set_perm(e, st.st_mode & 07777);
 		_cleanup_close_ int in = -1;
 		switch (me->type) {
-		case MANIFEST_DIR: archive_entry_set_filetype(e, AE_IFDIR); break;
+		case MANIFEST_DIR:
+			archive_entry_set_filetype(e, AE_IFDIR);
+			archive_entry_set_size(e, 0); /* cpio wants every size set */
+			break;
 		case MANIFEST_SYMLINK:
 			archive_entry_set_filetype(e, AE_IFLNK);
 			archive_entry_set_symlink(e, me->target);
