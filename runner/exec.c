@@ -423,7 +423,11 @@ static int reset_landing(struct exec *x, struct xvm *v, const struct xcell *c, c
 			xvm_destroy(x, v);
 			return xvm_boot(x, v, err);
 		}
-		if (guest_sh(v->vm, "umount " TARGET_MNT, HOUSEKEEPING_MS, err) < 0)
+		/* the block method unmounts the target itself (it writes the raw device) */
+		if (guest_sh(v->vm,
+			     "if grep -q ' " TARGET_MNT " ' /proc/mounts; then umount " TARGET_MNT
+			     "; fi",
+			     HOUSEKEEPING_MS, err) < 0)
 			return -1;
 		if (vm_disk_detach(v->vm, TARGET_SERIAL, ATTACH_MS, err) < 0)
 			return -1;
