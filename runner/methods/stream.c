@@ -192,6 +192,7 @@ int stream_pack(const struct plan_archive *pa, const char *dir, const struct man
 		case MANIFEST_SYMLINK:
 			archive_entry_set_filetype(e, AE_IFLNK);
 			archive_entry_set_symlink(e, me->target);
+			archive_entry_set_size(e, 0); /* libarchive stores the target itself */
 			break;
 		case MANIFEST_FILE:
 			archive_entry_set_filetype(e, AE_IFREG);
