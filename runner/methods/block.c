@@ -92,8 +92,7 @@ static int block_prepare(struct method_ctx *ctx)
 	if (channel_connect(ctx, &s->fd) < 0)
 		return -1;
 	int64_t pid = 0;
-	if (guestproc_start(ctx, "block: stage",
-			    "dd if=" CHANNEL_GUEST_DEV " of=" STAGE_FILE " bs=65536 2>/dev/null",
+	if (guestproc_start(ctx, "block: stage", "{ " CHANNEL_GUEST_READ "; } > " STAGE_FILE,
 			    &pid) < 0)
 		return -1;
 	_cleanup_free_ char *err = NULL;

@@ -122,9 +122,8 @@ static int channel_prepare(struct method_ctx *ctx)
 static int channel_transfer(struct method_ctx *ctx)
 {
 	struct channel_state *s = state(ctx);
-	_cleanup_free_ char *cmd =
-	    stream_unpack_command(&ctx->method->archive,
-				  "dd if=" CHANNEL_GUEST_DEV " bs=65536 2>/dev/null", ctx->landing);
+	_cleanup_free_ char *cmd = stream_unpack_command(
+	    &ctx->method->archive, "{ " CHANNEL_GUEST_READ "; }", ctx->landing);
 	if (guestproc_start(ctx, "channel: unpack", cmd, &s->pid) < 0)
 		return -1;
 	uint64_t bytes = 0;
