@@ -14,6 +14,7 @@
 #include "keys.h"
 #include "matrix.h"
 #include "plan.h"
+#include "results.h"
 #include "units.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct plan *, plan_free)
@@ -105,10 +106,12 @@ int cmd_validate(int argc, char **argv)
 
 static void expand_usage(FILE *out)
 {
-	fputs("usage: ferry expand [--format table|json] [--shard K/N] [--max-cells N] PLAN\n"
+	fputs("usage: ferry expand [--format table|json] [--shard K/N] [--max-cells N]\n"
+	      "                    [--estimate RESULTS] PLAN\n"
 	      "\n"
 	      "Print the cells of a plan with the entries each uses and its resolved run\n"
-	      "settings, then the count. --shard keeps the cells of shard K of N.\n",
+	      "settings, then the count. --shard keeps the cells of shard K of N.\n"
+	      "--estimate adds how long the cells took in an earlier results file.\n",
 	      out);
 }
 
@@ -183,9 +186,11 @@ int cmd_expand(int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' },
 		{ "shard", required_argument, NULL, 's' },
 		{ "max-cells", required_argument, NULL, 'm' },
+		{ "estimate", required_argument, NULL, 'e' },
 		{ 0 },
 	};
 	size_t cap = 0;
+	const char *estimate = NULL;
 	unsigned k = 1, n = 1;
 	bool json = false, sharded = false;
 	int c;
@@ -215,6 +220,7 @@ int cmd_expand(int argc, char **argv)
 			if (parse_cap(optarg, &cap) < 0)
 				return EXIT_PLAN;
 			break;
+		case 'e': estimate = optarg; break;
 		default: expand_usage(stderr); return EXIT_PLAN;
 		}
 	}
@@ -227,6 +233,16 @@ int cmd_expand(int argc, char **argv)
 	_cleanup_(matrix_freep) struct matrix *m = load(argv[optind], cap, &p);
 	if (!m)
 		return EXIT_PLAN;
+	_cleanup_(results_freep) struct results *earlier = NULL;
+	if (estimate) {
+		_cleanup_free_ char *err = NULL;
+		earlier = results_read(estimate, &err);
+		if (!earlier) {
+			errorf("%s", err);
+			return EXIT_PLAN;
+		}
+	}
+	double known_s = 0, n_known = 0, n_unknown = 0;
 
 	size_t total = matrix_n_cells(m), count = 0;
 	_cleanup_json_t_ json_t *cells = json ? json_array() : NULL;
@@ -249,6 +265,17 @@ int cmd_expand(int argc, char **argv)
 		else
 			cell_line(i, &cell);
 		count++;
+		if (earlier) {
+			/* a cell's wall time in the earlier run (boot included for the first
+			   cell of a shared VM), else the mean of the cells that have one */
+			const struct result_cell *rc = results_find_cell(earlier, cell.id);
+			if (rc && rc->started_ms > 0 && rc->finished_ms >= rc->started_ms) {
+				known_s += (double)(rc->finished_ms - rc->started_ms) / 1000.0;
+				n_known++;
+			} else {
+				n_unknown++;
+			}
+		}
 	}
 	entries_free(ec.vm, p->n_vms);
 	entries_free(ec.disk, p->n_disks);
@@ -269,6 +296,16 @@ int cmd_expand(int argc, char **argv)
 		       total);
 	} else {
 		printf("%zu cell%s\n", count, count == 1 ? "" : "s");
+	}
+	if (earlier && !json) {
+		if (n_known == 0) {
+			printf("estimate: no cell of this plan has a time in '%s'\n", estimate);
+		} else {
+			double total_s = known_s + n_unknown * known_s / n_known;
+			printf("estimate: about %.0f s (%.0f cell%s timed in '%s', %.0f from their "
+			       "mean)\n",
+			       total_s, n_known, n_known == 1 ? "" : "s", estimate, n_unknown);
+		}
 	}
 	if (fflush(stdout) != 0) {
 		errorf("cannot write the output: %s", strerror(errno));

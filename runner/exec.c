@@ -194,7 +194,7 @@ struct exec {
 	bool tty;
 	bool stop; /* fail-fast or interrupted */
 	const char *corrupt;
-	char *fault_kind, *fault_cell;
+	const char *fault; /* FERRY_TEST_FAULT */
 	uint64_t t0;
 	unsigned n_targets;
 };
@@ -571,6 +571,8 @@ static void finish_cell(struct exec *x, struct xcell *c)
 	struct result_cell *rc = rcell(x, c);
 	rc->finished_ms = results_now_ms();
 	if (rc->status == STATUS_SKIPPED) {
+		progress_line(x, "ferry: [%zu/%zu] %s: skipped: %s", x->n_finished, x->n_active,
+			      c->pc.id, rc->skip_reason);
 		write_results(x);
 		return;
 	}
@@ -605,12 +607,12 @@ static void check_vm(struct exec *x, struct xvm *v)
 	int active = virDomainIsActive(d);
 	_cleanup_free_ char *err = NULL;
 	bool ok = active == 1;
-	for (int i = 0; ok && i < 10; i++) {
+	for (int i = 0; ok && i < 5; i++) {
 		free(err);
 		err = NULL;
 		if (agent_ping(d, 2, &err) == 0)
 			break;
-		if (i == 9 || run_interrupted())
+		if (i == 4 || run_interrupted())
 			ok = false;
 		else
 			sleep(1);
@@ -631,29 +633,44 @@ static int do_verify_default(struct method_ctx *ctx)
 	return method_verify_dir(ctx, ctx->landing, symlinks);
 }
 
+/* The fault FERRY_TEST_FAULT asks for in this cell ("KIND@CELL;KIND@CELL": cell ids hold commas),
+ * or NULL. */
+static char *fault_for(const char *spec, const char *cell)
+{
+	if (!spec)
+		return NULL;
+	_cleanup_free_ char *dup = xstrdup(spec);
+	for (char *sv = NULL, *t = strtok_r(dup, ";", &sv); t; t = strtok_r(NULL, ";", &sv)) {
+		char *at = strchr(t, '@');
+		if (at && STREQ(at + 1, cell))
+			return xstrndup(t, (size_t)(at - t));
+	}
+	return NULL;
+}
+
 static void test_fault(struct exec *x, struct xcell *c)
 {
-	if (!x->fault_kind || c->runs_done != 0 || !STREQ(x->fault_cell, c->pc.id))
+	if (c->runs_done != 0)
+		return;
+	_cleanup_free_ char *kind = fault_for(x->fault, c->pc.id);
+	if (!kind)
 		return;
 	struct vm *vm = c->xvm->vm;
 	_cleanup_free_ char *err = NULL;
-	if (STREQ(x->fault_kind, "destroy")) {
+	if (STREQ(kind, "destroy")) {
 		virDomainDestroy(vm_domain(vm));
-	} else if (STREQ(x->fault_kind, "killga")) {
+	} else if (STREQ(kind, "killga")) {
 		/* keep init from respawning it: replace the binary's path, then kill */
-		const char *argv[] = {
-			"/bin/sh", "-c",
-			"(sleep 1; mv /usr/bin/qemu-ga /usr/bin/qemu-ga.off 2>/dev/null || "
-			"mv /usr/sbin/qemu-ga /usr/sbin/qemu-ga.off; killall qemu-ga) "
-			">/dev/null 2>&1 </dev/null &",
-			NULL
-		};
+		const char *argv[] = { "/bin/sh", "-c",
+				       "(sleep 1; mv /usr/sbin/qemu-ga /usr/sbin/qemu-ga.off; "
+				       "killall -9 qemu-ga) >/dev/null 2>&1 </dev/null &",
+				       NULL };
 		struct agent_exec_result r = { 0 };
 		agent_exec(vm_domain(vm), argv, NULL, 0, 10000, &r, &err);
 		agent_exec_result_clear(&r);
 		sleep(3);
-	} else if (STREQ(x->fault_kind, "fill")) {
-		guest_sh(vm, "dd if=/dev/zero of=" TARGET_MNT "/fill bs=1M 2>/dev/null; true",
+	} else if (STREQ(kind, "fill")) {
+		guest_sh(vm, "dd if=/dev/zero of=" LANDING "/fill bs=1M 2>/dev/null; true",
 			 HOUSEKEEPING_MS, &err);
 	}
 }
@@ -725,7 +742,7 @@ static int do_run(struct exec *x, struct xcell *c)
 		method_error_clear(&ctx->err);
 		uint64_t t = now_ns();
 		int rc = hooks[i] ? hooks[i](ctx) : 0;
-		ph[i] = secs(now_ns() - t);
+		ph[i] = hooks[i] ? secs(now_ns() - t) : 0.0; /* a phase the method does not have */
 		if (rc < 0)
 			failed_phase = i;
 	}
@@ -755,7 +772,7 @@ static int do_run(struct exec *x, struct xcell *c)
 	progress(x, c, "cleanup");
 	uint64_t t = now_ns();
 	int crc = c->ops->cleanup ? c->ops->cleanup(ctx) : 0;
-	ph[PHASE_CLEANUP] = secs(now_ns() - t);
+	ph[PHASE_CLEANUP] = c->ops->cleanup ? secs(now_ns() - t) : 0.0;
 	if (crc < 0 && failed_phase < 0) {
 		failed_phase = PHASE_CLEANUP;
 		method_error_clear(&ferr);
@@ -1113,11 +1130,7 @@ int exec_plan(const struct plan *p, const struct matrix *m, const struct exec_op
 	x->t0 = now_ns();
 	x->tty = isatty(STDERR_FILENO);
 	x->corrupt = getenv("FERRY_TEST_CORRUPT");
-	const char *fault = getenv("FERRY_TEST_FAULT");
-	if (fault && strchr(fault, '@')) {
-		x->fault_kind = xstrndup(fault, (size_t)(strchr(fault, '@') - fault));
-		x->fault_cell = xstrdup(strchr(fault, '@') + 1);
-	}
+	x->fault = getenv("FERRY_TEST_FAULT");
 	int code = EXEC_EXIT_OK;
 
 	x->r = o->resume ? o->resume : results_new();
@@ -1203,8 +1216,6 @@ int exec_plan(const struct plan *p, const struct matrix *m, const struct exec_op
 		errorf("cleanup: %s", cerr);
 	virConnectClose(x->conn);
 	guest_files_clear(&x->gf);
-	free(x->fault_kind);
-	free(x->fault_cell);
 	if (x->tty && !o->quiet)
 		fputs("\r\033[K", stderr);
 	st->wall_s = secs(now_ns() - x->t0);

@@ -11,7 +11,8 @@
  * Test-only hooks (environment; never set them outside tests):
  *   FERRY_TEST_CORRUPT=RELPATH   between finalize and verify of every measured run, overwrite
  *                                the first byte of RELPATH under the guest landing directory
- *   FERRY_TEST_FAULT=KIND@CELLID before the transfer phase of the first run of cell CELLID:
+ *   FERRY_TEST_FAULT=KIND@CELLID[;KIND@CELLID...]
+ *                                before the transfer phase of the first run of cell CELLID:
  *                                KIND destroy (virDomainDestroy the domain), killga (kill
  *                                qemu-ga in the guest and keep it from being respawned), fill
  *                                (fill the landing filesystem)
