@@ -65,9 +65,10 @@ static char *network_supports(const struct method_ctx *ctx)
 			       "(Linux guests only)");
 	if (vm->nic.network || vm->nic.bridge)
 		return xasprintf(
-		    "network: the vm's NIC is on %s '%s': the guest would reach the host only "
-		    "through a host interface address, and this host allows loopback traffic "
-		    "only (use QEMU user networking: no network or bridge)",
+		    "network: NICs on a %s ('%s') are not supported yet: ferry's "
+		    "sender listens on the host's loopback, which only QEMU user "
+		    "networking maps into the guest (10.0.2.2), and this workplace allows "
+		    "loopback traffic only",
 		    vm->nic.network ? "libvirt network" : "bridge",
 		    vm->nic.network ? vm->nic.network : vm->nic.bridge);
 	if (vm->nic.queues > 1)

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <archive.h>
@@ -38,8 +39,14 @@ char *stream_unpack_unsupported(const struct plan_archive *a, bool builtin)
 int stream_write_all(int fd, const void *buf, size_t len, unsigned timeout_ms, char **err)
 {
 	const char *p = buf;
+	bool sock = true;
 	while (len > 0) {
-		ssize_t n = write(fd, p, len);
+		/* a socket whose reader went away must give EPIPE, not kill ferry with SIGPIPE */
+		ssize_t n = sock ? send(fd, p, len, MSG_NOSIGNAL) : write(fd, p, len);
+		if (n < 0 && errno == ENOTSOCK) {
+			sock = false;
+			continue;
+		}
 		if (n > 0) {
 			p += n;
 			len -= (size_t)n;
