@@ -8,8 +8,11 @@
  * - mode copy: the datasets directory itself (the parent of the dataset's cache directory, so
  *   cells with other datasets can share the VM), read-only, accessmode passthrough: QEMU reads
  *   as libvirt-qemu, which the cache's 0755/0644 modes allow. Nothing is prepared per run.
- * - mode move, or any `archive:`: a writable staging directory of the run (accessmode mapped,
- *   owned by libvirt-qemu so the guest's unlinks work). A move takes the files away, so every
+ * - mode move, or any `archive:`: a writable staging directory of the run, owned by libvirt-qemu
+ *   so the guest's unlinks work. Accessmode passthrough all the same: a move only reads and
+ *   unlinks (what passthrough cannot do as a non-root QEMU is create files with their owner),
+ *   and mapped mode would show the host's real symlinks as unreadable (it keeps symlink
+ *   targets inside regular files). A move takes the files away, so every
  *   run needs its own copy on the host: prepare fills the staging directory with hard links to
  *   the dataset (the cache is never modified: unlinking a link leaves the original; a plain copy
  *   when the run directory is on another filesystem). With `archive:` prepare packs the dataset
@@ -104,7 +107,7 @@ static int share_add_devices(struct method_ctx *ctx, struct method_boot_needs *n
 			return method_fail(ctx, ERROR_INFRA, NULL, "share: chown '%s': %s", root,
 					   strerror(errno));
 		needs->share_dir = TAKE_PTR(root);
-		needs->share_mode = SHARE_MODE_MAPPED;
+		needs->share_mode = SHARE_MODE_PASSTHROUGH;
 		needs->share_readonly = false;
 	} else {
 		if (!ctx->dataset_dir)
