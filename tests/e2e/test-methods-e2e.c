@@ -400,9 +400,11 @@ static void test_network(void)
 	push.archive = (struct plan_archive){ 0, PLAN_ARCHIVE_PAX, PLAN_COMPRESS_XZ, 1 };
 	for (int d = 0; d < 2; d++) {
 		run_method(t.a, &pull, &t.tmpfs, &t.ds[d]);
-		run_method(t.a, &files, &t.tmpfs, &t.ds[d]);
 		run_method(t.a, &push, &t.tmpfs, &t.ds[d]);
 	}
+	/* one wget process per file: ~9 s for 500 small files under TCG, so the large set only
+	   (methods-run.sh pulls a tree with awkward names file by file) */
+	run_method(t.a, &files, &t.tmpfs, &t.ds[0]);
 }
 
 static void test_share_copy(void)
@@ -455,10 +457,9 @@ static void test_block(void)
 	struct plan_method small = method("block-4k-qd4", PLAN_METHOD_BLOCK);
 	small.block_size = 4096;
 	small.queue_depth = 4;
-	for (int d = 0; d < 2; d++) {
+	for (int d = 0; d < 2; d++)
 		run_method(t.a, &big, &t.image, &t.ds[d]);
-		run_method(t.a, &small, &t.image, &t.ds[d]);
-	}
+	run_method(t.a, &small, &t.image, &t.ds[0]);
 	/* a byte changed on the device after the write is an integrity failure */
 	struct plan_cell cell;
 	struct method_ctx ctx;
