@@ -55,6 +55,7 @@ struct server {
 struct network_state {
 	struct server srv;
 	int fwd_port; /* push: the host end of the forward, 0 until set up */
+	char *fwd_vm; /* the domain the forward was added to (a cell may get a new VM per run) */
 };
 
 static char *network_supports(const struct method_ctx *ctx)
@@ -353,7 +354,7 @@ static int network_prepare(struct method_ctx *ctx)
 	struct network_state *s = state(ctx);
 	if (ctx->method->direction == PLAN_DIRECTION_PULL)
 		return server_start(ctx, &s->srv);
-	if (s->fwd_port)
+	if (s->fwd_port && s->fwd_vm && STREQ(s->fwd_vm, vm_name(ctx->vm)))
 		return 0;
 	/* a free port on 127.0.0.1, handed to QEMU's forward (QEMU binds it itself) */
 	_cleanup_free_ char *err = NULL;
@@ -365,6 +366,8 @@ static int network_prepare(struct method_ctx *ctx)
 	if (vm_hostfwd_add(ctx->vm, port, PUSH_GUEST_PORT, &err) < 0)
 		return method_fail(ctx, ERROR_INFRA, NULL, "network: %s", err);
 	s->fwd_port = port;
+	free(s->fwd_vm);
+	s->fwd_vm = xstrdup(vm_name(ctx->vm));
 	return 0;
 }
 
@@ -483,6 +486,7 @@ static void network_free_state(struct method_ctx *ctx)
 	if (s) {
 		server_stop(&s->srv);
 		free(s->srv.err);
+		free(s->fwd_vm);
 		free(s);
 	}
 	ctx->state = NULL;
