@@ -148,7 +148,10 @@ static int di_transfer(struct method_ctx *ctx)
 {
 	struct di_state *s = state(ctx);
 	const struct plan_method *m = ctx->method;
-	snprintf(s->serial, sizeof(s->serial), "ferry-src-%u", s->n);
+	/* unique in the process: cells share a guest, and a late unplug of another cell's image
+	   must never be mistaken for this one */
+	static unsigned serials;
+	snprintf(s->serial, sizeof(s->serial), "ferry-src-%u", ++serials);
 	s->d = (struct disk_config){
 		.kind = DISK_KIND_IMAGE,
 		.format =
@@ -162,10 +165,11 @@ static int di_transfer(struct method_ctx *ctx)
 	if (vm_disk_attach(ctx->vm, &s->d, ctx->timeout_ms, &dev, &err) < 0)
 		return method_fail(ctx, ERROR_INFRA, NULL, "hot-plugging the image: %s", err);
 	s->attached = true;
-	_cleanup_free_ char *cmd = xasprintf(
-	    "modprobe %s 2>/dev/null; mkdir -p " SRC_MNT " && mount -t %s -o ro%s /dev/%s " SRC_MNT,
-	    m->filesystem == PLAN_IMAGE_FS_ISO9660 ? "isofs" : fs_type(m), fs_type(m),
-	    m->filesystem == PLAN_IMAGE_FS_EXT4 ? ",noload" : "", dev);
+	_cleanup_free_ char *cmd =
+	    xasprintf(METHOD_GUEST_MODULES_WAIT "modprobe %s 2>/dev/null; mkdir -p " SRC_MNT
+						" && mount -t %s -o ro%s /dev/%s " SRC_MNT,
+		      m->filesystem == PLAN_IMAGE_FS_ISO9660 ? "isofs" : fs_type(m), fs_type(m),
+		      m->filesystem == PLAN_IMAGE_FS_EXT4 ? ",noload" : "", dev);
 	if (method_guest_sh(ctx, "mounting the image", cmd, NULL) < 0)
 		return -1;
 	s->mounted = true;
@@ -194,8 +198,7 @@ static int unplug(struct method_ctx *ctx, bool must)
 		free(err);
 		err = NULL;
 		s->attached = false;
-		if (vm_disk_detach(ctx->vm, s->serial, must ? ctx->timeout_ms : 20000, &err) < 0 &&
-		    must)
+		if (vm_disk_detach(ctx->vm, s->serial, ctx->timeout_ms, &err) < 0 && must)
 			return method_fail(ctx, ERROR_INFRA, NULL, "unplugging the image: %s", err);
 	}
 	return 0;

@@ -183,5 +183,14 @@ int method_guest_sh(struct method_ctx *ctx, const char *what, const char *cmd, c
  */
 int method_verify_dir(struct method_ctx *ctx, const char *dir, bool symlinks);
 
+/*
+ * A guest shell prefix that waits (at most 30 s) until the built-in guest has loaded its
+ * filesystem modules (ext4, vfat, isofs, 9p load behind the agent, see guest.h): a mount right
+ * after boot otherwise fails with "No such device". Use it before the first mount.
+ */
+#define METHOD_GUEST_MODULES_WAIT                                                                  \
+	"i=0; while [ ! -e /run/ferry-modules-loaded ] && [ $i -lt 300 ]; do sleep 0.1; "          \
+	"i=$((i+1)); done; "
+
 /* Quote s for a POSIX shell ('...' with ' escaped). Caller frees. */
 char *method_shell_quote(const char *s);

@@ -39,6 +39,12 @@ case "$msg" in *"1 different (f0002)"*) ;; *) fail "integrity message does not n
 kind="$(query "$res2" "cells['$(cell a)']['errors'][0]['kind']")"
 [ "$kind" = integrity ] || fail "error kind $kind, expected integrity"
 
+# --fail-fast stops at the first failing cell: the rest stay pending (a later --resume runs them)
+res4="$work/failfast.json"
+FERRY_TEST_FAULT="destroy@$(cell b)" run_ferry 3 "$plan" --results "$res4" --fail-fast
+states="$(query "$res4" '[c["status"] for c in r["cells"]]')"
+[ "$states" = "['passed', 'error', 'pending', 'pending']" ] || fail "--fail-fast: $states"
+
 # a criterion the cell cannot meet fails it as a criterion failure (exit 1)
 { cat "$plan"; echo "criteria: [{metric: throughput, min: 1TB/s}, {metric: total, max: 1h}]"; } \
 	>"$work/criteria.yaml"
