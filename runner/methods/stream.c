@@ -9,11 +9,11 @@
 #include <sys/stat.h>
 
 #include <archive.h>
-#include <archive_entry.h>
 #include <openssl/evp.h>
 
 #include "../run.h"
 #include "../util.h"
+#include "archive.h"
 #include "method.h"
 
 #define READ_CHUNK (1024 * 1024)
@@ -99,147 +99,31 @@ static la_ssize_t sink_write(struct archive *a, void *ud, const void *buf, size_
 	return (la_ssize_t)len;
 }
 
-static int set_format(struct archive *a, const struct plan_archive *pa, char **err)
-{
-	int r = ARCHIVE_OK;
-	switch (pa->format) {
-	case PLAN_ARCHIVE_NONE:
-	case PLAN_ARCHIVE_TAR: r = archive_write_set_format_gnutar(a); break;
-	case PLAN_ARCHIVE_PAX: r = archive_write_set_format_pax(a); break;
-	case PLAN_ARCHIVE_CPIO:
-		/* busybox cpio reads newc (and crc) only */
-		r = archive_write_set_format_cpio_newc(a);
-		break;
-	case PLAN_ARCHIVE_ZIP:
-		r = archive_write_set_format_zip(a);
-		if (r == ARCHIVE_OK)
-			r = archive_write_set_format_option(
-			    a, "zip", "compression",
-			    pa->compression == PLAN_COMPRESS_GZIP ? "deflate" : "store");
-		if (r == ARCHIVE_OK && pa->level) {
-			char lv[24];
-			snprintf(lv, sizeof(lv), "%llu", (unsigned long long)pa->level);
-			r = archive_write_set_format_option(a, "zip", "compression-level", lv);
-		}
-		break;
-	}
-	if (r != ARCHIVE_OK) {
-		*err = xasprintf("archive format: %s", archive_error_string(a));
-		return -1;
-	}
-	if (pa->format == PLAN_ARCHIVE_ZIP)
-		return 0;
-	switch (pa->compression) {
-	case PLAN_COMPRESS_NONE: break;
-	case PLAN_COMPRESS_GZIP: r = archive_write_add_filter_gzip(a); break;
-	case PLAN_COMPRESS_ZSTD: r = archive_write_add_filter_zstd(a); break;
-	case PLAN_COMPRESS_LZ4: r = archive_write_add_filter_lz4(a); break;
-	case PLAN_COMPRESS_XZ: r = archive_write_add_filter_xz(a); break;
-	}
-	if (r == ARCHIVE_OK && pa->compression != PLAN_COMPRESS_NONE && pa->level) {
-		char lv[24];
-		snprintf(lv, sizeof(lv), "%llu", (unsigned long long)pa->level);
-		r = archive_write_set_filter_option(a, NULL, "compression-level", lv);
-	}
-	if (r != ARCHIVE_OK) {
-		*err = xasprintf("archive compression: %s", archive_error_string(a));
-		return -1;
-	}
-	return 0;
-}
-
 static void archive_write_freep(struct archive **a)
 {
 	if (*a)
 		archive_write_free(*a);
 }
 
-static void archive_entry_freep(struct archive_entry **e)
-{
-	if (*e)
-		archive_entry_free(*e);
-}
-
 int stream_pack(const struct plan_archive *pa, const char *dir, const struct manifest *m, int fd,
 		unsigned timeout_ms, uint64_t *bytes, char **err)
 {
 	struct sink s = { .fd = fd, .timeout_ms = timeout_ms };
+	/* format and entries as agent-file packs them (archive.c): tar is pax-restricted (ustar
+	   unless a name needs more), no padding after the end, so the reader gets exactly what
+	   it needs */
 	_cleanup_(archive_write_freep) struct archive *a = archive_write_new();
-	if (set_format(a, pa, err) < 0)
-		return -1;
-	/* no padding after the end of the archive: the reader gets exactly what it needs */
-	archive_write_set_bytes_in_last_block(a, 1);
-	if (archive_write_open(a, &s, NULL, sink_write, NULL) != ARCHIVE_OK) {
-		*err = xasprintf("archive: %s", archive_error_string(a));
-		free(s.err);
-		return -1;
+	int rc = pack_setup(a, pa, err);
+	if (rc == 0 && archive_write_open(a, &s, NULL, sink_write, NULL) != ARCHIVE_OK) {
+		*err = xasprintf("archive: %s", s.err ? s.err : archive_error_string(a));
+		rc = -1;
 	}
-	_cleanup_free_ char *buf = xmalloc(READ_CHUNK);
-	int rc = -1;
-	for (size_t i = 0; i < m->n; i++) {
-		const struct manifest_entry *me = &m->entries[i];
-		_cleanup_free_ char *path = xasprintf("%s/%s", dir, me->path);
-		struct stat st;
-		if (lstat(path, &st) < 0) {
-			*err = xasprintf("'%s': %s", path, strerror(errno));
-			goto out;
-		}
-		_cleanup_(archive_entry_freep) struct archive_entry *e = archive_entry_new();
-		archive_entry_set_pathname(e, me->path);
-		archive_entry_set_mtime(e, st.st_mtime, 0);
-		archive_entry_set_uid(e, 0);
-		archive_entry_set_gid(e, 0);
-		archive_entry_set_perm(e, st.st_mode & 07777);
-		_cleanup_close_ int in = -1;
-		switch (me->type) {
-		case MANIFEST_DIR:
-			archive_entry_set_filetype(e, AE_IFDIR);
-			archive_entry_set_size(e, 0); /* cpio wants every size set */
-			break;
-		case MANIFEST_SYMLINK:
-			archive_entry_set_filetype(e, AE_IFLNK);
-			archive_entry_set_symlink(e, me->target);
-			archive_entry_set_size(e, 0); /* libarchive stores the target itself */
-			break;
-		case MANIFEST_FILE:
-			archive_entry_set_filetype(e, AE_IFREG);
-			archive_entry_set_size(e, (la_int64_t)me->size);
-			in = open(path, O_RDONLY | O_CLOEXEC);
-			if (in < 0) {
-				*err = xasprintf("'%s': %s", path, strerror(errno));
-				goto out;
-			}
-			break;
-		}
-		if (archive_write_header(a, e) != ARCHIVE_OK) {
-			*err = xasprintf("archive '%s': %s", me->path, archive_error_string(a));
-			goto out;
-		}
-		uint64_t left = me->type == MANIFEST_FILE ? me->size : 0;
-		while (left > 0) {
-			ssize_t n = read(in, buf, READ_CHUNK);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0) {
-				*err = xasprintf("'%s': %s", path,
-						 n < 0 ? strerror(errno)
-						       : "shorter than its manifest");
-				goto out;
-			}
-			if (archive_write_data(a, buf, (size_t)n) < 0) {
-				*err = xasprintf("archive '%s': %s", me->path,
-						 archive_error_string(a));
-				goto out;
-			}
-			left -= (uint64_t)n < left ? (uint64_t)n : left;
-		}
+	if (rc == 0)
+		rc = pack_entries(a, dir, m, err);
+	if (rc == 0 && archive_write_close(a) != ARCHIVE_OK) {
+		*err = xasprintf("archive: %s", s.err ? s.err : archive_error_string(a));
+		rc = -1;
 	}
-	if (archive_write_close(a) != ARCHIVE_OK) {
-		*err = xasprintf("archive: %s", archive_error_string(a));
-		goto out;
-	}
-	rc = 0;
-out:
 	free(s.err);
 	*bytes = s.bytes;
 	return rc;
