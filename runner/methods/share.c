@@ -270,7 +270,11 @@ static int share_finalize(struct method_ctx *ctx)
 	_cleanup_free_ char *cmd = NULL;
 	if (m->archive.format != PLAN_ARCHIVE_NONE) {
 		_cleanup_free_ char *cat = xasprintf("cat %s", src);
-		_cleanup_free_ char *unpack = stream_unpack_command(&m->archive, cat, ctx->landing);
+		/* a zip on the share is a seekable file already: unzip reads it in place */
+		_cleanup_free_ char *unpack =
+		    m->archive.format == PLAN_ARCHIVE_ZIP
+			? xasprintf("unzip -o -q %s -d %s", src, dst)
+			: stream_unpack_command(&m->archive, cat, ctx->landing);
 		_cleanup_free_ char *rm =
 		    m->mode == PLAN_SHARE_MOVE ? xasprintf("rm -f %s && ", src) : xstrdup("");
 		cmd = xasprintf("( %s ) && %ssync", unpack, rm);
