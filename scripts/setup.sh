@@ -17,6 +17,8 @@ packages=(
 	# run guests (libvirtd without systemd, QEMU under TCG, disk images)
 	libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils e2fsprogs
 	dnsmasq-base busybox-static
+	# disk-image vfat images without root (mkfs.vfat -C, mcopy)
+	dosfstools mtools
 	# tests: report consumers and tools
 	libxml2-utils valgrind cmark-gfm python3 python3-junitparser python3-jsonschema
 	clang-format iproute2 locales

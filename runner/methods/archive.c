@@ -99,6 +99,7 @@ int pack_entries(struct archive *w, const char *dir, const struct manifest *m, c
 		archive_entry_clear(e);
 		archive_entry_set_pathname(e, me->path);
 		archive_entry_set_mtime(e, 0, 0);
+		archive_entry_set_size(e, 0); /* the cpio writer wants a size on every entry */
 		switch (me->type) {
 		case MANIFEST_DIR:
 			archive_entry_set_filetype(e, AE_IFDIR);

@@ -101,6 +101,40 @@ static int build_iso(struct method_ctx *ctx, const char *path, char **err)
 	return rc;
 }
 
+/* vfat without root: mkfs.vfat -C makes the image file, mcopy -s copies the tree into it. */
+static int build_vfat(struct method_ctx *ctx, const char *path, char **err)
+{
+	_cleanup_free_ char *kib = xasprintf("%" PRIu64, ext4_size(ctx->manifest) / 1024);
+	unlink(path);
+	const char *mk[] = { "mkfs.vfat", "-C", path, kib, NULL };
+	if (proc_run(mk, NULL, err) < 0)
+		return -1;
+	/* the top-level entries of the dataset, each copied recursively to the image's root */
+	const struct manifest *m = ctx->manifest;
+	const char **argv = xcalloc(m->n + 8, sizeof(char *));
+	char **own = xcalloc(m->n, sizeof(char *));
+	size_t k = 0, n_own = 0;
+	argv[k++] = "mcopy";
+	argv[k++] = "-s";
+	argv[k++] = "-Q";
+	argv[k++] = "-i";
+	argv[k++] = path;
+	for (size_t i = 0; i < m->n; i++) {
+		if (strchr(m->entries[i].path, '/') || m->entries[i].type == MANIFEST_SYMLINK)
+			continue;
+		own[n_own] = xasprintf("%s/%s", ctx->dataset_dir, m->entries[i].path);
+		argv[k++] = own[n_own++];
+	}
+	argv[k++] = "::";
+	setenv("MTOOLS_SKIP_CHECK", "1", 1);
+	int rc = proc_run(argv, NULL, err);
+	for (size_t i = 0; i < n_own; i++)
+		free(own[i]);
+	free(own);
+	free(argv);
+	return rc;
+}
+
 static int di_prepare(struct method_ctx *ctx)
 {
 	struct di_state *s = state(ctx);
@@ -123,8 +157,8 @@ static int di_prepare(struct method_ctx *ctx)
 				       size,     NULL };
 		if (proc_run(argv, NULL, &err) < 0)
 			return method_fail(ctx, ERROR_INFRA, err, "building the ext4 image");
-	} else {
-		return method_fail(ctx, ERROR_INFRA, NULL, "vfat images are not implemented");
+	} else if (build_vfat(ctx, raw, &err) < 0) {
+		return method_fail(ctx, ERROR_INFRA, err, "building the vfat image");
 	}
 	if (qcow2) {
 		const char *argv[] = { "qemu-img", "convert", "-q", "-f",     "raw",

@@ -29,6 +29,13 @@ tail_b="$(query "$res" "bool(cells['$(cell b)']['errors'][0].get('serial_tail'))
 boots="$(sed -n 's/.* \([0-9]*\) boots*;.*/\1/p' "$work/log")"
 [ "$boots" = 3 ] || fail "expected 3 boots (initial + after destroy + after killed agent), got $boots"
 
+# --resume with --rerun-failed runs the three failed cells again (now without faults), not d
+run_ferry 0 "$plan" --resume "$res" --rerun-failed
+ran="$(grep -c '^ferry: \[[0-9]*/3\]' "$work/log")"
+[ "$ran" = 3 ] || fail "--rerun-failed ran $ran cells, expected 3"
+states="$(query "$res" '[c["status"] for c in r["cells"]]')"
+[ "$states" = "['passed', 'passed', 'passed', 'passed']" ] || fail "after --rerun-failed: $states"
+
 # a corrupted byte is caught by verification and named
 res2="$work/corrupt.json"
 FERRY_TEST_CORRUPT=f0002 run_ferry 1 "$plan" --results "$res2" --shard 1/4

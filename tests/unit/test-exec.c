@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The executor's pure parts: the mapping of plan entries onto the VM and dataset layers, the
+ * method registry, shell quoting, and the archive stream that agent-file sends in agent chunks
+ * (read back with libarchive and compared with the manifest, byte for byte).
+ */
+#include <archive.h>
+#include <archive_entry.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <openssl/evp.h>
+#include <string.h>
+
+#include "dataset.h"
+#include "exec.h"
+#include "methods/archive.h"
+#include "methods/method.h"
+#include "util.h"
+
+static void test_shell_quote(void)
+{
+	char *q = method_shell_quote("it's a /dir");
+	g_assert_cmpstr(q, ==, "'it'\\''s a /dir'");
+	free(q);
+	q = method_shell_quote("");
+	g_assert_cmpstr(q, ==, "''");
+	free(q);
+}
+
+static void test_registry(void)
+{
+	const struct method_ops *a = method_find(PLAN_METHOD_AGENT_FILE);
+	const struct method_ops *d = method_find(PLAN_METHOD_DISK_IMAGE);
+	g_assert_nonnull(a);
+	g_assert_nonnull(d);
+	g_assert_cmpstr(a->name, ==, "agent-file");
+	g_assert_cmpstr(d->name, ==, "disk-image");
+	g_assert_nonnull(a->transfer);
+	g_assert_nonnull(d->verify); /* in_place verifies on the mounted image */
+}
+
+static void test_disk_mapping(void)
+{
+	struct plan_disk pd = {
+		.kind = PLAN_DISK_IMAGE,
+		.format = PLAN_FORMAT_QCOW2,
+		.allocation = PLAN_ALLOC_FALLOC,
+		.size = 1u << 30,
+		.bus = PLAN_BUS_SCSI,
+		.cache = PLAN_CACHE_DIRECTSYNC,
+		.io = PLAN_IO_NATIVE,
+		.discard = true,
+	};
+	struct disk_config d;
+	exec_disk_config(&pd, "/x.qcow2", "ser", &d);
+	g_assert_cmpint(d.kind, ==, DISK_KIND_IMAGE);
+	g_assert_cmpint(d.format, ==, DISK_FORMAT_QCOW2);
+	g_assert_cmpint(d.allocation, ==, DISK_ALLOC_FALLOC);
+	g_assert_cmpuint(d.size, ==, 1u << 30);
+	g_assert_cmpint(d.bus, ==, DISK_BUS_SCSI);
+	g_assert_cmpint(d.cache, ==, DISK_CACHE_DIRECTSYNC);
+	g_assert_cmpint(d.io, ==, DISK_IO_NATIVE);
+	g_assert_true(d.discard);
+	g_assert_cmpstr(d.path, ==, "/x.qcow2");
+	g_assert_cmpstr(d.serial, ==, "ser");
+	pd.kind = PLAN_DISK_TMPFS;
+	pd.bus = PLAN_BUS_IDE;
+	pd.cache = PLAN_CACHE_UNSAFE;
+	exec_disk_config(&pd, NULL, NULL, &d);
+	g_assert_cmpint(d.kind, ==, DISK_KIND_TMPFS);
+	g_assert_cmpint(d.bus, ==, DISK_BUS_IDE);
+	g_assert_cmpint(d.cache, ==, DISK_CACHE_UNSAFE);
+}
+
+static void test_vm_mapping(void)
+{
+	struct plan_vm pv = {
+		.guest = PLAN_GUEST_BUILTIN,
+		.vcpus = 2,
+		.memory = 512u << 20,
+		.machine = PLAN_MACHINE_Q35,
+		.accel = PLAN_ACCEL_TCG,
+		.nic = { .model = PLAN_NIC_E1000, .queues = 1 },
+	};
+	struct vm_config c;
+	exec_vm_config(&pv, "/k", "/i", "console=ttyS0", &c);
+	g_assert_cmpuint(c.vcpus, ==, 2);
+	g_assert_cmpuint(c.memory, ==, 512u << 20);
+	g_assert_cmpint(c.machine, ==, VM_MACHINE_Q35);
+	g_assert_cmpint(c.accel, ==, VM_ACCEL_TCG);
+	g_assert_cmpstr(c.kernel, ==, "/k");
+	g_assert_cmpstr(c.initrd, ==, "/i");
+	g_assert_null(c.image);
+	g_assert_cmpint(c.nic.model, ==, NIC_MODEL_E1000);
+	g_assert_cmpint(c.nic.backend, ==, NIC_BACKEND_USER);
+	pv.guest = PLAN_GUEST_IMAGE;
+	char img[] = "/img.qcow2", br[] = "br0";
+	pv.image = img;
+	pv.nic.bridge = br;
+	exec_vm_config(&pv, "/k", "/i", "x", &c);
+	g_assert_cmpstr(c.image, ==, "/img.qcow2");
+	g_assert_null(c.kernel);
+	g_assert_cmpint(c.nic.backend, ==, NIC_BACKEND_BRIDGE);
+	g_assert_cmpstr(c.nic.source, ==, "br0");
+}
+
+static void test_dataset_mapping(void)
+{
+	struct plan_dataset p = {
+		.files = 10,
+		.size = { .min = 4096, .max = 4096 },
+		.dirs = { .depth = 2, .fanout = 3 },
+		.content = PLAN_CONTENT_TEXT,
+		.seed = 9,
+	};
+	struct dataset_spec s;
+	exec_dataset_spec(&p, &s);
+	g_assert_cmpuint(s.files, ==, 10);
+	g_assert_cmpint(s.dist, ==, DATASET_DIST_FIXED);
+	g_assert_cmpuint(s.depth, ==, 2);
+	g_assert_cmpuint(s.fanout, ==, 3);
+	g_assert_cmpint(s.content, ==, DATASET_CONTENT_TEXT);
+	g_assert_cmpuint(s.seed, ==, 9);
+	p.size.max = 8192;
+	p.size.distribution = PLAN_DIST_LOGNORMAL;
+	exec_dataset_spec(&p, &s);
+	g_assert_cmpint(s.dist, ==, DATASET_DIST_LOGNORMAL);
+	char data[] = "/data";
+	p.path = data;
+	exec_dataset_spec(&p, &s);
+	g_assert_cmpstr(s.path, ==, "/data");
+	g_assert_cmpuint(s.files, ==, 0);
+}
+
+static void test_guest_support(void)
+{
+	struct plan_archive a = { .format = PLAN_ARCHIVE_TAR, .compression = PLAN_COMPRESS_ZSTD };
+	char *why = pack_guest_support(&a);
+	g_assert_nonnull(strstr(why, "zstd"));
+	free(why);
+	a.compression = PLAN_COMPRESS_LZ4;
+	why = pack_guest_support(&a);
+	g_assert_nonnull(strstr(why, "lz4"));
+	free(why);
+	a.format = PLAN_ARCHIVE_ZIP;
+	a.compression = PLAN_COMPRESS_XZ;
+	why = pack_guest_support(&a);
+	g_assert_nonnull(why);
+	free(why);
+	a.format = PLAN_ARCHIVE_CPIO;
+	g_assert_null(pack_guest_support(&a));
+	char *cmd = pack_guest_unpack_cmd(&a, "/tmp/a b");
+	g_assert_cmpstr(cmd, ==, "unxz -c '/tmp/a b' | cpio -i -d -m 2>/dev/null");
+	free(cmd);
+}
+
+/* ---- the archive stream, read back ---- */
+
+struct mem {
+	GByteArray *bytes;
+	size_t chunk;
+	size_t n_calls, n_short;
+};
+
+static int mem_sink(void *ud, const void *buf, size_t len, char **err)
+{
+	(void)err;
+	struct mem *m = ud;
+	g_assert_cmpuint(len, <=, m->chunk);
+	g_assert_cmpuint(len, >, 0);
+	m->n_short += len < m->chunk;
+	m->n_calls++;
+	g_byte_array_append(m->bytes, buf, (guint)len);
+	return 0;
+}
+
+static void roundtrip(const struct plan_archive *a)
+{
+	g_autofree char *tmp = g_dir_make_tmp("ferry-test-exec-XXXXXX", NULL);
+	g_autofree char *dir = g_build_filename(tmp, "data", NULL);
+	struct dataset_spec spec = {
+		.files = 23,
+		.size_min = 1,
+		.size_max = 70000,
+		.dist = DATASET_DIST_UNIFORM,
+		.depth = 1,
+		.fanout = 3,
+		.content = DATASET_CONTENT_RANDOM,
+		.seed = 5,
+	};
+	struct dataset_gen_opts go = { .no_sync = true };
+	struct manifest *m = NULL;
+	char *err = NULL;
+	g_assert_cmpint(dataset_generate(&spec, dir, &go, &m, &err), ==, 0);
+
+	struct mem mem = { .bytes = g_byte_array_new(), .chunk = 4000 };
+	int prc = pack_stream(a, dir, m, mem.chunk, mem_sink, &mem, &err);
+	if (prc < 0)
+		g_test_message("pack_stream: %s", err);
+	g_assert_cmpint(prc, ==, 0);
+	g_assert_null(err);
+	/* every piece is a full agent chunk but the last */
+	g_assert_cmpuint(mem.n_short, <=, 1);
+	g_assert_cmpuint(mem.n_calls, >, 1);
+
+	struct archive *r = archive_read_new();
+	archive_read_support_format_all(r);
+	archive_read_support_filter_all(r);
+	g_assert_cmpint(archive_read_open_memory(r, mem.bytes->data, mem.bytes->len), ==,
+			ARCHIVE_OK);
+	struct archive_entry *e;
+	size_t files = 0;
+	char buf[8192];
+	while (archive_read_next_header(r, &e) == ARCHIVE_OK) {
+		const char *path = archive_entry_pathname(e);
+		g_autofree char *clean = g_strdup(path);
+		size_t l = strlen(clean);
+		if (l && clean[l - 1] == '/')
+			clean[l - 1] = '\0'; /* zip writes directories with a slash */
+		const struct manifest_entry *me = manifest_find(m, clean);
+		g_assert_nonnull(me);
+		if (archive_entry_filetype(e) != AE_IFREG) {
+			g_assert_cmpint(me->type, ==, MANIFEST_DIR);
+			continue;
+		}
+		EVP_MD_CTX *h = EVP_MD_CTX_new();
+		EVP_DigestInit_ex(h, EVP_sha256(), NULL);
+		la_ssize_t n;
+		uint64_t size = 0;
+		while ((n = archive_read_data(r, buf, sizeof(buf))) > 0) {
+			EVP_DigestUpdate(h, buf, (size_t)n);
+			size += (uint64_t)n;
+		}
+		g_assert_cmpint(n, ==, 0);
+		unsigned char md[32];
+		EVP_DigestFinal_ex(h, md, NULL);
+		EVP_MD_CTX_free(h);
+		g_assert_cmpuint(size, ==, me->size);
+		g_assert_cmpmem(md, 32, me->sha256, 32);
+		files++;
+	}
+	g_assert_cmpuint(files, ==, m->files);
+	archive_read_free(r);
+	g_byte_array_free(mem.bytes, TRUE);
+	manifest_free(m);
+	g_assert_cmpint(rm_rf(tmp), ==, 0);
+}
+
+static void test_stream_tar_gz(void)
+{
+	struct plan_archive a = { .format = PLAN_ARCHIVE_TAR, .compression = PLAN_COMPRESS_GZIP };
+	roundtrip(&a);
+}
+
+static void test_stream_cpio_xz(void)
+{
+	struct plan_archive a = { .format = PLAN_ARCHIVE_CPIO,
+				  .compression = PLAN_COMPRESS_XZ,
+				  .level = 1 };
+	roundtrip(&a);
+}
+
+static void test_stream_zip(void)
+{
+	struct plan_archive a = { .format = PLAN_ARCHIVE_ZIP, .compression = PLAN_COMPRESS_GZIP };
+	roundtrip(&a);
+}
+
+static void test_stream_pax(void)
+{
+	struct plan_archive a = { .format = PLAN_ARCHIVE_PAX };
+	roundtrip(&a);
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/exec/shell-quote", test_shell_quote);
+	g_test_add_func("/exec/registry", test_registry);
+	g_test_add_func("/exec/disk-mapping", test_disk_mapping);
+	g_test_add_func("/exec/vm-mapping", test_vm_mapping);
+	g_test_add_func("/exec/dataset-mapping", test_dataset_mapping);
+	g_test_add_func("/exec/guest-support", test_guest_support);
+	g_test_add_func("/exec/stream-tar-gz", test_stream_tar_gz);
+	g_test_add_func("/exec/stream-cpio-xz", test_stream_cpio_xz);
+	g_test_add_func("/exec/stream-zip", test_stream_zip);
+	g_test_add_func("/exec/stream-pax", test_stream_pax);
+	return g_test_run();
+}
