@@ -251,7 +251,9 @@ static int share_transfer(struct method_ctx *ctx)
 	static const char *const cache[] = { "none", "loose", "mmap" };
 	_cleanup_free_ char *msize =
 	    m->msize ? xasprintf(",msize=%llu", (unsigned long long)m->msize) : xstrdup("");
+	/* 9p loads behind the agent after boot: a mount before that fails (no wait later on) */
 	_cleanup_free_ char *cmd = xasprintf(
+	    METHOD_GUEST_MODULES_WAIT
 	    "mkdir -p " GUEST_MOUNT " && mount -t 9p -o trans=virtio,version=9p2000.L%s,cache=%s%s "
 	    "" SHARE_TAG " " GUEST_MOUNT,
 	    msize, cache[m->cache], writable_mode(m) ? "" : ",ro");
