@@ -104,11 +104,13 @@ int pack_entries(struct archive *w, const char *dir, const struct manifest *m, c
 		case MANIFEST_DIR:
 			archive_entry_set_filetype(e, AE_IFDIR);
 			archive_entry_set_perm(e, 0755);
+			archive_entry_set_size(e, 0); /* cpio refuses entries without a size */
 			break;
 		case MANIFEST_SYMLINK:
 			archive_entry_set_filetype(e, AE_IFLNK);
 			archive_entry_set_perm(e, 0777);
 			archive_entry_set_symlink(e, me->target);
+			archive_entry_set_size(e, 0); /* libarchive stores the target itself */
 			break;
 		default:
 			archive_entry_set_filetype(e, AE_IFREG);

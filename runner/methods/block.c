@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * block: raw device throughput, for disk bus and cache comparisons. The dataset's file bytes,
+ * concatenated in manifest order, are written to the raw target device with direct I/O and read
+ * back with direct I/O (busybox dd, oflag/iflag=direct).
+ *
+ * prepare: unmount the target (the executor re-creates its filesystem before the next run) and
+ *   stage the stream in guest RAM (a tmpfs) through ferry's virtio-serial port, so that the
+ *   timed write measures the disk and not the pipe that feeds it; the host hashes the stream
+ *   as it sends it.
+ * transfer: dd the staged bytes to the device, block_size per write, direct I/O, fsync at the
+ *   end (so the host cache mode counts); the last block is padded with zeros. queue_depth > 1
+ *   splits the device range into that many slices written by parallel dd processes: busybox
+ *   dd has one request in flight, so the queue depth is the number of writers.
+ * finalize: read the written blocks back with direct I/O (the same slices).
+ * verify (the method's own): read back once more and compare the SHA-256 of the stream's bytes
+ *   with the host's; the executor's file listing does not apply to a raw device.
+ */
+#include <string.h>
+
+#include "../run.h"
+#include "../util.h"
+#include "channel.h"
+#include "guestproc.h"
+#include "method.h"
+#include "stream.h"
+
+#define STAGE_DIR  "/run/ferry-block"
+#define STAGE_FILE STAGE_DIR "/stream"
+
+struct block_state {
+	int fd;
+	uint64_t bytes;   /* stream length */
+	uint64_t nblocks; /* blocks of block_size, the last one padded */
+	unsigned char sha[32];
+	bool staged;
+};
+
+static struct block_state *state(struct method_ctx *ctx)
+{
+	if (!ctx->state) {
+		struct block_state *s = xcalloc(1, sizeof(*s));
+		s->fd = -1;
+		ctx->state = s;
+	}
+	return ctx->state;
+}
+
+static char *block_supports(const struct method_ctx *ctx)
+{
+	const struct plan_method *m = ctx->method;
+	if (ctx->cell->vm->os == PLAN_OS_WINDOWS)
+		return xstrdup("block: the guest side is busybox dd (Linux guests only)");
+	if (!ctx->disk || ctx->disk->kind == PLAN_DISK_TMPFS)
+		return xstrdup("block: writes a raw device and needs an image disk, not tmpfs");
+	if (m->block_size == 0 || m->block_size % 512 != 0)
+		return xasprintf("block: block_size %llu is not a multiple of 512 bytes (direct "
+				 "I/O needs aligned requests)",
+				 (unsigned long long)m->block_size);
+	if (ctx->manifest) {
+		uint64_t need =
+		    (ctx->manifest->bytes + m->block_size - 1) / m->block_size * m->block_size;
+		if (need > ctx->disk->size)
+			return xasprintf("block: the dataset needs %llu bytes of device, the disk "
+					 "has %llu",
+					 (unsigned long long)need,
+					 (unsigned long long)ctx->disk->size);
+	}
+	return NULL;
+}
+
+static int block_add_devices(struct method_ctx *ctx, struct method_boot_needs *needs)
+{
+	return channel_add_port(ctx, needs);
+}
+
+static int block_prepare(struct method_ctx *ctx)
+{
+	struct block_state *s = state(ctx);
+	if (!ctx->target_dev)
+		return method_fail(ctx, ERROR_INFRA, NULL, "block: the cell has no target device");
+	_cleanup_free_ char *dev = method_shell_quote(ctx->target_dev);
+	/* the target is mounted on the landing directory: release it; a tmpfs big enough for
+	 * the stream (the default /tmp is half the RAM) */
+	_cleanup_free_ char *setup =
+	    xasprintf("if grep -q \"^%s \" /proc/mounts; then umount %s || exit 1; fi; "
+		      "mkdir -p " STAGE_DIR " && { grep -q ' " STAGE_DIR " ' /proc/mounts || "
+		      "mount -t tmpfs -o size=90%% tmpfs " STAGE_DIR "; } && rm -f " STAGE_FILE,
+		      ctx->target_dev, dev);
+	if (method_guest_sh(ctx, "block: release the target", setup, NULL) < 0)
+		return -1;
+	if (channel_connect(ctx, &s->fd) < 0)
+		return -1;
+	int64_t pid = 0;
+	if (guestproc_start(ctx, "block: stage", "{ " CHANNEL_GUEST_READ "; } > " STAGE_FILE,
+			    &pid) < 0)
+		return -1;
+	_cleanup_free_ char *err = NULL;
+	if (stream_concat(ctx->dataset_dir, ctx->manifest, s->fd, ctx->timeout_ms, &s->bytes,
+			  s->sha, &err) < 0) {
+		close(s->fd);
+		s->fd = -1;
+		guestproc_kill(ctx, pid);
+		return method_fail(ctx, ERROR_INFRA, NULL, "block: staging: %s", err);
+	}
+	if (channel_drain_close(ctx, &s->fd) < 0 ||
+	    guestproc_wait(ctx, "block: stage", pid, NULL) < 0)
+		return -1;
+	s->staged = true;
+	_cleanup_free_ char *size = NULL;
+	if (method_guest_sh(ctx, "block: stage", "stat -c %s " STAGE_FILE, &size) < 0)
+		return -1;
+	if (strtoull(size, NULL, 10) != s->bytes)
+		return method_fail(ctx, ERROR_INFRA, NULL,
+				   "block: the guest staged %llu bytes of %llu",
+				   strtoull(size, NULL, 10), (unsigned long long)s->bytes);
+	s->nblocks = (s->bytes + ctx->method->block_size - 1) / ctx->method->block_size;
+	ctx->bytes = s->bytes;
+	return 0;
+}
+
+/*
+ * The shell command running `queue_depth` dd processes over disjoint block ranges and failing
+ * when any fails. fmt gets (skip/seek start, count) per slice.
+ */
+static char *sliced(const struct method_ctx *ctx, uint64_t nblocks, const char *fmt)
+{
+	uint64_t qd = ctx->method->queue_depth ? ctx->method->queue_depth : 1;
+	if (qd > nblocks)
+		qd = nblocks ? nblocks : 1;
+	uint64_t per = (nblocks + qd - 1) / qd;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	fputs("p=; ", f);
+	for (uint64_t start = 0; start < nblocks; start += per) {
+		uint64_t count = nblocks - start < per ? nblocks - start : per;
+		fprintf(f, fmt, (unsigned long long)start, (unsigned long long)count);
+		fputs(" & p=\"$p $!\"; ", f);
+	}
+	fputs("r=0; for x in $p; do wait $x || r=1; done; exit $r", f);
+	fclose(f);
+	return buf;
+}
+
+static int block_transfer(struct method_ctx *ctx)
+{
+	struct block_state *s = state(ctx);
+	unsigned long long bs = (unsigned long long)ctx->method->block_size;
+	_cleanup_free_ char *dev = method_shell_quote(ctx->target_dev);
+	/* a slice's skip (staged file) and seek (device) are the same block number */
+	_cleanup_free_ char *fmt = xasprintf("dd if=" STAGE_FILE " of=%s bs=%llu skip=%%1$llu "
+					     "seek=%%1$llu count=%%2$llu iflag=fullblock "
+					     "oflag=direct conv=sync,notrunc,fsync 2>/dev/null",
+					     dev, bs);
+	_cleanup_free_ char *cmd = sliced(ctx, s->nblocks, fmt);
+	return method_guest_sh(ctx, "block: write", cmd, NULL);
+}
+
+static int block_finalize(struct method_ctx *ctx)
+{
+	struct block_state *s = state(ctx);
+	unsigned long long bs = (unsigned long long)ctx->method->block_size;
+	_cleanup_free_ char *dev = method_shell_quote(ctx->target_dev);
+	_cleanup_free_ char *fmt = xasprintf("dd if=%s of=/dev/null bs=%llu skip=%%1$llu "
+					     "count=%%2$llu iflag=direct 2>/dev/null",
+					     dev, bs);
+	_cleanup_free_ char *cmd = sliced(ctx, s->nblocks, fmt);
+	return method_guest_sh(ctx, "block: read back", cmd, NULL);
+}
+
+static int block_verify(struct method_ctx *ctx)
+{
+	struct block_state *s = state(ctx);
+	_cleanup_free_ char *dev = method_shell_quote(ctx->target_dev);
+	/* the padding of the last block is not part of the stream: hash exactly its bytes (dd
+	 * may then see a closed pipe: its status does not matter, head's count does) */
+	_cleanup_free_ char *cmd = xasprintf(
+	    "dd if=%s bs=%llu count=%llu iflag=direct 2>/dev/null | head -c %llu | sha256sum", dev,
+	    (unsigned long long)ctx->method->block_size, (unsigned long long)s->nblocks,
+	    (unsigned long long)s->bytes);
+	_cleanup_free_ char *out = NULL;
+	if (method_guest_sh(ctx, "block: verify", cmd, &out) < 0)
+		return -1;
+	char want[65];
+	sha256_hex(s->sha, want);
+	if (strncmp(out, want, 64) != 0)
+		return method_fail(ctx, ERROR_INTEGRITY, NULL,
+				   "integrity: the %llu bytes read back from %s hash to %.64s, the "
+				   "stream written hashes to %s",
+				   (unsigned long long)s->bytes, ctx->target_dev, out, want);
+	return 0;
+}
+
+static int block_cleanup(struct method_ctx *ctx)
+{
+	struct block_state *s = state(ctx);
+	if (s->fd >= 0) {
+		close(s->fd);
+		s->fd = -1;
+	}
+	/* give the guest its RAM back (prepare stages again) */
+	if (s->staged && ctx->dom && !run_interrupted()) {
+		if (method_guest_sh(ctx, "block: cleanup", "rm -f " STAGE_FILE, NULL) < 0)
+			method_error_clear(&ctx->err);
+		s->staged = false;
+	}
+	return 0;
+}
+
+static void block_free_state(struct method_ctx *ctx)
+{
+	struct block_state *s = ctx->state;
+	if (s && s->fd >= 0)
+		close(s->fd);
+	free(s);
+	ctx->state = NULL;
+}
+
+const struct method_ops method_block = {
+	.name = "block",
+	.type = PLAN_METHOD_BLOCK,
+	.supports = block_supports,
+	.add_devices = block_add_devices,
+	.prepare = block_prepare,
+	.transfer = block_transfer,
+	.finalize = block_finalize,
+	.verify = block_verify,
+	.cleanup = block_cleanup,
+	.free_state = block_free_state,
+};

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A dataset as one byte stream, for the methods that move a stream (channel, network, share with
+ * `archive:`, block): packed on the host with libarchive straight into a file descriptor (a
+ * socket or a file; no temporary archive), or its files' bytes concatenated in manifest order
+ * (block). And the guest side: the shell pipeline that unpacks such a stream with the guest's own
+ * tools (busybox in the built-in guest: tar, cpio, unzip, gzip, xz; no zstd, no lz4).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../manifest.h"
+#include "../plan.h"
+
+/*
+ * Why the guest cannot unpack this archive (malloc'ed reason), or NULL when it can.
+ * builtin: the built-in guest (busybox); image guests are assumed to have the usual tools.
+ */
+char *stream_unpack_unsupported(const struct plan_archive *a, bool builtin);
+
+/*
+ * Pack the manifest's entries (read from dir) with libarchive into fd: format and compression
+ * from a (format none packs tar). Writes block at most timeout_ms each (the fd may be a socket
+ * whose reader died). *bytes receives the bytes written. Returns 0 or -1 with *err (caller frees).
+ */
+int stream_pack(const struct plan_archive *a, const char *dir, const struct manifest *m, int fd,
+		unsigned timeout_ms, uint64_t *bytes, char **err);
+
+/*
+ * Write the bytes of every regular file of m (read from dir) one after the other in manifest
+ * order into fd (fd < 0: only hash), and their SHA-256 into sha (may be NULL).
+ */
+int stream_concat(const char *dir, const struct manifest *m, int fd, unsigned timeout_ms,
+		  uint64_t *bytes, unsigned char sha[32], char **err);
+
+/*
+ * The guest shell command that reads the stream from the output of `source` (a shell command
+ * such as "cat /dev/virtio-ports/X") and unpacks it into guest directory dir. Runs under
+ * `set -o pipefail`, so a failure anywhere in the pipeline fails it. Caller frees.
+ */
+char *stream_unpack_command(const struct plan_archive *a, const char *source, const char *dir);
+
+/* Write all of buf to fd; a write blocked for timeout_ms (or an interrupt) is an error. */
+int stream_write_all(int fd, const void *buf, size_t len, unsigned timeout_ms, char **err);

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * methods/stream.c without a guest: every archive format and compression the built-in guest can
+ * unpack is packed by libarchive and unpacked by the exact guest command line, run by the host's
+ * busybox (the same busybox-static the built-in guest carries) with only busybox applets on PATH;
+ * the result must hold exactly the dataset (types, sizes, hashes, a symlink). Also the skip
+ * reasons for what the guest cannot unpack, and the concatenated stream's SHA-256 (block).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "dataset.h"
+#include "manifest.h"
+#include "methods/stream.h"
+#include "util.h"
+
+static char *busybox; /* path, or NULL */
+
+static void fixture(char **base, struct manifest **m)
+{
+	*base = g_dir_make_tmp("ferry-test-stream-XXXXXX", NULL);
+	char *src = g_build_filename(*base, "src", NULL);
+	struct dataset_spec spec = {
+		.files = 12,
+		.size_min = 1,
+		.size_max = 200000,
+		.dist = DATASET_DIST_UNIFORM,
+		.depth = 1,
+		.fanout = 3,
+		.seed = 5,
+	};
+	struct dataset_gen_opts o = { .no_sync = true };
+	struct manifest *gm = NULL;
+	char *err = NULL;
+	if (dataset_generate(&spec, src, &o, &gm, &err) < 0)
+		g_error("%s", err);
+	manifest_free(gm);
+	char *link = g_build_filename(src, "link", NULL);
+	g_assert_cmpint(symlink("dir0", link), ==, 0);
+	if (dataset_scan(src, m, &err) < 0)
+		g_error("%s", err);
+	g_free(link);
+	g_free(src);
+}
+
+/* A directory holding busybox applet links, to run the guest commands with busybox only. */
+static char *applets(const char *base)
+{
+	char *dir = g_build_filename(base, "bin", NULL);
+	g_mkdir(dir, 0755);
+	static const char *const names[] = { "sh",  "tar", "cpio",  "unzip", "gzip", "xz",
+					     "cat", "rm",  "mkdir", "head",  "dd" };
+	for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
+		char *l = g_build_filename(dir, names[i], NULL);
+		g_assert_cmpint(symlink(busybox, l), ==, 0);
+		g_free(l);
+	}
+	return dir;
+}
+
+static void test_roundtrip(void)
+{
+	if (!busybox) {
+		g_test_skip("no busybox on this host to play the guest");
+		return;
+	}
+	char *base = NULL;
+	struct manifest *m = NULL;
+	fixture(&base, &m);
+	char *src = g_build_filename(base, "src", NULL);
+	char *bin = applets(base);
+	static const struct plan_archive cases[] = {
+		{ 0, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_NONE, 0 },
+		{ 0, PLAN_ARCHIVE_NONE, PLAN_COMPRESS_NONE, 0 }, /* a plain tar */
+		{ 0, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_GZIP, 1 },
+		{ 0, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_XZ, 0 },
+		{ 0, PLAN_ARCHIVE_PAX, PLAN_COMPRESS_NONE, 0 },
+		{ 0, PLAN_ARCHIVE_PAX, PLAN_COMPRESS_GZIP, 9 },
+		{ 0, PLAN_ARCHIVE_CPIO, PLAN_COMPRESS_NONE, 0 },
+		{ 0, PLAN_ARCHIVE_CPIO, PLAN_COMPRESS_GZIP, 0 },
+		{ 0, PLAN_ARCHIVE_CPIO, PLAN_COMPRESS_XZ, 1 },
+		{ 0, PLAN_ARCHIVE_ZIP, PLAN_COMPRESS_NONE, 0 },
+		{ 0, PLAN_ARCHIVE_ZIP, PLAN_COMPRESS_GZIP, 6 },
+	};
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		char *stream = g_strdup_printf("%s/stream-%zu", base, i);
+		char *out = g_strdup_printf("%s/out-%zu", base, i);
+		g_mkdir(out, 0755);
+		int fd = open(stream, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		g_assert_cmpint(fd, >=, 0);
+		uint64_t bytes = 0;
+		char *err = NULL;
+		if (stream_pack(&cases[i], src, m, fd, 10000, &bytes, &err) < 0)
+			g_error("case %zu: %s", i, err);
+		close(fd);
+		struct stat st;
+		g_assert_cmpint(stat(stream, &st), ==, 0);
+		g_assert_cmpuint(bytes, ==, (uint64_t)st.st_size);
+		char *source = g_strdup_printf("cat '%s'", stream);
+		char *cmd = stream_unpack_command(&cases[i], source, out);
+		char *path = g_strdup_printf("PATH=%s", bin);
+		const char *argv[] = { busybox, "sh", "-c", cmd, NULL };
+		const char *envp[] = { path, NULL };
+		int status = 0;
+		char *serr = NULL;
+		GError *gerr = NULL;
+		if (!g_spawn_sync(NULL, (char **)argv, (char **)envp, G_SPAWN_DEFAULT, NULL, NULL,
+				  NULL, &serr, &status, &gerr))
+			g_error("spawn: %s", gerr->message);
+		if (!g_spawn_check_wait_status(status, NULL))
+			g_error("case %zu: '%s' failed: %s", i, cmd, serr);
+		char *why = NULL;
+		if (!dataset_intact(m, out, true, &why))
+			g_error("case %zu (%s): %s", i, cmd, why);
+		g_free(serr);
+		g_free(path);
+		free(cmd);
+		g_free(source);
+		g_free(out);
+		g_free(stream);
+	}
+	rm_rf(base);
+	g_free(bin);
+	g_free(src);
+	g_free(base);
+	manifest_free(m);
+}
+
+static void test_unsupported(void)
+{
+	struct plan_archive a = { 0, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_ZSTD, 0 };
+	char *why = stream_unpack_unsupported(&a, true);
+	g_assert_nonnull(why);
+	g_assert_nonnull(strstr(why, "zstd"));
+	free(why);
+	/* an image guest is assumed to have zstd */
+	g_assert_null(stream_unpack_unsupported(&a, false));
+	a.compression = PLAN_COMPRESS_LZ4;
+	why = stream_unpack_unsupported(&a, true);
+	g_assert_nonnull(strstr(why, "lz4"));
+	free(why);
+	a = (struct plan_archive){ 0, PLAN_ARCHIVE_ZIP, PLAN_COMPRESS_XZ, 0 };
+	why = stream_unpack_unsupported(&a, false);
+	g_assert_nonnull(strstr(why, "stored and deflated"));
+	free(why);
+	a.compression = PLAN_COMPRESS_GZIP;
+	g_assert_null(stream_unpack_unsupported(&a, true));
+}
+
+static void test_concat(void)
+{
+	char *base = NULL;
+	struct manifest *m = NULL;
+	fixture(&base, &m);
+	char *src = g_build_filename(base, "src", NULL);
+	/* the expected hash, file by file in manifest order */
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+	uint64_t want_bytes = 0;
+	for (size_t i = 0; i < m->n; i++) {
+		if (m->entries[i].type != MANIFEST_FILE)
+			continue;
+		char *p = g_build_filename(src, m->entries[i].path, NULL);
+		gchar *data = NULL;
+		gsize len = 0;
+		g_assert_true(g_file_get_contents(p, &data, &len, NULL));
+		EVP_DigestUpdate(md, data, len);
+		want_bytes += len;
+		g_free(data);
+		g_free(p);
+	}
+	unsigned char want[32], got[32];
+	EVP_DigestFinal_ex(md, want, NULL);
+	EVP_MD_CTX_free(md);
+	char *out = g_build_filename(base, "concat", NULL);
+	int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	uint64_t bytes = 0;
+	char *err = NULL;
+	g_assert_cmpint(stream_concat(src, m, fd, 1000, &bytes, got, &err), ==, 0);
+	close(fd);
+	g_assert_cmpuint(bytes, ==, want_bytes);
+	g_assert_cmpuint(bytes, ==, m->bytes);
+	g_assert_cmpmem(got, 32, want, 32);
+	struct stat st;
+	g_assert_cmpint(stat(out, &st), ==, 0);
+	g_assert_cmpuint((uint64_t)st.st_size, ==, bytes);
+	/* hashing only (fd < 0) gives the same digest */
+	g_assert_cmpint(stream_concat(src, m, -1, 1000, &bytes, got, &err), ==, 0);
+	g_assert_cmpmem(got, 32, want, 32);
+	rm_rf(base);
+	g_free(out);
+	g_free(src);
+	g_free(base);
+	manifest_free(m);
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	g_test_init(&argc, &argv, NULL);
+	busybox = g_find_program_in_path("busybox");
+	g_test_add_func("/stream/unsupported", test_unsupported);
+	g_test_add_func("/stream/concat", test_concat);
+	g_test_add_func("/stream/roundtrip-busybox", test_roundtrip);
+	int r = g_test_run();
+	g_free(busybox);
+	return r;
+}
