@@ -48,7 +48,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct archive *, archive_read_free)
  */
 static const char *const guest_modules_boot[] = {
 	"virtio_pci", "virtio_console", "virtio_blk", "virtio_net", "virtio_scsi",
-	"sd_mod",     "sr_mod",         "ata_piix",   "ahci",
+	"e1000",      "sd_mod",         "sr_mod",     "ata_piix",   "ahci",
 };
 
 /*
