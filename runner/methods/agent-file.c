@@ -17,7 +17,8 @@
 
 static char *af_supports(const struct method_ctx *ctx)
 {
-	return pack_guest_support(&ctx->method->archive);
+	return pack_guest_support(&ctx->method->archive,
+				  ctx->cell->vm->guest == PLAN_GUEST_BUILTIN);
 }
 
 static bool packed(const struct method_ctx *ctx)

@@ -17,9 +17,10 @@ struct archive;
 typedef int (*pack_sink_fn)(void *userdata, const void *buf, size_t len, char **err);
 
 /*
- * Whether the built-in guest's busybox can unpack `a`: NULL, or a malloc'ed skip reason.
+ * Whether the guest can unpack `a` (`builtin`: the built-in guest, whose busybox has gzip and
+ * xz only; otherwise a user image with its own tools): NULL, or a malloc'ed skip reason.
  */
-char *pack_guest_support(const struct plan_archive *a);
+char *pack_guest_support(const struct plan_archive *a, bool builtin);
 
 /*
  * The guest shell command that unpacks FILE into the current directory for `a` (caller frees).

@@ -21,6 +21,7 @@
 #include "../util.h"
 #include "../vm.h"
 #include "guestproc.h"
+#include "archive.h"
 #include "stream.h"
 
 int channel_add_port(struct method_ctx *ctx, struct method_boot_needs *needs)
@@ -102,8 +103,8 @@ static char *channel_supports(const struct method_ctx *ctx)
 	if (ctx->cell->vm->os == PLAN_OS_WINDOWS)
 		return xstrdup("channel: the guest side is a POSIX shell pipeline (Linux guests "
 			       "only)");
-	return stream_unpack_unsupported(&ctx->method->archive,
-					 ctx->cell->vm->guest == PLAN_GUEST_BUILTIN);
+	return pack_guest_support(&ctx->method->archive,
+				  ctx->cell->vm->guest == PLAN_GUEST_BUILTIN);
 }
 
 static int channel_add_devices(struct method_ctx *ctx, struct method_boot_needs *needs)

@@ -31,6 +31,7 @@
 #include "../vm.h"
 #include "guestproc.h"
 #include "method.h"
+#include "archive.h"
 #include "stream.h"
 
 #define HOST_FROM_GUEST "10.0.2.2"
@@ -65,17 +66,15 @@ static char *network_supports(const struct method_ctx *ctx)
 		return xstrdup("network: the guest side uses busybox wget/nc and a POSIX shell "
 			       "(Linux guests only)");
 	if (vm->nic.network || vm->nic.bridge)
-		return xasprintf(
-		    "network: NICs on a %s ('%s') are not supported yet: ferry's "
-		    "sender listens on the host's loopback, which only QEMU user "
-		    "networking maps into the guest (10.0.2.2), and this workplace allows "
-		    "loopback traffic only",
-		    vm->nic.network ? "libvirt network" : "bridge",
-		    vm->nic.network ? vm->nic.network : vm->nic.bridge);
+		return xasprintf("network: NICs on a %s ('%s') are not supported yet: ferry's "
+				 "sender listens on the host's loopback, which only QEMU user "
+				 "networking maps into the guest (10.0.2.2)",
+				 vm->nic.network ? "libvirt network" : "bridge",
+				 vm->nic.network ? vm->nic.network : vm->nic.bridge);
 	if (vm->nic.queues > 1)
 		return xstrdup("network: QEMU user networking has a single queue pair (queues > 1 "
 			       "needs a tap)");
-	return stream_unpack_unsupported(&ctx->method->archive, vm->guest == PLAN_GUEST_BUILTIN);
+	return pack_guest_support(&ctx->method->archive, vm->guest == PLAN_GUEST_BUILTIN);
 }
 
 static int network_add_devices(struct method_ctx *ctx, struct method_boot_needs *needs)

@@ -32,6 +32,7 @@
 #include "../run.h"
 #include "../util.h"
 #include "method.h"
+#include "archive.h"
 #include "stream.h"
 
 #define SHARE_TAG   "ferryshare"
@@ -74,8 +75,7 @@ static char *share_supports(const struct method_ctx *ctx)
 			       "guest no virtiofs module (use driver 9p)");
 	}
 	if (m->archive.format != PLAN_ARCHIVE_NONE)
-		return stream_unpack_unsupported(&m->archive,
-						 ctx->cell->vm->guest == PLAN_GUEST_BUILTIN);
+		return pack_guest_support(&m->archive, ctx->cell->vm->guest == PLAN_GUEST_BUILTIN);
 	return NULL;
 }
 

@@ -18,24 +18,6 @@
 
 #define READ_CHUNK (1024 * 1024)
 
-char *stream_unpack_unsupported(const struct plan_archive *a, bool builtin)
-{
-	static const char *const cname[] = { "none", "gzip", "zstd", "lz4", "xz" };
-	if (a->format == PLAN_ARCHIVE_ZIP) {
-		if (a->compression != PLAN_COMPRESS_NONE && a->compression != PLAN_COMPRESS_GZIP)
-			return xasprintf("zip with %s compression: the guest's unzip reads stored "
-					 "and deflated entries only (use compression none or gzip)",
-					 cname[a->compression]);
-		return NULL;
-	}
-	if (builtin &&
-	    (a->compression == PLAN_COMPRESS_ZSTD || a->compression == PLAN_COMPRESS_LZ4))
-		return xasprintf("the built-in guest's busybox cannot decompress %s (it has gzip "
-				 "and xz)",
-				 cname[a->compression]);
-	return NULL;
-}
-
 int stream_write_all(int fd, const void *buf, size_t len, unsigned timeout_ms, char **err)
 {
 	const char *p = buf;

@@ -15,12 +15,6 @@
 #include "../plan.h"
 
 /*
- * Why the guest cannot unpack this archive (malloc'ed reason), or NULL when it can.
- * builtin: the built-in guest (busybox); image guests are assumed to have the usual tools.
- */
-char *stream_unpack_unsupported(const struct plan_archive *a, bool builtin);
-
-/*
  * Pack the manifest's entries (read from dir) with libarchive into fd: format and compression
  * from a (format none packs tar). Writes block at most timeout_ms each (the fd may be a socket
  * whose reader died). *bytes receives the bytes written. Returns 0 or -1 with *err (caller frees).

@@ -135,20 +135,20 @@ static void test_dataset_mapping(void)
 static void test_guest_support(void)
 {
 	struct plan_archive a = { .format = PLAN_ARCHIVE_TAR, .compression = PLAN_COMPRESS_ZSTD };
-	char *why = pack_guest_support(&a);
+	char *why = pack_guest_support(&a, true);
 	g_assert_nonnull(strstr(why, "zstd"));
 	free(why);
 	a.compression = PLAN_COMPRESS_LZ4;
-	why = pack_guest_support(&a);
+	why = pack_guest_support(&a, true);
 	g_assert_nonnull(strstr(why, "lz4"));
 	free(why);
 	a.format = PLAN_ARCHIVE_ZIP;
 	a.compression = PLAN_COMPRESS_XZ;
-	why = pack_guest_support(&a);
+	why = pack_guest_support(&a, true);
 	g_assert_nonnull(why);
 	free(why);
 	a.format = PLAN_ARCHIVE_CPIO;
-	g_assert_null(pack_guest_support(&a));
+	g_assert_null(pack_guest_support(&a, true));
 	char *cmd = pack_guest_unpack_cmd(&a, "/tmp/a b");
 	g_assert_cmpstr(cmd, ==, "unxz -c '/tmp/a b' | cpio -i -d -m 2>/dev/null");
 	free(cmd);

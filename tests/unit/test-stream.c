@@ -18,6 +18,7 @@
 
 #include "dataset.h"
 #include "manifest.h"
+#include "methods/archive.h"
 #include "methods/stream.h"
 #include "util.h"
 
@@ -136,22 +137,22 @@ static void test_roundtrip(void)
 static void test_unsupported(void)
 {
 	struct plan_archive a = { 0, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_ZSTD, 0 };
-	char *why = stream_unpack_unsupported(&a, true);
+	char *why = pack_guest_support(&a, true);
 	g_assert_nonnull(why);
 	g_assert_nonnull(strstr(why, "zstd"));
 	free(why);
 	/* an image guest is assumed to have zstd */
-	g_assert_null(stream_unpack_unsupported(&a, false));
+	g_assert_null(pack_guest_support(&a, false));
 	a.compression = PLAN_COMPRESS_LZ4;
-	why = stream_unpack_unsupported(&a, true);
+	why = pack_guest_support(&a, true);
 	g_assert_nonnull(strstr(why, "lz4"));
 	free(why);
 	a = (struct plan_archive){ 0, PLAN_ARCHIVE_ZIP, PLAN_COMPRESS_XZ, 0 };
-	why = stream_unpack_unsupported(&a, false);
+	why = pack_guest_support(&a, false);
 	g_assert_nonnull(strstr(why, "stored and deflated"));
 	free(why);
 	a.compression = PLAN_COMPRESS_GZIP;
-	g_assert_null(stream_unpack_unsupported(&a, true));
+	g_assert_null(pack_guest_support(&a, true));
 }
 
 static void test_concat(void)
