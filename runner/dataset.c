@@ -729,16 +729,7 @@ int dataset_scan(const char *dir, struct manifest **out, char **err)
 
 char *dataset_cache_dir(void)
 {
-	const char *e = getenv("FERRY_CACHE_DIR");
-	if (e && *e)
-		return xstrdup(e);
-	if (geteuid() == 0)
-		return xstrdup("/var/cache/ferry");
-	e = getenv("XDG_CACHE_HOME");
-	if (e && *e)
-		return xasprintf("%s/ferry", e);
-	e = getenv("HOME");
-	return xasprintf("%s/.cache/ferry", e && *e ? e : "/tmp");
+	return ferry_cache_dir();
 }
 
 void dataset_info_clear(struct dataset_info *info)

@@ -1938,16 +1938,7 @@ static int build_into(struct build *b, const char *dir, const char *key, const s
 
 char *guest_default_cache_dir(void)
 {
-	const char *e = getenv("FERRY_CACHE_DIR");
-	if (e && *e)
-		return xstrdup(e);
-	if (geteuid() == 0)
-		return xstrdup("/var/cache/ferry");
-	e = getenv("XDG_CACHE_HOME");
-	if (e && *e)
-		return xasprintf("%s/ferry", e);
-	e = getenv("HOME");
-	return xasprintf("%s/.cache/ferry", e && *e ? e : "/tmp");
+	return ferry_cache_dir();
 }
 
 static bool is_key_name(const char *s)

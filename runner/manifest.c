@@ -90,21 +90,11 @@ void sha256_hex(const unsigned char sha[32], char out[65])
 	out[64] = '\0';
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int sha256_parse(const char *hex, unsigned char out[32])
 {
 	for (int i = 0; i < 32; i++) {
-		int hi = hexval(hex[2 * i]), lo = hi < 0 ? -1 : hexval(hex[2 * i + 1]);
+		int hi = hex_digit_value(hex[2 * i]),
+		    lo = hi < 0 ? -1 : hex_digit_value(hex[2 * i + 1]);
 		if (hi < 0 || lo < 0)
 			return -1;
 		out[i] = (unsigned char)(hi << 4 | lo);

@@ -886,17 +886,6 @@ const size_t *matrix_cell_includes(const struct matrix *m, size_t cell, size_t *
 	return v->includes;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
 /* Percent-decode s[0, n) into a new string; NULL when malformed. */
 static char *unescape(const char *s, size_t n)
 {
@@ -906,8 +895,8 @@ static char *unescape(const char *s, size_t n)
 			*o++ = s[i];
 			continue;
 		}
-		int hi = i + 2 < n ? hexval(s[i + 1]) : -1;
-		int lo = i + 2 < n ? hexval(s[i + 2]) : -1;
+		int hi = i + 2 < n ? hex_digit_value(s[i + 1]) : -1;
+		int lo = i + 2 < n ? hex_digit_value(s[i + 2]) : -1;
 		if (hi < 0 || lo < 0) {
 			free(out);
 			return NULL;

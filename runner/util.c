@@ -200,3 +200,28 @@ char *read_file(const char *path, size_t *len)
 		*len = n;
 	return buf;
 }
+
+int hex_digit_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+char *ferry_cache_dir(void)
+{
+	const char *e = getenv("FERRY_CACHE_DIR");
+	if (e && *e)
+		return xstrdup(e);
+	if (geteuid() == 0)
+		return xstrdup("/var/cache/ferry");
+	e = getenv("XDG_CACHE_HOME");
+	if (e && *e)
+		return xasprintf("%s/ferry", e);
+	e = getenv("HOME");
+	return xasprintf("%s/.cache/ferry", e && *e ? e : "/tmp");
+}

@@ -81,6 +81,15 @@ size_t string_distance(const char *a, const char *b);
 /* The candidate closest to `word` if it is close enough to be a plausible typo, else NULL. */
 const char *closest_match(const char *word, const char *const *candidates, size_t n);
 
+/* The value of a hex digit, or -1. */
+int hex_digit_value(char c);
+
+/*
+ * The cache directory (built-in guest, datasets): $FERRY_CACHE_DIR, else /var/cache/ferry for
+ * root, else $XDG_CACHE_HOME/ferry or ~/.cache/ferry. Caller frees.
+ */
+char *ferry_cache_dir(void);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t now_ns(void);
 

@@ -111,23 +111,13 @@ static void url_encode(FILE *f, const char *s)
 			fprintf(f, "%%%02X", *p);
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static char *url_decode(const char *s, size_t n)
 {
 	char *out = xmalloc(n + 1), *o = out;
 	for (size_t i = 0; i < n; i++) {
-		if (s[i] == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
-			*o++ = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+		if (s[i] == '%' && i + 2 < n && hex_digit_value(s[i + 1]) >= 0 &&
+		    hex_digit_value(s[i + 2]) >= 0) {
+			*o++ = (char)(hex_digit_value(s[i + 1]) * 16 + hex_digit_value(s[i + 2]));
 			i += 2;
 		} else {
 			*o++ = s[i];
