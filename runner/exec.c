@@ -386,6 +386,8 @@ static int xvm_boot(struct exec *x, struct xvm *v, char **err)
 	c.share.tag = v->needs.share_tag;
 	c.share.mode = v->needs.share_mode;
 	c.share.readonly = v->needs.share_readonly;
+	c.share.driver = v->needs.share_driver;
+	c.share.virtiofsd = vm_virtiofsd_path();
 	c.channels = (const char *const *)v->needs.channels;
 	c.n_channels = v->needs.n_channels;
 	x->st->boots++;
@@ -917,9 +919,9 @@ static char *needs_key(const struct xcell *c)
 {
 	const struct method_boot_needs *n = &c->needs;
 	_cleanup_free_ char *k = xasprintf(
-	    "vm=%s|disk=%s|share=%s:%s:%d:%d|nic=%d", c->pc.vm->e.name, c->pc.disk->e.name,
+	    "vm=%s|disk=%s|share=%s:%s:%d:%d:%d|nic=%d", c->pc.vm->e.name, c->pc.disk->e.name,
 	    n->share_dir ? n->share_dir : "", n->share_tag ? n->share_tag : "", (int)n->share_mode,
-	    (int)n->share_readonly, (int)n->nic);
+	    (int)n->share_readonly, (int)n->share_driver, (int)n->nic);
 	for (size_t i = 0; i < n->n_channels; i++) {
 		char *k2 = xasprintf("%s|ch=%s", k, n->channels[i]);
 		free(k);

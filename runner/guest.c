@@ -57,11 +57,12 @@ static const char *const guest_modules_boot[] = {
  * /sbin/modprobe (busybox, reading the modules.dep and modules.alias written here) when a mount
  * comes first. crc32c_generic is a soft dependency of ext4/jbd2 (metadata checksums) that
  * depends= does not list; nls_cp437 and nls_ascii are vfat's default codepage and iocharset in
- * Debian's config.
+ * Debian's config. virtiofs (share driver virtiofs) pulls in fuse, a module in Debian's 6.1
+ * kernel (CONFIG_FUSE_FS=m, CONFIG_VIRTIO_FS=m).
  */
 static const char *const guest_modules_later[] = {
 	"crc32c_generic", "ext4",  "nls_cp437",    "nls_ascii", "nls_utf8",
-	"vfat",           "isofs", "9pnet_virtio", "9p",
+	"vfat",           "isofs", "9pnet_virtio", "9p",        "virtiofs",
 };
 
 /* The fixture files installed into the initramfs: name in fixtures/guest, path, mode. */

@@ -2,8 +2,8 @@
 /*
  * The built-in guest: a Debian generic kernel plus an uncompressed newc initramfs holding
  * busybox-static, qemu-guest-agent (+ its shared libraries) and the kernel modules for virtio,
- * 9p, ata_piix/ahci, ext4, vfat and iso9660. Everything comes from Debian packages that are
- * downloaded (`apt-get download`), never installed into the host, and unpacked with libarchive.
+ * 9p, virtiofs, ata_piix/ahci, ext4, vfat and iso9660. Everything comes from Debian packages that
+ * are downloaded (`apt-get download`), never installed into the host, and unpacked with libarchive.
  *
  * Layout of the cache (every directory 0755, every file 0644, because QEMU runs as libvirt-qemu):
  *   CACHE/guest/debs/                    downloaded .deb files
@@ -27,10 +27,11 @@
  *   channels hot-plugged or unplugged later), brings up lo and, when a NIC exists, eth0 as
  *   10.0.2.15/24 with a default route via 10.0.2.2 (QEMU user networking), then busybox init
  *   respawns `qemu-ga -m virtio-serial -p /dev/virtio-ports/org.qemu.guest_agent.0`.
- * - Filesystem modules (ext4, vfat, isofs, 9p + 9pnet_virtio, crc32c) load behind the agent at
- *   nice 19; /run/ferry-modules-loaded appears when they are all in. A mount before that works
- *   too: the kernel loads what it needs through /sbin/modprobe (busybox, with modules.dep and
- *   modules.alias in /lib/modules/KVER). `mount -t 9p -o trans=virtio TAG DIR` likewise.
+ * - Filesystem modules (ext4, vfat, isofs, 9p + 9pnet_virtio, virtiofs + fuse, crc32c) load
+ *   behind the agent at nice 19; /run/ferry-modules-loaded appears when they are all in. A mount
+ *   before that works too: the kernel loads what it needs through /sbin/modprobe (busybox, with
+ * modules.dep and modules.alias in /lib/modules/KVER). `mount -t 9p -o trans=virtio TAG DIR` and
+ *   `mount -t virtiofs TAG DIR` likewise.
  * - The domain needs the agent channel (target name GUEST_AGENT_CHANNEL), a serial console on
  *   ttyS0 (the command line sends the console there) and 256 MiB of memory or more.
  * - Busybox applets are at their usual paths (/bin/sh, /bin/mount, /sbin/ip, wget, nc, ...),
@@ -46,7 +47,7 @@
 #include <sys/types.h>
 
 /* Bump when the layout or content rules of the built guest change: it is part of the cache key. */
-#define GUEST_FORMAT_VERSION 3
+#define GUEST_FORMAT_VERSION 4
 
 /* The virtio-serial channel name qemu-ga listens on inside the guest. */
 #define GUEST_AGENT_CHANNEL "org.qemu.guest_agent.0"

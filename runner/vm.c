@@ -27,6 +27,7 @@ const char *const vm_os_names[] = { "linux", "windows", NULL };
 const char *const nic_model_names[] = { "virtio", "e1000", NULL };
 const char *const nic_backend_names[] = { "none", "user", "network", "bridge", "ethernet", NULL };
 const char *const share_mode_names[] = { "mapped", "passthrough", NULL };
+const char *const share_driver_names[] = { "9p", "virtiofs", NULL };
 const char *const disk_kind_names[] = { "image", "tmpfs", NULL };
 const char *const disk_format_names[] = { "raw", "qcow2", NULL };
 const char *const disk_alloc_names[] = { "sparse", "falloc", "full", NULL };
@@ -58,6 +59,16 @@ void vm_config_init(struct vm_config *c)
 		.nic = { .model = NIC_MODEL_VIRTIO, .queues = 1, .backend = NIC_BACKEND_USER },
 		.share = { .mode = SHARE_MODE_MAPPED },
 	};
+}
+
+const char *vm_virtiofsd_path(void)
+{
+	/* Debian/Ubuntu's QEMU 7.x; Fedora and the Rust virtiofsd package */
+	static const char *const paths[] = { "/usr/lib/qemu/virtiofsd", "/usr/libexec/virtiofsd" };
+	for (size_t i = 0; i < ELEMENTSOF(paths); i++)
+		if (access(paths[i], X_OK) == 0)
+			return paths[i];
+	return NULL;
 }
 
 /* ---- validation ---- */
@@ -174,6 +185,23 @@ int vm_config_validate(const struct vm_config *c, char **why)
 		if (!c->share.tag || !*c->share.tag || strlen(c->share.tag) > 31) {
 			*why = xstrdup("a share needs a mount tag of 1 to 31 characters");
 			return -1;
+		}
+		if (c->share.driver == SHARE_DRIVER_VIRTIOFS) {
+			/* libvirt 9.0: "virtiofs does not yet support read-only mode" */
+			if (c->share.readonly) {
+				*why = xstrdup("a virtiofs share cannot be read-only (mount it "
+					       "read-only in the guest instead)");
+				return -1;
+			}
+			if (c->share.mode != SHARE_MODE_PASSTHROUGH) {
+				*why = xstrdup("a virtiofs share needs accessmode passthrough");
+				return -1;
+			}
+			if (!c->share.virtiofsd || c->share.virtiofsd[0] != '/') {
+				*why = xstrdup(
+				    "a virtiofs share needs the absolute path of virtiofsd");
+				return -1;
+			}
 		}
 	}
 	for (size_t i = 0; i < c->n_channels; i++) {
@@ -330,6 +358,12 @@ char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const
 	snprintf(num, sizeof(num), "%llu", (unsigned long long)(c->memory >> 10));
 	prop(add(dom, "memory", num), "unit", "KiB");
 	snprintf(num, sizeof(num), "%u", c->vcpus);
+	if (c->share.host_dir && c->share.driver == SHARE_DRIVER_VIRTIOFS) {
+		/* vhost-user: virtiofsd maps the guest's RAM, so it must be shareable memory */
+		xmlNodePtr mb = add(dom, "memoryBacking", NULL);
+		prop(add(mb, "source", NULL), "type", "memfd");
+		prop(add(mb, "access", NULL), "mode", "shared");
+	}
 	add(dom, "vcpu", num);
 
 	xmlNodePtr os = add(dom, "os", NULL);
@@ -450,6 +484,18 @@ char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const
 		xmlNodePtr fs = add(dev, "filesystem", NULL);
 		prop(fs, "type", "mount");
 		prop(fs, "accessmode", share_mode_names[c->share.mode]);
+		if (c->share.driver == SHARE_DRIVER_VIRTIOFS) {
+			/*
+			 * libvirt runs virtiofsd as root with its default sandbox (namespaces),
+			 * which works on this host as is (Debian 12, libvirt 9.0, QEMU 7.2's
+			 * virtiofsd), and kills it with the domain. queue: the size libvirt's
+			 * documentation gives for virtiofs.
+			 */
+			xmlNodePtr drv = add(fs, "driver", NULL);
+			prop(drv, "type", "virtiofs");
+			prop(drv, "queue", "1024");
+			prop(add(fs, "binary", NULL), "path", c->share.virtiofsd);
+		}
 		prop(add(fs, "source", NULL), "dir", c->share.host_dir);
 		prop(add(fs, "target", NULL), "dir", c->share.tag);
 		if (c->share.readonly)

@@ -32,6 +32,7 @@ enum nic_backend {
 	NIC_BACKEND_ETHERNET, /* a tap libvirt creates (source: its name, or NULL for vnetN) */
 };
 enum share_mode { SHARE_MODE_MAPPED, SHARE_MODE_PASSTHROUGH };
+enum share_driver { SHARE_DRIVER_9P, SHARE_DRIVER_VIRTIOFS };
 
 enum disk_kind { DISK_KIND_IMAGE, DISK_KIND_TMPFS };
 enum disk_format { DISK_FORMAT_RAW, DISK_FORMAT_QCOW2 };
@@ -55,6 +56,7 @@ extern const char *const vm_os_names[];
 extern const char *const nic_model_names[];
 extern const char *const nic_backend_names[];
 extern const char *const share_mode_names[];
+extern const char *const share_driver_names[];
 extern const char *const disk_kind_names[];
 extern const char *const disk_format_names[];
 extern const char *const disk_alloc_names[];
@@ -90,9 +92,16 @@ struct nic_config {
 
 struct share_config {
 	const char *host_dir; /* NULL: no share */
-	const char *tag;      /* mount tag the guest uses: mount -t 9p TAG DIR */
-	enum share_mode mode; /* mapped (guest writes work) | passthrough */
-	bool readonly;
+	const char *tag;      /* mount tag the guest uses: mount -t 9p|virtiofs TAG DIR */
+	enum share_mode mode; /* mapped (guest writes work) | passthrough; virtiofs: passthrough */
+	bool readonly;        /* 9p only: libvirt 9.0 refuses a read-only virtiofs share */
+	/*
+	 * 9p (QEMU's own virtio-9p device) or virtiofs: libvirt starts virtiofsd (as root) for the
+	 * domain and stops it with it; the domain gets shared memory backing (memfd), which
+	 * vhost-user needs so that virtiofsd can reach the guest's RAM.
+	 */
+	enum share_driver driver;
+	const char *virtiofsd; /* virtiofs: the daemon's path (vm_virtiofsd_path()) */
 };
 
 struct vm_config {
@@ -115,6 +124,9 @@ struct vm_config {
 	size_t n_disks;
 };
 
+/* The host's virtiofsd (Debian: /usr/lib/qemu/virtiofsd), or NULL when there is none. */
+const char *vm_virtiofsd_path(void);
+
 /* Empty PCIe root ports a q35 domain gets for hot-plugged virtio disks. */
 #define VM_Q35_SPARE_PORTS 8
 
@@ -124,7 +136,8 @@ void vm_config_init(struct vm_config *c);
 /*
  * Refuse what libvirt/QEMU refuse, with the reason: io native without cache none/directsync,
  * readonly or hot-plugged sata/ide, ide on q35, queues > 1 on user networking or e1000, serials
- * the guest cannot report, missing sizes. Returns 0 or -1 with *why set (caller frees).
+ * the guest cannot report, missing sizes, a read-only or mapped virtiofs share or one without
+ * a virtiofsd. Returns 0 or -1 with *why set (caller frees).
  * machine: the machine the disk will be attached to; hotplug: attached to a running guest.
  */
 int vm_disk_validate(const struct disk_config *d, enum vm_machine machine, bool hotplug,

@@ -57,11 +57,12 @@ struct method_error {
  * entries are equal) can share a VM under `vm: shared`.
  */
 struct method_boot_needs {
-	/* 9p share: host directory exported with this mount tag (NULL: none). */
+	/* share: host directory exported with this mount tag (NULL: none), over 9p or virtiofs. */
 	char *share_dir;
 	char *share_tag;
 	enum share_mode share_mode;
-	bool share_readonly;
+	bool share_readonly; /* 9p only (see struct share_config) */
+	enum share_driver share_driver;
 	/* extra virtio-serial ports by name (guest: /dev/virtio-ports/NAME). */
 	char **channels;
 	size_t n_channels;
@@ -185,8 +186,8 @@ int method_verify_dir(struct method_ctx *ctx, const char *dir, bool symlinks);
 
 /*
  * A guest shell prefix that waits (at most 30 s) until the built-in guest has loaded its
- * filesystem modules (ext4, vfat, isofs, 9p load behind the agent, see guest.h): a mount right
- * after boot otherwise fails with "No such device". Use it before the first mount.
+ * filesystem modules (ext4, vfat, isofs, 9p, virtiofs load behind the agent, see guest.h): a mount
+ * right after boot otherwise fails with "No such device". Use it before the first mount.
  */
 #define METHOD_GUEST_MODULES_WAIT                                                                  \
 	"i=0; while [ ! -e /run/ferry-modules-loaded ] && [ $i -lt 300 ]; do sleep 0.1; "          \

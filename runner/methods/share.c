@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * share: a host folder exported into the guest over 9p (the SMB share of QEMU), defined at boot
- * (9p cannot be hot-plugged). transfer mounts it (msize, cache from the plan), finalize copies
- * or moves into the landing directory, syncs and unmounts.
+ * share: a host folder exported into the guest over 9p (the SMB share of QEMU) or virtiofs,
+ * defined at boot (neither can be hot-plugged). transfer mounts it (9p: msize, cache from the
+ * plan), finalize copies or moves into the landing directory, syncs and unmounts.
  *
  * What is shared:
  * - mode copy: the datasets directory itself (the parent of the dataset's cache directory, so
@@ -18,8 +18,11 @@
  *   when the run directory is on another filesystem). With `archive:` prepare packs the dataset
  *   into one archive there instead (prepare = pack), the guest unpacks it from the share, and a
  *   move removes the archive from the share afterwards.
- * driver virtiofs is a skip: the VM layer has no shared-memory backing nor vhost-user-fs device
- * yet, and the built-in guest no virtiofs module.
+ * driver virtiofs: the same directories, exported by a virtiofsd that libvirt starts as root
+ * (vm.c gives the domain the shared memory it needs). libvirt 9.0 refuses a read-only virtiofs
+ * share, so mode copy exports the datasets directory writable and the guest mounts it -o ro:
+ * the guest is ferry's own, which never writes there. The guest sees the host's owners and
+ * modes as they are; a move unlinks as root.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -63,17 +66,14 @@ static char *share_supports(const struct method_ctx *ctx)
 {
 	const struct plan_method *m = ctx->method;
 	if (ctx->cell->vm->os == PLAN_OS_WINDOWS)
-		return xstrdup("share: 9p needs a Linux guest");
-	if (m->driver == PLAN_SHARE_VIRTIOFS) {
-		if (access("/usr/lib/qemu/virtiofsd", X_OK) != 0 &&
-		    access("/usr/libexec/virtiofsd", X_OK) != 0)
-			return xstrdup(
-			    "share: driver virtiofs needs virtiofsd on the host, and there "
-			    "is none");
-		return xstrdup("share: driver virtiofs is not supported yet: ferry's VM layer has "
-			       "no shared-memory backing or vhost-user-fs device and the built-in "
-			       "guest no virtiofs module (use driver 9p)");
-	}
+		return xstrdup(m->driver == PLAN_SHARE_VIRTIOFS
+				   ? "share: virtiofs in Windows needs virtio-win's virtiofs "
+				     "service (WinFsp), which ferry does not drive"
+				   : "share: 9p needs a Linux guest");
+	if (m->driver == PLAN_SHARE_VIRTIOFS && !vm_virtiofsd_path())
+		return xstrdup("share: driver virtiofs needs virtiofsd on the host "
+			       "(/usr/lib/qemu/virtiofsd or /usr/libexec/virtiofsd), and there "
+			       "is none");
 	if (m->archive.format != PLAN_ARCHIVE_NONE)
 		return pack_guest_support(&m->archive, ctx->cell->vm->guest == PLAN_GUEST_BUILTIN);
 	return NULL;
@@ -123,8 +123,11 @@ static int share_add_devices(struct method_ctx *ctx, struct method_boot_needs *n
 			needs->share_dir = d;
 		}
 		needs->share_mode = SHARE_MODE_PASSTHROUGH;
-		needs->share_readonly = true;
+		/* virtiofs: read-only in the guest's mount (see the top) */
+		needs->share_readonly = ctx->method->driver == PLAN_SHARE_9P;
 	}
+	needs->share_driver =
+	    ctx->method->driver == PLAN_SHARE_VIRTIOFS ? SHARE_DRIVER_VIRTIOFS : SHARE_DRIVER_9P;
 	needs->share_tag = xstrdup(SHARE_TAG);
 	return 0;
 }
@@ -249,14 +252,23 @@ static int share_transfer(struct method_ctx *ctx)
 	struct share_state *s = state(ctx);
 	const struct plan_method *m = ctx->method;
 	static const char *const cache[] = { "none", "loose", "mmap" };
-	_cleanup_free_ char *msize =
-	    m->msize ? xasprintf(",msize=%llu", (unsigned long long)m->msize) : xstrdup("");
-	/* 9p loads behind the agent after boot: a mount before that fails (no wait later on) */
-	_cleanup_free_ char *cmd = xasprintf(
-	    METHOD_GUEST_MODULES_WAIT
-	    "mkdir -p " GUEST_MOUNT " && mount -t 9p -o trans=virtio,version=9p2000.L%s,cache=%s%s "
-	    "" SHARE_TAG " " GUEST_MOUNT,
-	    msize, cache[m->cache], writable_mode(m) ? "" : ",ro");
+	_cleanup_free_ char *cmd = NULL;
+	/* 9p and virtiofs load behind the agent after boot: a mount before that fails (no wait
+	   later on) */
+	if (m->driver == PLAN_SHARE_VIRTIOFS) {
+		cmd = xasprintf(METHOD_GUEST_MODULES_WAIT "mkdir -p " GUEST_MOUNT
+							  " && mount -t virtiofs%s " SHARE_TAG
+							  " " GUEST_MOUNT,
+				writable_mode(m) ? "" : " -o ro");
+	} else {
+		_cleanup_free_ char *msize =
+		    m->msize ? xasprintf(",msize=%llu", (unsigned long long)m->msize) : xstrdup("");
+		cmd = xasprintf(METHOD_GUEST_MODULES_WAIT
+				"mkdir -p " GUEST_MOUNT
+				" && mount -t 9p -o trans=virtio,version=9p2000.L%s,cache=%s%s "
+				"" SHARE_TAG " " GUEST_MOUNT,
+				msize, cache[m->cache], writable_mode(m) ? "" : ",ro");
+	}
 	if (method_guest_sh(ctx, "share: mount", cmd, NULL) < 0)
 		return -1;
 	s->mounted = true;
@@ -281,7 +293,7 @@ static int share_finalize(struct method_ctx *ctx)
 		    m->mode == PLAN_SHARE_MOVE ? xasprintf("rm -f %s && ", src) : xstrdup("");
 		cmd = xasprintf("( %s ) && %ssync", unpack, rm);
 	} else if (m->mode == PLAN_SHARE_MOVE) {
-		/* mv across filesystems: copy, then unlink on the host through 9p */
+		/* mv across filesystems: copy, then unlink on the host through the share */
 		cmd = xasprintf(
 		    "cd %s && for f in * .[!.]* ..?*; do "
 		    "if [ -e \"$f\" ] || [ -L \"$f\" ]; then mv \"$f\" %s/ || exit 1; fi; "

@@ -338,6 +338,56 @@ static void test_nic_share_channels_xml(void)
 	free(xml);
 }
 
+/* A virtiofs share: shared memory backing, the vhost-user-fs device with its virtiofsd, never
+ * <readonly/> (libvirt 9.0 refuses it); a 9p share has neither memoryBacking nor driver. */
+static void test_virtiofs_xml(void)
+{
+	for (int q35 = 0; q35 < 2; q35++) {
+		struct vm_config c;
+		builtin(&c);
+		c.machine = q35 ? VM_MACHINE_Q35 : VM_MACHINE_PC;
+		c.share = (struct share_config){ .host_dir = "/srv/data",
+						 .tag = "fs0",
+						 .mode = SHARE_MODE_PASSTHROUGH,
+						 .driver = SHARE_DRIVER_VIRTIOFS,
+						 .virtiofsd = "/usr/lib/qemu/virtiofsd" };
+		char *err = NULL;
+		char *xml = vm_domain_xml(&c, "vfs", false, "/l", &err);
+		g_assert_null(err);
+		struct parsed p = parse(xml);
+		assert_x(&p, "string(/domain/memoryBacking/source/@type)", "memfd");
+		assert_x(&p, "string(/domain/memoryBacking/access/@mode)", "shared");
+		g_assert_cmpfloat(xn(&p, "count(/domain/devices/filesystem)"), ==, 1);
+		assert_x(&p, "string(/domain/devices/filesystem/@type)", "mount");
+		assert_x(&p, "string(/domain/devices/filesystem/@accessmode)", "passthrough");
+		assert_x(&p, "string(/domain/devices/filesystem/driver/@type)", "virtiofs");
+		assert_x(&p, "string(/domain/devices/filesystem/driver/@queue)", "1024");
+		assert_x(&p, "string(/domain/devices/filesystem/binary/@path)",
+			 "/usr/lib/qemu/virtiofsd");
+		assert_x(&p, "string(/domain/devices/filesystem/source/@dir)", "/srv/data");
+		assert_x(&p, "string(/domain/devices/filesystem/target/@dir)", "fs0");
+		g_assert_cmpfloat(xn(&p, "count(/domain/devices/filesystem/readonly)"), ==, 0);
+		if (q35) /* the vhost-user-fs device takes a root port like 9p's */
+			g_assert_cmpfloat(
+			    xn(&p, "count(/domain/devices/controller[@model='pcie-root-port'])"),
+			    ==, 4 + VM_Q35_SPARE_PORTS);
+		parsed_free(&p);
+		free(xml);
+
+		/* the same share over 9p */
+		c.share.driver = SHARE_DRIVER_9P;
+		xml = vm_domain_xml(&c, "nine", false, "/l", &err);
+		g_assert_null(err);
+		p = parse(xml);
+		g_assert_cmpfloat(xn(&p, "count(/domain/memoryBacking)"), ==, 0);
+		g_assert_cmpfloat(xn(&p, "count(/domain/devices/filesystem/driver)"), ==, 0);
+		g_assert_cmpfloat(xn(&p, "count(/domain/devices/filesystem/binary)"), ==, 0);
+		assert_x(&p, "string(/domain/devices/filesystem/target/@dir)", "fs0");
+		parsed_free(&p);
+		free(xml);
+	}
+}
+
 static void test_image_xml(void)
 {
 	struct vm_config c;
@@ -483,6 +533,10 @@ static void test_validate_vm(void)
 		"used twice",
 		"absolute path",
 		"mount tag",
+		"may hold only",
+		"cannot be read-only",
+		"accessmode passthrough",
+		"path of virtiofsd",
 	};
 	for (size_t i = 0; i < ELEMENTSOF(reasons); i++) {
 		builtin(&c);
@@ -516,6 +570,17 @@ static void test_validate_vm(void)
 			break;
 		case 11: c.share = (struct share_config){ "rel/dir", "t", 0, false }; break;
 		case 12: c.share = (struct share_config){ "/abs", "", 0, false }; break;
+		case 14:
+		case 15:
+		case 16:
+			c.share = (struct share_config){ .host_dir = "/abs",
+							 .tag = "t",
+							 .mode = i == 15 ? SHARE_MODE_MAPPED
+									 : SHARE_MODE_PASSTHROUGH,
+							 .readonly = i == 14,
+							 .driver = SHARE_DRIVER_VIRTIOFS,
+							 .virtiofsd = i == 16 ? NULL : "/v" };
+			break;
 		case 13:
 			c.channels = quote;
 			c.n_channels = 1;
@@ -706,6 +771,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/vm/xml/builtin", test_builtin_xml);
 	g_test_add_func("/vm/xml/disks", test_disks_xml);
 	g_test_add_func("/vm/xml/nic-share-channels", test_nic_share_channels_xml);
+	g_test_add_func("/vm/xml/virtiofs", test_virtiofs_xml);
 	g_test_add_func("/vm/xml/image", test_image_xml);
 	g_test_add_func("/vm/validate/disk", test_validate);
 	g_test_add_func("/vm/validate/vm", test_validate_vm);
