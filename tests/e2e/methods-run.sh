@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `ferry run` on tests/e2e/plans/methods.yaml: channel (tar, cpio.gz), share (9p copy with
-# msize/cache, move), network (pull tar.gz, push tar) and block (1 MiB QD1, 4 KiB QD4) end to end
-# under TCG on 8 x 1 MiB and 500 x 4 KiB. Every cell passes with 2 measured runs, each verified
+# msize/cache, move; virtiofs copy), network (pull tar.gz, push tar) and block (1 MiB QD1,
+# 4 KiB QD4) end to end under TCG on 8 x 1 MiB and 500 x 4 KiB. Every cell passes with 2 measured runs, each verified
 # (block by its own read-back hash, the others by the guest listing against the manifest); the
 # results file is valid against its schema; nothing is left behind. Prints the median phases.
 source "$(dirname "$0")/run-lib.sh"
@@ -26,7 +26,7 @@ bad="$(query "$res" '[i for i, c in cells.items() if not (c["status"] == "passed
 	len([x for x in c["runs"] if not x["warmup"] and x["integrity_ok"]]) == 2)]')"
 [ "$bad" = "[]" ] || fail "cells not passed with 2 verified runs: $bad"
 n="$(query "$res" 'len(r["cells"])')"
-[ "$n" = 14 ] || fail "expected 14 cells, got $n"
+[ "$n" = 16 ] || fail "expected 16 cells, got $n"
 # block moved the concatenated dataset, the streams at least the dataset's bytes
 bytes="$(query "$res" 'cells["vm=tiny,disk=raw,dataset=large,method=block-1m"]["runs"][0]["bytes"]')"
 [ "$bytes" = 8388608 ] || fail "block bytes: $bytes"
@@ -45,4 +45,4 @@ res2="$work/results-path.json"
 FERRY_TEST_TREE="$tree" run_ferry 0 "$src/tests/e2e/plans/methods-path.yaml" --results "$res2" --quiet
 bad="$(query "$res2" '[i for i, c in cells.items() if c["status"] != "passed"]')"
 [ "$bad" = "[]" ] || fail "path dataset cells not passed: $bad"
-echo "ok: 14 + 6 cells passed, every run verified, schema valid, nothing left behind"
+echo "ok: 16 + 6 cells passed, every run verified, schema valid, nothing left behind"

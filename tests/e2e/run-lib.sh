@@ -27,7 +27,7 @@ fail() {
 }
 
 # run_ferry EXPECTED_STATUS ARGS...: runs ferry, keeps its stderr in $work/log, checks the exit
-# status, and that the run left no domain and no run directory behind.
+# status, and that the run left no domain, no virtiofsd and no run directory behind.
 run_ferry() {
 	local want="$1"
 	shift
@@ -44,6 +44,11 @@ check_clean() {
 	local pid="$1"
 	if virsh -c qemu:///system list --all --name | grep -q -- "-$pid-"; then
 		fail "domains of ferry pid $pid are left: $(virsh -c qemu:///system list --all --name | grep -- "-$pid-")"
+	fi
+	# libvirt's pid file of a virtiofsd it started for a domain: <id>-<domain>-fsN-fs.pid, removed
+	# once it killed the daemon with the domain
+	if ls /run/libvirt/qemu/ 2>/dev/null | grep -q -- "-$pid-.*-fs\.pid$"; then
+		fail "virtiofsd of ferry pid $pid is left: $(ls /run/libvirt/qemu/ | grep -- "-$pid-.*-fs\.pid$")"
 	fi
 	if [ -n "$(ls -A "$FERRY_RUN_DIR")" ]; then
 		fail "run directories left behind: $(ls -A "$FERRY_RUN_DIR")"

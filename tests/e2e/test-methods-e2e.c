@@ -299,7 +299,9 @@ static void test_supports(void)
 		{ method("c-lz4", PLAN_METHOD_NETWORK), &t.tmpfs, "cannot decompress lz4" },
 		{ method("c-zipxz", PLAN_METHOD_CHANNEL), &t.tmpfs, "stored and deflated" },
 		{ method("c-tgz", PLAN_METHOD_CHANNEL), &t.tmpfs, NULL },
-		{ method("s-virtiofs", PLAN_METHOD_SHARE), &t.tmpfs, "virtiofs" },
+		/* virtiofs: a skip only on a host without virtiofsd */
+		{ method("s-virtiofs", PLAN_METHOD_SHARE), &t.tmpfs,
+		  vm_virtiofsd_path() ? NULL : "needs virtiofsd" },
 		{ method("s-9p", PLAN_METHOD_SHARE), &t.tmpfs, NULL },
 		{ method("b-tmpfs", PLAN_METHOD_BLOCK), &t.tmpfs, "not tmpfs" },
 		{ method("b-odd", PLAN_METHOD_BLOCK), &t.image, "multiple of 512" },
@@ -337,6 +339,17 @@ static void test_supports(void)
 	char *why = method_network.supports(&ctx);
 	g_assert_nonnull(why);
 	g_assert_nonnull(strstr(why, "loopback"));
+	free(why);
+	/* virtiofs in a Windows guest is a skip: ferry drives no WinFsp service there */
+	struct plan_method vfs = method("v", PLAN_METHOD_SHARE);
+	vfs.driver = PLAN_SHARE_VIRTIOFS;
+	ctx_init(&ctx, &cell, &vfs, &t.tmpfs, &t.ds[0]);
+	struct plan_vm win = t.vm;
+	win.os = PLAN_OS_WINDOWS;
+	cell.vm = &win;
+	why = method_share.supports(&ctx);
+	g_assert_nonnull(why);
+	g_assert_nonnull(strstr(why, "virtiofs in Windows"));
 	free(why);
 }
 
