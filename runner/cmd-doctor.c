@@ -338,6 +338,7 @@ int cmd_doctor(int argc, char **argv)
 			errorf("interrupted");
 			return sig == SIGINT ? EXIT_SIGINT : EXIT_SIGTERM;
 		}
+		vm_kvm_probe_remember(conn, r);
 		if (r == 1)
 			line(&d, OK, "kvm", NULL, "a KVM guest booted: accel auto uses KVM");
 		else

@@ -835,6 +835,57 @@ int vm_probe_kvm(struct run *run, virConnectPtr conn, const struct vm_config *c,
 	return usable;
 }
 
+/*
+ * The boot probe costs up to VM_KVM_PROBE_TIMEOUT_MS when KVM hangs, in every process that uses
+ * accel auto. Its answer holds until the host reboots (or its KVM setup changes, which ferry
+ * doctor re-probes), so it is kept in the cache directory keyed by the kernel's boot id and the
+ * libvirt URI. The file is one line: "BOOT_ID URI 0|1".
+ */
+static char *kvm_probe_key(virConnectPtr conn)
+{
+	_cleanup_free_ char *boot_id = read_file("/proc/sys/kernel/random/boot_id", NULL);
+	_cleanup_free_ char *uri = virConnectGetURI(conn);
+	if (!boot_id || !uri)
+		return NULL;
+	boot_id[strcspn(boot_id, "\n")] = '\0';
+	return xasprintf("%s %s", boot_id, uri);
+}
+
+static char *kvm_probe_file(void)
+{
+	_cleanup_free_ char *dir = ferry_cache_dir();
+	return xasprintf("%s/kvm-probe", dir);
+}
+
+static int kvm_probe_remembered(virConnectPtr conn)
+{
+	_cleanup_free_ char *key = kvm_probe_key(conn);
+	_cleanup_free_ char *path = kvm_probe_file();
+	_cleanup_free_ char *text = read_file(path, NULL);
+	if (!key || !text)
+		return -1;
+	size_t kl = strlen(key);
+	if (strncmp(text, key, kl) != 0 || text[kl] != ' ' ||
+	    (text[kl + 1] != '0' && text[kl + 1] != '1'))
+		return -1;
+	return text[kl + 1] - '0';
+}
+
+void vm_kvm_probe_remember(virConnectPtr conn, int usable)
+{
+	_cleanup_free_ char *key = kvm_probe_key(conn);
+	_cleanup_free_ char *path = kvm_probe_file();
+	if (!key || usable < 0)
+		return;
+	_cleanup_free_ char *tmp = xasprintf("%s.%d", path, (int)getpid());
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		return; /* no cache directory yet: the next process probes again */
+	fprintf(f, "%s %d\n", key, usable ? 1 : 0);
+	if (fclose(f) != 0 || rename(tmp, path) != 0)
+		unlink(tmp);
+}
+
 int vm_boot(struct run *run, virConnectPtr conn, const struct vm_config *c, unsigned timeout_ms,
 	    struct vm **out, char **err)
 {
@@ -845,10 +896,14 @@ int vm_boot(struct run *run, virConnectPtr conn, const struct vm_config *c, unsi
 	}
 	bool kvm = c->accel == VM_ACCEL_KVM;
 	if (c->accel == VM_ACCEL_AUTO) {
-		int r = vm_probe_kvm(run, conn, c, VM_KVM_PROBE_TIMEOUT_MS, &why);
+		int r = kvm_probe_remembered(conn);
 		if (r < 0) {
-			*err = TAKE_PTR(why);
-			return -1;
+			r = vm_probe_kvm(run, conn, c, VM_KVM_PROBE_TIMEOUT_MS, &why);
+			if (r < 0) {
+				*err = TAKE_PTR(why);
+				return -1;
+			}
+			vm_kvm_probe_remember(conn, r);
 		}
 		kvm = r == 1;
 	}

@@ -172,9 +172,9 @@ struct vm;
 /*
  * Boot c as a transient domain owned by run (destroyed at run_close on every exit path) and wait
  * up to timeout_ms for the guest agent to answer guest-ping. accel auto uses KVM only when the
- * boot probe (vm_probe_kvm, cached per process) proved it works, else TCG. A user image boots
- * from a qcow2 overlay in the run directory. Returns 0 with *out set, or -1 with *err set (with
- * the console tail when the guest did not come up).
+ * boot probe (vm_probe_kvm; its answer kept per host boot, see vm_kvm_probe_remember) proved it
+ * works, else TCG. A user image boots from a qcow2 overlay in the run directory. Returns 0 with
+ * *out set, or -1 with *err set (with the console tail when the guest did not come up).
  */
 int vm_boot(struct run *run, virConnectPtr conn, const struct vm_config *c, unsigned timeout_ms,
 	    struct vm **out, char **err);
@@ -202,6 +202,12 @@ char *vm_console_tail(const struct vm *vm, unsigned max_lines);
 int vm_probe_kvm(struct run *run, virConnectPtr conn, const struct vm_config *c,
 		 unsigned timeout_ms, char **why);
 #define VM_KVM_PROBE_TIMEOUT_MS 8000
+/*
+ * Remember a probe's answer (1 usable, 0 not) for this host boot and libvirt URI in the cache
+ * directory ("kvm-probe"), so that vm_boot() with accel auto does not probe again in every
+ * process. ferry doctor always probes and refreshes it.
+ */
+void vm_kvm_probe_remember(virConnectPtr conn, int usable);
 
 /*
  * Hot-plug d (its image at d->path) into the running guest (virDomainAttachDeviceFlags LIVE) and
