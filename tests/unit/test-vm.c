@@ -764,6 +764,43 @@ static void test_image_create(void)
 	g_free(dir);
 }
 
+/* The KVM probe's answer is kept per host boot and URI in the cache directory. */
+static void test_kvm_probe_remember(void)
+{
+	g_autofree char *dir = g_dir_make_tmp("ferry-kvmprobe-XXXXXX", NULL);
+	g_assert_nonnull(dir);
+	g_autofree char *old = g_strdup(g_getenv("FERRY_CACHE_DIR"));
+	g_setenv("FERRY_CACHE_DIR", dir, TRUE);
+	char *err = NULL;
+	virConnectPtr conn = vm_connect("test:///default", &err);
+	g_assert_nonnull(conn);
+	g_autofree char *boot_id = NULL;
+	g_assert_true(g_file_get_contents("/proc/sys/kernel/random/boot_id", &boot_id, NULL, NULL));
+	g_strstrip(boot_id);
+	g_autofree char *path = g_build_filename(dir, "kvm-probe", NULL);
+
+	vm_kvm_probe_remember(conn, 0);
+	g_autofree char *text = NULL;
+	g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+	g_autofree char *want0 = g_strdup_printf("%s test:///default 0\n", boot_id);
+	g_assert_cmpstr(text, ==, want0);
+
+	vm_kvm_probe_remember(conn, 1);
+	g_free(text);
+	text = NULL;
+	g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+	g_autofree char *want1 = g_strdup_printf("%s test:///default 1\n", boot_id);
+	g_assert_cmpstr(text, ==, want1);
+
+	virConnectClose(conn);
+	g_assert_cmpint(g_unlink(path), ==, 0);
+	g_assert_cmpint(g_rmdir(dir), ==, 0);
+	if (old)
+		g_setenv("FERRY_CACHE_DIR", old, TRUE);
+	else
+		g_unsetenv("FERRY_CACHE_DIR");
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -780,6 +817,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/vm/run-signal", test_run_signal);
 	g_test_add_func("/vm/proc", test_proc);
 	g_test_add_func("/vm/image-create", test_image_create);
+	g_test_add_func("/vm/kvm-probe-remember", test_kvm_probe_remember);
 	int r = g_test_run();
 	xmlCleanupParser();
 	return r;
