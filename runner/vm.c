@@ -938,10 +938,16 @@ void vm_destroy(struct vm *vm)
  * Lists "NAME|SERIAL" for every block device: virtio-blk exposes the serial in sysfs; SCSI and
  * ATA disks (sd_mod) expose VPD page 0x80 (unit serial number): a 4-byte header, then the serial.
  */
+/*
+ * One "NAME|SERIAL" line per block device. With no block device the glob stays literal
+ * (the pattern itself), and a disk appearing a moment later made the unquoted tests expand it: the
+ * disk was then reported as "*" (and the mount of /dev/ plus a glob failed). Hence the -e test and
+ * the quotes.
+ */
 static const char find_script[] =
-    "for b in /sys/block/*; do s=; "
-    "if [ -r $b/serial ]; then s=$(cat $b/serial); "
-    "elif [ -r $b/device/vpd_pg80 ]; then s=$(tail -c +5 $b/device/vpd_pg80); fi; "
+    "for b in /sys/block/*; do [ -e \"$b\" ] || continue; s=; "
+    "if [ -r \"$b/serial\" ]; then s=$(cat \"$b/serial\"); "
+    "elif [ -r \"$b/device/vpd_pg80\" ]; then s=$(tail -c +5 \"$b/device/vpd_pg80\"); fi; "
     "echo \"${b##*/}|$s\"; done";
 
 static char *trim(char *s)
