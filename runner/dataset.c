@@ -383,7 +383,7 @@ static int write_all(int fd, const unsigned char *p, size_t n)
  * L2 from fill to write to hash; 1 MiB ones were hashed from DRAM, 1.0 vs 1.55 GB/s): this thread
  * fills a buffer and writes it, a hasher thread feeds it to SHA-256 and records the manifest entry.
  * The generator and write() cost about as much as SHA-256 (even with SHA-NI), so overlapping them
- * nearly halves the time on two cores; memory stays at RING MiB whatever the dataset size.
+ * nearly halves the time on two cores; memory stays at RING buffers whatever the dataset size.
  */
 #define RING 4
 
