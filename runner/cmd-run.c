@@ -43,6 +43,39 @@ static void mkdir_parents(const char *path)
 	}
 }
 
+/* Progress of the executor on standard error: a live status line on a TTY, else plain lines. */
+struct progress {
+	bool live;  /* stderr is a TTY: status() draws one line, replaced by the next */
+	bool drawn; /* a status line is on the screen */
+};
+
+static void clear_status(struct progress *pg)
+{
+	if (pg->drawn)
+		fputs("\r\033[K", stderr);
+	pg->drawn = false;
+}
+
+static void show_status(void *ud, const char *text)
+{
+	struct progress *pg = ud;
+	fprintf(stderr, "\r\033[K%s", text);
+	fflush(stderr);
+	pg->drawn = true;
+}
+
+static void show_line(void *ud, const char *text)
+{
+	clear_status(ud);
+	fprintf(stderr, "ferry: %s\n", text);
+}
+
+static void show_error(void *ud, const char *text)
+{
+	clear_status(ud);
+	errorf("%s", text);
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -63,7 +96,8 @@ int cmd_run(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct exec_opts eo = { 0 };
+	struct exec_opts eo = { .error = show_error };
+	bool quiet = false;
 	const char *paths[REPORT_FORMAT_COUNT] = { 0 };
 	const char *resume = NULL;
 	size_t cap = 0;
@@ -96,7 +130,7 @@ int cmd_run(int argc, char **argv)
 		case 'R': resume = optarg; break;
 		case 'F': eo.rerun_failed = true; break;
 		case 'f': eo.fail_fast = true; break;
-		case 'q': eo.quiet = true; break;
+		case 'q': quiet = true; break;
 		case 'v': eo.verbose = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return EXEC_EXIT_PLAN;
@@ -162,7 +196,15 @@ int cmd_run(int argc, char **argv)
 	struct results *r = NULL;
 	struct exec_stats st;
 	_cleanup_free_ char *err = NULL;
+	struct progress prog = { .live = isatty(STDERR_FILENO) };
+	eo.ud = &prog;
+	if (!quiet) {
+		eo.live_status = prog.live;
+		eo.status = prog.live ? show_status : NULL;
+		eo.line = show_line;
+	}
 	int code = exec_plan(p, m, &eo, &r, &st, &err);
+	clear_status(&prog);
 	if (err) {
 		errorf("%s", err);
 		report_set_abort(&rs);
@@ -179,7 +221,7 @@ int cmd_run(int argc, char **argv)
 		warnf("%s", warning);
 	size_t counts[STATUS_COUNT];
 	results_count_status(r, counts);
-	if (!eo.quiet) {
+	if (!quiet) {
 		fprintf(stderr,
 			"ferry: %zu passed, %zu failed, %zu errors, %zu skipped, %zu pending; %u "
 			"boot%s; wall %.1f s, measured %.1f s (%.0f%%)\n",

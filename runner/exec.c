@@ -189,7 +189,6 @@ struct exec {
 	struct xvm **vms;
 	size_t n_vms;
 	size_t n_active, n_finished;
-	bool tty;
 	bool stop; /* fail-fast or interrupted */
 	const char *corrupt;
 	const char *fault; /* FERRY_TEST_FAULT */
@@ -227,31 +226,42 @@ static void needs_clear(struct method_boot_needs *n)
 
 static void progress(struct exec *x, const struct xcell *c, const char *phase)
 {
-	if (!x->tty || x->o->quiet)
+	if (!x->o->status)
 		return;
 	const struct plan_repeat *rp = &c->pc.run.repeat;
 	double el = secs(now_ns() - x->t0);
-	fprintf(stderr, "\r\033[K[%zu/%zu] %s run %u/%" PRIu64 " %s  %.0fs", x->n_finished + 1,
-		x->n_active, c->pc.id, c->runs_done + 1, c->pc.run.warmup + rp->max, phase, el);
-	if (x->n_finished > 0) {
-		double eta = el / (double)x->n_finished * (double)(x->n_active - x->n_finished);
-		fprintf(stderr, "  eta %.0fs", eta);
-	}
-	fflush(stderr);
+	_cleanup_free_ char *eta =
+	    x->n_finished > 0 ? xasprintf("  eta %.0fs", el / (double)x->n_finished *
+							     (double)(x->n_active - x->n_finished))
+			      : xstrdup("");
+	_cleanup_free_ char *text =
+	    xasprintf("[%zu/%zu] %s run %u/%" PRIu64 " %s  %.0fs%s", x->n_finished + 1, x->n_active,
+		      c->pc.id, c->runs_done + 1, c->pc.run.warmup + rp->max, phase, el, eta);
+	x->o->status(x->o->ud, text);
 }
 
 static void progress_line(struct exec *x, const char *fmt, ...) _printf_(2, 3);
 static void progress_line(struct exec *x, const char *fmt, ...)
 {
-	if (x->o->quiet)
+	if (!x->o->line)
 		return;
 	va_list ap;
-	if (x->tty)
-		fputs("\r\033[K", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	_cleanup_free_ char *text = xvasprintf(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	x->o->line(x->o->ud, text);
+}
+
+static void exec_error(struct exec *x, const char *fmt, ...) _printf_(2, 3);
+static void exec_error(struct exec *x, const char *fmt, ...)
+{
+	if (!x->o->error)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	_cleanup_free_ char *text = xvasprintf(fmt, ap);
+	va_end(ap);
+	x->o->error(x->o->ud, text);
 }
 
 /* ---- host helpers ---- */
@@ -398,7 +408,7 @@ static int xvm_boot(struct exec *x, struct xvm *v, char **err)
 	if (!x->r->provenance.accelerator)
 		x->r->provenance.accelerator = xstrdup(vm_accel_used(v->vm));
 	if (x->o->verbose)
-		progress_line(x, "ferry: booted %s in %.1f s (%s)", vm_name(v->vm),
+		progress_line(x, "booted %s in %.1f s (%s)", vm_name(v->vm),
 			      vm_boot_ms(v->vm) / 1000.0, v->key);
 	if (v->pdisk->kind == PLAN_DISK_IMAGE && hotpluggable(&v->target) &&
 	    vm_disk_attach(v->vm, &v->target, ATTACH_MS, NULL, err) < 0) {
@@ -517,7 +527,7 @@ static int write_results(struct exec *x)
 	_cleanup_free_ char *err = NULL;
 	x->r->provenance.finished_ms = results_now_ms();
 	if (results_write(x->r, x->o->results_path, &err) < 0) {
-		errorf("%s", err);
+		exec_error(x, "%s", err);
 		return -1;
 	}
 	return 0;
@@ -594,8 +604,8 @@ static void finish_cell(struct exec *x, struct xcell *c)
 	struct result_cell *rc = rcell(x, c);
 	rc->finished_ms = results_now_ms();
 	if (rc->status == STATUS_SKIPPED) {
-		progress_line(x, "ferry: [%zu/%zu] %s: skipped: %s", x->n_finished, x->n_active,
-			      c->pc.id, rc->skip_reason);
+		progress_line(x, "[%zu/%zu] %s: skipped: %s", x->n_finished, x->n_active, c->pc.id,
+			      rc->skip_reason);
 		write_results(x);
 		return;
 	}
@@ -615,7 +625,7 @@ static void finish_cell(struct exec *x, struct xcell *c)
 	rc->status = infra ? STATUS_ERROR : integrity || crit ? STATUS_FAILED : STATUS_PASSED;
 	if (rc->status != STATUS_PASSED && x->o->fail_fast)
 		x->stop = true;
-	progress_line(x, "ferry: [%zu/%zu] %s: %s%s%s", x->n_finished, x->n_active, c->pc.id,
+	progress_line(x, "[%zu/%zu] %s: %s%s%s", x->n_finished, x->n_active, c->pc.id,
 		      result_status_name(rc->status), rc->n_errors ? ": " : "",
 		      rc->n_errors ? rc->errors[0].message : "");
 	write_results(x);
@@ -642,7 +652,7 @@ static void check_vm(struct exec *x, struct xvm *v)
 	}
 	if (!ok) {
 		if (x->o->verbose)
-			progress_line(x, "ferry: the guest %s broke; the next cell boots a new one",
+			progress_line(x, "the guest %s broke; the next cell boots a new one",
 				      vm_name(v->vm));
 		xvm_destroy(x, v);
 	}
@@ -843,12 +853,12 @@ static int do_run(struct exec *x, struct xcell *c)
 		c->measured_s += rr->total;
 		x->st->measured_s += rr->total;
 	}
-	if (!x->tty && !x->o->quiet)
-		fprintf(stderr,
-			"ferry: %s run %u%s: total %.3f s (prepare %.3f, transfer %.3f, finalize "
-			"%.3f; verify %.3f, cleanup %.3f)\n",
-			c->pc.id, ri, warmup ? " (warmup)" : "", rr->total, ph[0], ph[1], ph[2],
-			ph[3], ph[4]);
+	if (!x->o->live_status)
+		progress_line(x,
+			      "%s run %u%s: total %.3f s (prepare %.3f, transfer %.3f, finalize "
+			      "%.3f; verify %.3f, cleanup %.3f)",
+			      c->pc.id, ri, warmup ? " (warmup)" : "", rr->total, ph[0], ph[1],
+			      ph[2], ph[3], ph[4]);
 	return 0;
 }
 
@@ -1012,7 +1022,7 @@ static int prepare_cell(struct exec *x, struct xcell *c)
 		return 0;
 	}
 	if (x->o->verbose)
-		progress_line(x, "ferry: dataset '%s' %s in %s", c->pc.dataset->e.name,
+		progress_line(x, "dataset '%s' %s in %s", c->pc.dataset->e.name,
 			      c->dinfo.generated ? "generated" : "cached", c->dinfo.dir);
 	ctx->dataset_dir = c->dinfo.dir;
 	ctx->manifest = c->man;
@@ -1145,7 +1155,6 @@ int exec_plan(const struct plan *p, const struct matrix *m, const struct exec_op
 	struct exec X = { .p = p, .m = m, .o = o, .st = st }, *x = &X;
 	*st = (struct exec_stats){ 0 };
 	x->t0 = now_ns();
-	x->tty = isatty(STDERR_FILENO);
 	x->corrupt = getenv("FERRY_TEST_CORRUPT");
 	x->fault = getenv("FERRY_TEST_FAULT");
 	int code = EXEC_EXIT_OK;
@@ -1230,11 +1239,9 @@ int exec_plan(const struct plan *p, const struct matrix *m, const struct exec_op
 	free(x->cells);
 	_cleanup_free_ char *cerr = NULL;
 	if (run_close(x->run, &cerr) < 0)
-		errorf("cleanup: %s", cerr);
+		exec_error(x, "cleanup: %s", cerr);
 	virConnectClose(x->conn);
 	guest_files_clear(&x->gf);
-	if (x->tty && !o->quiet)
-		fputs("\r\033[K", stderr);
 	st->wall_s = secs(now_ns() - x->t0);
 	write_results(x);
 

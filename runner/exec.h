@@ -45,7 +45,20 @@ struct exec_opts {
 	struct results *resume;    /* an earlier results file (--resume), or NULL */
 	bool rerun_failed;
 	bool fail_fast;
-	bool quiet, verbose;
+	bool verbose; /* also report boots, replaced guests and dataset generation */
+	/*
+	 * Progress, for the caller to show: the executor never prints. status() gets a one-line
+	 * snapshot (cell i/N, run j/k, phase, elapsed, ETA) whenever a phase starts; line() gets
+	 * one message per event (a cell finished or skipped, a guest booted; with !live_status
+	 * also every finished run, since nothing shows the status); error() gets faults that do
+	 * not belong to a cell (the results file could not be written, cleanup failed). Any may
+	 * be NULL. Messages have no "ferry: " prefix and no newline.
+	 */
+	bool live_status;
+	void (*status)(void *ud, const char *text);
+	void (*line)(void *ud, const char *text);
+	void (*error)(void *ud, const char *text);
+	void *ud;
 };
 
 /* What the execution counted, for the summary and the report. */
