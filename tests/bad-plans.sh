@@ -46,11 +46,12 @@ for plan in tests/plans/bad/*.yaml; do
 	fi
 done
 
-# nothing written: no file in the source tree (outside build directories) is newer than the
-# marker, and report paths the plans name were not created
+# nothing written: no file or directory in the source tree (outside build directories) is newer
+# than the marker; that covers report paths the plans name (a new out/ is newer too), while an out/
+# left by an earlier quick start does not count
 n=$((n + 1))
 written="$(find . \( -path './build*' -o -path './.git' \) -prune -o -newer "$marker" -print | head)"
-if [ -z "$written" ] && [ ! -e out ]; then
+if [ -z "$written" ]; then
 	echo "ok $n - validate wrote nothing"
 else
 	echo "not ok $n - validate wrote files: $written"
