@@ -7,6 +7,7 @@
 
 #include <getopt.h>
 #include <locale.h>
+#include <signal.h>
 #include <string.h>
 
 #include "commands.h"
@@ -64,6 +65,11 @@ int main(int argc, char **argv)
 
 	/* numbers in every output are written in the C locale, whatever the user's */
 	setlocale(LC_ALL, "C");
+	/*
+	 * A reader that goes away (`ferry run ... | head`) must not kill ferry by SIGPIPE before it
+	 * has destroyed its domains and removed its run directory: writes fail with EPIPE instead.
+	 */
+	signal(SIGPIPE, SIG_IGN);
 
 	/* stop at the first non-option: the rest belongs to the subcommand */
 	while ((c = getopt_long(argc, argv, "+hV", opts, NULL)) != -1) {
