@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate what the key tables (runner/keys.c) generate: schema/ferry-plan.schema.json and the
+# Regenerate what the key tables (runner/plan/keys.c) generate: schema/ferry-plan.schema.json and the
 # PLAN KEYS section of ferry.1 (between its generated-section markers).
 # Usage: scripts/update-docs.sh [BUILDDIR]     (default: build)
 set -euo pipefail

@@ -2,7 +2,7 @@
 # ferry.1 documents every command and every option the binary has: the commands come from
 # `ferry --help`, the subcommands from the usage lines of `ferry CMD --help` ("ferry CMD SUB ..."
 # with SUB a lower-case word), the options from each one's own --help. A command added to the
-# table in runner/main.c, or an option added to a command's usage, fails this test until ferry.1
+# table in runner/cli/main.c, or an option added to a command's usage, fails this test until ferry.1
 # has it, so `ferry run` and its options are required as soon as it is listed.
 #
 # In ferry.1 a command needs a "ferry CMD" line in SYNOPSIS; a command (or "CMD SUB") an entry

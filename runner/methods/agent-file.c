@@ -8,8 +8,8 @@
  */
 #include <string.h>
 
-#include "../agent.h"
-#include "../util.h"
+#include "agent.h"
+#include "util.h"
 #include "archive.h"
 #include "method.h"
 

@@ -7,7 +7,7 @@
 #include <fcntl.h>
 #include <string.h>
 
-#include "../util.h"
+#include "util.h"
 
 char *pack_guest_support(const struct plan_archive *a, bool builtin)
 {

@@ -18,8 +18,8 @@
  */
 #include <string.h>
 
-#include "../run.h"
-#include "../util.h"
+#include "run.h"
+#include "util.h"
 #include "channel.h"
 #include "guestproc.h"
 #include "method.h"

@@ -17,9 +17,9 @@
 #include <sys/un.h>
 #include <time.h>
 
-#include "../run.h"
-#include "../util.h"
-#include "../vm.h"
+#include "run.h"
+#include "util.h"
+#include "vm.h"
 #include "guestproc.h"
 #include "archive.h"
 #include "stream.h"

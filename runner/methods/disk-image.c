@@ -16,10 +16,10 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "../agent.h"
-#include "../proc.h"
-#include "../util.h"
-#include "../vm.h"
+#include "agent.h"
+#include "proc.h"
+#include "util.h"
+#include "vm.h"
 #include "archive.h"
 #include "method.h"
 

@@ -8,9 +8,9 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
-#include "../agent.h"
-#include "../run.h"
-#include "../util.h"
+#include "agent.h"
+#include "run.h"
+#include "util.h"
 
 /* Seconds libvirt waits for one guest-exec or guest-exec-status answer. */
 #define CMD_TIMEOUT_S 30

@@ -5,8 +5,8 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "../agent.h"
-#include "../util.h"
+#include "agent.h"
+#include "util.h"
 
 /*
  * The built-in methods. Add a line here when a method's file lands (and the file to

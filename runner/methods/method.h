@@ -32,12 +32,12 @@
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 
-#include "../dataset.h"
-#include "../manifest.h"
-#include "../plan.h"
-#include "../results.h"
-#include "../run.h"
-#include "../vm.h"
+#include "dataset.h"
+#include "manifest.h"
+#include "plan.h"
+#include "results.h"
+#include "run.h"
+#include "vm.h"
 
 struct vm;
 

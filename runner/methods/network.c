@@ -25,10 +25,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../agent.h"
-#include "../run.h"
-#include "../util.h"
-#include "../vm.h"
+#include "agent.h"
+#include "run.h"
+#include "util.h"
+#include "vm.h"
 #include "guestproc.h"
 #include "method.h"
 #include "archive.h"

@@ -31,9 +31,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../dataset.h"
-#include "../run.h"
-#include "../util.h"
+#include "dataset.h"
+#include "run.h"
+#include "util.h"
 #include "method.h"
 #include "archive.h"
 #include "stream.h"

@@ -11,8 +11,8 @@
 #include <archive.h>
 #include <openssl/evp.h>
 
-#include "../run.h"
-#include "../util.h"
+#include "run.h"
+#include "util.h"
 #include "archive.h"
 #include "method.h"
 

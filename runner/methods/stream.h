@@ -11,8 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../manifest.h"
-#include "../plan.h"
+#include "manifest.h"
+#include "plan.h"
 
 /*
  * Pack the manifest's entries (read from dir) with libarchive into fd: format and compression
