@@ -12,16 +12,16 @@
 /* How many differing cells a refusal names before "and N more". */
 #define SHOW_CELLS 3
 
-/* A JSON value for a message: compact, control characters escaped by jansson, cut after 40. */
-static char *show(const json_t *v)
+/* A JSON value for a message: compact, control characters escaped by jansson, cut after max. */
+static char *show(const json_t *v, int max)
 {
 	if (!v)
 		return xstrdup("absent");
 	_cleanup_free_ char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_ESCAPE_SLASH);
 	if (!s)
 		return xstrdup("?");
-	if (strlen(s) > 40)
-		return xasprintf("%.40s...", s);
+	if (strlen(s) > (size_t)max)
+		return xasprintf("%.*s...", max, s);
 	return TAKE_PTR(s);
 }
 
@@ -29,6 +29,8 @@ static char *show(const json_t *v)
  * Objects are compared key by key (in the earlier value's order, then keys only now has). */
 static char *first_difference(const char *path, const json_t *was, const json_t *now)
 {
+	if (!was && !now)
+		return NULL;
 	if (was && now && json_equal((json_t *)was, (json_t *)now))
 		return NULL;
 	if (json_is_object(was) && json_is_object(now)) {
@@ -50,7 +52,7 @@ static char *first_difference(const char *path, const json_t *was, const json_t 
 		}
 		return NULL;
 	}
-	_cleanup_free_ char *a = show(was), *b = show(now);
+	_cleanup_free_ char *a = show(was, 40), *b = show(now, 40);
 	return xasprintf("parameter '%s' was %s, now %s", *path ? path : "(all)", a, b);
 }
 
@@ -88,7 +90,7 @@ int results_check_resume(const struct results *earlier, const struct results *no
 			continue;
 		if (differ++ < SHOW_CELLS) {
 			_cleanup_(json_decrefp) json_t *jid = json_string(c->id);
-			_cleanup_free_ char *sid = jid ? show(jid) : xstrdup("?");
+			_cleanup_free_ char *sid = jid ? show(jid, 120) : xstrdup("?");
 			_cleanup_free_ char *m = xasprintf("cell %s: %s", sid, d);
 			append(&text, m);
 		}
