@@ -19,8 +19,6 @@
 #include "dataset.h"
 #include "util.h"
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct manifest *, manifest_free)
-
 static void usage(FILE *out)
 {
 	fputs(

@@ -153,9 +153,6 @@ int dataset_get(const struct dataset_spec *spec, const struct dataset_get_opts *
  */
 bool dataset_intact(const struct manifest *m, const char *dir, bool rehash, char **why);
 
-/* Remove a directory tree (no symlinks followed). Returns 0 or -1 with errno. */
-int rm_rf(const char *path);
-
 /*
  * Parse a size such as "4096", "64KiB", "1.5MiB", "1GiB", "10MB" (SI) or "1G" (binary) into
  * bytes. Returns 0, or -1 when the text is not a size or overflows.

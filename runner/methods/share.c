@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "dataset.h"
+#include "fs.h"
 #include "run.h"
 #include "util.h"
 #include "method.h"
@@ -212,7 +213,7 @@ static int share_prepare(struct method_ctx *ctx)
 	if (!s->staging)
 		s->staging = xasprintf("%s/%s", root, name);
 	/* a previous run's leftovers (a failed move leaves half the files) */
-	if (rm_rf(s->staging) < 0 && errno != ENOENT)
+	if (rm_tree(s->staging, NULL) < 0 && errno != ENOENT)
 		return method_fail(ctx, ERROR_INFRA, NULL, "share: cannot empty '%s': %s",
 				   s->staging, strerror(errno));
 	if (m->archive.format == PLAN_ARCHIVE_NONE) {
@@ -322,7 +323,7 @@ static int share_cleanup(struct method_ctx *ctx)
 	}
 	s->mounted = false;
 	if (s->staging)
-		rm_rf(s->staging);
+		rm_tree(s->staging, NULL);
 	return 0;
 }
 

@@ -17,6 +17,7 @@
 #include <openssl/evp.h>
 
 #include "dataset.h"
+#include "fs.h"
 #include "manifest.h"
 #include "methods/archive.h"
 #include "methods/stream.h"
@@ -127,7 +128,7 @@ static void test_roundtrip(void)
 		g_free(out);
 		g_free(stream);
 	}
-	rm_rf(base);
+	rm_tree(base, NULL);
 	g_free(bin);
 	g_free(src);
 	g_free(base);
@@ -195,7 +196,7 @@ static void test_concat(void)
 	/* hashing only (fd < 0) gives the same digest */
 	g_assert_cmpint(stream_concat(src, m, -1, 1000, &bytes, got, &err), ==, 0);
 	g_assert_cmpmem(got, 32, want, 32);
-	rm_rf(base);
+	rm_tree(base, NULL);
 	g_free(out);
 	g_free(src);
 	g_free(base);
