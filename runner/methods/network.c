@@ -219,7 +219,10 @@ static void serve_one(struct server *srv, int c)
 	if (e && p[1] == 'f' && e->type == MANIFEST_FILE) {
 		if (send_header(srv, c, "200 OK", (long long)e->size) < 0)
 			return;
-		const struct manifest one = { .entries = (struct manifest_entry *)e, .n = 1 };
+		const struct manifest one = { .entries = (struct manifest_entry *)e,
+					      .n = 1,
+					      .root_dev = srv->m->root_dev,
+					      .root_ino = srv->m->root_ino };
 		uint64_t bytes = 0;
 		if (stream_concat(srv->dir, &one, c, srv->timeout_ms, &bytes, NULL, &err) < 0)
 			server_error(srv, xasprintf("sending '%s': %s", e->path, err));

@@ -202,6 +202,202 @@ static void test_concat(void)
 	manifest_free(m);
 }
 
+/* A sink that keeps everything pack_stream() sends (agent-file's path). */
+static int keep_sink(void *userdata, const void *buf, size_t len, char **err)
+{
+	(void)err;
+	g_byte_array_append(userdata, buf, (guint)len);
+	return 0;
+}
+
+static bool contains(const void *hay, size_t n, const char *needle)
+{
+	return memmem(hay, n, needle, strlen(needle)) != NULL;
+}
+
+static bool file_contains(const char *path, const char *needle)
+{
+	gchar *data = NULL;
+	gsize len = 0;
+	if (!g_file_get_contents(path, &data, &len, NULL))
+		return false;
+	bool r = contains(data, len, needle);
+	g_free(data);
+	return r;
+}
+
+/*
+ * A `path:` dataset scanned, then a file (and, second round, a directory) swapped for a symlink
+ * to a secret before the transfer: every reader (stream_pack: channel, network, share archive;
+ * pack_stream: agent-file, ISO; stream_concat: block, network pull; dataset_copy: share staging,
+ * disk-image snapshots) refuses with a message naming the file, and no byte of the secret is read.
+ */
+static void test_swap_refused(void)
+{
+	char *base = NULL;
+	struct manifest *m = NULL;
+	fixture(&base, &m);
+	char *src = g_build_filename(base, "src", NULL);
+	char *secret = g_build_filename(base, "secret", NULL);
+	const char *marker = "TOP-SECRET-host-only-bytes";
+	GString *sd = g_string_new(NULL);
+	for (int i = 0; i < 2000; i++)
+		g_string_append(sd, marker);
+	g_assert_true(g_file_set_contents(secret, sd->str, (gssize)sd->len, NULL));
+	g_string_free(sd, TRUE);
+
+	for (int round = 0; round < 2; round++) {
+		/* round 0: a file in dir1 becomes a symlink to the secret; round 1: dir2 becomes
+		   a symlink to a directory whose files are all the secret under the same names */
+		const struct manifest_entry *victim = NULL;
+		for (size_t i = 0; i < m->n && !victim; i++)
+			if (m->entries[i].type == MANIFEST_FILE &&
+			    g_str_has_prefix(m->entries[i].path, round ? "dir2/" : "dir1/"))
+				victim = &m->entries[i];
+		g_assert_nonnull(victim);
+		char *vrel = g_strdup(victim->path); /* m is rescanned below */
+		char *vpath = g_build_filename(src, vrel, NULL);
+		if (round == 0) {
+			g_assert_cmpint(unlink(vpath), ==, 0);
+			g_assert_cmpint(symlink(secret, vpath), ==, 0);
+		} else {
+			char *d = g_build_filename(src, "dir2", NULL);
+			char *evil = g_build_filename(base, "evil", NULL);
+			g_assert_cmpint(rename(d, evil), ==, 0);
+			GDir *gd = g_dir_open(evil, 0, NULL);
+			const char *name;
+			while ((name = g_dir_read_name(gd))) {
+				char *f = g_build_filename(evil, name, NULL);
+				g_assert_cmpint(unlink(f), ==, 0);
+				g_assert_cmpint(link(secret, f), ==, 0);
+				g_free(f);
+			}
+			g_dir_close(gd);
+			g_assert_cmpint(symlink(evil, d), ==, 0);
+			g_free(evil);
+			g_free(d);
+		}
+
+		static const struct plan_archive tar = { 0, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_NONE,
+							 0 };
+		char *stream = g_strdup_printf("%s/swap-%d", base, round);
+		int fd = open(stream, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		uint64_t bytes = 0;
+		char *err = NULL;
+		g_assert_cmpint(stream_pack(&tar, src, m, fd, 1000, &bytes, &err), ==, -1);
+		close(fd);
+		g_assert_nonnull(strstr(err, "changed since it was scanned"));
+		g_assert_nonnull(strstr(err, vrel));
+		g_assert_false(file_contains(stream, marker));
+		free(err), err = NULL;
+
+		GByteArray *got = g_byte_array_new();
+		g_assert_cmpint(pack_stream(&tar, src, m, 4096, keep_sink, got, &err), ==, -1);
+		g_assert_nonnull(strstr(err, "changed since it was scanned"));
+		g_assert_false(contains(got->data, got->len, marker));
+		g_byte_array_free(got, TRUE);
+		free(err), err = NULL;
+
+		fd = open(stream, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		g_assert_cmpint(stream_concat(src, m, fd, 1000, &bytes, NULL, &err), ==, -1);
+		close(fd);
+		g_assert_nonnull(strstr(err, vrel));
+		g_assert_false(file_contains(stream, marker));
+		free(err), err = NULL;
+
+		char *copy = g_strdup_printf("%s/copy-%d", base, round);
+		g_assert_cmpint(dataset_copy(src, m, copy, NULL, NULL, &err), ==, -1);
+		g_assert_nonnull(strstr(err, "changed since it was scanned"));
+		char *cv = g_build_filename(copy, vrel, NULL);
+		g_assert_false(file_contains(cv, marker));
+		free(err), err = NULL;
+
+		/* undo, for the next round: the manifest still describes the original inodes, so
+		   put back exactly those is impossible; rescan instead */
+		if (round == 0) {
+			g_assert_cmpint(unlink(vpath), ==, 0);
+			g_assert_true(g_file_set_contents(vpath, "x", 1, NULL));
+			manifest_free(m);
+			g_assert_cmpint(dataset_scan(src, &m, &err), ==, 0);
+			/* the same content under the same name, but another inode: refused too */
+			char *p2 = g_build_filename(src, vrel, NULL);
+			/* written beside and renamed over: a new inode while the old one lives */
+			g_assert_true(g_file_set_contents(p2, "y", 1, NULL));
+			g_assert_cmpint(stream_concat(src, m, -1, 1000, &bytes, NULL, &err), ==,
+					-1);
+			g_assert_nonnull(strstr(err, "another file now"));
+			free(err), err = NULL;
+			manifest_free(m);
+			g_assert_cmpint(dataset_scan(src, &m, &err), ==, 0);
+			g_free(p2);
+		}
+		g_free(cv);
+		g_free(copy);
+		g_free(stream);
+		g_free(vpath);
+		g_free(vrel);
+	}
+	/* the directory itself replaced after the scan */
+	char *moved = g_build_filename(base, "moved", NULL);
+	g_assert_cmpint(rename(src, moved), ==, 0);
+	g_assert_cmpint(g_mkdir(src, 0755), ==, 0);
+	char *err = NULL;
+	uint64_t bytes = 0;
+	g_assert_cmpint(stream_concat(src, m, -1, 1000, &bytes, NULL, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "not the directory that was scanned"));
+	free(err);
+	rm_rf(base);
+	g_free(moved);
+	g_free(secret);
+	g_free(src);
+	g_free(base);
+	manifest_free(m);
+}
+
+/* dataset_copy() of an intact dataset: exact, and hard links only where may_link says so. */
+static bool link_all(const struct stat *st, void *ud)
+{
+	(void)st, (void)ud;
+	return true;
+}
+
+static void test_copy(void)
+{
+	char *base = NULL;
+	struct manifest *m = NULL;
+	fixture(&base, &m);
+	char *src = g_build_filename(base, "src", NULL);
+	char *a = g_build_filename(base, "copied", NULL),
+	     *b = g_build_filename(base, "linked", NULL);
+	char *err = NULL;
+	uint64_t copied = 0;
+	g_assert_cmpint(dataset_copy(src, m, a, NULL, &copied, &err), ==, 0);
+	g_assert_cmpuint(copied, ==, m->bytes);
+	char *why = NULL;
+	if (!dataset_intact(m, a, true, &why))
+		g_error("copy: %s", why);
+	struct dataset_copy_opts o = { .may_link = link_all };
+	g_assert_cmpint(dataset_copy(src, m, b, &o, &copied, &err), ==, 0);
+	g_assert_cmpuint(copied, ==, 0);
+	if (!dataset_intact(m, b, true, &why))
+		g_error("links: %s", why);
+	for (size_t i = 0; i < m->n; i++) {
+		if (m->entries[i].type != MANIFEST_FILE)
+			continue;
+		char *pa = g_build_filename(a, m->entries[i].path, NULL);
+		char *pb = g_build_filename(b, m->entries[i].path, NULL);
+		struct stat sa, sb;
+		g_assert_cmpint(stat(pa, &sa), ==, 0);
+		g_assert_cmpint(stat(pb, &sb), ==, 0);
+		g_assert_cmpuint(sa.st_ino, !=, m->entries[i].ino);
+		g_assert_cmpuint(sb.st_ino, ==, m->entries[i].ino);
+		g_free(pa), g_free(pb);
+	}
+	rm_rf(base);
+	g_free(a), g_free(b), g_free(src), g_free(base);
+	manifest_free(m);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -210,6 +406,8 @@ int main(int argc, char **argv)
 	g_test_add_func("/stream/unsupported", test_unsupported);
 	g_test_add_func("/stream/concat", test_concat);
 	g_test_add_func("/stream/roundtrip-busybox", test_roundtrip);
+	g_test_add_func("/stream/swap-refused", test_swap_refused);
+	g_test_add_func("/stream/copy", test_copy);
 	int r = g_test_run();
 	g_free(busybox);
 	return r;
