@@ -21,8 +21,6 @@
 #include "plan-limits.h"
 #include "util.h"
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct manifest *, manifest_free)
-
 static void usage(FILE *out)
 {
 	fputs(

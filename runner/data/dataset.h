@@ -164,9 +164,6 @@ int dataset_get(const struct dataset_spec *spec, const struct dataset_get_opts *
  */
 bool dataset_intact(const struct manifest *m, const char *dir, bool rehash, char **why);
 
-/* Remove a directory tree (no symlinks followed). Returns 0 or -1 with errno. */
-int rm_rf(const char *path);
-
 /* ---- reading a dataset for a transfer (data/access.c) ---- */
 
 /*

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 
 #include "agent.h"
+#include "fs.h"
 #include "proc.h"
 #include "util.h"
 #include "vm.h"
@@ -309,7 +310,7 @@ static void di_free(struct method_ctx *ctx)
 		return;
 	free(s->image);
 	if (s->source)
-		rm_rf(s->source);
+		rm_tree(s->source, NULL);
 	free(s->source);
 	free(s);
 	ctx->state = NULL;

@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "dataset.h"
+#include "fs.h"
 #include "run.h"
 #include "util.h"
 #include "method.h"
@@ -178,7 +179,7 @@ static int private_copy(struct method_ctx *ctx)
 	_cleanup_free_ char *done = xasprintf("%s/.%s.done", root, name);
 	if (access(done, F_OK) == 0)
 		return 0;
-	rm_rf(dst); /* a copy an earlier cell did not finish */
+	rm_tree(dst, NULL); /* a copy an earlier cell did not finish */
 	if (stage_tree(ctx, dst, false) < 0)
 		return -1;
 	_cleanup_close_ int fd =
@@ -271,7 +272,7 @@ static int stage_data(struct method_ctx *ctx, struct share_state *s)
 	if (!s->staging)
 		s->staging = xasprintf("%s/%s", root, name);
 	/* a previous run's leftovers (a failed move leaves half the files) */
-	if (rm_rf(s->staging) < 0 && errno != ENOENT)
+	if (rm_tree(s->staging, NULL) < 0 && errno != ENOENT)
 		return method_fail(ctx, ERROR_INFRA, NULL, "share: cannot empty '%s': %s",
 				   s->staging, strerror(errno));
 	if (mkdir(s->staging, 0755) < 0 || chown_qemu(s->staging) < 0)
@@ -315,7 +316,7 @@ static int share_prepare(struct method_ctx *ctx)
 	_cleanup_free_ char *root = staging_root(ctx);
 	if (!s->staging)
 		s->staging = xasprintf("%s/%s", root, name);
-	if (rm_rf(s->staging) < 0 && errno != ENOENT)
+	if (rm_tree(s->staging, NULL) < 0 && errno != ENOENT)
 		return method_fail(ctx, ERROR_INFRA, NULL, "share: cannot empty '%s': %s",
 				   s->staging, strerror(errno));
 	if (mkdir(s->staging, 0755) < 0 || chown_qemu(s->staging) < 0)
@@ -416,7 +417,7 @@ static int share_cleanup(struct method_ctx *ctx)
 	}
 	s->mounted = false;
 	if (s->staging)
-		rm_rf(s->staging);
+		rm_tree(s->staging, NULL);
 	/* the next run's private copy now, in this phase, which is not part of any total */
 	if (prestaged_mode(ctx) && !run_interrupted()) {
 		if (stage_data(ctx, s) == 0)
@@ -432,7 +433,7 @@ static void share_free_state(struct method_ctx *ctx)
 	struct share_state *s = ctx->state;
 	if (s) {
 		if (s->staging)
-			rm_rf(s->staging);
+			rm_tree(s->staging, NULL);
 		free(s->staging);
 		free(s->guest_src);
 		free(s);

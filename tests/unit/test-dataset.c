@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "dataset.h"
+#include "fs.h"
 #include "util.h"
 
 static char *tmpdir(void)
@@ -22,7 +23,7 @@ static char *tmpdir(void)
 
 static void rmtree(char *d)
 {
-	g_assert_cmpint(rm_rf(d), ==, 0);
+	g_assert_cmpint(rm_tree(d, NULL), ==, 0);
 	free(d);
 }
 

@@ -21,6 +21,7 @@
 #include <openssl/evp.h>
 
 #include "dataset.h"
+#include "fs.h"
 #include "manifest.h"
 #include "methods/archive.h"
 #include "methods/netserve.h"
@@ -132,7 +133,7 @@ static void test_roundtrip(void)
 		g_free(out);
 		g_free(stream);
 	}
-	rm_rf(base);
+	rm_tree(base, NULL);
 	g_free(bin);
 	g_free(src);
 	g_free(base);
@@ -200,7 +201,7 @@ static void test_concat(void)
 	/* hashing only (fd < 0) gives the same digest */
 	g_assert_cmpint(stream_concat(src, m, -1, 1000, &bytes, got, &err), ==, 0);
 	g_assert_cmpmem(got, 32, want, 32);
-	rm_rf(base);
+	rm_tree(base, NULL);
 	g_free(out);
 	g_free(src);
 	g_free(base);
@@ -351,7 +352,7 @@ static void test_swap_refused(void)
 	g_assert_cmpint(stream_concat(src, m, -1, 1000, &bytes, NULL, &err), ==, -1);
 	g_assert_nonnull(strstr(err, "not the directory that was scanned"));
 	free(err);
-	rm_rf(base);
+	rm_tree(base, NULL);
 	g_free(moved);
 	g_free(secret);
 	g_free(src);
@@ -398,7 +399,7 @@ static void test_copy(void)
 		g_assert_cmpuint(sb.st_ino, ==, m->entries[i].ino);
 		g_free(pa), g_free(pb);
 	}
-	rm_rf(base);
+	rm_tree(base, NULL);
 	g_free(a), g_free(b), g_free(src), g_free(base);
 	manifest_free(m);
 }
@@ -526,7 +527,7 @@ static void test_network_pull(void)
 	g_assert_cmpstr(other, !=, srv.token);
 	free(srv.err);
 	g_free(serr), free(cmd), g_free(url), g_free(out);
-	rm_rf(base);
+	rm_tree(base, NULL);
 	g_free(bin), g_free(src), g_free(base);
 	manifest_free(m);
 }
@@ -609,7 +610,7 @@ static void test_network_push_token(void)
 		free(why);
 		g_free(path), free(cmd), free(source), g_free(out);
 	}
-	rm_rf(base);
+	rm_tree(base, NULL);
 	g_free(nc), g_free(bin), g_free(src), g_free(base);
 	manifest_free(m);
 }
