@@ -12,7 +12,8 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <glob.h>
+#include <signal.h>
+#include <time.h>
 #include <math.h>
 #include <openssl/evp.h>
 #include <pthread.h>
@@ -24,6 +25,7 @@
 #include "dataset.h"
 #include "fs.h"
 #include "hash.h"
+#include "run.h"
 #include "utf8.h"
 #include "util.h"
 
@@ -127,8 +129,12 @@ char *dataset_spec_canonical(const struct dataset_spec *spec)
 char *dataset_spec_hash(const struct dataset_spec *spec)
 {
 	_cleanup_free_ char *c = dataset_spec_canonical(spec);
-	char hex[SHA256_HEX];
-	sha256_buf_hex(c, strlen(c), hex);
+	unsigned char sha[32];
+	char hex[65];
+	unsigned int len = 0;
+	if (!EVP_Digest(c, strlen(c), sha, &len, EVP_sha256(), NULL))
+		abort();
+	sha256_hex(sha, hex);
 	hex[16] = '\0';
 	return xstrdup(hex);
 }
@@ -353,8 +359,9 @@ struct slot {
 	unsigned char *buf;
 	size_t len;
 	bool first, last;
-	char *rel;     /* with `last`: the file's relative path, handed over to the hasher */
-	uint64_t size; /* with `last`: the file's size */
+	char *rel;         /* with `last`: the file's relative path, handed over to the hasher */
+	uint64_t size;     /* with `last`: the file's size */
+	uint64_t dev, ino; /* with `last`: where it was written */
 };
 
 struct hash_pipe {
@@ -391,8 +398,12 @@ static void *hasher(void *arg)
 			    !EVP_DigestUpdate(ctx, s->buf, s->len) ||
 			    (s->last && !EVP_DigestFinal_ex(ctx, sha, NULL)))
 				failed = true;
-			else if (s->last)
-				manifest_add(p->m, s->rel, MANIFEST_FILE, s->size, sha, NULL);
+			else if (s->last) {
+				struct manifest_entry *e =
+				    manifest_add(p->m, s->rel, MANIFEST_FILE, s->size, sha, NULL);
+				e->dev = s->dev;
+				e->ino = s->ino;
+			}
 		}
 		if (s->last) {
 			free(s->rel);
@@ -427,17 +438,30 @@ static void slot_post(struct hash_pipe *p)
 	pthread_mutex_unlock(&p->mu);
 }
 
+static bool gen_cancelled(const struct dataset_gen_opts *o)
+{
+	if (o && o->cancelled)
+		return o->cancelled(o->userdata);
+	return run_interrupted() != 0;
+}
+
 static int gen_file(const struct dataset_spec *spec, uint64_t index, const char *dir,
-		    struct hash_pipe *p, char **err)
+		    struct hash_pipe *p, const struct dataset_gen_opts *opts, char **err)
 {
 	_cleanup_free_ char *rel = dataset_file_path(spec, index);
 	_cleanup_free_ char *path = xasprintf("%s/%s", dir, rel);
 	uint64_t size = dataset_file_size(spec, index);
-	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd < 0 || fchmod(fd, 0644) < 0)
+	_cleanup_close_ int fd =
+	    open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	struct stat st;
+	if (fd < 0 || fchmod(fd, 0644) < 0 || fstat(fd, &st) < 0)
 		return set_err_errno(err, "create", path);
 	uint64_t off = 0;
 	do {
+		if (gen_cancelled(opts)) {
+			*err = xstrdup("interrupted");
+			return -1;
+		}
 		size_t n = size - off < CHUNK ? (size_t)(size - off) : CHUNK;
 		struct slot *s = slot_get(p);
 		dataset_fill(spec, index, off, s->buf, n);
@@ -455,11 +479,16 @@ static int gen_file(const struct dataset_spec *spec, uint64_t index, const char 
 				return set_err_errno(err, "write", path);
 			s->rel = TAKE_PTR(rel);
 			s->size = size;
+			s->dev = st.st_dev;
+			s->ino = st.st_ino;
 		}
 		slot_post(p);
 	} while (off < size);
 	return 0;
 }
+
+static int generate_into(const struct dataset_spec *spec, const char *dir,
+			 const struct dataset_gen_opts *opts, struct manifest **out, char **err);
 
 int dataset_generate(const struct dataset_spec *spec, const char *dir,
 		     const struct dataset_gen_opts *opts, struct manifest **out, char **err)
@@ -472,9 +501,27 @@ int dataset_generate(const struct dataset_spec *spec, const char *dir,
 		return -1;
 	if (mkdir_0755(dir) < 0)
 		return set_err_errno(err, "create directory", dir);
+	if (generate_into(spec, dir, opts, out, err) < 0) {
+		/* what was written is of no use to anyone: a killed generation is swept by the
+		   next dataset_get() (remove_dead_temps()) */
+		int e = errno;
+		rm_tree(dir, NULL);
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
 
+static int generate_into(const struct dataset_spec *spec, const char *dir,
+			 const struct dataset_gen_opts *opts, struct manifest **out, char **err)
+{
+	struct stat rst;
+	if (stat(dir, &rst) < 0)
+		return set_err_errno(err, "create directory", dir);
 	struct manifest *m = manifest_new();
 	m->spec = dataset_spec_canonical(spec);
+	m->root_dev = rst.st_dev;
+	m->root_ino = rst.st_ino;
 	if (spec->depth > 0 && spec->fanout > 0) {
 		/* every directory of the tree, top level first, also those no file lands in */
 		uint64_t count = 1;
@@ -507,7 +554,7 @@ int dataset_generate(const struct dataset_spec *spec, const char *dir,
 		*err = xasprintf("cannot start the hashing thread: %s", strerror(r));
 	} else {
 		for (uint64_t i = 0; r == 0 && i < spec->files; i++)
-			r = gen_file(spec, i, dir, &p, err);
+			r = gen_file(spec, i, dir, &p, opts, err);
 		pthread_mutex_lock(&p.mu);
 		p.done = true;
 		pthread_cond_signal(&p.filled);
@@ -584,7 +631,12 @@ static int scan_dir(int dfd, const char *root, const char *rel, struct manifest 
 			    dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sub < 0)
 				return set_err_errno(err, "read directory", full);
-			manifest_add(m, r, MANIFEST_DIR, 0, NULL, NULL);
+			struct stat sst;
+			if (fstat(sub, &sst) < 0 || !S_ISDIR(sst.st_mode))
+				return set_err_errno(err, "read directory", full);
+			struct manifest_entry *me = manifest_add(m, r, MANIFEST_DIR, 0, NULL, NULL);
+			me->dev = sst.st_dev;
+			me->ino = sst.st_ino;
 			if (scan_dir(sub, root, r, m, err) < 0)
 				return -1;
 		} else if (S_ISREG(st.st_mode)) {
@@ -592,9 +644,14 @@ static int scan_dir(int dfd, const char *root, const char *rel, struct manifest 
 			    openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 			unsigned char sha[32];
 			uint64_t size;
-			if (f < 0 || sha256_fd(f, sha, &size) < 0)
+			struct stat fst;
+			if (f < 0 || fstat(f, &fst) < 0 || sha256_fd(f, sha, &size) < 0)
 				return set_err_errno(err, "read", full);
-			manifest_add(m, r, MANIFEST_FILE, size, sha, NULL);
+			struct manifest_entry *me =
+			    manifest_add(m, r, MANIFEST_FILE, size, sha, NULL);
+			/* the inode that was hashed: the transfer reads this one or refuses */
+			me->dev = fst.st_dev;
+			me->ino = fst.st_ino;
 		} else if (S_ISLNK(st.st_mode)) {
 			char target[4096];
 			ssize_t n = readlinkat(dfd, de->d_name, target, sizeof(target) - 1);
@@ -629,7 +686,12 @@ int dataset_scan(const char *dir, struct manifest **out, char **err)
 	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return set_err_errno(err, "read directory", dir);
+	struct stat st;
+	if (fstat(dfd, &st) < 0)
+		return set_err_errno(err, "read directory", dir);
 	struct manifest *m = manifest_new();
+	m->root_dev = st.st_dev;
+	m->root_ino = st.st_ino;
 	int r = scan_dir(dfd, dir, "", m, err);
 	if (r < 0 || manifest_finish(m, err) < 0) {
 		manifest_free(m);
@@ -686,7 +748,20 @@ static ssize_t count_entries(int dfd)
 	return n;
 }
 
-bool dataset_intact(const struct manifest *m, const char *dir, bool rehash, char **why)
+static bool ts_after(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
+}
+
+/*
+ * dataset_intact() with two additions for the cache: a file whose inode changed (ctime) after
+ * `sealed` (the manifest's mtime; NULL: never) is re-hashed even without `rehash`, since a write
+ * that keeps the size is invisible otherwise (ctime cannot be set back from user space); and
+ * `rec` (may be NULL; the same entries as m) receives each entry's device and inode, which
+ * dataset_open_file() then insists on. *rehashed counts the files hashed.
+ */
+static bool check_intact(const struct manifest *m, struct manifest *rec, const char *dir,
+			 bool rehash, const struct timespec *sealed, size_t *rehashed, char **why)
 {
 	bool ok = true;
 	for (size_t i = 0; ok && i < m->n; i++) {
@@ -705,14 +780,30 @@ bool dataset_intact(const struct manifest *m, const char *dir, bool rehash, char
 			*why = xasprintf("'%s' is %lld bytes, the manifest says %llu", e->path,
 					 (long long)st.st_size, (unsigned long long)e->size);
 			ok = false;
-		} else if (e->type == MANIFEST_FILE && rehash) {
+		} else if (e->type == MANIFEST_FILE &&
+			   (rehash || (sealed && ts_after(&st.st_ctim, sealed)))) {
 			_cleanup_close_ int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 			unsigned char sha[32];
-			if (fd < 0 || sha256_fd(fd, sha, NULL) < 0 ||
+			struct stat fst;
+			if (rehashed)
+				(*rehashed)++;
+			if (fd < 0 || fstat(fd, &fst) < 0 || sha256_fd(fd, sha, NULL) < 0 ||
 			    memcmp(sha, e->sha256, 32) != 0) {
 				*why = xasprintf("'%s' does not match its SHA-256", e->path);
 				ok = false;
 			}
+			st = fst;
+		} else if (e->type == MANIFEST_SYMLINK) {
+			char target[4096];
+			ssize_t n = readlink(p, target, sizeof(target) - 1);
+			if (n < 0 || (target[n] = '\0', !STREQ(target, e->target))) {
+				*why = xasprintf("symlink '%s' changed target", e->path);
+				ok = false;
+			}
+		}
+		if (ok && rec) {
+			rec->entries[i].dev = st.st_dev;
+			rec->entries[i].ino = st.st_ino;
 		}
 	}
 	if (!ok)
@@ -728,18 +819,62 @@ bool dataset_intact(const struct manifest *m, const char *dir, bool rehash, char
 		*why = xasprintf("'%s' holds %zd entries, the manifest %zu", dir, seen, m->n);
 		return false;
 	}
+	struct stat rst;
+	if (rec && fstat(dfd, &rst) == 0) {
+		rec->root_dev = rst.st_dev;
+		rec->root_ino = rst.st_ino;
+	}
 	return true;
 }
 
-static void remove_stale_temps(const char *base, const char *hash)
+bool dataset_intact(const struct manifest *m, const char *dir, bool rehash, char **why)
 {
-	_cleanup_free_ char *pattern = xasprintf("%s/.tmp-%s-*", base, hash);
-	glob_t g;
-	if (glob(pattern, GLOB_NOSORT, NULL, &g) == 0) {
-		for (size_t i = 0; i < g.gl_pathc; i++)
-			rm_tree(g.gl_pathv[i], NULL);
+	return check_intact(m, NULL, dir, rehash, NULL, NULL, why);
+}
+
+/*
+ * Temporary generation directories ".tmp-<hash>-<pid>" whose process is gone (a ferry killed
+ * while generating): removed at the next use of the cache. A live process's are left alone
+ * (with `hash`, also those of this very dataset, which the caller holds the lock of).
+ */
+static void remove_dead_temps(const char *base, const char *hash)
+{
+	_cleanup_(closedirp) DIR *d = opendir(base);
+	if (!d)
+		return;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, ".tmp-", 5) != 0)
+			continue;
+		const char *dash = strrchr(de->d_name, '-');
+		char *end;
+		errno = 0;
+		long pid = strtol(dash + 1, &end, 10);
+		bool mine = hash && strncmp(de->d_name + 5, hash, strlen(hash)) == 0;
+		bool dead = dash > de->d_name + 4 && !*end && !errno && pid > 0 &&
+			    kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+		if (dead || (mine && pid != (long)getpid())) {
+			_cleanup_free_ char *p = xasprintf("%s/%s", base, de->d_name);
+			rm_tree(p, NULL);
+		}
 	}
-	globfree(&g);
+}
+
+/* flock(LOCK_EX) that gives up when the generation is cancelled. */
+static int lock_cancellable(int fd, const struct dataset_gen_opts *o, char **err, const char *path)
+{
+	for (;;) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return set_err_errno(err, "lock", path);
+		if (gen_cancelled(o)) {
+			*err = xstrdup("interrupted");
+			return -1;
+		}
+		struct timespec ts = { 0, 50 * 1000000L };
+		nanosleep(&ts, NULL);
+	}
 }
 
 int dataset_get(const struct dataset_spec *spec, const struct dataset_get_opts *opts,
@@ -768,25 +903,35 @@ int dataset_get(const struct dataset_spec *spec, const struct dataset_get_opts *
 	_cleanup_free_ char *dir = xasprintf("%s/%s", base, hash);
 	_cleanup_free_ char *mpath = xasprintf("%s/%s.manifest.json", base, hash);
 	_cleanup_free_ char *lpath = xasprintf("%s/%s.lock", base, hash);
+	remove_dead_temps(base, NULL);
 
 	/* one generator per dataset across processes; the lock dies with the fd */
-	_cleanup_close_ int lock = open(lpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	_cleanup_close_ int lock = open(lpath, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (lock < 0)
 		return set_err_errno(err, "create", lpath);
-	while (flock(lock, LOCK_EX) < 0) {
-		if (errno != EINTR)
-			return set_err_errno(err, "lock", lpath);
-	}
+	if (lock_cancellable(lock, &opts->gen, err, lpath) < 0)
+		return -1;
+	/* the use that eviction goes by (dataset_cache_evict()) */
+	(void)futimens(lock, NULL);
 
 	struct manifest *m = NULL;
 	char *why = NULL;
-	if (access(mpath, F_OK) == 0) {
-		if (manifest_load(mpath, &m, &why) < 0) {
+	struct stat mst;
+	if (lstat(mpath, &mst) == 0) {
+		size_t rehashed = 0;
+		if (!S_ISREG(mst.st_mode)) {
+			why = xstrdup("manifest is not a regular file");
+		} else if (manifest_load(mpath, &m, &why) < 0) {
 			m = NULL;
 		} else if (!m->complete || !m->spec || !STREQ(m->spec, canon)) {
 			why = xstrdup(!m->complete ? "manifest incomplete"
 						   : "manifest is for another spec");
-		} else if (dataset_intact(m, dir, opts->rehash, &why)) {
+		} else if (check_intact(m, m, dir, opts->rehash, &mst.st_mtim, &rehashed, &why)) {
+			/* files whose inode changed after the manifest was written were re-hashed
+			   and are whole: seal them again, so the next use trusts them */
+			if (rehashed && !opts->rehash)
+				(void)utimensat(AT_FDCWD, mpath, NULL, AT_SYMLINK_NOFOLLOW);
+			info->rehashed = rehashed;
 			info->dir = TAKE_PTR(dir);
 			info->manifest_path = TAKE_PTR(mpath);
 			*out = m;
@@ -801,19 +946,18 @@ int dataset_get(const struct dataset_spec *spec, const struct dataset_get_opts *
 		return set_err_errno(err, "remove", mpath);
 	if (rm_tree(dir, NULL) < 0)
 		return set_err_errno(err, "remove", dir);
-	remove_stale_temps(base, hash);
+	remove_dead_temps(base, hash);
 	_cleanup_free_ char *tmp = xasprintf("%s/.tmp-%s-%ld", base, hash, (long)getpid());
-	if (dataset_generate(spec, tmp, &opts->gen, &m, err) < 0) {
-		rm_tree(tmp, NULL);
+	if (dataset_generate(spec, tmp, &opts->gen, &m, err) < 0)
 		return -1;
-	}
 	if (rename(tmp, dir) < 0) {
 		set_err_errno(err, "rename into place", tmp);
 		rm_tree(tmp, NULL);
 		manifest_free(m);
 		return -1;
 	}
-	/* the manifest last: its presence (with "complete") is what says the data is whole */
+	/* the manifest last: its presence (with "complete") is what says the data is whole, and
+	   its mtime seals the files' inodes (check_intact()) */
 	if (manifest_save(m, mpath, err) < 0) {
 		manifest_free(m);
 		return -1;

@@ -45,6 +45,9 @@ struct manifest_entry {
 	uint64_t size;            /* files: bytes; symlinks: target length; dirs: 0 */
 	unsigned char sha256[32]; /* files only */
 	char *target;             /* symlinks only */
+	/* Where the scan or the generator found it on the host (0: unknown, e.g. loaded from a
+	 * file): dataset_open_file() refuses a file that is not this inode any more. Not saved. */
+	uint64_t dev, ino;
 };
 
 struct manifest_skip {
@@ -61,6 +64,8 @@ struct manifest {
 	uint64_t files, bytes;    /* filled by manifest_finish() */
 	unsigned char digest[32]; /* filled by manifest_finish() */
 	bool complete;
+	/* The dataset's top directory as scanned (0: unknown); see dataset_open_root(). */
+	uint64_t root_dev, root_ino;
 };
 
 struct manifest *manifest_new(void);

@@ -12,6 +12,7 @@
 #include <openssl/evp.h>
 
 #include "cleanup.h"
+#include "dataset.h"
 #include "run.h"
 #include "util.h"
 #include "archive.h"
@@ -113,16 +114,17 @@ int stream_concat(const char *dir, const struct manifest *m, int fd, unsigned ti
 	EVP_DigestInit_ex(md, EVP_sha256(), NULL);
 	_cleanup_free_ char *buf = xmalloc(READ_CHUNK);
 	*bytes = 0;
+	_cleanup_close_ int root = dataset_open_root(dir, m, err);
+	if (root < 0)
+		return -1;
 	for (size_t i = 0; i < m->n; i++) {
 		const struct manifest_entry *me = &m->entries[i];
 		if (me->type != MANIFEST_FILE)
 			continue;
 		_cleanup_free_ char *path = xasprintf("%s/%s", dir, me->path);
-		_cleanup_close_ int in = open(path, O_RDONLY | O_CLOEXEC);
-		if (in < 0) {
-			*err = xasprintf("'%s': %s", path, strerror(errno));
+		_cleanup_close_ int in = dataset_open_file(root, me, err);
+		if (in < 0)
 			return -1;
-		}
 		uint64_t left = me->size;
 		while (left > 0) {
 			size_t want = left < READ_CHUNK ? (size_t)left : READ_CHUNK;
