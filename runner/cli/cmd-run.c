@@ -6,20 +6,18 @@
 
 #include "../reporters/reporters.h"
 #include "commands.h"
+#include "fs.h"
 #include "exec.h"
 #include "plan.h"
 #include "units.h"
 #include "util.h"
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct plan *, plan_free)
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct matrix *, matrix_free)
-
 static void usage(FILE *out)
 {
 	fputs("usage: ferry run [--connect URI] [--shard K/N] [--max-cells N] [--junit F]\n"
 	      "                 [--markdown F] [--json F] [--bmf F] [--gab F] [--results F]\n"
-	      "                 [--resume F] [--rerun-failed] [--fail-fast] [--quiet] [--verbose] "
-	      "PLAN\n"
+	      "                 [--resume F] [--rerun-failed] [--fail-fast] [--quiet] [--verbose]\n"
+	      "                 [--allow-env NAME] [--var NAME=VALUE] [--allow-output DIR] PLAN\n"
 	      "\n"
 	      "Run every cell of a plan against real guests, verify every run, and write the\n"
 	      "results file (after every cell) and the reports the plan or the options name.\n"
@@ -28,19 +26,26 @@ static void usage(FILE *out)
 	      out);
 }
 
-/* Reports go to directories such as out/ that a fresh checkout does not have yet. */
+/*
+ * Reports go to directories such as out/ that a fresh checkout does not have yet: the missing
+ * parents of an output path are created when the path stays inside the working directory
+ * (relative, no ".." component). Anywhere else the directory must exist, and opening the output
+ * fails naming it: ferry does not create directories elsewhere on the host.
+ */
 static void mkdir_parents(const char *path)
 {
-	if (!path || STREQ(path, "-"))
+	if (!path || STREQ(path, "-") || path[0] == '/')
 		return;
 	_cleanup_free_ char *d = xstrdup(path);
-	for (char *s = d + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		mkdir(d, 0755);
-		*s = '/';
+	char *slash = strrchr(d, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	for (const char *c = d; *c; c += strcspn(c, "/"), c += *c == '/') {
+		if (strncmp(c, "..", 2) == 0 && (c[2] == '/' || c[2] == '\0'))
+			return;
 	}
+	(void)mkdir_p(d, 0755, NULL); /* a failure shows when the output is opened */
 }
 
 /* Progress of the executor on standard error: a live status line on a TTY, else plain lines. */
@@ -94,8 +99,10 @@ int cmd_run(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		PLAN_TRUST_LONG_OPTIONS,
 		{ 0 },
 	};
+	_cleanup_(plan_trust_free) struct plan_options po = { 0 };
 	struct exec_opts eo = { .error = show_error };
 	bool quiet = false;
 	const char *paths[REPORT_FORMAT_COUNT] = { 0 };
@@ -105,6 +112,11 @@ int cmd_run(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "qvh", opts, NULL)) != -1) {
 		_cleanup_free_ char *err = NULL;
 		uint64_t v;
+		int t = plan_trust_option(c, optarg, &po);
+		if (t < 0)
+			return EXEC_EXIT_PLAN;
+		if (t)
+			continue;
 		switch (c) {
 		case 'c': eo.connect = optarg; break;
 		case 's':
@@ -143,12 +155,13 @@ int cmd_run(int argc, char **argv)
 	eo.plan_path = argv[optind];
 
 	struct diag_list diags = { 0 };
-	_cleanup_(plan_freep) struct plan *p = plan_parse_file(eo.plan_path, &diags);
+	_cleanup_(plan_freep) struct plan *p = plan_load(eo.plan_path, &po, &diags);
 	_cleanup_(matrix_freep) struct matrix *m = p ? plan_expand(p, cap, &diags) : NULL;
 	diag_print(&diags, stderr);
 	diag_list_clear(&diags);
 	if (!m)
 		return EXEC_EXIT_PLAN;
+	plan_warnings_print(p);
 
 	/* the plan's report paths, unless an option overrides them */
 	if (!paths[REPORT_JUNIT])

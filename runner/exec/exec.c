@@ -16,6 +16,7 @@
 
 #include "agent.h"
 #include "guest.h"
+#include "hash.h"
 #include "keys.h"
 #include "methods/method.h"
 #include "proc.h"
@@ -1071,11 +1072,8 @@ static char *file_sha256(const char *path)
 	_cleanup_free_ char *buf = read_file(path, &len);
 	if (!buf)
 		return NULL;
-	unsigned char md[32];
-	unsigned int n;
-	EVP_Digest(buf, len, md, &n, EVP_sha256(), NULL);
-	char hex[65];
-	sha256_hex(md, hex);
+	char hex[SHA256_HEX];
+	sha256_buf_hex(buf, len, hex);
 	return xstrdup(hex);
 }
 

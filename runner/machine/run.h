@@ -73,6 +73,3 @@ int run_signal_fd(void);
  * it. Returns false when name is not a ferry domain name.
  */
 bool run_parse_domain_name(const char *name, char **run_id, long *pid);
-
-/* Remove a directory tree (no symlinks followed). Returns 0 or -1 with errno. */
-int run_rm_rf(const char *path);

@@ -16,7 +16,10 @@
 #include <libxml/xpath.h>
 
 #include "agent.h"
+#include "cleanup.h"
+#include "fs.h"
 #include "guest.h"
+#include "plan-limits.h"
 #include "proc.h"
 #include "util.h"
 
@@ -43,9 +46,6 @@ int vm_enum_parse(const char *const *names, const char *s)
 			return i;
 	return -1;
 }
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(xmlDocPtr, xmlFreeDoc)
-DEFINE_TRIVIAL_CLEANUP_FUNC(virDomainPtr, virDomainFree)
 
 void vm_config_init(struct vm_config *c)
 {
@@ -135,11 +135,12 @@ int vm_disk_validate(const struct disk_config *d, enum vm_machine machine, bool 
 
 int vm_config_validate(const struct vm_config *c, char **why)
 {
-	if (c->vcpus < 1 || c->vcpus > 255) {
-		*why = xasprintf("vcpus must be between 1 and 255, not %u", c->vcpus);
+	if (c->vcpus < 1 || c->vcpus > PLAN_VCPUS_MAX) {
+		*why =
+		    xasprintf("vcpus must be between 1 and %u, not %u", PLAN_VCPUS_MAX, c->vcpus);
 		return -1;
 	}
-	if (c->memory < (64ull << 20) || c->memory % (1u << 20) != 0) {
+	if (c->memory < PLAN_MEMORY_MIN || c->memory % (1u << 20) != 0) {
 		*why = xstrdup("memory must be at least 64 MiB and a multiple of 1 MiB");
 		return -1;
 	}
@@ -877,13 +878,9 @@ void vm_kvm_probe_remember(virConnectPtr conn, int usable)
 	_cleanup_free_ char *path = kvm_probe_file();
 	if (!key || usable < 0)
 		return;
-	_cleanup_free_ char *tmp = xasprintf("%s.%d", path, (int)getpid());
-	FILE *f = fopen(tmp, "w");
-	if (!f)
-		return; /* no cache directory yet: the next process probes again */
-	fprintf(f, "%s %d\n", key, usable ? 1 : 0);
-	if (fclose(f) != 0 || rename(tmp, path) != 0)
-		unlink(tmp);
+	_cleanup_free_ char *text = xasprintf("%s %d\n", key, usable ? 1 : 0);
+	/* no cache directory yet: the next process probes again */
+	(void)write_file_atomic(path, text, strlen(text), 0644, NULL);
 }
 
 int vm_boot(struct run *run, virConnectPtr conn, const struct vm_config *c, unsigned timeout_ms,

@@ -44,7 +44,6 @@ void matrix_free(struct matrix *m)
 	free(m->lead_axes);
 	free(m);
 }
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct matrix *, matrix_free)
 
 /* ---- building ---- */
 

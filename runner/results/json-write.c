@@ -7,69 +7,18 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fs.h"
 #include "results.h"
+#include "utf8.h"
 
-/*
- * The one UTF-8 repair of the writer: jansson refuses strings that are not UTF-8 (a serial
- * console tail may hold anything). TODO(util): this is the util helper's utf8_sanitize()
- * (runner/util/utf8.h) once it has landed; until then the copy below is the only one here.
- */
-/* Replace byte sequences that are not UTF-8 (RFC 3629) with U+FFFD: a serial console tail may
- * hold anything, and jansson refuses strings that are not UTF-8. */
-static char *utf8_sanitize(const char *s)
-{
-	size_t len = strlen(s);
-	char *out = xmalloc(3 * len + 1), *o = out;
-	const unsigned char *p = (const unsigned char *)s;
-
-	while (*p) {
-		unsigned char c = p[0];
-		size_t n = 0;
-		unsigned lo = 0x80, hi = 0xBF;
-		if (c < 0x80)
-			n = 1;
-		else if (c >= 0xC2 && c <= 0xDF)
-			n = 2;
-		else if (c >= 0xE0 && c <= 0xEF) {
-			n = 3;
-			if (c == 0xE0)
-				lo = 0xA0;
-			else if (c == 0xED)
-				hi = 0x9F;
-		} else if (c >= 0xF0 && c <= 0xF4) {
-			n = 4;
-			if (c == 0xF0)
-				lo = 0x90;
-			else if (c == 0xF4)
-				hi = 0x8F;
-		}
-		bool ok = n > 0;
-		for (size_t i = 1; ok && i < n; i++) {
-			unsigned b = p[i];
-			unsigned l = i == 1 ? lo : 0x80, h = i == 1 ? hi : 0xBF;
-			ok = b >= l && b <= h;
-		}
-		if (ok) {
-			memcpy(o, p, n);
-			o += n;
-			p += n;
-		} else {
-			memcpy(o, "\xEF\xBF\xBD", 3);
-			o += 3;
-			p++;
-		}
-	}
-	*o = '\0';
-	return out;
-}
-
+/* Strings that are not UTF-8 (a serial console tail may hold anything; jansson refuses them)
+ * are written with U+FFFD in place of the bytes that are not (utf8_sanitize()). */
 static json_t *jstr(const char *s)
 {
 	if (!s)
@@ -264,7 +213,7 @@ int results_dump(const struct results *r, FILE *out, char **err)
 	if (rc == 0 && fflush(out) != 0)
 		rc = -1;
 	if (rc < 0 || ferror(out)) {
-		*err = xasprintf("cannot write the results document: %s", strerror(errno));
+		*err = xasprintf("write: %s", strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -272,45 +221,30 @@ int results_dump(const struct results *r, FILE *out, char **err)
 
 int results_write(const struct results *r, const char *path, char **err)
 {
-	/* the temporary file lives in the target's directory so that rename() is atomic */
-	_cleanup_free_ char *dcopy = xstrdup(path), *bcopy = xstrdup(path);
-	const char *dir = dirname(dcopy), *base = basename(bcopy);
-	_cleanup_free_ char *tmp = xasprintf("%s/.%s.XXXXXX", dir, base);
-	int fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		*err = xasprintf("%s: cannot create a temporary file in '%s': %s", path, dir,
-				 strerror(errno));
+	/* the one atomic writer (fs.h): a temporary file created exclusively next to the target,
+	 * fsync, rename over it (only a regular file is replaced), fsync the directory */
+	struct atomic_file af;
+	if (atomic_file_open(&af, path, 0644, err) < 0)
 		return -1;
-	}
-	FILE *f = fdopen(fd, "w");
+	int fd = dup(af.fd);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
 	if (!f) {
-		int e = errno;
-		close(fd);
-		unlink(tmp);
-		*err = xasprintf("%s: %s", path, strerror(e));
+		*err = xasprintf("%s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		atomic_file_abort(&af);
 		return -1;
 	}
 	_cleanup_free_ char *derr = NULL;
-	const char *what = NULL;
-	int e = 0;
-	if (fchmod(fd, 0644) < 0)
-		what = "chmod", e = errno;
-	else if (results_dump(r, f, &derr) < 0)
-		what = "write", e = errno;
-	else if (fsync(fd) < 0)
-		what = "fsync", e = errno;
-	if (fclose(f) != 0 && !what)
-		what = "close", e = errno;
-	if (!what && rename(tmp, path) < 0)
-		what = "rename", e = errno;
-	if (what) {
-		unlink(tmp);
-		*err = xasprintf("%s: %s: %s", path, what, e ? strerror(e) : "i/o error");
+	int rc = results_dump(r, f, &derr);
+	if (fclose(f) != 0 && rc == 0) {
+		rc = -1;
+		derr = xasprintf("close: %s", strerror(errno));
+	}
+	if (rc < 0) {
+		*err = xasprintf("%s: %s", path, derr);
+		atomic_file_abort(&af);
 		return -1;
 	}
-	/* make the rename itself durable */
-	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0)
-		(void)fsync(dfd);
-	return 0;
+	return atomic_file_commit(&af, err);
 }

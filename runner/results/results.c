@@ -3,13 +3,14 @@
 
 #include "results.h"
 
+#include "hash.h"
+
 /*
  * The results model (results.h): names, building and freeing, statistics of a cell, time. Its
  * JSON form is in json-write.c and json-read.c, the host's provenance in provenance.c, the
  * --resume check in resume.c.
  */
 #include <math.h>
-#include <openssl/sha.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -160,14 +161,6 @@ static char *strdup_or_null(const char *s)
 	return s ? xstrdup(s) : NULL;
 }
 
-static void sha256_hex(const void *data, size_t len, char out[65])
-{
-	unsigned char md[SHA256_DIGEST_LENGTH];
-	SHA256(data, len, md);
-	for (size_t i = 0; i < sizeof(md); i++)
-		sprintf(out + 2 * i, "%02x", md[i]);
-}
-
 void results_set_plan(struct results *r, const char *name, const char *path, const char *bytes,
 		      size_t len)
 {
@@ -179,7 +172,7 @@ void results_set_plan(struct results *r, const char *name, const char *path, con
 	free(r->plan.text);
 	r->plan.name = strdup_or_null(name);
 	r->plan.path = strdup_or_null(path);
-	sha256_hex(bytes, len, hex);
+	sha256_buf_hex(bytes, len, hex);
 	r->plan.sha256 = xstrdup(hex);
 	r->plan.text = xstrndup(bytes, len);
 }

@@ -246,9 +246,10 @@ struct results *results_from_json(const json_t *root, char **err);
 int results_dump(const struct results *r, FILE *out, char **err);
 
 /*
- * Write the file atomically: a temporary file in the same directory, fsync, rename over path,
- * fsync the directory. On failure the old file is untouched, no temporary file is left and
- * *err says why ("PATH: message"). Returns 0 or -1.
+ * Write the file atomically (atomic_file_*() in fs.h: a temporary file created exclusively in the
+ * same directory, fsync, rename over path, fsync the directory; only a regular file is replaced).
+ * On failure the old file is untouched, no temporary file is left and *err says why
+ * ("PATH: message"). Returns 0 or -1.
  */
 int results_write(const struct results *r, const char *path, char **err);
 

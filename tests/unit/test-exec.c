@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "dataset.h"
+#include "fs.h"
 #include "exec.h"
 #include "methods/archive.h"
 #include "methods/method.h"
@@ -243,7 +244,7 @@ static void roundtrip(const struct plan_archive *a)
 	archive_read_free(r);
 	g_byte_array_free(mem.bytes, TRUE);
 	manifest_free(m);
-	g_assert_cmpint(rm_rf(tmp), ==, 0);
+	g_assert_cmpint(rm_tree(tmp, NULL), ==, 0);
 }
 
 static void test_stream_tar_gz(void)
