@@ -252,6 +252,8 @@ static int cmd_gen(int argc, char **argv)
 			return gen_signal ? interrupted_exit() : EXIT_INFRA;
 		}
 		print_summary(m, info.dir, info.manifest_path);
+		if (info.evicted)
+			printf("evicted: %zu\n", info.evicted);
 		if (info.generated && info.regen_reason)
 			printf("generated: yes (%s)\n", info.regen_reason);
 		else
