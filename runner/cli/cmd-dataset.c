@@ -214,10 +214,11 @@ static int cmd_gen(int argc, char **argv)
 		errorf("%s", err);
 		return EXIT_PLAN;
 	}
-	/* the plan language's limits (ferry(1) LIMITS): a typo must not fill the disk */
+	/* the plan language's limits (ferry(1) SECURITY, Limits): a typo must not fill the disk */
 	uint64_t total;
 	if (spec.files > PLAN_DATASET_FILES_MAX) {
-		errorf("option '--files': %llu files are above the limit of %u (ferry(1) LIMITS)",
+		errorf("option '--files': %llu files are above the limit of %u (ferry(1) SECURITY, "
+		       "Limits)",
 		       (unsigned long long)spec.files, PLAN_DATASET_FILES_MAX);
 		return EXIT_PLAN;
 	}
@@ -225,7 +226,7 @@ static int cmd_gen(int argc, char **argv)
 		     &total) ||
 	    total > PLAN_DATASET_MAX) {
 		errorf("option '--size': %llu files of up to '%s' are above the limit of 16TiB per "
-		       "dataset (ferry(1) LIMITS)",
+		       "dataset (ferry(1) SECURITY, Limits)",
 		       (unsigned long long)spec.files, size_arg);
 		return EXIT_PLAN;
 	}
@@ -253,6 +254,8 @@ static int cmd_gen(int argc, char **argv)
 			return gen_signal ? interrupted_exit() : EXIT_INFRA;
 		}
 		print_summary(m, info.dir, info.manifest_path);
+		if (info.evicted)
+			printf("evicted: %zu\n", info.evicted);
 		if (info.generated && info.regen_reason)
 			printf("generated: yes (%s)\n", info.regen_reason);
 		else

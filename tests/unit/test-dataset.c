@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "capacity.h"
 #include "dataset.h"
 #include "fs.h"
 #include "util.h"
@@ -777,10 +778,43 @@ static void test_parse_size(void)
 	}
 }
 
+/* capacity_check(): sums per filesystem, says which is short and for what; memory too. */
+static void test_capacity(void)
+{
+	const struct capacity_need needs[] = {
+		{ "datasets to generate", 7, UINT64_C(3) << 30 },
+		{ "target disks", 7, UINT64_C(1) << 30 },
+		{ "target disks", 9, UINT64_C(1) << 30 },
+		{ "the largest VM", 0, UINT64_C(2) << 30 },
+	};
+	struct capacity_space space[] = {
+		{ 7, "/cache", UINT64_C(4) << 30 },
+		{ 9, "/runs", UINT64_C(1) << 30 },
+		{ 0, "memory", UINT64_C(2) << 30 },
+	};
+	char *err = NULL;
+	/* exactly full is enough */
+	g_assert_cmpint(capacity_check(needs, 4, space, 3, &err), ==, 0);
+	space[0].avail--;
+	space[2].avail = UINT64_C(1) << 30;
+	g_assert_cmpint(capacity_check(needs, 4, space, 3, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "not enough disk space on the filesystem of '/cache': the run "
+				     "needs 4GiB (datasets to generate 3GiB, target disks 1GiB)"));
+	g_assert_null(strstr(err, "/runs"));
+	g_assert_nonnull(strstr(err, "not enough memory: the run needs 2GiB (the largest VM 2GiB), "
+				     "1GiB are available"));
+	free(err);
+	/* a sum that overflows is still too much */
+	const struct capacity_need huge[] = { { "a", 7, UINT64_MAX }, { "b", 7, 2 } };
+	g_assert_cmpint(capacity_check(huge, 2, space, 3, &err), ==, -1);
+	free(err);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/dataset/capacity", test_capacity);
 	g_test_add_func("/dataset/determinism", test_determinism);
 	g_test_add_func("/dataset/fill-ranges", test_fill_ranges);
 	g_test_add_func("/dataset/golden", test_golden);
