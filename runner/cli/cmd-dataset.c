@@ -19,6 +19,7 @@
 #include "commands.h"
 #include "dataset.h"
 #include "plan-limits.h"
+#include "proc.h"
 #include "util.h"
 
 static void usage(FILE *out)
@@ -325,31 +326,34 @@ static int cmd_command(int argc, char **argv)
 	return EXIT_OK;
 }
 
-/* Run the guest's listing command here, on a host directory, and capture its output. */
+/*
+ * Run the guest's listing command here, on a host directory, and capture its output. The command
+ * is the shell script the guest runs (that is what this checks), so it goes to sh as one argument
+ * through the one process helper; stderr is kept for the message.
+ */
 static char *run_listing(const char *dir, bool symlinks, size_t *len, char **err)
 {
 	_cleanup_free_ char *cmd = manifest_guest_command(dir, symlinks);
-	FILE *p = popen(cmd, "r");
-	if (!p) {
-		*err = xasprintf("cannot run the listing command: %s", strerror(errno));
+	const char *const argv[] = { "sh", "-c", cmd, NULL };
+	const struct proc_opts opts = { .split_stderr = true };
+	struct proc_result res;
+	_cleanup_free_ char *e = NULL;
+
+	if (proc_spawn(argv, &opts, &res, &e) < 0) {
+		*err = xasprintf("cannot run the listing command: %s", e);
 		return NULL;
 	}
-	char *out = NULL;
-	size_t n = 0, cap = 0, r;
-	char chunk[65536];
-	while ((r = fread(chunk, 1, sizeof(chunk), p)) > 0) {
-		out = xgrow(out, &cap, n + r + 1, 1);
-		memcpy(out + n, chunk, r);
-		n += r;
-	}
-	int st = pclose(p);
-	if (st != 0) {
-		free(out);
-		*err = xasprintf("listing command failed (status %d): %s", WEXITSTATUS(st), cmd);
+	if (res.status != 0) {
+		_cleanup_free_ char *line = proc_last_line(res.errout, strlen(res.errout));
+		*err = xasprintf("listing command failed (status %d): %s%s%s", res.status, cmd,
+				 *line ? ": " : "", line);
+		proc_result_clear(&res);
 		return NULL;
 	}
-	*len = n;
-	return out ? out : xstrdup("");
+	*len = res.out_len;
+	char *out = TAKE_PTR(res.out);
+	proc_result_clear(&res);
+	return out;
 }
 
 static int cmd_verify(int argc, char **argv)
