@@ -89,3 +89,14 @@ void exec_dataset_spec(const struct plan_dataset *p, struct dataset_spec *s);
 /* plan enums -> vm enums */
 enum disk_format exec_disk_format(enum plan_disk_format f);
 enum disk_bus exec_disk_bus(enum plan_bus b);
+
+/* A cell's resolved parameters as the results record them (a new JSON object). */
+json_t *exec_cell_params(const struct plan *p, const struct matrix *m, size_t i);
+
+/*
+ * Whether `earlier` (a results file given to --resume or --rerun-failed) was written by this
+ * plan: same plan file hash, and every cell it holds is a cell of m with the same resolved
+ * parameters (results_check_resume()). Returns 0, or -1 with *why saying what differs.
+ */
+int exec_check_resume(const struct plan *p, const struct matrix *m, const char *plan_path,
+		      const struct results *earlier, char **why);
