@@ -165,6 +165,16 @@ guest_list "$tmp/tree" --symlinks | "$FERRY" dataset verify --manifest "$tmp/tre
 	--symlinks - 2>"$tmp/err" || rc=$?
 [ "$rc" = 1 ] && grep -qF "1 different (link)" "$tmp/err" || fail "changed link: $(cat "$tmp/err")"
 
+echo "# names the old listing broke: a trailing CR, a leading '-' or blank"
+mkdir "$tmp/odd"
+printf 'a' >"$tmp/odd/cr$(printf '\r')"
+printf 'b' >"$tmp/odd/-dash"
+printf 'c' >"$tmp/odd/ lead"
+"$FERRY" dataset scan "$tmp/odd" --manifest "$tmp/odd.json" >/dev/null
+guest_list "$tmp/odd" --symlinks >"$tmp/listing"
+"$FERRY" dataset verify --manifest "$tmp/odd.json" --symlinks "$tmp/listing" >"$tmp/out" 2>&1 ||
+	fail "odd names: $(cat "$tmp/out")"
+
 echo "# usage errors"
 rc=0
 "$FERRY" dataset gen --size 1 --content rnadom 2>"$tmp/err" || rc=$?
