@@ -32,7 +32,7 @@ bytes="$(query "$res" 'cells["vm=tiny,disk=raw,dataset=large,method=block-1m"]["
 [ "$bytes" = 8388608 ] || fail "block bytes: $bytes"
 
 # an existing directory with what generated datasets lack: a symlink, a hidden file, spaces and
-# '%' in names (the network sender URL-encodes them, a move must carry the symlink)
+# '%' in names (the network sender's list carries them as they are, a move must carry the symlink)
 tree="$work/tree"
 mkdir -p "$tree/sub dir/deep"
 echo hello >"$tree/sub dir/hello world.txt"

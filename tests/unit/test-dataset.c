@@ -787,6 +787,48 @@ static void test_parse_size(void)
 	}
 }
 
+/* Eviction: least recently used first, never a dataset a process holds (dataset_info). */
+static void test_evict(void)
+{
+	char *cache = tmpdir();
+	struct dataset_spec a = { .files = 2, .size_min = 65536, .seed = 1 };
+	struct dataset_spec b = a, c = a;
+	b.seed = 2;
+	c.seed = 3;
+	struct dataset_info ia, ib, ic;
+	setenv("FERRY_CACHE_MAX", "none", 1); /* no eviction inside dataset_get() here */
+	struct manifest *ma = get(&a, cache, false, &ia);
+	struct manifest *mb = get(&b, cache, false, &ib);
+	struct manifest *mc = get(&c, cache, false, &ic);
+	char *da = xstrdup(ia.dir), *db = xstrdup(ib.dir), *dc = xstrdup(ic.dir);
+	/* b is still in use; a and c are not */
+	dataset_info_clear(&ia);
+	dataset_info_clear(&ic);
+	struct evict_result r;
+	char *err = NULL;
+	g_assert_cmpint(dataset_cache_evict(cache, 0, &r, &err), ==, 0);
+	g_assert_cmpuint(r.removed, ==, 2);
+	g_assert_cmpuint(r.in_use, ==, 1);
+	g_assert_false(g_file_test(da, G_FILE_TEST_EXISTS));
+	g_assert_false(g_file_test(dc, G_FILE_TEST_EXISTS));
+	g_assert_true(g_file_test(db, G_FILE_TEST_IS_DIR));
+	g_assert_cmpuint(r.total, >=, 2 * 65536);
+	/* released, it goes too */
+	dataset_info_clear(&ib);
+	g_assert_cmpint(dataset_cache_evict(cache, 0, &r, &err), ==, 0);
+	g_assert_cmpuint(r.removed, ==, 1);
+	g_assert_false(g_file_test(db, G_FILE_TEST_EXISTS));
+	/* an evicted dataset is simply generated again */
+	struct manifest *m2 = get(&a, cache, false, &ia);
+	g_assert_true(ia.generated);
+	g_assert_cmpmem(m2->digest, 32, ma->digest, 32);
+	dataset_info_clear(&ia);
+	unsetenv("FERRY_CACHE_MAX");
+	manifest_free(ma), manifest_free(mb), manifest_free(mc), manifest_free(m2);
+	free(da), free(db), free(dc);
+	rmtree(cache);
+}
+
 /* capacity_check(): sums per filesystem, says which is short and for what; memory too. */
 static void test_capacity(void)
 {
@@ -823,6 +865,7 @@ int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/dataset/evict", test_evict);
 	g_test_add_func("/dataset/capacity", test_capacity);
 	g_test_add_func("/dataset/determinism", test_determinism);
 	g_test_add_func("/dataset/fill-ranges", test_fill_ranges);
