@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* ferry run: parse -> expand -> open reports -> execute -> render. */
 #include <getopt.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -76,6 +77,18 @@ static void show_error(void *ud, const char *text)
 	errorf("%s", text);
 }
 
+/* The exit status of a run that happened (ferry(1) EXIT STATUS). */
+static int exit_code(const struct exec_result *st)
+{
+	if (st->signal)
+		return st->signal == SIGTERM ? EXIT_SIGTERM : EXIT_SIGINT;
+	if (st->counts[STATUS_ERROR])
+		return EXIT_INFRA;
+	if (st->counts[STATUS_FAILED])
+		return EXIT_FAILED;
+	return EXIT_OK;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -110,14 +123,14 @@ int cmd_run(int argc, char **argv)
 		case 's':
 			if (shard_parse(optarg, &eo.shard_k, &eo.shard_n, &err) < 0) {
 				errorf("%s", err);
-				return EXEC_EXIT_PLAN;
+				return EXIT_PLAN;
 			}
 			break;
 		case 'm':
 			if (parse_uint(optarg, &v, &err) < 0 || v == 0) {
 				errorf("invalid --max-cells '%s': expected a positive integer",
 				       optarg);
-				return EXEC_EXIT_PLAN;
+				return EXIT_PLAN;
 			}
 			cap = (size_t)v;
 			break;
@@ -133,12 +146,12 @@ int cmd_run(int argc, char **argv)
 		case 'q': quiet = true; break;
 		case 'v': eo.verbose = true; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return EXEC_EXIT_PLAN;
+		default: usage(stderr); return EXIT_PLAN;
 		}
 	}
 	if (optind != argc - 1) {
 		usage(stderr);
-		return EXEC_EXIT_PLAN;
+		return EXIT_PLAN;
 	}
 	eo.plan_path = argv[optind];
 
@@ -148,7 +161,7 @@ int cmd_run(int argc, char **argv)
 	diag_print(&diags, stderr);
 	diag_list_clear(&diags);
 	if (!m)
-		return EXEC_EXIT_PLAN;
+		return EXIT_PLAN;
 
 	/* the plan's report paths, unless an option overrides them */
 	if (!paths[REPORT_JUNIT])
@@ -169,7 +182,7 @@ int cmd_run(int argc, char **argv)
 		eo.resume = results_read(resume, &err);
 		if (!eo.resume) {
 			errorf("%s", err);
-			return EXEC_EXIT_PLAN;
+			return EXIT_PLAN;
 		}
 	}
 
@@ -189,12 +202,12 @@ int cmd_run(int argc, char **argv)
 		if (report_set_open(&rs, &err) < 0) {
 			errorf("%s", err);
 			results_free(eo.resume);
-			return EXEC_EXIT_PLAN;
+			return EXIT_PLAN;
 		}
 	}
 
 	struct results *r = NULL;
-	struct exec_stats st;
+	struct exec_result st;
 	_cleanup_free_ char *err = NULL;
 	struct progress prog = { .live = isatty(STDERR_FILENO) };
 	eo.ud = &prog;
@@ -203,24 +216,24 @@ int cmd_run(int argc, char **argv)
 		eo.status = prog.live ? show_status : NULL;
 		eo.line = show_line;
 	}
-	int code = exec_plan(p, m, &eo, &r, &st, &err);
+	int rc = exec_plan(p, m, &eo, &r, &st, &err);
 	clear_status(&prog);
-	if (err) {
+	if (rc < 0) {
 		errorf("%s", err);
 		report_set_abort(&rs);
 		results_free(r);
-		return code;
+		return EXIT_INFRA;
 	}
+	int code = exit_code(&st);
 	_cleanup_free_ char *rerr = NULL, *warning = NULL;
 	if (report_set_write(&rs, r, &rerr, &warning) < 0) {
 		errorf("%s", rerr);
-		if (code == EXEC_EXIT_OK)
-			code = EXEC_EXIT_INFRA;
+		if (code == EXIT_OK)
+			code = EXIT_INFRA;
 	}
 	if (warning)
 		warnf("%s", warning);
-	size_t counts[STATUS_COUNT];
-	results_count_status(r, counts);
+	const size_t *counts = st.counts;
 	if (!quiet) {
 		fprintf(stderr,
 			"ferry: %zu passed, %zu failed, %zu errors, %zu skipped, %zu pending; %u "
