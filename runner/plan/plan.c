@@ -270,7 +270,10 @@ static void check_entry(struct ctx *c, const struct key_table *t, void *obj, con
 static bool set_scalar(struct ctx *c, const struct key_table *t, const struct key_def *k, void *obj,
 		       const yaml_node_t *v, const struct key_def *msg_key)
 {
-	if (v->type != YAML_SCALAR_NODE || is_null(v)) {
+	/* a plain null is a value only where the key has one of that name (type: null) */
+	bool null_value = is_null(v) && k->type == KEY_ENUM && STREQ(scalar(v), "null") &&
+			  key_enum_index(k, "null") >= 0;
+	if (v->type != YAML_SCALAR_NODE || (is_null(v) && !null_value)) {
 		type_error(c, msg_key, v);
 		return false;
 	}
