@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* ferry run: parse -> expand -> open reports -> execute -> render. */
 #include <getopt.h>
-#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -25,7 +24,8 @@ static void usage(FILE *out)
 	      "Run every cell of a plan against real guests, verify every run, and write the\n"
 	      "results file (after every cell) and the reports the plan or the options name.\n"
 	      "Exit: 0 all passed, 1 a criterion or integrity check failed, 2 plan errors,\n"
-	      "3 infrastructure errors, 130/143 interrupted (results written).\n",
+	      "3 infrastructure errors, 128+N interrupted by signal N: 129 SIGHUP, 130 SIGINT,\n"
+	      "131 SIGQUIT, 143 SIGTERM (results written, domains and run directory removed).\n",
 	      out);
 }
 
@@ -80,8 +80,8 @@ static void show_error(void *ud, const char *text)
 /* The exit status of a run that happened (ferry(1) EXIT STATUS). */
 static int exit_code(const struct exec_result *st)
 {
-	if (st->signal)
-		return st->signal == SIGTERM ? EXIT_SIGTERM : EXIT_SIGINT;
+	if (st->signal) /* 129 SIGHUP, 130 SIGINT, 131 SIGQUIT, 143 SIGTERM */
+		return 128 + st->signal;
 	if (st->counts[STATUS_ERROR])
 		return EXIT_INFRA;
 	if (st->counts[STATUS_FAILED])

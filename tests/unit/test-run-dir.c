@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "proc.h"
@@ -141,12 +142,110 @@ static void test_proc(void)
 	free(err);
 }
 
+/* SIGHUP and SIGQUIT end a run like SIGINT/SIGTERM (a flag; the cleanup runs normally), and a
+ * second signal does not kill at once: the cleanup still runs (here: exit's atexit backstop). */
+static void test_run_signal_hup_quit(void)
+{
+	if (g_test_subprocess()) {
+		char *err = NULL;
+		struct run *r = run_open(&err);
+		g_assert_nonnull(r);
+		char *p = run_path(r, "logs", "x.log");
+		g_assert_true(g_file_set_contents(p, "x", 1, NULL));
+		free(p);
+		raise(SIGHUP);
+		g_assert_cmpint(run_interrupted(), ==, SIGHUP);
+		raise(SIGQUIT); /* the second signal */
+		g_assert_cmpint(run_interrupted(), ==, SIGHUP);
+		printf("alive after a second signal\n");
+		exit(129);
+	}
+	char *base = g_dir_make_tmp("ferry-test-sig-XXXXXX", NULL);
+	g_setenv("FERRY_RUN_DIR", base, TRUE);
+	g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
+	g_test_trap_assert_failed();
+	g_test_trap_assert_stdout("*alive after a second signal*");
+	g_assert_cmpint(g_rmdir(base), ==, 0); /* the run directory was removed */
+	g_free(base);
+	g_unsetenv("FERRY_RUN_DIR");
+}
+
+/* After a second signal a cleanup that hangs is cut short: exit 128 + the first signal within
+ * RUN_SECOND_SIGNAL_S, the run directory left for doctor --reap. */
+static void test_run_second_signal_deadline(void)
+{
+	char *base = g_dir_make_tmp("ferry-test-sig-XXXXXX", NULL);
+	g_setenv("FERRY_RUN_DIR", base, TRUE);
+	uint64_t t0 = now_ns();
+	pid_t pid = fork();
+	g_assert_cmpint(pid, >=, 0);
+	if (pid == 0) {
+		char *err = NULL;
+		if (!run_open(&err))
+			_exit(99);
+		raise(SIGINT);
+		raise(SIGINT);
+		sleep(60); /* a cleanup that hangs */
+		_exit(98);
+	}
+	int st = 0;
+	g_assert_cmpint(waitpid(pid, &st, 0), ==, pid);
+	double s = (double)(now_ns() - t0) / 1e9;
+	g_assert_true(WIFEXITED(st));
+	g_assert_cmpint(WEXITSTATUS(st), ==, 130);
+	g_assert_cmpfloat(s, >=, RUN_SECOND_SIGNAL_S - 0.5);
+	g_assert_cmpfloat(s, <, RUN_SECOND_SIGNAL_S + 10);
+	g_assert_cmpint(run_rm_rf(base), ==, 0);
+	g_free(base);
+	g_unsetenv("FERRY_RUN_DIR");
+}
+
+/* A domain ferry starts carries its marker; one without it is not ferry's, whatever its name. */
+static void test_domain_owner(void)
+{
+	char *err = NULL;
+	virConnectPtr conn = vm_connect("test:///default", &err);
+	g_assert_nonnull(conn);
+	struct vm_config c;
+	builtin(&c);
+	c.owner_run = "20260101T000000-4242";
+	c.owner_pid = 4242;
+	char *xml = vm_domain_xml(&c, "ferry-20260101T000000-4242-0", false, NULL, &err);
+	g_assert_nonnull(xml);
+	g_assert_nonnull(strstr(xml, "https://github.com/ferry/ferry/xmlns/run/1"));
+	virDomainPtr d = virDomainCreateXML(conn, xml, 0);
+	g_assert_nonnull(d);
+	char *id = NULL;
+	long pid = 0;
+	g_assert_true(run_domain_owner(d, &id, &pid));
+	g_assert_cmpstr(id, ==, "20260101T000000-4242");
+	g_assert_cmpint(pid, ==, 4242);
+	free(id);
+	virDomainDestroy(d);
+	virDomainFree(d);
+	free(xml);
+	/* the same name without the marker */
+	c.owner_run = NULL;
+	xml = vm_domain_xml(&c, "ferry-20260101T000000-4242-1", false, NULL, &err);
+	g_assert_null(strstr(xml, "metadata"));
+	d = virDomainCreateXML(conn, xml, 0);
+	g_assert_nonnull(d);
+	g_assert_false(run_domain_owner(d, NULL, NULL));
+	virDomainDestroy(d);
+	virDomainFree(d);
+	free(xml);
+	virConnectClose(conn);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/run/dir", test_run_dir);
 	g_test_add_func("/run/signal", test_run_signal);
+	g_test_add_func("/run/signal-hup-quit", test_run_signal_hup_quit);
+	g_test_add_func("/run/second-signal-deadline", test_run_second_signal_deadline);
+	g_test_add_func("/run/domain-owner", test_domain_owner);
 	g_test_add_func("/run/proc", test_proc);
 	return g_test_run();
 }
