@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "reporters.h"
+#include "utf8.h"
 
 void report_locale_enter(struct report_locale *l)
 {
@@ -26,37 +27,6 @@ void report_locale_leave(struct report_locale *l)
 		freelocale(l->c);
 		l->c = (locale_t)0;
 	}
-}
-
-/* Length of the UTF-8 sequence at s and its code point, or 0 for an invalid sequence (overlong,
- * surrogate, beyond U+10FFFF, truncated). */
-static size_t utf8_decode(const unsigned char *s, uint32_t *cp)
-{
-	uint32_t c = s[0];
-	size_t len;
-	uint32_t min;
-
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	} else if ((c & 0xe0) == 0xc0) {
-		len = 2, c &= 0x1f, min = 0x80;
-	} else if ((c & 0xf0) == 0xe0) {
-		len = 3, c &= 0x0f, min = 0x800;
-	} else if ((c & 0xf8) == 0xf0) {
-		len = 4, c &= 0x07, min = 0x10000;
-	} else {
-		return 0;
-	}
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80) /* also stops at the terminating NUL */
-			return 0;
-		c = (c << 6) | (s[i] & 0x3f);
-	}
-	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	*cp = c;
-	return len;
 }
 
 /* Length of the ANSI escape sequence starting with ESC at s (ECMA-48: CSI "ESC [" parameters
@@ -102,7 +72,7 @@ char *report_clean_text(const char *str)
 			i++;
 			continue;
 		}
-		size_t len = utf8_decode(s + i, &cp);
+		size_t len = utf8_decode(str + i, n - i, &cp);
 		if (len == 0) {
 			memcpy(out + o, "\xef\xbf\xbd", 3);
 			o += 3;

@@ -15,12 +15,11 @@
 #include <math.h>
 #include <string.h>
 
+#include "cleanup.h"
 #include "reporters.h"
 
 /* How much of a serial tail the <error> body repeats (the full tail is in <system-out>). */
 #define ERROR_BODY_TAIL_MAX 4096
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(xmlDocPtr, xmlFreeDoc)
 
 static const xmlChar *X(const char *s)
 {

@@ -1,52 +1,32 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Report files written all or nothing: a temporary file next to the target, renamed over it at
- * the end (the same scheme as results_write()).
+ * Report files written all or nothing, through the one atomic writer (atomic_file_*() in fs.h):
+ * a temporary file created exclusively next to the target, renamed over it at the end; only a
+ * regular file is ever replaced.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "reporters.h"
 
 int report_output_open(struct report_output *o, const char *path, char **err)
 {
-	*o = (struct report_output){ 0 };
-	o->path = xstrdup(path);
+	*o = (struct report_output){ .af = { .dirfd = -1, .fd = -1 } };
 	if (STREQ(path, "-")) {
+		o->path = xstrdup(path);
 		o->f = stdout;
 		return 0;
 	}
-	_cleanup_free_ char *dcopy = xstrdup(path), *bcopy = xstrdup(path);
-	const char *dir = dirname(dcopy), *base = basename(bcopy);
-	struct stat st;
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-		*err = xasprintf("%s: is a directory", path);
-		goto fail;
-	}
-	o->tmp = xasprintf("%s/.%s.XXXXXX", dir, base);
-	int fd = mkostemp(o->tmp, O_CLOEXEC);
-	if (fd < 0) {
-		*err =
-		    xasprintf("%s: cannot create a file in '%s': %s", path, dir, strerror(errno));
-		goto fail;
-	}
-	(void)fchmod(fd, 0644);
-	o->f = fdopen(fd, "w");
+	if (atomic_file_open(&o->af, path, 0644, err) < 0)
+		return -1;
+	o->f = fdopen(o->af.fd, "w");
 	if (!o->f) {
 		*err = xasprintf("%s: %s", path, strerror(errno));
-		close(fd);
-		unlink(o->tmp);
-		goto fail;
+		atomic_file_abort(&o->af);
+		return -1;
 	}
+	o->path = xstrdup(path);
 	return 0;
-fail:
-	free(o->tmp);
-	free(o->path);
-	*o = (struct report_output){ 0 };
-	return -1;
 }
 
 int report_output_commit(struct report_output *o, char **err)
@@ -54,7 +34,7 @@ int report_output_commit(struct report_output *o, char **err)
 	int rc = 0;
 	if (!o->f)
 		return 0;
-	if (!o->tmp) {
+	if (o->af.fd < 0) {
 		if (fflush(o->f) != 0 || ferror(o->f)) {
 			*err = xasprintf("standard output: %s", strerror(errno));
 			rc = -1;
@@ -64,37 +44,38 @@ int report_output_commit(struct report_output *o, char **err)
 		o->path = NULL;
 		return rc;
 	}
-	const char *what = NULL;
+	/* the FILE owns the descriptor: flush it, then hand a duplicate to the atomic writer */
 	int e = 0;
+	const char *what = NULL;
 	if (fflush(o->f) != 0 || ferror(o->f))
 		what = "write", e = errno;
-	else if (fsync(fileno(o->f)) < 0)
-		what = "fsync", e = errno;
-	if (fclose(o->f) != 0 && !what)
-		what = "close", e = errno;
+	int fd = what ? -1 : dup(o->af.fd);
+	if (!what && fd < 0)
+		what = "dup", e = errno;
+	fclose(o->f);
 	o->f = NULL;
-	if (!what && rename(o->tmp, o->path) < 0)
-		what = "rename", e = errno;
+	o->af.fd = fd;
 	if (what) {
-		unlink(o->tmp);
 		*err = xasprintf("%s: %s: %s", o->path, what, e ? strerror(e) : "i/o error");
+		atomic_file_abort(&o->af);
+		rc = -1;
+	} else if (atomic_file_commit(&o->af, err) < 0) {
 		rc = -1;
 	}
-	free(o->tmp);
 	free(o->path);
-	o->tmp = o->path = NULL;
+	o->path = NULL;
 	return rc;
 }
 
 void report_output_abort(struct report_output *o)
 {
-	if (o->f && o->tmp)
-		fclose(o->f);
-	if (o->tmp)
-		unlink(o->tmp);
-	free(o->tmp);
+	if (o->f && o->af.fd >= 0) {
+		fclose(o->f); /* closes af.fd */
+		o->af.fd = -1;
+	}
+	atomic_file_abort(&o->af);
 	free(o->path);
-	*o = (struct report_output){ 0 };
+	*o = (struct report_output){ .af = { .dirfd = -1, .fd = -1 } };
 }
 
 static const char *const format_names[REPORT_FORMAT_COUNT] = {

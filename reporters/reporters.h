@@ -12,6 +12,7 @@
 #include <locale.h>
 #include <stdio.h>
 
+#include "fs.h"
 #include "results.h"
 
 /* The most a JUnit <system-out> or error body keeps of a serial console tail (its end). */
@@ -104,16 +105,20 @@ char *report_format_timestamp(int64_t ms, char *buf, size_t size);
 
 /*
  * An output file opened before anything is rendered, so that a bad path fails early and nothing
- * is half-written: the report goes to a temporary file in the target's directory, renamed over
- * the target by report_output_commit(). "-" means standard output (written directly).
+ * is half-written: the report goes to a temporary file created exclusively in the target's
+ * directory, renamed over the target by report_output_commit() (atomic_file_*() in fs.h: only a
+ * regular file is replaced, never through a symbolic link; a missing directory is an error, not
+ * created). "-" means standard output (written directly).
  */
 struct report_output {
-	char *path; /* as given */
-	char *tmp;  /* the temporary file, NULL for stdout */
+	char *path;            /* as given */
+	struct atomic_file af; /* the temporary file (af.fd < 0 for stdout) */
 	FILE *f;
 };
 
-/* Open the output; returns 0, or -1 with *err ("PATH: why"). */
+/* Open the output; returns 0, or -1 with *err ("PATH: why"; a target that is a symbolic link,
+ * device, FIFO, socket or directory is refused: "PATH: is a FIFO (ferry replaces only regular
+ * files)"). */
 int report_output_open(struct report_output *o, const char *path, char **err);
 /* Flush, sync and rename into place (or just flush stdout); returns 0, or -1 with *err. The
  * output is closed either way. */

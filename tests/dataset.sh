@@ -28,6 +28,44 @@ PY
 [ "$(stat -c %s "$tmp/big/f0000")" = 1073741824 ] || fail "1 GiB file has the wrong size"
 rm -rf "$tmp/big"
 
+echo "# an interrupted generation leaves no temp files; a killed one's are swept at the next use"
+cache="$tmp/cache"
+wait_tmp() { # wait until the generation has a temp directory in the cache
+	for _ in $(seq 200); do
+		compgen -G "$cache/datasets/.tmp-*" >/dev/null && return 0
+		sleep 0.05
+	done
+	fail "no temp directory appeared in $cache/datasets"
+}
+FERRY_CACHE_DIR="$cache" "$FERRY" dataset gen --files 4 --size 4GiB --no-sync >/dev/null 2>"$tmp/err" &
+pid=$!
+wait_tmp
+sleep 0.3
+kill -INT "$pid"
+rc=0
+wait "$pid" || rc=$?
+[ "$rc" = 130 ] || fail "SIGINT during generation: exit $rc, not 130 ($(cat "$tmp/err"))"
+grep -q "interrupted" "$tmp/err" || fail "no 'interrupted' message: $(cat "$tmp/err")"
+left="$(find "$cache/datasets" -mindepth 1 -maxdepth 1 -name '.tmp-*' | wc -l)"
+[ "$left" = 0 ] || fail "SIGINT left $left temp directories"
+FERRY_CACHE_DIR="$cache" "$FERRY" dataset gen --files 4 --size 4GiB --no-sync >/dev/null 2>&1 &
+pid=$!
+wait_tmp
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null || true
+stale="$(find "$cache/datasets" -mindepth 1 -maxdepth 1 -name '.tmp-*')"
+[ -n "$stale" ] || fail "SIGKILL left no temp directory to sweep (the test proves nothing)"
+FERRY_CACHE_DIR="$cache" "$FERRY" dataset gen --files 2 --size 1KiB >/dev/null
+[ ! -e "$stale" ] || fail "the stale temp directory $stale of a killed ferry is still there"
+rm -rf "$cache"
+
+echo "# limits: a typo cannot fill the disk"
+rc=0
+"$FERRY" dataset gen --files 100000000000 --size 1 --dir "$tmp/huge" 2>"$tmp/err" || rc=$?
+[ "$rc" = 2 ] && grep -qF "above the limit of 10000000" "$tmp/err" ||
+	fail "--files 100000000000: rc $rc: $(cat "$tmp/err")"
+[ ! -e "$tmp/huge" ] || fail "--files 100000000000 created its directory"
+
 echo "# the guest's listing command, busybox only"
 if [ ! -x /bin/busybox ]; then
 	echo "SKIP: /bin/busybox not installed (scripts/setup.sh installs busybox-static)"

@@ -12,14 +12,14 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
 
 #include "commands.h"
 #include "dataset.h"
+#include "plan-limits.h"
 #include "util.h"
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct manifest *, manifest_free)
 
 static void usage(FILE *out)
 {
@@ -80,6 +80,35 @@ static void print_summary(const struct manifest *m, const char *dir, const char 
 	       (unsigned long long)m->bytes, hex);
 }
 
+/* The signal that interrupted a generation (SIGINT, SIGTERM or SIGHUP), or 0. */
+static volatile sig_atomic_t gen_signal;
+
+static void on_signal(int sig)
+{
+	gen_signal = sig;
+}
+
+static bool gen_cancelled(void *userdata)
+{
+	(void)userdata;
+	return gen_signal != 0;
+}
+
+/* Ctrl-C, SIGTERM and SIGHUP stop a generation between two writes; it removes its temp files. */
+static void catch_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal }; /* no SA_RESTART: waits return */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+static int interrupted_exit(void)
+{
+	return gen_signal == SIGINT ? EXIT_SIGINT : 128 + gen_signal;
+}
+
 static int cmd_gen(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -103,7 +132,7 @@ static int cmd_gen(int argc, char **argv)
 	static const char *const dists[] = { "uniform", "lognormal" };
 	struct dataset_spec spec = { .files = 1 };
 	struct dataset_get_opts gopts = { 0 };
-	const char *dir = NULL, *mpath = NULL;
+	const char *dir = NULL, *mpath = NULL, *size_arg = "";
 	bool have_size = false;
 	uint64_t v;
 	int c, i;
@@ -115,6 +144,7 @@ static int cmd_gen(int argc, char **argv)
 				return EXIT_PLAN;
 			break;
 		case 's': {
+			size_arg = optarg;
 			_cleanup_free_ char *lo = xstrdup(optarg);
 			char *hi = strchr(lo, ':');
 			if (hi)
@@ -183,13 +213,30 @@ static int cmd_gen(int argc, char **argv)
 		errorf("%s", err);
 		return EXIT_PLAN;
 	}
+	/* the plan language's limits (ferry(1) LIMITS): a typo must not fill the disk */
+	uint64_t total;
+	if (spec.files > PLAN_DATASET_FILES_MAX) {
+		errorf("option '--files': %llu files are above the limit of %u (ferry(1) LIMITS)",
+		       (unsigned long long)spec.files, PLAN_DATASET_FILES_MAX);
+		return EXIT_PLAN;
+	}
+	if (!mul_u64(spec.files, spec.dist == DATASET_DIST_FIXED ? spec.size_min : spec.size_max,
+		     &total) ||
+	    total > PLAN_DATASET_MAX) {
+		errorf("option '--size': %llu files of up to '%s' are above the limit of 16TiB per "
+		       "dataset (ferry(1) LIMITS)",
+		       (unsigned long long)spec.files, size_arg);
+		return EXIT_PLAN;
+	}
+	gopts.gen.cancelled = gen_cancelled;
+	catch_signals();
 
 	_cleanup_(manifest_freep) struct manifest *m = NULL;
 	uint64_t t0 = now_ns();
 	if (dir) {
 		if (dataset_generate(&spec, dir, &gopts.gen, &m, &err) < 0) {
 			errorf("%s", err);
-			return EXIT_INFRA;
+			return gen_signal ? interrupted_exit() : EXIT_INFRA;
 		}
 		if (mpath && manifest_save(m, mpath, &err) < 0) {
 			errorf("%s", err);
@@ -202,7 +249,7 @@ static int cmd_gen(int argc, char **argv)
 		if (dataset_get(&spec, &gopts, &info, &m, &err) < 0) {
 			dataset_info_clear(&info);
 			errorf("%s", err);
-			return EXIT_INFRA;
+			return gen_signal ? interrupted_exit() : EXIT_INFRA;
 		}
 		print_summary(m, info.dir, info.manifest_path);
 		if (info.generated && info.regen_reason)

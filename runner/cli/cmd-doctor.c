@@ -17,6 +17,7 @@
 #include <libxml/xpath.h>
 
 #include "commands.h"
+#include "fs.h"
 #include "guest.h"
 #include "proc.h"
 #include "run.h"
@@ -195,7 +196,7 @@ static void check_leftovers(struct doctor *d, virConnectPtr conn, bool reap)
 			continue;
 		if (reap) {
 			_cleanup_free_ char *path = xasprintf("%s/%s", run_base_dir(), de->d_name);
-			if (run_rm_rf(path) == 0)
+			if (rm_tree(path, NULL) == 0)
 				reaped_dirs++;
 		} else {
 			stale_dirs++;

@@ -17,15 +17,8 @@
 #include "results.h"
 #include "units.h"
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct plan *, plan_free)
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct matrix *, matrix_free)
 /* jansson >= 2.10 provides json_decrefp() for its json_auto_t */
 #define _cleanup_json_t_ _cleanup_(json_decrefp)
-
-static void diag_list_clearp(struct diag_list *l)
-{
-	diag_list_clear(l);
-}
 
 /* --max-cells: a positive integer. */
 static int parse_cap(const char *s, size_t *cap)

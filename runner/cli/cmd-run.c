@@ -6,13 +6,11 @@
 
 #include "../reporters/reporters.h"
 #include "commands.h"
+#include "fs.h"
 #include "exec.h"
 #include "plan.h"
 #include "units.h"
 #include "util.h"
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct plan *, plan_free)
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct matrix *, matrix_free)
 
 static void usage(FILE *out)
 {
@@ -29,19 +27,26 @@ static void usage(FILE *out)
 	      out);
 }
 
-/* Reports go to directories such as out/ that a fresh checkout does not have yet. */
+/*
+ * Reports go to directories such as out/ that a fresh checkout does not have yet: the missing
+ * parents of an output path are created when the path stays inside the working directory
+ * (relative, no ".." component). Anywhere else the directory must exist, and opening the output
+ * fails naming it: ferry does not create directories elsewhere on the host.
+ */
 static void mkdir_parents(const char *path)
 {
-	if (!path || STREQ(path, "-"))
+	if (!path || STREQ(path, "-") || path[0] == '/')
 		return;
 	_cleanup_free_ char *d = xstrdup(path);
-	for (char *s = d + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		mkdir(d, 0755);
-		*s = '/';
+	char *slash = strrchr(d, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	for (const char *c = d; *c; c += strcspn(c, "/"), c += *c == '/') {
+		if (strncmp(c, "..", 2) == 0 && (c[2] == '/' || c[2] == '\0'))
+			return;
 	}
+	(void)mkdir_p(d, 0755, NULL); /* a failure shows when the output is opened */
 }
 
 /* Progress of the executor on standard error: a live status line on a TTY, else plain lines. */

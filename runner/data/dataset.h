@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 
 #include "manifest.h"
 
@@ -66,6 +68,11 @@ struct dataset_gen_opts {
 	/* Skip syncfs() before the manifest is written. Only for benchmarks and scratch use: a
 	 * crash could then leave a manifest that claims bytes the disk never got. */
 	bool no_sync;
+	/* Polled between writes (every 256 KiB) and while waiting for another process's
+	 * generation: when it returns true, generation stops, removes what it wrote and fails
+	 * with "interrupted". NULL: run_interrupted() (runner/machine/run.h). */
+	bool (*cancelled)(void *userdata);
+	void *userdata;
 };
 
 /*
@@ -98,8 +105,9 @@ void dataset_fill(const struct dataset_spec *spec, uint64_t index, uint64_t offs
 
 /*
  * Generate the dataset into `dir`, which must not exist (it is created, mode 0755; files 0644).
- * Files are written in 1 MiB writes and hashed in the same pass; memory stays at a few MiB
- * whatever the dataset size. On success *out is the manifest (free with manifest_free()).
+ * Files are written in 256 KiB writes and hashed in the same pass; memory stays at a few MiB
+ * whatever the dataset size. On success *out is the manifest (free with manifest_free()); on
+ * failure or interruption (opts->cancelled) `dir` is removed again.
  */
 int dataset_generate(const struct dataset_spec *spec, const char *dir,
 		     const struct dataset_gen_opts *opts, struct manifest **out, char **err);
@@ -130,6 +138,7 @@ struct dataset_info {
 	char *manifest_path; /* the manifest file beside it (NULL for path datasets) */
 	bool generated;      /* false when a cached copy was reused */
 	char *regen_reason;  /* why a cached copy was not reused (NULL when none existed) */
+	size_t rehashed;     /* files of a reused copy hashed to check them (see dataset_get()) */
 };
 
 void dataset_info_clear(struct dataset_info *info);
@@ -138,10 +147,12 @@ void dataset_info_clear(struct dataset_info *info);
  * Make the dataset available and return its manifest. Path datasets are scanned in place.
  * Generated datasets live in <cache>/datasets/<spec hash>/ with the manifest beside it in
  * <spec hash>.manifest.json; an intact cached copy is reused (intact: the manifest is complete
- * and for this spec, and the tree holds exactly its entries with their types and sizes, or
- * their hashes with opts->rehash). Anything else is removed and regenerated into a temporary
- * directory that is renamed into place, the manifest written last, under an flock so two
- * ferry processes do not generate the same dataset twice.
+ * and for this spec, and the tree holds exactly its entries with their types and sizes, and the
+ * SHA-256 of every file whose inode changed (ctime) after the manifest was written, or of every
+ * file with opts->rehash: a write that keeps a file's size is caught without hashing the rest;
+ * a copy found whole that way is sealed again by touching its manifest). Anything else is removed
+ * and regenerated into a temporary directory that is renamed into place, the manifest written last,
+ * under an flock so two ferry processes do not generate the same dataset twice.
  */
 int dataset_get(const struct dataset_spec *spec, const struct dataset_get_opts *opts,
 		struct dataset_info *info, struct manifest **out, char **err);
@@ -153,8 +164,44 @@ int dataset_get(const struct dataset_spec *spec, const struct dataset_get_opts *
  */
 bool dataset_intact(const struct manifest *m, const char *dir, bool rehash, char **why);
 
-/* Remove a directory tree (no symlinks followed). Returns 0 or -1 with errno. */
-int rm_rf(const char *path);
+/* ---- reading a dataset for a transfer (data/access.c) ---- */
+
+/*
+ * Open the dataset directory `dir` (O_DIRECTORY); when m recorded the directory it scanned
+ * (root_ino), it must be that one. Returns an fd or -1 with *err.
+ */
+int dataset_open_root(const char *dir, const struct manifest *m, char **err);
+
+/*
+ * Open file entry e of the dataset below root (an fd from dataset_open_root()) for reading: one
+ * path component at a time, never through a symbolic link, and only when it is still a regular
+ * file of the manifest's size and, when the scan recorded it, the same inode. A file or directory
+ * swapped for a symlink (or anything else) after the scan is refused with "dataset file 'P'
+ * changed since it was scanned: ...", and nothing is read. Returns an fd or -1 with *err.
+ */
+int dataset_open_file(int root, const struct manifest_entry *e, char **err);
+
+/* Options of dataset_copy(). */
+struct dataset_copy_opts {
+	/* hard-link a file instead of copying it when this says so (st: the checked source);
+	 * NULL: always copy. A link shares the inode: only for readers that cannot write it. */
+	bool (*may_link)(const struct stat *st, void *userdata);
+	/* stop with "interrupted" when this returns true (checked per entry); may be NULL */
+	bool (*cancelled)(void *userdata);
+	void *userdata;
+	/* chown what is created (not hard links) to uid:gid */
+	bool chown;
+	uid_t uid;
+	gid_t gid;
+};
+
+/*
+ * A private copy of the dataset in dir (every entry of m, read with dataset_open_file()) into
+ * dst, which must not exist; directories 0755, files 0644. *copied (may be NULL) receives the
+ * bytes copied (not linked). Returns 0 or -1 with *err; a partial dst is the caller's to remove.
+ */
+int dataset_copy(const char *dir, const struct manifest *m, const char *dst,
+		 const struct dataset_copy_opts *o, uint64_t *copied, char **err);
 
 /*
  * Parse a size such as "4096", "64KiB", "1.5MiB", "1GiB", "10MB" (SI) or "1G" (binary) into

@@ -6,14 +6,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <openssl/evp.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fs.h"
+#include "hash.h"
 #include "manifest.h"
 #include "util.h"
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_MD_CTX *, EVP_MD_CTX_free)
 
 static const char *const type_names[] = {
 	[MANIFEST_FILE] = "file",
@@ -80,28 +79,6 @@ static int skip_cmp(const void *a, const void *b)
 		      ((const struct manifest_skip *)b)->path);
 }
 
-void sha256_hex(const unsigned char sha[32], char out[65])
-{
-	static const char hex[] = "0123456789abcdef";
-	for (int i = 0; i < 32; i++) {
-		out[2 * i] = hex[sha[i] >> 4];
-		out[2 * i + 1] = hex[sha[i] & 15];
-	}
-	out[64] = '\0';
-}
-
-int sha256_parse(const char *hex, unsigned char out[32])
-{
-	for (int i = 0; i < 32; i++) {
-		int hi = hex_digit_value(hex[2 * i]),
-		    lo = hi < 0 ? -1 : hex_digit_value(hex[2 * i + 1]);
-		if (hi < 0 || lo < 0)
-			return -1;
-		out[i] = (unsigned char)(hi << 4 | lo);
-	}
-	return 0;
-}
-
 /* Growable byte buffer for the canonical serialization. */
 struct buf {
 	char *p;
@@ -158,17 +135,6 @@ char *manifest_canonical(const struct manifest *m, size_t *len)
 	if (len)
 		*len = b.n;
 	return b.p;
-}
-
-static void sha256_buf(const void *p, size_t n, unsigned char out[32])
-{
-	_cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) || !EVP_DigestUpdate(ctx, p, n) ||
-	    !EVP_DigestFinal_ex(ctx, out, NULL)) {
-		/* libcrypto only fails here on allocation failure: treat like xmalloc does */
-		errorf("out of memory (SHA-256)");
-		abort();
-	}
 }
 
 int manifest_finish(struct manifest *m, char **err)
@@ -251,24 +217,14 @@ int manifest_save(const struct manifest *m, const char *path, char **err)
 	json_object_set_new(root, "skipped", skipped);
 	json_object_set_new(root, "complete", json_boolean(m->complete));
 
-	_cleanup_free_ char *tmp = xasprintf("%s.tmp.%ld", path, (long)getpid());
-	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		*err = xasprintf("cannot create '%s': %s", tmp, strerror(errno));
+	_cleanup_free_ char *text = json_dumps(root, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+	if (!text) {
+		*err = xasprintf("%s: cannot serialize the manifest", path);
 		return -1;
 	}
-	if (json_dumpfd(root, fd, JSON_INDENT(1) | JSON_PRESERVE_ORDER) < 0 ||
-	    write(fd, "\n", 1) != 1 || fchmod(fd, 0644) < 0 || fsync(fd) < 0) {
-		*err = xasprintf("cannot write '%s': %s", tmp, strerror(errno));
-		unlink(tmp);
-		return -1;
-	}
-	if (rename(tmp, path) < 0) {
-		*err = xasprintf("cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-		unlink(tmp);
-		return -1;
-	}
-	return 0;
+	size_t len = strlen(text);
+	text[len] = '\n'; /* replace the NUL: the file ends with a newline */
+	return write_file_atomic(path, text, len + 1, 0644, err);
 }
 
 static int load_entry(json_t *o, struct manifest *m, size_t i, char **err)

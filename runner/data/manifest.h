@@ -30,6 +30,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hash.h" /* sha256_hex(), sha256_parse() for the digests below */
+#include "util.h"
+
 enum manifest_type {
 	MANIFEST_FILE = 0,
 	MANIFEST_DIR,
@@ -42,6 +45,9 @@ struct manifest_entry {
 	uint64_t size;            /* files: bytes; symlinks: target length; dirs: 0 */
 	unsigned char sha256[32]; /* files only */
 	char *target;             /* symlinks only */
+	/* Where the scan or the generator found it on the host (0: unknown, e.g. loaded from a
+	 * file): dataset_open_file() refuses a file that is not this inode any more. Not saved. */
+	uint64_t dev, ino;
 };
 
 struct manifest_skip {
@@ -58,10 +64,13 @@ struct manifest {
 	uint64_t files, bytes;    /* filled by manifest_finish() */
 	unsigned char digest[32]; /* filled by manifest_finish() */
 	bool complete;
+	/* The dataset's top directory as scanned (0: unknown); see dataset_open_root(). */
+	uint64_t root_dev, root_ino;
 };
 
 struct manifest *manifest_new(void);
 void manifest_free(struct manifest *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct manifest *, manifest_free)
 
 /* Append an entry (copies strings). sha256 may be NULL (dirs, symlinks). */
 struct manifest_entry *manifest_add(struct manifest *m, const char *path, enum manifest_type type,
@@ -80,13 +89,9 @@ const struct manifest_entry *manifest_find(const struct manifest *m, const char 
 /* The canonical serialization that the digest covers (see above). Caller frees. */
 char *manifest_canonical(const struct manifest *m, size_t *len);
 
-/* Lower-case hex of 32 bytes into out[65]. */
-void sha256_hex(const unsigned char sha[32], char out[65]);
-/* Parse 64 hex digits; returns 0 or -1. */
-int sha256_parse(const char *hex, unsigned char out[32]);
-
 /*
- * Write as JSON to `path` atomically (temp file, fsync, rename). Returns 0 or -1 with *err.
+ * Write as JSON to `path` atomically (write_file_atomic(): exclusive temp file, fsync, rename,
+ * fsync of the directory; only a regular file is replaced). Returns 0 or -1 with *err.
  */
 int manifest_save(const struct manifest *m, const char *path, char **err);
 

@@ -14,11 +14,11 @@
 #include <unistd.h>
 
 #include <libvirt/virterror.h>
-#include <openssl/evp.h>
 
 #include "agent.h"
 #include "faults.h"
 #include "guest.h"
+#include "hash.h"
 #include "proc.h"
 #include "util.h"
 #include "vm-plan.h"
@@ -329,11 +329,8 @@ static char *file_sha256(const char *path)
 	_cleanup_free_ char *buf = read_file(path, &len);
 	if (!buf)
 		return NULL;
-	unsigned char md[32];
-	unsigned int n;
-	EVP_Digest(buf, len, md, &n, EVP_sha256(), NULL);
-	char hex[65];
-	sha256_hex(md, hex);
+	char hex[SHA256_HEX];
+	sha256_buf_hex(buf, len, hex);
 	return xstrdup(hex);
 }
 

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -12,6 +11,7 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 
+#include "fs.h"
 #include "util.h"
 
 struct owned_domain {
@@ -116,23 +116,6 @@ const char *run_base_dir(void)
 	return e && *e ? e : RUN_DIR_DEFAULT;
 }
 
-/* mkdir -p with mode 0755 for every component we create (QEMU runs as libvirt-qemu). */
-static int mkdir_p(const char *path)
-{
-	_cleanup_free_ char *p = xstrdup(path);
-	for (char *s = p + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(p, 0755) < 0 && errno != EEXIST)
-			return -1;
-		*s = '/';
-	}
-	if (mkdir(p, 0755) < 0 && errno != EEXIST)
-		return -1;
-	return 0;
-}
-
 struct run *run_open(char **err)
 {
 	const char *base = run_base_dir();
@@ -143,7 +126,7 @@ struct run *run_open(char **err)
 	install_handlers();
 	gmtime_r(&now, &tm);
 	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
-	if (mkdir_p(base) < 0) {
+	if (mkdir_p(base, 0755, NULL) < 0) {
 		*err = xasprintf("cannot create the run directory '%s': %s", base, strerror(errno));
 		return NULL;
 	}
@@ -187,8 +170,7 @@ char *run_path(struct run *r, const char *sub, const char *name)
 {
 	if (sub) {
 		_cleanup_free_ char *d = xasprintf("%s/%s", r->dir, sub);
-		if (mkdir_p(d) == 0)
-			chmod(d, 0755);
+		(void)mkdir_p(d, 0755, NULL);
 		return xasprintf("%s/%s", d, name);
 	}
 	return xasprintf("%s/%s", r->dir, name);
@@ -230,20 +212,6 @@ void run_defer(struct run *r, void (*fn)(void *data), void *data)
 {
 	r->deferred = xgrow(r->deferred, &r->cap_deferred, r->n_deferred + 1, sizeof(*r->deferred));
 	r->deferred[r->n_deferred++] = (struct deferred){ fn, data };
-}
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	if (flag == FTW_DP)
-		return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
-	return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
-int run_rm_rf(const char *path)
-{
-	if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) < 0)
-		return errno == ENOENT ? 0 : -1;
-	return 0;
 }
 
 int run_close(struct run *r, char **err)
@@ -291,7 +259,7 @@ int run_close(struct run *r, char **err)
 	for (size_t i = r->n_deferred; i-- > 0;)
 		r->deferred[i].fn(r->deferred[i].data);
 	free(r->deferred);
-	if (run_rm_rf(r->dir) < 0) {
+	if (rm_tree(r->dir, NULL) < 0) {
 		if (err && !*err)
 			*err = xasprintf("cannot remove the run directory '%s': %s", r->dir,
 					 strerror(errno));

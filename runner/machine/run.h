@@ -90,6 +90,3 @@ bool run_domain_owner(virDomainPtr dom, char **run_id, long *pid);
  * ownership (run_domain_owner is).
  */
 bool run_parse_domain_name(const char *name, char **run_id, long *pid);
-
-/* Remove a directory tree (no symlinks followed). Returns 0 or -1 with errno. */
-int run_rm_rf(const char *path);

@@ -16,6 +16,8 @@
 #include <libxml/xpath.h>
 
 #include "agent.h"
+#include "cleanup.h"
+#include "fs.h"
 #include "guest.h"
 #include "proc.h"
 #include "util.h"
@@ -43,9 +45,6 @@ int vm_enum_parse(const char *const *names, const char *s)
 			return i;
 	return -1;
 }
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(xmlDocPtr, xmlFreeDoc)
-DEFINE_TRIVIAL_CLEANUP_FUNC(virDomainPtr, virDomainFree)
 
 void vm_config_init(struct vm_config *c)
 {
@@ -889,13 +888,9 @@ void vm_kvm_probe_remember(virConnectPtr conn, int usable)
 	_cleanup_free_ char *path = kvm_probe_file();
 	if (!key || usable < 0)
 		return;
-	_cleanup_free_ char *tmp = xasprintf("%s.%d", path, (int)getpid());
-	FILE *f = fopen(tmp, "w");
-	if (!f)
-		return; /* no cache directory yet: the next process probes again */
-	fprintf(f, "%s %d\n", key, usable ? 1 : 0);
-	if (fclose(f) != 0 || rename(tmp, path) != 0)
-		unlink(tmp);
+	_cleanup_free_ char *text = xasprintf("%s %d\n", key, usable ? 1 : 0);
+	/* no cache directory yet: the next process probes again */
+	(void)write_file_atomic(path, text, strlen(text), 0644, NULL);
 }
 
 int vm_boot(struct run *run, virConnectPtr conn, const struct vm_config *c, unsigned timeout_ms,

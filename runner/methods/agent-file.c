@@ -96,6 +96,10 @@ static int transfer_files(struct method_ctx *ctx)
 		if (rc < 0)
 			return method_fail(ctx, ERROR_INFRA, err, "making the directories");
 	}
+	_cleanup_free_ char *rerr = NULL;
+	_cleanup_close_ int root = dataset_open_root(ctx->dataset_dir, m, &rerr);
+	if (root < 0)
+		return method_fail(ctx, ERROR_INFRA, NULL, "%s", rerr);
 	for (size_t i = 0; i < m->n; i++) {
 		const struct manifest_entry *e = &m->entries[i];
 		if (run_interrupted())
@@ -103,14 +107,20 @@ static int transfer_files(struct method_ctx *ctx)
 		_cleanup_free_ char *dst = xasprintf("%s/%s", ctx->landing, e->path);
 		_cleanup_free_ char *err = NULL;
 		if (e->type == MANIFEST_SYMLINK) {
-			const char *argv[] = { "ln", "-s", e->target, dst, NULL };
+			const char *argv[] = { "ln", "-s", "--", e->target, dst, NULL };
 			if (agent_run(ctx->dom, argv, ctx->timeout_ms, NULL, &err) < 0)
 				return method_fail(ctx, ERROR_INFRA, err, "linking '%s'", e->path);
 			continue;
 		}
 		if (e->type != MANIFEST_FILE)
 			continue;
-		_cleanup_free_ char *src = xasprintf("%s/%s", ctx->dataset_dir, e->path);
+		/* the inode the scan saw, opened below the dataset's descriptor, handed to the
+		   agent code through its descriptor (never the dataset path again) */
+		_cleanup_close_ int fd = dataset_open_file(root, e, &err);
+		if (fd < 0)
+			return method_fail(ctx, ERROR_INFRA, NULL, "%s", err);
+		char src[64];
+		snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
 		if (agent_push_file(ctx->dom, src, dst, NULL, &err) < 0)
 			return method_fail(ctx, ERROR_INFRA, err, "writing '%s'", e->path);
 	}

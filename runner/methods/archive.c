@@ -101,6 +101,10 @@ int pack_setup(struct archive *w, const struct plan_archive *a, char **err)
 
 int pack_entries(struct archive *w, const char *dir, const struct manifest *m, char **err)
 {
+	/* every file read below one directory descriptor, each the inode the scan saw */
+	_cleanup_close_ int root = dataset_open_root(dir, m, err);
+	if (root < 0)
+		return -1;
 	struct archive_entry *e = archive_entry_new();
 	char *buf = xmalloc(1 << 20);
 	int rc = 0;
@@ -136,14 +140,18 @@ int pack_entries(struct archive *w, const char *dir, const struct manifest *m, c
 		if (me->type != MANIFEST_FILE)
 			continue;
 		_cleanup_free_ char *p = xasprintf("%s/%s", dir, me->path);
-		int fd = open(p, O_RDONLY | O_CLOEXEC);
+		int fd = dataset_open_file(root, me, err);
 		if (fd < 0) {
-			*err = xasprintf("'%s': %s", p, strerror(errno));
 			rc = -1;
 			break;
 		}
 		ssize_t n;
-		while ((n = read(fd, buf, 1 << 20)) > 0) {
+		uint64_t left = me->size;
+		/* exactly the size in the header: a file that grew since is cut, one that shrank
+		   fails below */
+		while (left > 0 &&
+		       (n = read(fd, buf, left < (1u << 20) ? (size_t)left : (1u << 20))) > 0) {
+			left -= (uint64_t)n;
 			if (archive_write_data(w, buf, (size_t)n) < 0) {
 				*err = xasprintf("libarchive: '%s': %s", me->path,
 						 archive_error_string(w));
@@ -151,8 +159,9 @@ int pack_entries(struct archive *w, const char *dir, const struct manifest *m, c
 				break;
 			}
 		}
-		if (n < 0 && rc == 0) {
-			*err = xasprintf("'%s': %s", p, strerror(errno));
+		if (left > 0 && rc == 0) {
+			*err = xasprintf("'%s': %s", p,
+					 n < 0 ? strerror(errno) : "shorter than its manifest");
 			rc = -1;
 		}
 		close(fd);

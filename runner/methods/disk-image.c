@@ -10,13 +10,20 @@
  *   transfer  attach (hot-plug, wait for the device), mount, copy (in_place: read everything)
  *   finalize  sync, unmount, detach (in_place: nothing; the image stays mounted for verify)
  *   cleanup   unmount and detach when still there, delete the image
+ *
+ * mke2fs -d and mcopy read the tree by path. A `path:` dataset's tree may be written by others
+ * while ferry runs, so those tools read a private snapshot instead, made once per cell before
+ * anything is timed (add_devices): hard links to the very inodes the scan hashed (a copy across
+ * filesystems), in a directory only ferry writes. ISO 9660 reads through descriptors already.
  */
 #include <archive.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "agent.h"
+#include "fs.h"
 #include "proc.h"
 #include "util.h"
 #include "vm.h"
@@ -31,6 +38,7 @@ struct di_state {
 	char serial[DISK_SERIAL_MAX + 1];
 	bool attached, mounted;
 	struct disk_config d;
+	char *source; /* a private snapshot of a `path:` dataset, or NULL: ctx->dataset_dir */
 };
 
 static bool have_prog(const char *name)
@@ -80,6 +88,37 @@ static uint64_t ext4_size(const struct manifest *m)
 	return (s + (1u << 20) - 1) & ~(uint64_t)((1u << 20) - 1);
 }
 
+static bool link_always(const struct stat *st, void *userdata)
+{
+	(void)st, (void)userdata;
+	return true;
+}
+
+static int di_add_devices(struct method_ctx *ctx, struct method_boot_needs *needs)
+{
+	(void)needs;
+	if (!ctx->pds->path || ctx->method->filesystem == PLAN_IMAGE_FS_ISO9660)
+		return 0;
+	struct di_state *s = state(ctx);
+	if (s->source)
+		return 0;
+	_cleanup_free_ char *dst = xasprintf("%s/source", ctx->cell_dir);
+	struct dataset_copy_opts o = { .may_link = link_always };
+	_cleanup_free_ char *err = NULL;
+	if (dataset_copy(ctx->dataset_dir, ctx->manifest, dst, &o, NULL, &err) < 0)
+		return method_fail(ctx, ERROR_INFRA, NULL,
+				   "disk-image: snapshot of the dataset: %s", err);
+	s->source = TAKE_PTR(dst);
+	return 0;
+}
+
+/* What mke2fs and mcopy read. */
+static const char *source_dir(struct method_ctx *ctx)
+{
+	struct di_state *s = state(ctx);
+	return s->source ? s->source : ctx->dataset_dir;
+}
+
 static int build_iso(struct method_ctx *ctx, const char *path, char **err)
 {
 	struct archive *w = archive_write_new();
@@ -122,7 +161,7 @@ static int build_vfat(struct method_ctx *ctx, const char *path, char **err)
 	for (size_t i = 0; i < m->n; i++) {
 		if (strchr(m->entries[i].path, '/') || m->entries[i].type == MANIFEST_SYMLINK)
 			continue;
-		own[n_own] = xasprintf("%s/%s", ctx->dataset_dir, m->entries[i].path);
+		own[n_own] = xasprintf("%s/%s", source_dir(ctx), m->entries[i].path);
 		argv[k++] = own[n_own++];
 	}
 	argv[k++] = "::";
@@ -152,8 +191,8 @@ static int di_prepare(struct method_ctx *ctx)
 		_cleanup_free_ char *size =
 		    xasprintf("%" PRIu64 "k", ext4_size(ctx->manifest) / 1024);
 		_cleanup_free_ char *inodes = xasprintf("%zu", ctx->manifest->n + 64);
-		const char *argv[] = { "mke2fs", "-q", "-F",   "-t", "ext4",           "-m",
-				       "0",      "-N", inodes, "-d", ctx->dataset_dir, raw,
+		const char *argv[] = { "mke2fs", "-q", "-F",   "-t", "ext4",          "-m",
+				       "0",      "-N", inodes, "-d", source_dir(ctx), raw,
 				       size,     NULL };
 		if (proc_run(argv, NULL, &err) < 0)
 			return method_fail(ctx, ERROR_INFRA, err, "building the ext4 image");
@@ -270,6 +309,9 @@ static void di_free(struct method_ctx *ctx)
 	if (!s)
 		return;
 	free(s->image);
+	if (s->source)
+		rm_tree(s->source, NULL);
+	free(s->source);
 	free(s);
 	ctx->state = NULL;
 }
@@ -278,6 +320,7 @@ const struct method_ops method_disk_image = {
 	.name = "disk-image",
 	.type = PLAN_METHOD_DISK_IMAGE,
 	.supports = di_supports,
+	.add_devices = di_add_devices,
 	.prepare = di_prepare,
 	.transfer = di_transfer,
 	.finalize = di_finalize,

@@ -18,11 +18,19 @@
  *   when the run directory is on another filesystem). With `archive:` prepare packs the dataset
  *   into one archive there instead (prepare = pack), the guest unpacks it from the share, and a
  *   move removes the archive from the share afterwards.
- * driver virtiofs: the same directories, exported by a virtiofsd that libvirt starts as root
- * (vm.c gives the domain the shared memory it needs). libvirt 9.0 refuses a read-only virtiofs
- * share, so mode copy exports the datasets directory writable and the guest mounts it -o ro:
- * the guest is ferry's own, which never writes there. The guest sees the host's owners and
- * modes as they are; a move unlinks as root.
+ *   A hard link shares the inode: it is made only when QEMU's user cannot write the file
+ *   (9p runs QEMU as libvirt-qemu; a file it could write is copied instead).
+ * driver virtiofs: exported by a virtiofsd that libvirt starts as root (vm.c gives the domain
+ * the shared memory it needs), which can write whatever it exports. libvirt 9.0 refuses a
+ * read-only virtiofs share ("virtiofs does not yet support read-only mode") and QEMU 7.2's
+ * virtiofsd has no read-only option, so the guest never gets the cache or the user's `path:`
+ * tree itself: mode copy exports a private copy of the dataset per run (<run>/share-ro/<name>,
+ * made in add_devices, outside every timed phase), and a move copies (never links) into the
+ * staging directory: for the first run in add_devices, for every later run in the previous
+ * run's cleanup, so that the copy is not part of any run's total. The guest mounts mode copy
+ * -o ro all the same; what it could write there is its own copy, which verification checks.
+ * Every copy and link is made from descriptors (dataset_copy()): a file of a `path:` tree
+ * swapped for a symlink after the scan is refused, not followed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +40,7 @@
 #include <unistd.h>
 
 #include "dataset.h"
+#include "fs.h"
 #include "run.h"
 #include "util.h"
 #include "method.h"
@@ -45,6 +54,7 @@ struct share_state {
 	char *staging;   /* host: the cell's staging directory (writable modes), or NULL */
 	char *guest_src; /* guest: what to copy from (a directory, or the archive file) */
 	bool mounted;
+	bool staged; /* virtiofs move: the staging copy for the next run is ready */
 };
 
 static bool writable_mode(const struct plan_method *m)
@@ -85,6 +95,17 @@ static char *staging_root(struct method_ctx *ctx)
 	return xasprintf("%s/share", run_dir(ctx->run));
 }
 
+/* virtiofs mode copy: the run's private copies of the datasets, one directory per dataset. */
+static char *private_root(struct method_ctx *ctx)
+{
+	return xasprintf("%s/share-ro", run_dir(ctx->run));
+}
+
+static bool virtiofs(const struct method_ctx *ctx)
+{
+	return ctx->method->driver == PLAN_SHARE_VIRTIOFS;
+}
+
 static int chown_qemu(const char *path)
 {
 	struct passwd *pw = getpwnam("libvirt-qemu");
@@ -92,6 +113,86 @@ static int chown_qemu(const char *path)
 		return 0; /* not a Debian libvirt: QEMU may run as root */
 	return lchown(path, pw->pw_uid, pw->pw_gid);
 }
+
+/* 9p staging: a hard link only when QEMU's user (libvirt-qemu) cannot write the file. */
+static bool qemu_cannot_write(const struct stat *st, void *userdata)
+{
+	(void)userdata;
+	struct passwd *pw = getpwnam("libvirt-qemu");
+	if (!pw || st->st_uid == pw->pw_uid)
+		return false; /* QEMU may run as root, or owns the file */
+	if (st->st_mode & S_IWOTH)
+		return false;
+	if ((st->st_mode & S_IWGRP) && st->st_gid == pw->pw_gid)
+		return false;
+	return true;
+}
+
+static bool copy_cancelled(void *userdata)
+{
+	(void)userdata;
+	return run_interrupted() != 0;
+}
+
+/* The dataset's name inside the share: the cache entry's name, or "p<FNV-1a of the path>". */
+static char *dataset_name(const struct method_ctx *ctx)
+{
+	if (!ctx->pds->path) {
+		const char *slash = strrchr(ctx->dataset_dir, '/');
+		return xstrdup(slash ? slash + 1 : ctx->dataset_dir);
+	}
+	uint64_t h = 1469598103934665603ull;
+	for (const char *p = ctx->dataset_dir; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	return xasprintf("p%016llx", (unsigned long long)h);
+}
+
+/* Copy (or, for 9p, link where safe) the dataset into dst from descriptors. */
+static int stage_tree(struct method_ctx *ctx, const char *dst, bool owned_by_qemu)
+{
+	struct dataset_copy_opts o = {
+		.may_link = virtiofs(ctx) ? NULL : qemu_cannot_write,
+		.cancelled = copy_cancelled,
+	};
+	struct passwd *pw = owned_by_qemu ? getpwnam("libvirt-qemu") : NULL;
+	if (pw) {
+		o.chown = true;
+		o.uid = pw->pw_uid;
+		o.gid = pw->pw_gid;
+	}
+	_cleanup_free_ char *err = NULL;
+	uint64_t copied = 0;
+	if (dataset_copy(ctx->dataset_dir, ctx->manifest, dst, &o, &copied, &err) < 0)
+		return method_fail(ctx, ERROR_INFRA, NULL, "share: %s", err);
+	return 0;
+}
+
+/* virtiofs mode copy: <run>/share-ro/<name>, a private copy of the dataset, made once a run. */
+static int private_copy(struct method_ctx *ctx)
+{
+	_cleanup_free_ char *root = private_root(ctx);
+	if (mkdir(root, 0755) < 0 && errno != EEXIST)
+		return method_fail(ctx, ERROR_INFRA, NULL, "share: mkdir '%s': %s", root,
+				   strerror(errno));
+	_cleanup_free_ char *name = dataset_name(ctx);
+	_cleanup_free_ char *dst = xasprintf("%s/%s", root, name);
+	_cleanup_free_ char *done = xasprintf("%s/.%s.done", root, name);
+	if (access(done, F_OK) == 0)
+		return 0;
+	rm_tree(dst, NULL); /* a copy an earlier cell did not finish */
+	if (stage_tree(ctx, dst, false) < 0)
+		return -1;
+	_cleanup_close_ int fd =
+	    open(done, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return method_fail(ctx, ERROR_INFRA, NULL, "share: create '%s': %s", done,
+				   strerror(errno));
+	return 0;
+}
+
+static struct share_state *state(struct method_ctx *ctx);
+static int stage_data(struct method_ctx *ctx, struct share_state *s);
+static bool prestaged_mode(const struct method_ctx *ctx);
 
 static int share_add_devices(struct method_ctx *ctx, struct method_boot_needs *needs)
 {
@@ -109,6 +210,22 @@ static int share_add_devices(struct method_ctx *ctx, struct method_boot_needs *n
 		needs->share_dir = TAKE_PTR(root);
 		needs->share_mode = SHARE_MODE_PASSTHROUGH;
 		needs->share_readonly = false;
+		/* virtiofs move: the first run's private copy, before anything is timed */
+		if (prestaged_mode(ctx)) {
+			struct share_state *s = state(ctx);
+			if (stage_data(ctx, s) < 0)
+				return -1;
+			s->staged = true;
+		}
+	} else if (virtiofs(ctx)) {
+		/* a root virtiofsd could write what it exports: a private copy, never the cache */
+		if (!ctx->dataset_dir)
+			return method_fail(ctx, ERROR_INFRA, NULL, "share: no dataset directory");
+		if (private_copy(ctx) < 0)
+			return -1;
+		needs->share_dir = private_root(ctx);
+		needs->share_mode = SHARE_MODE_PASSTHROUGH;
+		needs->share_readonly = false; /* libvirt 9.0; the guest mounts it -o ro */
 	} else {
 		if (!ctx->dataset_dir)
 			return method_fail(ctx, ERROR_INFRA, NULL, "share: no dataset directory");
@@ -123,8 +240,7 @@ static int share_add_devices(struct method_ctx *ctx, struct method_boot_needs *n
 			needs->share_dir = d;
 		}
 		needs->share_mode = SHARE_MODE_PASSTHROUGH;
-		/* virtiofs: read-only in the guest's mount (see the top) */
-		needs->share_readonly = ctx->method->driver == PLAN_SHARE_9P;
+		needs->share_readonly = true; /* 9p: QEMU's export itself is read-only */
 	}
 	needs->share_driver =
 	    ctx->method->driver == PLAN_SHARE_VIRTIOFS ? SHARE_DRIVER_VIRTIOFS : SHARE_DRIVER_9P;
@@ -148,52 +264,29 @@ static char *cell_name(const struct method_ctx *ctx)
 	return xasprintf("c%016llx", (unsigned long long)h);
 }
 
-/* Hard-link (or copy) every entry of the manifest from src into dst (which must not exist). */
-static int link_tree(struct method_ctx *ctx, const char *src, const char *dst)
+/* The staging directory of this cell, with the dataset linked or copied into <staging>/data. */
+static int stage_data(struct method_ctx *ctx, struct share_state *s)
 {
-	if (mkdir(dst, 0755) < 0 || chown_qemu(dst) < 0)
-		return method_fail(ctx, ERROR_INFRA, NULL, "share: mkdir '%s': %s", dst,
+	_cleanup_free_ char *root = staging_root(ctx);
+	_cleanup_free_ char *name = cell_name(ctx);
+	if (!s->staging)
+		s->staging = xasprintf("%s/%s", root, name);
+	/* a previous run's leftovers (a failed move leaves half the files) */
+	if (rm_tree(s->staging, NULL) < 0 && errno != ENOENT)
+		return method_fail(ctx, ERROR_INFRA, NULL, "share: cannot empty '%s': %s",
+				   s->staging, strerror(errno));
+	if (mkdir(s->staging, 0755) < 0 || chown_qemu(s->staging) < 0)
+		return method_fail(ctx, ERROR_INFRA, NULL, "share: mkdir '%s': %s", s->staging,
 				   strerror(errno));
-	const struct manifest *m = ctx->manifest;
-	for (size_t i = 0; i < m->n; i++) {
-		const struct manifest_entry *e = &m->entries[i];
-		_cleanup_free_ char *from = xasprintf("%s/%s", src, e->path);
-		_cleanup_free_ char *to = xasprintf("%s/%s", dst, e->path);
-		int r = 0;
-		switch (e->type) {
-		case MANIFEST_DIR:
-			r = mkdir(to, 0755);
-			if (r == 0)
-				r = chown_qemu(to);
-			break;
-		case MANIFEST_SYMLINK:
-			r = symlink(e->target, to);
-			if (r == 0)
-				r = chown_qemu(to);
-			break;
-		case MANIFEST_FILE:
-			r = link(from, to);
-			if (r < 0 && (errno == EXDEV || errno == EPERM || errno == EMLINK)) {
-				_cleanup_free_ char *err = NULL;
-				_cleanup_close_ int out =
-				    open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-				const struct manifest one = { .entries = (struct manifest_entry *)e,
-							      .n = 1 };
-				uint64_t n;
-				if (out < 0 || stream_concat(src, &one, out, ctx->timeout_ms, &n,
-							     NULL, &err) < 0)
-					return method_fail(ctx, ERROR_INFRA, NULL,
-							   "share: copy to '%s': %s", to,
-							   err ? err : strerror(errno));
-				r = chown_qemu(to);
-			}
-			break;
-		}
-		if (r < 0)
-			return method_fail(ctx, ERROR_INFRA, NULL, "share: '%s': %s", to,
-					   strerror(errno));
-	}
-	return 0;
+	_cleanup_free_ char *data = xasprintf("%s/data", s->staging);
+	return stage_tree(ctx, data, true);
+}
+
+/* virtiofs move: the next run's private copy, made outside its timed phases. */
+static bool prestaged_mode(const struct method_ctx *ctx)
+{
+	return virtiofs(ctx) && ctx->method->archive.format == PLAN_ARCHIVE_NONE &&
+	       ctx->method->mode == PLAN_SHARE_MOVE;
 }
 
 static int share_prepare(struct method_ctx *ctx)
@@ -203,34 +296,36 @@ static int share_prepare(struct method_ctx *ctx)
 	free(s->guest_src);
 	s->guest_src = NULL;
 	if (!writable_mode(m)) {
+		if (virtiofs(ctx)) {
+			_cleanup_free_ char *name = dataset_name(ctx);
+			s->guest_src = xasprintf("%s/%s", GUEST_MOUNT, name);
+			return 0;
+		}
 		const char *base = ctx->pds->path ? "" : strrchr(ctx->dataset_dir, '/');
 		s->guest_src = xasprintf("%s%s", GUEST_MOUNT, base ? base : "");
 		return 0;
 	}
-	_cleanup_free_ char *root = staging_root(ctx);
 	_cleanup_free_ char *name = cell_name(ctx);
-	if (!s->staging)
-		s->staging = xasprintf("%s/%s", root, name);
-	/* a previous run's leftovers (a failed move leaves half the files) */
-	if (rm_rf(s->staging) < 0 && errno != ENOENT)
-		return method_fail(ctx, ERROR_INFRA, NULL, "share: cannot empty '%s': %s",
-				   s->staging, strerror(errno));
 	if (m->archive.format == PLAN_ARCHIVE_NONE) {
-		_cleanup_free_ char *data = xasprintf("%s/data", s->staging);
-		if (mkdir(s->staging, 0755) < 0 || chown_qemu(s->staging) < 0)
-			return method_fail(ctx, ERROR_INFRA, NULL, "share: mkdir '%s': %s",
-					   s->staging, strerror(errno));
-		if (link_tree(ctx, ctx->dataset_dir, data) < 0)
+		if (!s->staged && stage_data(ctx, s) < 0)
 			return -1;
+		s->staged = false;
 		s->guest_src = xasprintf("%s/%s/data", GUEST_MOUNT, name);
 		return 0;
 	}
+	_cleanup_free_ char *root = staging_root(ctx);
+	if (!s->staging)
+		s->staging = xasprintf("%s/%s", root, name);
+	if (rm_tree(s->staging, NULL) < 0 && errno != ENOENT)
+		return method_fail(ctx, ERROR_INFRA, NULL, "share: cannot empty '%s': %s",
+				   s->staging, strerror(errno));
 	if (mkdir(s->staging, 0755) < 0 || chown_qemu(s->staging) < 0)
 		return method_fail(ctx, ERROR_INFRA, NULL, "share: mkdir '%s': %s", s->staging,
 				   strerror(errno));
 	const char *ext = archive_ext(&m->archive);
 	_cleanup_free_ char *file = xasprintf("%s/data.%s", s->staging, ext);
-	_cleanup_close_ int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	_cleanup_close_ int fd =
+	    open(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return method_fail(ctx, ERROR_INFRA, NULL, "share: create '%s': %s", file,
 				   strerror(errno));
@@ -322,7 +417,14 @@ static int share_cleanup(struct method_ctx *ctx)
 	}
 	s->mounted = false;
 	if (s->staging)
-		rm_rf(s->staging);
+		rm_tree(s->staging, NULL);
+	/* the next run's private copy now, in this phase, which is not part of any total */
+	if (prestaged_mode(ctx) && !run_interrupted()) {
+		if (stage_data(ctx, s) == 0)
+			s->staged = true;
+		else
+			method_error_clear(&ctx->err); /* prepare tries again, in its own time */
+	}
 	return 0;
 }
 
@@ -330,6 +432,8 @@ static void share_free_state(struct method_ctx *ctx)
 {
 	struct share_state *s = ctx->state;
 	if (s) {
+		if (s->staging)
+			rm_tree(s->staging, NULL);
 		free(s->staging);
 		free(s->guest_src);
 		free(s);

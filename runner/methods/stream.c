@@ -11,6 +11,8 @@
 #include <archive.h>
 #include <openssl/evp.h>
 
+#include "cleanup.h"
+#include "dataset.h"
 #include "run.h"
 #include "util.h"
 #include "archive.h"
@@ -81,12 +83,6 @@ static la_ssize_t sink_write(struct archive *a, void *ud, const void *buf, size_
 	return (la_ssize_t)len;
 }
 
-static void archive_write_freep(struct archive **a)
-{
-	if (*a)
-		archive_write_free(*a);
-}
-
 int stream_pack(const struct plan_archive *pa, const char *dir, const struct manifest *m, int fd,
 		unsigned timeout_ms, uint64_t *bytes, char **err)
 {
@@ -111,29 +107,24 @@ int stream_pack(const struct plan_archive *pa, const char *dir, const struct man
 	return rc;
 }
 
-static void md_freep(EVP_MD_CTX **c)
-{
-	if (*c)
-		EVP_MD_CTX_free(*c);
-}
-
 int stream_concat(const char *dir, const struct manifest *m, int fd, unsigned timeout_ms,
 		  uint64_t *bytes, unsigned char sha[32], char **err)
 {
-	_cleanup_(md_freep) EVP_MD_CTX *md = EVP_MD_CTX_new();
+	_cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *md = EVP_MD_CTX_new();
 	EVP_DigestInit_ex(md, EVP_sha256(), NULL);
 	_cleanup_free_ char *buf = xmalloc(READ_CHUNK);
 	*bytes = 0;
+	_cleanup_close_ int root = dataset_open_root(dir, m, err);
+	if (root < 0)
+		return -1;
 	for (size_t i = 0; i < m->n; i++) {
 		const struct manifest_entry *me = &m->entries[i];
 		if (me->type != MANIFEST_FILE)
 			continue;
 		_cleanup_free_ char *path = xasprintf("%s/%s", dir, me->path);
-		_cleanup_close_ int in = open(path, O_RDONLY | O_CLOEXEC);
-		if (in < 0) {
-			*err = xasprintf("'%s': %s", path, strerror(errno));
+		_cleanup_close_ int in = dataset_open_file(root, me, err);
+		if (in < 0)
 			return -1;
-		}
 		uint64_t left = me->size;
 		while (left > 0) {
 			size_t want = left < READ_CHUNK ? (size_t)left : READ_CHUNK;

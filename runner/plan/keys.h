@@ -98,6 +98,8 @@ const char *key_suggest(const struct key_table *t, const char *word);
 int key_enum_index(const struct key_def *k, const char *value);
 /* "a, b or c" for messages. */
 char *key_enum_list(const struct key_def *k);
+/* A KEY_UINT, KEY_SIZE or KEY_DURATION value as a plan would write it ("4GiB", "10m", "3"). */
+char *key_uint_text(const struct key_def *k, uint64_t v);
 
 /* Free what the table's fields own in `obj` (strings, lists, nested entries). */
 void key_free(const struct key_table *t, void *obj);

@@ -114,6 +114,7 @@ struct matrix *matrix_expand(const struct matrix_def *def, size_t cap, const cha
 			     struct diag_list *diags);
 /* Free an expanded matrix; NULL is fine. */
 void matrix_free(struct matrix *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct matrix *, matrix_free)
 /* Free everything `def` owns and zero it (safe to call twice, and on a zeroed def). */
 void matrix_def_clear(struct matrix_def *def);
 

@@ -297,6 +297,7 @@ struct plan *plan_parse_buffer(const char *name, const char *buf, size_t len,
 			       struct diag_list *diags);
 
 void plan_free(struct plan *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct plan *, plan_free)
 
 /* Look up a named entry; NULL when absent. */
 const struct plan_vm *plan_find_vm(const struct plan *p, const char *name);

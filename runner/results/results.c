@@ -5,14 +5,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <math.h>
-#include <openssl/sha.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <time.h>
+
+#include "fs.h"
+#include "hash.h"
+#include "utf8.h"
 
 /* ---- names ------------------------------------------------------------------------------- */
 
@@ -159,14 +161,6 @@ static char *strdup_or_null(const char *s)
 	return s ? xstrdup(s) : NULL;
 }
 
-static void sha256_hex(const void *data, size_t len, char out[65])
-{
-	unsigned char md[SHA256_DIGEST_LENGTH];
-	SHA256(data, len, md);
-	for (size_t i = 0; i < sizeof(md); i++)
-		sprintf(out + 2 * i, "%02x", md[i]);
-}
-
 void results_set_plan(struct results *r, const char *name, const char *path, const char *bytes,
 		      size_t len)
 {
@@ -178,7 +172,7 @@ void results_set_plan(struct results *r, const char *name, const char *path, con
 	free(r->plan.text);
 	r->plan.name = strdup_or_null(name);
 	r->plan.path = strdup_or_null(path);
-	sha256_hex(bytes, len, hex);
+	sha256_buf_hex(bytes, len, hex);
 	r->plan.sha256 = xstrdup(hex);
 	r->plan.text = xstrndup(bytes, len);
 }
@@ -503,55 +497,8 @@ int results_parse_time(const char *s, int64_t *ms)
 
 /* ---- writing JSON ------------------------------------------------------------------------ */
 
-/* Replace byte sequences that are not UTF-8 (RFC 3629) with U+FFFD: a serial console tail may
- * hold anything, and jansson refuses strings that are not UTF-8. */
-static char *utf8_sanitize(const char *s)
-{
-	size_t len = strlen(s);
-	char *out = xmalloc(3 * len + 1), *o = out;
-	const unsigned char *p = (const unsigned char *)s;
-
-	while (*p) {
-		unsigned char c = p[0];
-		size_t n = 0;
-		unsigned lo = 0x80, hi = 0xBF;
-		if (c < 0x80)
-			n = 1;
-		else if (c >= 0xC2 && c <= 0xDF)
-			n = 2;
-		else if (c >= 0xE0 && c <= 0xEF) {
-			n = 3;
-			if (c == 0xE0)
-				lo = 0xA0;
-			else if (c == 0xED)
-				hi = 0x9F;
-		} else if (c >= 0xF0 && c <= 0xF4) {
-			n = 4;
-			if (c == 0xF0)
-				lo = 0x90;
-			else if (c == 0xF4)
-				hi = 0x8F;
-		}
-		bool ok = n > 0;
-		for (size_t i = 1; ok && i < n; i++) {
-			unsigned b = p[i];
-			unsigned l = i == 1 ? lo : 0x80, h = i == 1 ? hi : 0xBF;
-			ok = b >= l && b <= h;
-		}
-		if (ok) {
-			memcpy(o, p, n);
-			o += n;
-			p += n;
-		} else {
-			memcpy(o, "\xEF\xBF\xBD", 3);
-			o += 3;
-			p++;
-		}
-	}
-	*o = '\0';
-	return out;
-}
-
+/* Strings that are not UTF-8 (a serial console tail may hold anything; jansson refuses them)
+ * are written with U+FFFD in place of the bytes that are not (utf8_sanitize()). */
 static json_t *jstr(const char *s)
 {
 	if (!s)
@@ -691,21 +638,6 @@ json_t *results_to_json(const struct results *r)
 			 jstr(r->plan.text), "provenance", prov, "cells", cells);
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t w = write(fd, buf, len);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		buf += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 int results_write(const struct results *r, const char *path, char **err)
 {
 	_cleanup_(json_decrefp) json_t *root = results_to_json(r);
@@ -721,44 +653,9 @@ int results_write(const struct results *r, const char *path, char **err)
 		return -1;
 	}
 
-	/* the temporary file lives in the target's directory so that rename() is atomic */
-	_cleanup_free_ char *dcopy = xstrdup(path), *bcopy = xstrdup(path);
-	const char *dir = dirname(dcopy), *base = basename(bcopy);
-	_cleanup_free_ char *tmp = xasprintf("%s/.%s.XXXXXX", dir, base);
-	int fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		*err = xasprintf("%s: cannot create a temporary file in '%s': %s", path, dir,
-				 strerror(errno));
-		return -1;
-	}
 	size_t len = strlen(text);
 	text[len] = '\n'; /* replace the NUL: the file ends with a newline */
-	const char *what = NULL;
-	if (fchmod(fd, 0644) < 0)
-		what = "chmod";
-	else if (write_all(fd, text, len + 1) < 0)
-		what = "write";
-	else if (fsync(fd) < 0)
-		what = "fsync";
-	int e = errno;
-	if (close(fd) < 0 && !what) {
-		what = "close";
-		e = errno;
-	}
-	if (!what && rename(tmp, path) < 0) {
-		what = "rename";
-		e = errno;
-	}
-	if (what) {
-		unlink(tmp);
-		*err = xasprintf("%s: %s: %s", path, what, strerror(e));
-		return -1;
-	}
-	/* make the rename itself durable */
-	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd >= 0)
-		(void)fsync(dfd);
-	return 0;
+	return write_file_atomic(path, text, len + 1, 0644, err);
 }
 
 /* ---- reading JSON ------------------------------------------------------------------------ */

@@ -234,9 +234,10 @@ json_t *results_to_json(const struct results *r);
 struct results *results_from_json(const json_t *root, char **err);
 
 /*
- * Write the file atomically: a temporary file in the same directory, fsync, rename over path,
- * fsync the directory. On failure the old file is untouched, no temporary file is left and
- * *err says why ("PATH: message"). Returns 0 or -1.
+ * Write the file atomically (write_file_atomic(): a temporary file created exclusively in the same
+ * directory, fsync, rename over path, fsync the directory; only a regular file is replaced). On
+ * failure the old file is untouched, no temporary file is left and *err says why
+ * ("PATH: message"). Returns 0 or -1.
  */
 int results_write(const struct results *r, const char *path, char **err);
 

@@ -101,19 +101,24 @@ void diag_print(const struct diag_list *l, FILE *out)
 	for (size_t i = 0; i < l->n; i++) {
 		const struct diag *d = &l->items[i];
 		_cleanup_free_ char *s = diag_format(d);
-		fprintf(out, "ferry: %s\n", s);
+		/* a message quotes the plan (a key, a value): escaped, it stays one line and cannot
+		 * forge a line of its own, such as a workflow command "::warning ..." */
+		_cleanup_free_ char *clean = escape_controls(s);
+		fprintf(out, "ferry: %s\n", clean);
 		if (annotate) {
+			_cleanup_free_ char *file = d->file ? escape_controls(d->file) : NULL;
+			_cleanup_free_ char *msg = escape_controls(d->msg);
 			fputs("::error ", out);
-			if (d->file) {
+			if (file) {
 				fputs("file=", out);
-				gh_escape(out, d->file, true);
+				gh_escape(out, file, true);
 				if (d->line > 0)
 					fprintf(out, ",line=%d", d->line);
 				if (d->col > 0)
 					fprintf(out, ",col=%d", d->col);
 			}
 			fputs("::", out);
-			gh_escape(out, d->msg, false);
+			gh_escape(out, msg, false);
 			fputc('\n', out);
 		}
 	}

@@ -32,7 +32,12 @@ void diag_vadd(struct diag_list *l, const char *file, int line, int col, const c
 /* Sort by file, line, column (stable), so messages read top to bottom. */
 void diag_sort(struct diag_list *l);
 void diag_list_clear(struct diag_list *l);
+static inline void diag_list_clearp(struct diag_list *l)
+{
+	diag_list_clear(l);
+}
 /* Format one diagnostic as "FILE:LINE:COL: msg" (without the program prefix). */
 char *diag_format(const struct diag *d);
-/* Print every diagnostic with the program prefix, and annotations under GitHub Actions. */
+/* Print every diagnostic with the program prefix, and annotations under GitHub Actions; control
+ * characters in messages and file names are escaped (escape_controls()). */
 void diag_print(const struct diag_list *l, FILE *out);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <string.h>
@@ -12,8 +13,7 @@
 
 extern char **environ;
 
-/* The last non-empty line of a program's output: what it says when it fails. */
-static char *last_line(const char *s, size_t n)
+char *proc_last_line(const char *s, size_t n)
 {
 	while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' '))
 		n--;
@@ -23,63 +23,179 @@ static char *last_line(const char *s, size_t n)
 	return xstrndup(s + start, n - start);
 }
 
-int proc_run(const char *const *argv, char **out, char **err)
+void proc_result_clear(struct proc_result *res)
 {
-	int pipefd[2];
+	free(res->out);
+	free(res->errout);
+	*res = (struct proc_result){ 0 };
+}
+
+/* Our environment with `set` ("NAME=VALUE") replacing or adding entries; NULL when set is. */
+static char **merged_env(const char *const *set)
+{
+	size_t n = 0, k = 0, ns = 0;
+	if (!set)
+		return NULL;
+	while (environ[n])
+		n++;
+	while (set[ns])
+		ns++;
+	char **env = xcalloc(n + ns + 1, sizeof(char *));
+	for (size_t i = 0; i < n; i++) {
+		bool replaced = false;
+		for (size_t j = 0; j < ns && !replaced; j++) {
+			size_t l = strcspn(set[j], "=");
+			replaced = strncmp(environ[i], set[j], l) == 0 && environ[i][l] == '=';
+		}
+		if (!replaced)
+			env[k++] = environ[i];
+	}
+	for (size_t j = 0; j < ns; j++)
+		env[k++] = (char *)set[j];
+	env[k] = NULL;
+	return env;
+}
+
+struct sink {
+	int fd;
+	char *buf;
+	size_t len, cap;
+};
+
+/* Read both pipes until both are closed (one poll loop: neither can fill up and block). */
+static void drain(struct sink *s, size_t n)
+{
+	for (;;) {
+		struct pollfd p[2];
+		size_t np = 0;
+		for (size_t i = 0; i < n; i++)
+			if (s[i].fd >= 0)
+				p[np++] = (struct pollfd){ .fd = s[i].fd, .events = POLLIN };
+		if (np == 0)
+			return;
+		if (poll(p, np, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		for (size_t k = 0; k < np; k++) {
+			if (!(p[k].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			struct sink *x = NULL;
+			for (size_t i = 0; i < n; i++)
+				if (s[i].fd == p[k].fd)
+					x = &s[i];
+			x->buf = xgrow(x->buf, &x->cap, x->len + 65536 + 1, 1);
+			ssize_t r = read(x->fd, x->buf + x->len, x->cap - x->len - 1);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0) {
+				close(x->fd);
+				x->fd = -1;
+				continue;
+			}
+			x->len += (size_t)r;
+		}
+	}
+}
+
+static char *finish(struct sink *s, size_t *len)
+{
+	s->buf = xgrow(s->buf, &s->cap, s->len + 1, 1);
+	s->buf[s->len] = '\0';
+	if (len)
+		*len = s->len;
+	return s->buf;
+}
+
+int proc_spawn(const char *const *argv, const struct proc_opts *opts, struct proc_result *res,
+	       char **err)
+{
+	static const struct proc_opts defaults = { 0 };
+	const struct proc_opts *o = opts ? opts : &defaults;
+	int out[2] = { -1, -1 }, errp[2] = { -1, -1 };
 	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, all;
 	pid_t pid;
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
 	int rc, status;
 
-	if (pipe2(pipefd, O_CLOEXEC) < 0) {
-		*err = xasprintf("cannot create a pipe: %s", strerror(errno));
+	*res = (struct proc_result){ 0 };
+	if (pipe2(out, O_CLOEXEC) < 0 || (o->split_stderr && pipe2(errp, O_CLOEXEC) < 0)) {
+		int e = errno;
+		for (int i = 0; i < 2; i++) {
+			if (out[i] >= 0)
+				close(out[i]);
+		}
+		*err = xasprintf("cannot create a pipe: %s", strerror(e));
 		return -1;
 	}
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
-	posix_spawn_file_actions_adddup2(&fa, pipefd[1], 2);
-	rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, o->split_stderr ? errp[1] : out[1], 2);
+	if (o->cwd)
+		posix_spawn_file_actions_addchdir_np(&fa, o->cwd);
+	/* the child starts with no signal blocked and every signal at its default action */
+	posix_spawnattr_init(&attr);
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setsigdefault(&attr, &all);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	_cleanup_free_ char **env = merged_env(o->env);
+	rc = posix_spawnp(&pid, argv[0], &fa, &attr, (char *const *)argv, env ? env : environ);
 	posix_spawn_file_actions_destroy(&fa);
-	close(pipefd[1]);
+	posix_spawnattr_destroy(&attr);
+	close(out[1]);
+	if (errp[1] >= 0)
+		close(errp[1]);
 	if (rc != 0) {
-		close(pipefd[0]);
+		close(out[0]);
+		if (errp[0] >= 0)
+			close(errp[0]);
 		*err = xasprintf("cannot run '%s': %s", argv[0], strerror(rc));
 		return -1;
 	}
-	for (;;) {
-		buf = xgrow(buf, &cap, len + 4096 + 1, 1);
-		ssize_t r = read(pipefd[0], buf + len, cap - len - 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		len += (size_t)r;
-	}
-	close(pipefd[0]);
-	buf = xgrow(buf, &cap, len + 1, 1);
-	buf[len] = '\0';
+	struct sink s[2] = { { .fd = out[0] }, { .fd = errp[0] } };
+	drain(s, o->split_stderr ? 2 : 1);
+	res->out = finish(&s[0], &res->out_len);
+	if (o->split_stderr)
+		res->errout = finish(&s[1], NULL);
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {
 			*err = xasprintf("cannot wait for '%s': %s", argv[0], strerror(errno));
-			free(buf);
+			proc_result_clear(res);
 			return -1;
 		}
 	}
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		_cleanup_free_ char *line = last_line(buf, len);
-		if (WIFEXITED(status))
-			*err = xasprintf("'%s' exited with status %d: %s", argv[0],
-					 WEXITSTATUS(status), line);
+	if (WIFEXITED(status)) {
+		res->status = WEXITSTATUS(status);
+	} else {
+		res->status = -1;
+		res->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+	}
+	return 0;
+}
+
+int proc_run(const char *const *argv, char **out, char **err)
+{
+	struct proc_result res;
+
+	if (proc_spawn(argv, NULL, &res, err) < 0)
+		return -1;
+	if (res.status != 0) {
+		_cleanup_free_ char *line = proc_last_line(res.out, res.out_len);
+		if (res.status > 0)
+			*err =
+			    xasprintf("'%s' exited with status %d: %s", argv[0], res.status, line);
 		else
-			*err = xasprintf("'%s' was killed by signal %d", argv[0], WTERMSIG(status));
-		free(buf);
+			*err = xasprintf("'%s' was killed by signal %d", argv[0], res.signal);
+		proc_result_clear(&res);
 		return -1;
 	}
 	if (out)
-		*out = buf;
-	else
-		free(buf);
+		*out = TAKE_PTR(res.out);
+	proc_result_clear(&res);
 	return 0;
 }

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "utf8.h"
+
 static _noreturn_ void oom(void)
 {
 	fputs("ferry: out of memory\n", stderr);
@@ -96,11 +98,46 @@ bool add_u64(uint64_t a, uint64_t b, uint64_t *out)
 	return !__builtin_add_overflow(a, b, out);
 }
 
+char *escape_controls(const char *s)
+{
+	size_t n = strlen(s);
+	/* the longest escape, "\u009b", is 6 bytes for 2 input bytes; "\xNN" 4 for 1 */
+	char *out = xmalloc(4 * n + 1), *o = out;
+
+	for (size_t i = 0; i < n;) {
+		unsigned char c = (unsigned char)s[i];
+		uint32_t cp = 0;
+		size_t l = c < 0x80 ? 1 : utf8_decode(s + i, n - i, &cp);
+		if (c == '\n' || c == '\r' || c == '\t') {
+			*o++ = '\\';
+			*o++ = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+			i++;
+		} else if (c < 0x20 || c == 0x7f || l == 0) {
+			/* C0 controls (ESC), DEL, and bytes that are not UTF-8 (a terminal may read
+			 * a lone 0x9b as CSI) */
+			o += sprintf(o, "\\x%02x", c);
+			i++;
+		} else if (l == 2 && cp >= 0x80 && cp <= 0x9f) {
+			o += sprintf(o, "\\u%04x", (unsigned)cp); /* C1 controls */
+			i += l;
+		} else {
+			memcpy(o, s + i, l);
+			o += l;
+			i += l;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
 static void vmsg(const char *prefix, const char *fmt, va_list ap)
 {
-	/* one write per message so parallel output does not interleave mid-line */
 	_cleanup_free_ char *m = xvasprintf(fmt, ap);
-	fprintf(stderr, "ferry: %s%s\n", prefix, m);
+	/* a message may carry text from a plan, a results file or a guest: control characters are
+	 * shown escaped so that it stays one line and cannot forge another (a CI "::warning") */
+	_cleanup_free_ char *clean = escape_controls(m);
+	/* one write per message so parallel output does not interleave mid-line */
+	fprintf(stderr, "ferry: %s%s\n", prefix, clean);
 }
 
 void errorf(const char *fmt, ...)

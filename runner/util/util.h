@@ -72,9 +72,19 @@ char *xvasprintf(const char *fmt, va_list ap) _printf_(1, 0);
 bool mul_u64(uint64_t a, uint64_t b, uint64_t *out);
 bool add_u64(uint64_t a, uint64_t b, uint64_t *out);
 
-/* The program's own messages: "ferry: <msg>\n" on stderr. Callers never pass "\n". */
+/*
+ * The program's own messages: "ferry: <msg>\n" on stderr. Callers never pass "\n". Control
+ * characters in the message are printed escaped (escape_controls()), so one message is one line.
+ */
 void errorf(const char *fmt, ...) _printf_(1, 2);
 void warnf(const char *fmt, ...) _printf_(1, 2);
+
+/*
+ * s with control characters shown visibly, for messages: LF, CR, TAB as \n, \r, \t (backslash
+ * and letter), other C0 controls (ESC), DEL and bytes that are not UTF-8 as \xNN, C1 controls
+ * (U+0080-U+009F) as \u00NN. Everything else (printable ASCII, valid UTF-8) is kept. Caller frees.
+ */
+char *escape_controls(const char *s);
 
 /* Levenshtein distance (fio parse.c string_distance), for "did you mean" suggestions. */
 size_t string_distance(const char *a, const char *b);

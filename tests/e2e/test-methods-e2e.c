@@ -18,6 +18,7 @@
 
 #include "agent.h"
 #include "dataset.h"
+#include "fs.h"
 #include "guest.h"
 #include "manifest.h"
 #include "methods/method.h"
@@ -590,7 +591,7 @@ int main(int argc, char **argv)
 		manifest_free(t.ds[d].m);
 	}
 	if (t.base)
-		rm_rf(t.base);
+		rm_tree(t.base, NULL);
 	g_free(t.base);
 	g_free(t.skip);
 	free(t.target_dev);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "dataset.h"
+#include "fs.h"
 #include "util.h"
 
 static char *tmpdir(void)
@@ -22,7 +23,7 @@ static char *tmpdir(void)
 
 static void rmtree(char *d)
 {
-	g_assert_cmpint(rm_rf(d), ==, 0);
+	g_assert_cmpint(rm_tree(d, NULL), ==, 0);
 	free(d);
 }
 
@@ -458,18 +459,38 @@ static void test_cache(void)
 	manifest_free(m);
 	dataset_info_clear(&info);
 
-	/* a flipped byte keeps the size: only a re-hash sees it */
+	/* a flipped byte keeps the size, but it changes the inode's ctime after the manifest was
+	   written: that file is re-hashed and the copy regenerated, never trusted on its size */
 	int fd = open(f0, O_WRONLY);
 	g_assert_cmpint(fd, >=, 0);
 	g_assert_cmpint(pwrite(fd, "?", 1, 100), ==, 1);
 	close(fd);
 	m = get(&spec, cache, false, &info);
-	g_assert_false(info.generated);
+	g_assert_true(info.generated);
+	g_assert_nonnull(strstr(info.regen_reason, "f0000"));
+	g_assert_nonnull(strstr(info.regen_reason, "SHA-256"));
+	g_assert_cmpmem(m->digest, 32, digest, 32);
 	manifest_free(m);
 	dataset_info_clear(&info);
+
+	/* a change of the inode that keeps the bytes (chmod, a hard link): re-hashed once,
+	   reused, and sealed again, so the next use hashes nothing */
+	g_assert_cmpint(chmod(f0, 0644), ==, 0);
+	m = get(&spec, cache, false, &info);
+	g_assert_false(info.generated);
+	g_assert_cmpuint(info.rehashed, ==, 1);
+	manifest_free(m);
+	dataset_info_clear(&info);
+	m = get(&spec, cache, false, &info);
+	g_assert_false(info.generated);
+	g_assert_cmpuint(info.rehashed, ==, 0);
+	manifest_free(m);
+	dataset_info_clear(&info);
+
+	/* --rehash hashes everything */
 	m = get(&spec, cache, true, &info);
-	g_assert_true(info.generated);
-	g_assert_nonnull(strstr(info.regen_reason, "SHA-256"));
+	g_assert_false(info.generated);
+	g_assert_cmpuint(info.rehashed, ==, m->files);
 	manifest_free(m);
 	dataset_info_clear(&info);
 

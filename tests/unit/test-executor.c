@@ -14,6 +14,7 @@
 #include "criteria.h"
 #include "exec.h"
 #include "machine-fake.h"
+#include "fs.h"
 #include "plan.h"
 #include "run.h"
 #include "stats.h"
@@ -604,7 +605,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/executor/results-every-cell", test_results_every_cell);
 	g_test_add_func("/executor/interrupt", test_interrupt);
 	int rc = g_test_run();
-	run_rm_rf(tmp_dir);
+	rm_tree(tmp_dir, NULL);
 	g_free(runs);
 	g_free(cache);
 	g_free(tmp_dir);

@@ -14,6 +14,7 @@
 
 #include "dataset.h"
 #include "dataset-plan.h"
+#include "fs.h"
 #include "methods/archive.h"
 #include "methods/method.h"
 #include "util.h"
@@ -179,7 +180,7 @@ static void roundtrip(const struct plan_archive *a)
 	archive_read_free(r);
 	g_byte_array_free(mem.bytes, TRUE);
 	manifest_free(m);
-	g_assert_cmpint(rm_rf(tmp), ==, 0);
+	g_assert_cmpint(rm_tree(tmp, NULL), ==, 0);
 }
 
 static void test_stream_tar_gz(void)

@@ -495,8 +495,7 @@ static void test_atomic_rewrite(void)
 	_cleanup_free_ char *bad = g_build_filename(dir, "missing", "r.json", NULL);
 	g_assert_cmpint(results_write(r, bad, &err), ==, -1);
 	_cleanup_free_ char *want = g_strdup_printf(
-	    "%s: cannot create a temporary file in '%s/missing': No such file or directory", bad,
-	    dir);
+	    "%s: cannot create a file in '%s/missing': No such file or directory", bad, dir);
 	g_assert_cmpstr(err, ==, want);
 	free(err);
 

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fs.h"
 #include "proc.h"
 #include "run.h"
 #include "util.h"
@@ -195,7 +196,7 @@ static void test_run_second_signal_deadline(void)
 	g_assert_cmpint(WEXITSTATUS(st), ==, 130);
 	g_assert_cmpfloat(s, >=, RUN_SECOND_SIGNAL_S - 0.5);
 	g_assert_cmpfloat(s, <, RUN_SECOND_SIGNAL_S + 10);
-	g_assert_cmpint(run_rm_rf(base), ==, 0);
+	g_assert_cmpint(rm_tree(base, NULL), ==, 0);
 	g_free(base);
 	g_unsetenv("FERRY_RUN_DIR");
 }

@@ -12,13 +12,19 @@
 #include <glib/gstdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
 
 #include "dataset.h"
+#include "fs.h"
 #include "manifest.h"
 #include "methods/archive.h"
+#include "methods/netserve.h"
 #include "methods/stream.h"
 #include "util.h"
 
@@ -127,7 +133,7 @@ static void test_roundtrip(void)
 		g_free(out);
 		g_free(stream);
 	}
-	rm_rf(base);
+	rm_tree(base, NULL);
 	g_free(bin);
 	g_free(src);
 	g_free(base);
@@ -195,10 +201,417 @@ static void test_concat(void)
 	/* hashing only (fd < 0) gives the same digest */
 	g_assert_cmpint(stream_concat(src, m, -1, 1000, &bytes, got, &err), ==, 0);
 	g_assert_cmpmem(got, 32, want, 32);
-	rm_rf(base);
+	rm_tree(base, NULL);
 	g_free(out);
 	g_free(src);
 	g_free(base);
+	manifest_free(m);
+}
+
+/* A sink that keeps everything pack_stream() sends (agent-file's path). */
+static int keep_sink(void *userdata, const void *buf, size_t len, char **err)
+{
+	(void)err;
+	g_byte_array_append(userdata, buf, (guint)len);
+	return 0;
+}
+
+static bool contains(const void *hay, size_t n, const char *needle)
+{
+	return memmem(hay, n, needle, strlen(needle)) != NULL;
+}
+
+static bool file_contains(const char *path, const char *needle)
+{
+	gchar *data = NULL;
+	gsize len = 0;
+	if (!g_file_get_contents(path, &data, &len, NULL))
+		return false;
+	bool r = contains(data, len, needle);
+	g_free(data);
+	return r;
+}
+
+/*
+ * A `path:` dataset scanned, then a file (and, second round, a directory) swapped for a symlink
+ * to a secret before the transfer: every reader (stream_pack: channel, network, share archive;
+ * pack_stream: agent-file, ISO; stream_concat: block, network pull; dataset_copy: share staging,
+ * disk-image snapshots) refuses with a message naming the file, and no byte of the secret is read.
+ */
+static void test_swap_refused(void)
+{
+	char *base = NULL;
+	struct manifest *m = NULL;
+	fixture(&base, &m);
+	char *src = g_build_filename(base, "src", NULL);
+	char *secret = g_build_filename(base, "secret", NULL);
+	const char *marker = "TOP-SECRET-host-only-bytes";
+	GString *sd = g_string_new(NULL);
+	for (int i = 0; i < 2000; i++)
+		g_string_append(sd, marker);
+	g_assert_true(g_file_set_contents(secret, sd->str, (gssize)sd->len, NULL));
+	g_string_free(sd, TRUE);
+
+	for (int round = 0; round < 2; round++) {
+		/* round 0: a file in dir1 becomes a symlink to the secret; round 1: dir2 becomes
+		   a symlink to a directory whose files are all the secret under the same names */
+		const struct manifest_entry *victim = NULL;
+		for (size_t i = 0; i < m->n && !victim; i++)
+			if (m->entries[i].type == MANIFEST_FILE &&
+			    g_str_has_prefix(m->entries[i].path, round ? "dir2/" : "dir1/"))
+				victim = &m->entries[i];
+		g_assert_nonnull(victim);
+		char *vrel = g_strdup(victim->path); /* m is rescanned below */
+		char *vpath = g_build_filename(src, vrel, NULL);
+		if (round == 0) {
+			g_assert_cmpint(unlink(vpath), ==, 0);
+			g_assert_cmpint(symlink(secret, vpath), ==, 0);
+		} else {
+			char *d = g_build_filename(src, "dir2", NULL);
+			char *evil = g_build_filename(base, "evil", NULL);
+			g_assert_cmpint(rename(d, evil), ==, 0);
+			GDir *gd = g_dir_open(evil, 0, NULL);
+			const char *name;
+			while ((name = g_dir_read_name(gd))) {
+				char *f = g_build_filename(evil, name, NULL);
+				g_assert_cmpint(unlink(f), ==, 0);
+				g_assert_cmpint(link(secret, f), ==, 0);
+				g_free(f);
+			}
+			g_dir_close(gd);
+			g_assert_cmpint(symlink(evil, d), ==, 0);
+			g_free(evil);
+			g_free(d);
+		}
+
+		static const struct plan_archive tar = { 0, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_NONE,
+							 0 };
+		char *stream = g_strdup_printf("%s/swap-%d", base, round);
+		int fd = open(stream, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		uint64_t bytes = 0;
+		char *err = NULL;
+		g_assert_cmpint(stream_pack(&tar, src, m, fd, 1000, &bytes, &err), ==, -1);
+		close(fd);
+		g_assert_nonnull(strstr(err, "changed since it was scanned"));
+		g_assert_nonnull(strstr(err, vrel));
+		g_assert_false(file_contains(stream, marker));
+		free(err), err = NULL;
+
+		GByteArray *got = g_byte_array_new();
+		g_assert_cmpint(pack_stream(&tar, src, m, 4096, keep_sink, got, &err), ==, -1);
+		g_assert_nonnull(strstr(err, "changed since it was scanned"));
+		g_assert_false(contains(got->data, got->len, marker));
+		g_byte_array_free(got, TRUE);
+		free(err), err = NULL;
+
+		fd = open(stream, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		g_assert_cmpint(stream_concat(src, m, fd, 1000, &bytes, NULL, &err), ==, -1);
+		close(fd);
+		g_assert_nonnull(strstr(err, vrel));
+		g_assert_false(file_contains(stream, marker));
+		free(err), err = NULL;
+
+		char *copy = g_strdup_printf("%s/copy-%d", base, round);
+		g_assert_cmpint(dataset_copy(src, m, copy, NULL, NULL, &err), ==, -1);
+		g_assert_nonnull(strstr(err, "changed since it was scanned"));
+		char *cv = g_build_filename(copy, vrel, NULL);
+		g_assert_false(file_contains(cv, marker));
+		free(err), err = NULL;
+
+		/* undo, for the next round: the manifest still describes the original inodes, so
+		   put back exactly those is impossible; rescan instead */
+		if (round == 0) {
+			g_assert_cmpint(unlink(vpath), ==, 0);
+			g_assert_true(g_file_set_contents(vpath, "x", 1, NULL));
+			manifest_free(m);
+			g_assert_cmpint(dataset_scan(src, &m, &err), ==, 0);
+			/* the same content under the same name, but another inode: refused too */
+			char *p2 = g_build_filename(src, vrel, NULL);
+			/* written beside and renamed over: a new inode while the old one lives */
+			g_assert_true(g_file_set_contents(p2, "y", 1, NULL));
+			g_assert_cmpint(stream_concat(src, m, -1, 1000, &bytes, NULL, &err), ==,
+					-1);
+			g_assert_nonnull(strstr(err, "another file now"));
+			free(err), err = NULL;
+			manifest_free(m);
+			g_assert_cmpint(dataset_scan(src, &m, &err), ==, 0);
+			g_free(p2);
+		}
+		g_free(cv);
+		g_free(copy);
+		g_free(stream);
+		g_free(vpath);
+		g_free(vrel);
+	}
+	/* the directory itself replaced after the scan */
+	char *moved = g_build_filename(base, "moved", NULL);
+	g_assert_cmpint(rename(src, moved), ==, 0);
+	g_assert_cmpint(g_mkdir(src, 0755), ==, 0);
+	char *err = NULL;
+	uint64_t bytes = 0;
+	g_assert_cmpint(stream_concat(src, m, -1, 1000, &bytes, NULL, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "not the directory that was scanned"));
+	free(err);
+	rm_tree(base, NULL);
+	g_free(moved);
+	g_free(secret);
+	g_free(src);
+	g_free(base);
+	manifest_free(m);
+}
+
+/* dataset_copy() of an intact dataset: exact, and hard links only where may_link says so. */
+static bool link_all(const struct stat *st, void *ud)
+{
+	(void)st, (void)ud;
+	return true;
+}
+
+static void test_copy(void)
+{
+	char *base = NULL;
+	struct manifest *m = NULL;
+	fixture(&base, &m);
+	char *src = g_build_filename(base, "src", NULL);
+	char *a = g_build_filename(base, "copied", NULL),
+	     *b = g_build_filename(base, "linked", NULL);
+	char *err = NULL;
+	uint64_t copied = 0;
+	g_assert_cmpint(dataset_copy(src, m, a, NULL, &copied, &err), ==, 0);
+	g_assert_cmpuint(copied, ==, m->bytes);
+	char *why = NULL;
+	if (!dataset_intact(m, a, true, &why))
+		g_error("copy: %s", why);
+	struct dataset_copy_opts o = { .may_link = link_all };
+	g_assert_cmpint(dataset_copy(src, m, b, &o, &copied, &err), ==, 0);
+	g_assert_cmpuint(copied, ==, 0);
+	if (!dataset_intact(m, b, true, &why))
+		g_error("links: %s", why);
+	for (size_t i = 0; i < m->n; i++) {
+		if (m->entries[i].type != MANIFEST_FILE)
+			continue;
+		char *pa = g_build_filename(a, m->entries[i].path, NULL);
+		char *pb = g_build_filename(b, m->entries[i].path, NULL);
+		struct stat sa, sb;
+		g_assert_cmpint(stat(pa, &sa), ==, 0);
+		g_assert_cmpint(stat(pb, &sb), ==, 0);
+		g_assert_cmpuint(sa.st_ino, !=, m->entries[i].ino);
+		g_assert_cmpuint(sb.st_ino, ==, m->entries[i].ino);
+		g_free(pa), g_free(pb);
+	}
+	rm_tree(base, NULL);
+	g_free(a), g_free(b), g_free(src), g_free(base);
+	manifest_free(m);
+}
+
+/* ---- the network method's host side, with the host's busybox as the guest ---- */
+
+static int run_guest_sh(const char *bin, const char *cmd, char **serr)
+{
+	char *path = g_strdup_printf("PATH=%s", bin);
+	const char *argv[] = { busybox, "sh", "-c", cmd, NULL };
+	const char *envp[] = { path, NULL };
+	int status = 0;
+	GError *gerr = NULL;
+	if (!g_spawn_sync(NULL, (char **)argv, (char **)envp, G_SPAWN_DEFAULT, NULL, NULL, NULL,
+			  serr, &status, &gerr))
+		g_error("spawn: %s", gerr->message);
+	g_free(path);
+	return g_spawn_check_wait_status(status, NULL) ? 0 : -1;
+}
+
+/* A tree whose names the old line-based list broke: blanks, a CR, leading '-'. */
+static char *awkward_tree(const char *base, struct manifest **m)
+{
+	char *src = g_build_filename(base, "awkward", NULL);
+	static const char *const dirs[] = { "-dir", " lead dir", "-dir/sub" };
+	static const char *const files[] = { "a\rb", " lead",   "trail ",       "-dash",
+					     "-",    "-dir/-x", " lead dir/ y", "-dir/sub/--z\r" };
+	g_assert_cmpint(g_mkdir(src, 0755), ==, 0);
+	for (size_t i = 0; i < G_N_ELEMENTS(dirs); i++) {
+		char *d = g_build_filename(src, dirs[i], NULL);
+		g_assert_cmpint(g_mkdir(d, 0755), ==, 0);
+		g_free(d);
+	}
+	for (size_t i = 0; i < G_N_ELEMENTS(files); i++) {
+		char *f = g_build_filename(src, files[i], NULL);
+		char *data = g_strdup_printf("content of file %zu\n", i);
+		g_assert_true(g_file_set_contents(f, data, -1, NULL));
+		g_free(data);
+		g_free(f);
+	}
+	char *l = g_build_filename(src, "-link", NULL);
+	g_assert_cmpint(symlink("-dash", l), ==, 0);
+	g_free(l);
+	char *err = NULL;
+	if (dataset_scan(src, m, &err) < 0)
+		g_error("%s", err);
+	g_assert_cmpuint((*m)->n_skipped, ==, 0);
+	return src;
+}
+
+static char *http_get(int port, const char *path, char **body)
+{
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons((uint16_t)port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	g_assert_cmpint(connect(c, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
+	char *req = g_strdup_printf("GET %s HTTP/1.0\r\n\r\n", path);
+	g_assert_cmpint(write(c, req, strlen(req)), ==, (ssize_t)strlen(req));
+	GString *resp = g_string_new(NULL);
+	char buf[4096];
+	ssize_t n;
+	while ((n = read(c, buf, sizeof(buf))) > 0)
+		g_string_append_len(resp, buf, n);
+	close(c);
+	g_free(req);
+	char *status = g_strndup(resp->str, strcspn(resp->str, "\r"));
+	const char *b = strstr(resp->str, "\r\n\r\n");
+	*body = g_strdup(b ? b + 4 : "");
+	g_string_free(resp, TRUE);
+	return status;
+}
+
+static void test_network_pull(void)
+{
+	if (!busybox) {
+		g_test_skip("no busybox on this host to play the guest");
+		return;
+	}
+	char *base = g_dir_make_tmp("ferry-test-net-XXXXXX", NULL);
+	struct manifest *m = NULL;
+	char *src = awkward_tree(base, &m);
+	char *bin = applets(base);
+	static const char *const more[] = { "wget", "xargs", "ln" };
+	for (size_t i = 0; i < G_N_ELEMENTS(more); i++) {
+		char *l = g_build_filename(bin, more[i], NULL);
+		g_assert_cmpint(symlink(busybox, l), ==, 0);
+		g_free(l);
+	}
+	struct server srv;
+	server_init(&srv);
+	char *err = NULL;
+	if (server_start(&srv, NULL, src, m, 10000, &err) < 0)
+		g_error("%s", err);
+	g_assert_cmpuint(strlen(srv.token), ==, NETSERVE_TOKEN_LEN);
+
+	/* another local user without the token: 404, nothing of the dataset, no run failure */
+	char *body = NULL;
+	char *st = http_get(srv.port, "/.ferry-list", &body);
+	g_assert_nonnull(strstr(st, "404"));
+	g_assert_cmpstr(body, ==, "");
+	g_free(st), g_free(body);
+	st = http_get(srv.port, "/00000000000000000000000000000000/f/1", &body);
+	g_assert_nonnull(strstr(st, "404"));
+	g_assert_null(strstr(body, "content of file"));
+	g_free(st), g_free(body);
+	g_assert_cmpuint(srv.rejected, ==, 2);
+
+	/* the guest's pull, with the exact command line, into a fresh directory */
+	char *out = g_build_filename(base, "landed", NULL);
+	g_assert_cmpint(g_mkdir(out, 0755), ==, 0);
+	char *url = g_strdup_printf("http://127.0.0.1:%d/%s", srv.port, srv.token);
+	char *cmd = netserve_pull_files_command(url, out);
+	char *serr = NULL;
+	if (run_guest_sh(bin, cmd, &serr) < 0)
+		g_error("'%s' failed: %s", cmd, serr);
+	server_stop(&srv);
+	g_assert_null(srv.err);
+	char *why = NULL;
+	if (!dataset_intact(m, out, true, &why))
+		g_error("pulled tree: %s", why);
+	/* a second token differs (one per server start) */
+	char other[NETSERVE_TOKEN_LEN + 1];
+	g_assert_cmpint(netserve_token(other), ==, 0);
+	g_assert_cmpstr(other, !=, srv.token);
+	free(srv.err);
+	g_free(serr), free(cmd), g_free(url), g_free(out);
+	rm_tree(base, NULL);
+	g_free(bin), g_free(src), g_free(base);
+	manifest_free(m);
+}
+
+/* The push side: the guest unpacks only after the token line; without it, nothing lands. */
+static void test_network_push_token(void)
+{
+	if (!busybox) {
+		g_test_skip("no busybox on this host to play the guest");
+		return;
+	}
+	char *base = g_dir_make_tmp("ferry-test-push-XXXXXX", NULL);
+	struct manifest *m = NULL;
+	char *src = awkward_tree(base, &m);
+	char *bin = applets(base);
+	char *nc = g_build_filename(bin, "nc", NULL);
+	g_assert_cmpint(symlink(busybox, nc), ==, 0);
+	static const struct plan_archive tar = { 0, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_NONE, 0 };
+	char token[NETSERVE_TOKEN_LEN + 1];
+	g_assert_cmpint(netserve_token(token), ==, 0);
+	for (int round = 0; round < 2; round++) {
+		/* round 0: an intruder's stream without the token; round 1: ferry's */
+		char *err = NULL;
+		int port = 0;
+		int fd = loopback_socket(false, &port, &err);
+		g_assert_cmpint(fd, >=, 0);
+		close(fd);
+		char *out = g_strdup_printf("%s/push-%d", base, round);
+		g_assert_cmpint(g_mkdir(out, 0755), ==, 0);
+		char *source = netserve_push_source(port, token);
+		char *cmd = stream_unpack_command(&tar, source, out);
+		char *path = g_strdup_printf("PATH=%s", bin);
+		const char *argv[] = { busybox, "sh", "-c", cmd, NULL };
+		const char *envp[] = { path, NULL };
+		GPid pid;
+		GError *gerr = NULL;
+		if (!g_spawn_async(NULL, (char **)argv, (char **)envp,
+				   G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDERR_TO_DEV_NULL, NULL,
+				   NULL, &pid, &gerr))
+			g_error("spawn: %s", gerr->message);
+		int c = -1;
+		for (int i = 0; i < 200 && c < 0; i++) {
+			c = socket(AF_INET, SOCK_STREAM, 0);
+			struct sockaddr_in sa = { .sin_family = AF_INET,
+						  .sin_port = htons((uint16_t)port),
+						  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+			if (connect(c, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+				close(c);
+				c = -1;
+				g_usleep(20000);
+			}
+		}
+		g_assert_cmpint(c, >=, 0);
+		if (round == 1) {
+			char line[NETSERVE_TOKEN_LEN + 2];
+			snprintf(line, sizeof(line), "%s\n", token);
+			g_assert_cmpint(write(c, line, strlen(line)), ==, (ssize_t)strlen(line));
+		} else {
+			const char *bad = "ffffffffffffffffffffffffffffffff\n";
+			g_assert_cmpint(write(c, bad, strlen(bad)), ==, (ssize_t)strlen(bad));
+		}
+		uint64_t bytes = 0;
+		(void)stream_pack(&tar, src, m, c, 5000, &bytes, &err);
+		free(err), err = NULL;
+		finish_connection(c);
+		int status = 0;
+		g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+		g_spawn_close_pid(pid);
+		char *why = NULL;
+		if (round == 1) {
+			g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+			if (!dataset_intact(m, out, true, &why))
+				g_error("pushed tree: %s", why);
+		} else {
+			g_assert_false(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+			GDir *d = g_dir_open(out, 0, NULL);
+			g_assert_null(g_dir_read_name(d)); /* nothing injected */
+			g_dir_close(d);
+		}
+		free(why);
+		g_free(path), free(cmd), free(source), g_free(out);
+	}
+	rm_tree(base, NULL);
+	g_free(nc), g_free(bin), g_free(src), g_free(base);
 	manifest_free(m);
 }
 
@@ -210,6 +623,10 @@ int main(int argc, char **argv)
 	g_test_add_func("/stream/unsupported", test_unsupported);
 	g_test_add_func("/stream/concat", test_concat);
 	g_test_add_func("/stream/roundtrip-busybox", test_roundtrip);
+	g_test_add_func("/stream/swap-refused", test_swap_refused);
+	g_test_add_func("/stream/copy", test_copy);
+	g_test_add_func("/stream/network-pull", test_network_pull);
+	g_test_add_func("/stream/network-push-token", test_network_push_token);
 	int r = g_test_run();
 	g_free(busybox);
 	return r;

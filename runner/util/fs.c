@@ -1,0 +1,427 @@
+/* SPDX-License-Identifier: MIT */
+#include "fs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "util.h"
+
+static int fail(char **err, int e, const char *fmt, ...) _printf_(3, 4);
+static int fail(char **err, int e, const char *fmt, ...)
+{
+	if (err) {
+		va_list ap;
+		va_start(ap, fmt);
+		char *m = xvasprintf(fmt, ap);
+		va_end(ap);
+		free(*err);
+		*err = m;
+	}
+	errno = e;
+	return -1;
+}
+
+/* mkdir with exactly `mode` (mkdir applies the umask); EEXIST is passed through. */
+static int mkdir_mode(const char *path, mode_t mode)
+{
+	if (mkdir(path, mode) < 0)
+		return -1;
+	if (chmod(path, mode) < 0)
+		return -1;
+	return 0;
+}
+
+int mkdir_p(const char *path, mode_t mode, char **err)
+{
+	_cleanup_free_ char *p = xstrdup(path);
+	size_t n = strlen(p);
+
+	while (n > 1 && p[n - 1] == '/')
+		p[--n] = '\0';
+	for (char *s = p + 1;; s++) {
+		if (*s != '/' && *s != '\0')
+			continue;
+		char c = *s;
+		*s = '\0';
+		struct stat st;
+		if (mkdir_mode(p, mode) < 0 && errno != EEXIST)
+			return fail(err, errno, "cannot create directory '%s': %s", p,
+				    strerror(errno));
+		/* an existing name must be a directory (or a link to one) to go on */
+		if (stat(p, &st) < 0)
+			return fail(err, errno, "cannot create directory '%s': %s", p,
+				    strerror(errno));
+		if (!S_ISDIR(st.st_mode))
+			return fail(err, ENOTDIR, "cannot create directory '%s': %s", p,
+				    strerror(ENOTDIR));
+		*s = c;
+		if (!c)
+			return 0;
+	}
+}
+
+const char *file_kind(mode_t m)
+{
+	if (S_ISLNK(m))
+		return "a symbolic link";
+	if (S_ISCHR(m))
+		return "a character device";
+	if (S_ISBLK(m))
+		return "a block device";
+	if (S_ISFIFO(m))
+		return "a FIFO";
+	if (S_ISSOCK(m))
+		return "a socket";
+	if (S_ISDIR(m))
+		return "a directory";
+	if (S_ISREG(m))
+		return "a regular file";
+	return "not a regular file";
+}
+
+int write_all(int fd, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+/* 0 when `base` in dirfd is absent or a regular file; else -1 with *err. */
+static int target_replaceable(int dirfd, const char *base, const char *path, char **err)
+{
+	struct stat st;
+	if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return fail(err, errno, "%s: %s", path, strerror(errno));
+	}
+	if (S_ISREG(st.st_mode))
+		return 0;
+	return fail(err, S_ISDIR(st.st_mode) ? EISDIR : EEXIST,
+		    "%s: is %s (ferry replaces only regular files)", path, file_kind(st.st_mode));
+}
+
+/* A temporary name nobody can guess: ".BASE.XXXXXXXXXXXX" (BASE cut to stay under NAME_MAX). */
+static char *temp_name(const char *base)
+{
+	static const char chars[] =
+	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	unsigned char rnd[12];
+	char suffix[sizeof(rnd) + 1];
+
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+		/* getrandom() cannot fail for 12 bytes once the pool is ready; mix what we have */
+		uint64_t t = now_ns() ^ ((uint64_t)getpid() << 32);
+		for (size_t i = 0; i < sizeof(rnd); i++, t = t * 6364136223846793005u + 1)
+			rnd[i] = (unsigned char)(t >> 56);
+	}
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		suffix[i] = chars[rnd[i] % (sizeof(chars) - 1)];
+	suffix[sizeof(rnd)] = '\0';
+	return xasprintf(".%.200s.%s", base, suffix);
+}
+
+int atomic_file_open(struct atomic_file *af, const char *path, mode_t mode, char **err)
+{
+	_cleanup_free_ char *dcopy = xstrdup(path), *bcopy = xstrdup(path);
+	const char *dir = dirname(dcopy), *base = basename(bcopy);
+
+	*af = (struct atomic_file){ .dirfd = -1, .fd = -1 };
+	if (!*path || STREQ(base, "/") || STREQ(base, ".") || STREQ(base, ".."))
+		return fail(err, EISDIR, "%s: is a directory", path);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return fail(err, errno, "%s: cannot create a file in '%s': %s", path, dir,
+			    strerror(errno));
+	if (target_replaceable(dfd, base, path, err) < 0) {
+		int e = errno;
+		close(dfd);
+		errno = e;
+		return -1;
+	}
+	for (int tries = 0;; tries++) {
+		char *tmp = temp_name(base);
+		int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+				mode & 07777);
+		if (fd >= 0) {
+			*af = (struct atomic_file){ .path = xstrdup(path),
+						    .dirfd = dfd,
+						    .base = xstrdup(base),
+						    .tmp = tmp,
+						    .fd = fd };
+			break;
+		}
+		int e = errno;
+		free(tmp);
+		if (e != EEXIST || tries >= 100) {
+			close(dfd);
+			return fail(err, e, "%s: cannot create a file in '%s': %s", path, dir,
+				    strerror(e));
+		}
+	}
+	if (fchmod(af->fd, mode & 07777) < 0) {
+		int e = errno;
+		atomic_file_abort(af);
+		return fail(err, e, "%s: chmod: %s", path, strerror(e));
+	}
+	return 0;
+}
+
+static void atomic_file_free(struct atomic_file *af)
+{
+	/* a zeroed struct was never opened: its 0 descriptors are not ours */
+	if (!af->path) {
+		*af = (struct atomic_file){ .dirfd = -1, .fd = -1 };
+		return;
+	}
+	if (af->fd >= 0)
+		close(af->fd);
+	if (af->dirfd >= 0)
+		close(af->dirfd);
+	free(af->path);
+	free(af->base);
+	free(af->tmp);
+	*af = (struct atomic_file){ .dirfd = -1, .fd = -1 };
+}
+
+void atomic_file_abort(struct atomic_file *af)
+{
+	if (af->path && af->tmp && af->dirfd >= 0)
+		(void)unlinkat(af->dirfd, af->tmp, 0);
+	atomic_file_free(af);
+}
+
+int atomic_file_commit(struct atomic_file *af, char **err)
+{
+	const char *what = NULL;
+	int e = 0;
+
+	if (fsync(af->fd) < 0)
+		what = "fsync", e = errno;
+	if (close(af->fd) < 0 && !what)
+		what = "close", e = errno;
+	af->fd = -1;
+	if (what) {
+		fail(err, e, "%s: %s: %s", af->path, what, strerror(e));
+		atomic_file_abort(af);
+		errno = e;
+		return -1;
+	}
+	/* checked again: the target may have been replaced since the open */
+	if (target_replaceable(af->dirfd, af->base, af->path, err) < 0) {
+		e = errno;
+		atomic_file_abort(af);
+		errno = e;
+		return -1;
+	}
+	if (renameat(af->dirfd, af->tmp, af->dirfd, af->base) < 0) {
+		e = errno;
+		fail(err, e, "%s: rename: %s", af->path, strerror(e));
+		atomic_file_abort(af);
+		errno = e;
+		return -1;
+	}
+	free(af->tmp);
+	af->tmp = NULL;
+	/* make the rename itself durable */
+	if (fsync(af->dirfd) < 0 && errno != EINVAL) {
+		e = errno;
+		fail(err, e, "%s: fsync of its directory: %s", af->path, strerror(e));
+		atomic_file_free(af);
+		errno = e;
+		return -1;
+	}
+	atomic_file_free(af);
+	return 0;
+}
+
+int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, char **err)
+{
+	struct atomic_file af;
+	if (atomic_file_open(&af, path, mode, err) < 0)
+		return -1;
+	if (write_all(af.fd, data, len) < 0) {
+		int e = errno;
+		fail(err, e, "%s: write: %s", path, strerror(e));
+		atomic_file_abort(&af);
+		errno = e;
+		return -1;
+	}
+	return atomic_file_commit(&af, err);
+}
+
+/* ---- rm_tree ------------------------------------------------------------------------------ */
+
+/*
+ * Which mount an entry is on: the device, and the mount id where the kernel tells it (a bind
+ * mount of the same filesystem has the same device but its own mount id).
+ */
+struct mount_key {
+	dev_t dev;
+	uint64_t mnt_id; /* 0 when unknown */
+};
+
+static int mount_key_at(int dirfd, const char *name, struct mount_key *k)
+{
+	struct statx sx;
+	int flags = AT_SYMLINK_NOFOLLOW | (*name ? 0 : AT_EMPTY_PATH);
+	if (statx(dirfd, name, flags, STATX_TYPE | STATX_MNT_ID, &sx) < 0)
+		return -1;
+	k->dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+	k->mnt_id = (sx.stx_mask & STATX_MNT_ID) ? sx.stx_mnt_id : 0;
+	return 0;
+}
+
+static bool same_mount(const struct mount_key *a, const struct mount_key *b)
+{
+	return a->dev == b->dev && (!a->mnt_id || !b->mnt_id || a->mnt_id == b->mnt_id);
+}
+
+struct rm_state {
+	int err;        /* first errno */
+	char *err_path; /* where it happened */
+};
+
+static void rm_note(struct rm_state *s, const char *parent, const char *name, int e)
+{
+	if (s->err)
+		return;
+	s->err = e;
+	s->err_path = parent ? xasprintf("%s/%s", parent, name) : xstrdup(name);
+}
+
+/* Remove every entry of the open directory dfd (at device dev), then nothing else. */
+static void rm_contents(int dfd, const struct mount_key *mk, const char *where, unsigned depth,
+			struct rm_state *s)
+{
+	int fd2 = dup(dfd);
+	DIR *d = fd2 < 0 ? NULL : fdopendir(fd2);
+	struct dirent *de;
+
+	if (!d) {
+		if (fd2 >= 0)
+			close(fd2);
+		rm_note(s, NULL, where, errno);
+		return;
+	}
+	while ((de = readdir(d))) {
+		const char *n = de->d_name;
+		if (STREQ(n, ".") || STREQ(n, ".."))
+			continue;
+		if (unlinkat(dfd, n, 0) == 0 || errno == ENOENT)
+			continue;
+		if (errno != EISDIR && errno != EPERM) {
+			rm_note(s, where, n, errno);
+			continue;
+		}
+		/* a directory (EISDIR on Linux; EPERM elsewhere): empty it, then remove it */
+		int sub = openat(dfd, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		struct mount_key sk;
+		if (sub < 0 || mount_key_at(sub, "", &sk) < 0) {
+			rm_note(s, where, n, errno);
+			if (sub >= 0)
+				close(sub);
+			continue;
+		}
+		if (!same_mount(&sk, mk)) {
+			/* a mount point: never cross into another filesystem */
+			rm_note(s, where, n, EXDEV);
+			close(sub);
+			continue;
+		}
+		if (depth >= 4096) {
+			rm_note(s, where, n, ELOOP);
+			close(sub);
+			continue;
+		}
+		_cleanup_free_ char *child = xasprintf("%s/%s", where, n);
+		rm_contents(sub, mk, child, depth + 1, s);
+		close(sub);
+		if (unlinkat(dfd, n, AT_REMOVEDIR) < 0 && errno != ENOENT)
+			rm_note(s, where, n, errno);
+	}
+	closedir(d);
+}
+
+/* rm_tree_at() naming the tree `shown` in messages. */
+static int rm_tree_named(int dirfd, const char *name, const char *shown, char **err)
+{
+	struct rm_state s = { 0 };
+	struct stat st;
+	struct mount_key parent, self;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return fail(err, errno, "cannot remove '%s': %s", shown, strerror(errno));
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
+			return fail(err, errno, "cannot remove '%s': %s", shown, strerror(errno));
+		return 0;
+	}
+	int dfd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return fail(err, errno, "cannot remove '%s': %s", shown, strerror(errno));
+	if (mount_key_at(dirfd, "", &parent) < 0 || mount_key_at(dfd, "", &self) < 0) {
+		int e = errno;
+		close(dfd);
+		return fail(err, e, "cannot remove '%s': %s", shown, strerror(e));
+	}
+	if (!same_mount(&parent, &self)) {
+		close(dfd);
+		return fail(err, EXDEV, "cannot remove '%s': it is a mount point", shown);
+	}
+	rm_contents(dfd, &self, shown, 0, &s);
+	close(dfd);
+	if (!s.err && unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		rm_note(&s, NULL, shown, errno);
+	if (s.err) {
+		fail(err, s.err, "cannot remove '%s': %s", s.err_path,
+		     s.err == EXDEV ? "it is a mount point" : strerror(s.err));
+		free(s.err_path);
+		errno = s.err;
+		return -1;
+	}
+	return 0;
+}
+
+int rm_tree_at(int dirfd, const char *name, char **err)
+{
+	return rm_tree_named(dirfd, name, name, err);
+}
+
+int rm_tree(const char *path, char **err)
+{
+	_cleanup_free_ char *dcopy = xstrdup(path), *bcopy = xstrdup(path);
+	const char *dir = dirname(dcopy), *base = basename(bcopy);
+
+	if (STREQ(base, "/") || STREQ(base, ".") || STREQ(base, ".."))
+		return fail(err, EINVAL, "cannot remove '%s': not a removable name", path);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return fail(err, errno, "cannot remove '%s': %s", path, strerror(errno));
+	}
+	int r = rm_tree_named(dfd, base, path, err);
+	int e = errno;
+	close(dfd);
+	errno = e;
+	return r;
+}

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The filesystem helpers every part of ferry uses: mkdir -p, files written all or nothing, and
+ * a tree removal that cannot be led out of its directory.
+ *
+ * Output rules (ferry.1, OUTPUT FILES): a file ferry writes is first written to a temporary file
+ * created exclusively (O_CREAT|O_EXCL|O_NOFOLLOW, a random name) in the target's own directory,
+ * flushed to disk, and renamed over the target; then the directory is flushed too. An existing
+ * target is replaced only when it is a regular file: a symbolic link, device, FIFO, socket or
+ * directory is refused and left as it is. Nothing is ever written through a symbolic link, and
+ * missing parent directories are not created here (callers that want them say so).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/*
+ * mkdir -p: create path and its missing parents. Every directory it creates gets exactly `mode`
+ * whatever the umask (QEMU, running as libvirt-qemu, must traverse ferry's directories); existing
+ * ones are left as they are. Returns 0, or -1 with errno set and *err (when not NULL) saying
+ * which directory could not be created.
+ */
+int mkdir_p(const char *path, mode_t mode, char **err);
+
+/*
+ * What kind of file `st` is, as a noun for messages ("a symbolic link", "a character device",
+ * "a FIFO", "a socket", "a directory", "a block device", "a regular file").
+ */
+const char *file_kind(mode_t st_mode);
+
+/*
+ * An output file written all or nothing (see the rules above):
+ *   struct atomic_file af;
+ *   if (atomic_file_open(&af, path, 0644, &err) < 0) ...   (refuses a target that is not a
+ *                                                           regular file; nothing is created)
+ *   write(af.fd, ...) ...
+ *   if (atomic_file_commit(&af, &err) < 0) ...             (fsync, rename, fsync the directory)
+ * or atomic_file_abort(&af) to drop it (the target is untouched). After either, af is closed.
+ */
+struct atomic_file {
+	char *path; /* the target, as given */
+	int dirfd;  /* the target's directory, held open: the rename happens there */
+	char *base; /* the target's name in dirfd */
+	char *tmp;  /* the temporary file's name in dirfd, NULL when none */
+	int fd;     /* the temporary file, -1 when closed */
+};
+
+/*
+ * Create the temporary file next to `path`, with permission bits `mode` exactly (whatever the
+ * umask). Returns 0, or -1 with *err ("PATH: why"; a target that is not a regular file:
+ * "PATH: is a symbolic link (ferry replaces only regular files)").
+ */
+int atomic_file_open(struct atomic_file *af, const char *path, mode_t mode, char **err);
+/* Flush the file to disk, check the target is still absent or a regular file, rename the
+ * temporary file over it and flush the directory. Returns 0, or -1 with *err ("PATH: why") and
+ * the temporary file removed. af is closed either way. */
+int atomic_file_commit(struct atomic_file *af, char **err);
+/* Close and remove the temporary file; accepts a closed or never-opened (zeroed) af. */
+void atomic_file_abort(struct atomic_file *af);
+
+/* Write len bytes to fd, retrying short writes and EINTR; 0 or -1 with errno. */
+int write_all(int fd, const void *data, size_t len);
+
+/* The whole of data as the file `path`, atomically (atomic_file_*). Returns 0 or -1 with *err. */
+int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, char **err);
+
+/*
+ * rm -rf that cannot be led out of its directory: the tree is walked through directory
+ * descriptors (openat with O_NOFOLLOW|O_DIRECTORY, unlinkat), symbolic links are removed, never
+ * followed, and a directory on another filesystem (a mount point, a bind mount planted by a
+ * guest) is neither entered nor removed. path itself may be a symbolic link: the link is removed.
+ * A missing path is success. Returns 0, or -1 with errno set (the first failure; it removes what
+ * it can) and *err (when not NULL) naming the entry.
+ */
+int rm_tree(const char *path, char **err);
+/* The same for the entry `name` of the directory dirfd. */
+int rm_tree_at(int dirfd, const char *name, char **err);

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+#include "hash.h"
+
+#include <errno.h>
+#include <fcntl.h>
+
+#include "cleanup.h"
+#include "util.h"
+
+void sha256_hex(const unsigned char sha[SHA256_BYTES], char out[SHA256_HEX])
+{
+	static const char hex[] = "0123456789abcdef";
+	for (int i = 0; i < SHA256_BYTES; i++) {
+		out[2 * i] = hex[sha[i] >> 4];
+		out[2 * i + 1] = hex[sha[i] & 15];
+	}
+	out[2 * SHA256_BYTES] = '\0';
+}
+
+int sha256_parse(const char *hex, unsigned char out[SHA256_BYTES])
+{
+	for (int i = 0; i < SHA256_BYTES; i++) {
+		int hi = hex_digit_value(hex[2 * i]),
+		    lo = hi < 0 ? -1 : hex_digit_value(hex[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return -1;
+		out[i] = (unsigned char)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+static _noreturn_ void crypto_oom(void)
+{
+	/* libcrypto only fails here on allocation failure: treat it like xmalloc does */
+	fputs("ferry: out of memory (SHA-256)\n", stderr);
+	abort();
+}
+
+void sha256_buf(const void *data, size_t len, unsigned char out[SHA256_BYTES])
+{
+	unsigned int n = 0;
+	if (!EVP_Digest(data, len, out, &n, EVP_sha256(), NULL) || n != SHA256_BYTES)
+		crypto_oom();
+}
+
+void sha256_buf_hex(const void *data, size_t len, char out[SHA256_HEX])
+{
+	unsigned char md[SHA256_BYTES];
+	sha256_buf(data, len, md);
+	sha256_hex(md, out);
+}
+
+int sha256_fd(int fd, unsigned char out[SHA256_BYTES], uint64_t *size)
+{
+	_cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	unsigned char buf[1 << 16];
+	uint64_t total = 0;
+
+	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL))
+		crypto_oom();
+	for (;;) {
+		ssize_t r = read(fd, buf, sizeof(buf));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		if (!EVP_DigestUpdate(ctx, buf, (size_t)r))
+			crypto_oom();
+		total += (uint64_t)r;
+	}
+	if (!EVP_DigestFinal_ex(ctx, out, NULL))
+		crypto_oom();
+	if (size)
+		*size = total;
+	return 0;
+}
+
+int sha256_file_hex(const char *path, char out[SHA256_HEX], uint64_t *size)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	unsigned char md[SHA256_BYTES];
+	if (fd < 0 || sha256_fd(fd, md, size) < 0)
+		return -1;
+	sha256_hex(md, out);
+	return 0;
+}

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/* SHA-256 through OpenSSL's EVP interface, and its lower-case hex form. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SHA256_BYTES 32
+#define SHA256_HEX   65 /* 64 hex digits and the NUL */
+
+/* 64 lower-case hex digits of a digest, NUL-terminated. */
+void sha256_hex(const unsigned char sha[SHA256_BYTES], char out[SHA256_HEX]);
+/* Parse the 64 hex digits (either case) hex starts with into a digest (what follows them is not
+ * looked at); 0, or -1 when they are not hex digits. */
+int sha256_parse(const char *hex, unsigned char out[SHA256_BYTES]);
+
+/* The digest of a buffer (aborts like xmalloc when libcrypto cannot allocate). */
+void sha256_buf(const void *data, size_t len, unsigned char out[SHA256_BYTES]);
+/* The same as hex. */
+void sha256_buf_hex(const void *data, size_t len, char out[SHA256_HEX]);
+
+/* The digest of everything read from fd until end of file; *size (may be NULL) gets the byte
+ * count. Returns 0, or -1 with errno set (a read error). */
+int sha256_fd(int fd, unsigned char out[SHA256_BYTES], uint64_t *size);
+/* The hex digest of the file at path (opened read-only, O_NOFOLLOW not implied); 0 or -1 with
+ * errno set. */
+int sha256_file_hex(const char *path, char out[SHA256_HEX], uint64_t *size);
