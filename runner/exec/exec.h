@@ -53,8 +53,8 @@ struct exec_opts {
 /* What the execution did, for the summary and the exit status. */
 struct exec_result {
 	size_t counts[STATUS_COUNT]; /* cells of the results by status, at the end */
-	int signal;                  /* SIGINT or SIGTERM that interrupted the run, or 0 */
-	bool stopped;                /* fail_fast stopped the run after a cell that did not pass */
+	int signal;   /* the signal that interrupted the run (run_interrupted), or 0 */
+	bool stopped; /* fail_fast stopped the run after a cell that did not pass */
 	unsigned boots;
 	double wall_s;     /* from the start to the end */
 	double measured_s; /* sum of prepare+transfer+finalize of every measured run */

@@ -7,6 +7,7 @@
 #include <glib/gstdio.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -238,6 +239,57 @@ static void test_domain_owner(void)
 	virConnectClose(conn);
 }
 
+/*
+ * Removing the run directory cannot be led out of it: a symbolic link to a directory outside
+ * (as a guest-writable staging directory could hold) is removed, not followed, and a mount
+ * planted inside (a guest's bind mount) is neither entered nor emptied.
+ */
+static void test_run_close_contained(void)
+{
+	char *base = g_dir_make_tmp("ferry-test-rm-XXXXXX", NULL);
+	char *outside = g_dir_make_tmp("ferry-test-outside-XXXXXX", NULL);
+	char *victim = g_build_filename(outside, "victim", NULL);
+	g_assert_true(g_file_set_contents(victim, "keep", 4, NULL));
+	g_setenv("FERRY_RUN_DIR", base, TRUE);
+	char *err = NULL;
+	struct run *r = run_open(&err);
+	g_assert_nonnull(r);
+	char *link = run_path(r, "staging/deep", "escape");
+	g_assert_cmpint(symlink(outside, link), ==, 0);
+	char *mnt = run_path(r, "staging", "mnt");
+	g_assert_cmpint(mkdir(mnt, 0755), ==, 0);
+	bool mounted = mount("ferry-test", mnt, "tmpfs", 0, "size=1m") == 0;
+	char *inmount = g_build_filename(mnt, "guest-file", NULL);
+	if (mounted)
+		g_assert_true(g_file_set_contents(inmount, "keep", 4, NULL));
+	char *rd = g_strdup(run_dir(r));
+	int rc = run_close(r, &err);
+	g_assert_true(g_file_test(victim, G_FILE_TEST_IS_REGULAR)); /* not followed */
+	if (mounted) {
+		/* the mount point cannot be removed, and what is in it stays */
+		g_assert_cmpint(rc, ==, -1);
+		g_assert_nonnull(err);
+		g_assert_true(g_file_test(inmount, G_FILE_TEST_IS_REGULAR));
+		g_assert_cmpint(umount(mnt), ==, 0);
+		free(err);
+		g_assert_cmpint(rm_tree(rd, NULL), ==, 0);
+	} else {
+		g_assert_cmpint(rc, ==, 0);
+		g_test_message("not root: the planted mount is not tested");
+	}
+	g_assert_false(g_file_test(rd, G_FILE_TEST_EXISTS));
+	g_assert_cmpint(rm_tree(outside, NULL), ==, 0);
+	g_assert_cmpint(g_rmdir(base), ==, 0);
+	g_free(rd);
+	g_free(inmount);
+	free(mnt);
+	free(link);
+	g_free(victim);
+	g_free(outside);
+	g_free(base);
+	g_unsetenv("FERRY_RUN_DIR");
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -247,6 +299,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/run/signal-hup-quit", test_run_signal_hup_quit);
 	g_test_add_func("/run/second-signal-deadline", test_run_second_signal_deadline);
 	g_test_add_func("/run/domain-owner", test_domain_owner);
+	g_test_add_func("/run/close-contained", test_run_close_contained);
 	g_test_add_func("/run/proc", test_proc);
 	return g_test_run();
 }
