@@ -4,6 +4,7 @@
  * `ferry schema` that prints what the key tables generate (the JSON Schema, or the PLAN KEYS
  * section of ferry(1)).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -34,11 +35,79 @@ static int parse_cap(const char *s, size_t *cap)
 	return 0;
 }
 
-/* Parse and expand one plan; prints diagnostics. */
-static struct matrix *load(const char *path, size_t cap, struct plan **out)
+/* ---- what the command line allows a plan ---- */
+
+static bool var_name(const char *s, size_t n)
+{
+	if (!n || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!(isalnum((unsigned char)s[i]) || s[i] == '_'))
+			return false;
+	return true;
+}
+
+static void push(const char *const **arr, size_t *n, const char *s)
+{
+	const char **a = xrealloc((void *)*arr, (*n + 1) * sizeof(*a));
+	a[(*n)++] = s;
+	*arr = a;
+}
+
+int plan_trust_option(int opt, const char *arg, struct plan_options *o)
+{
+	switch (opt) {
+	case OPT_ALLOW_ENV:
+		if (!var_name(arg, strlen(arg))) {
+			errorf("invalid --allow-env '%s': expected a variable name", arg);
+			return -1;
+		}
+		push(&o->allow_env, &o->n_allow_env, arg);
+		return 1;
+	case OPT_VAR: {
+		const char *eq = strchr(arg, '=');
+		if (!eq || !var_name(arg, (size_t)(eq - arg))) {
+			errorf("invalid --var '%s': expected NAME=VALUE", arg);
+			return -1;
+		}
+		push(&o->vars, &o->n_vars, arg);
+		return 1;
+	}
+	case OPT_ALLOW_OUTPUT:
+		if (!*arg) {
+			errorf("invalid --allow-output '': expected a directory");
+			return -1;
+		}
+		push(&o->allow_output, &o->n_allow_output, arg);
+		return 1;
+	default: return 0;
+	}
+}
+
+void plan_trust_free(struct plan_options *o)
+{
+	free((void *)o->allow_env);
+	free((void *)o->vars);
+	free((void *)o->allow_output);
+	*o = (struct plan_options){ 0 };
+}
+
+void plan_warnings_print(const struct plan *p)
+{
+	for (size_t i = 0; i < p->warnings.n; i++) {
+		_cleanup_free_ char *s = diag_format(&p->warnings.items[i]);
+		/* "FILE:LINE:COL: msg" -> "FILE:LINE:COL: warning: msg" */
+		const char *msg = p->warnings.items[i].msg;
+		fprintf(stderr, "ferry: %.*swarning: %s\n", (int)(strlen(s) - strlen(msg)), s, msg);
+	}
+}
+
+/* Parse and expand one plan; prints diagnostics and warnings. */
+static struct matrix *load(const char *path, const struct plan_options *o, size_t cap,
+			   struct plan **out)
 {
 	_cleanup_(diag_list_clearp) struct diag_list diags = { 0 };
-	_cleanup_(plan_freep) struct plan *p = plan_parse_file(path, &diags);
+	_cleanup_(plan_freep) struct plan *p = plan_load(path, o, &diags);
 	struct matrix *m = NULL;
 
 	if (p)
@@ -46,17 +115,21 @@ static struct matrix *load(const char *path, size_t cap, struct plan **out)
 	diag_print(&diags, stderr);
 	if (!m)
 		return NULL;
+	plan_warnings_print(p);
 	*out = TAKE_PTR(p);
 	return m;
 }
 
 static void validate_usage(FILE *out)
 {
-	fputs("usage: ferry validate [--max-cells N] PLAN...\n"
+	fputs("usage: ferry validate [--max-cells N] [--allow-env NAME] [--var NAME=VALUE]\n"
+	      "                      [--allow-output DIR] PLAN...\n"
 	      "\n"
 	      "Check plan files (syntax, keys, values, names, the matrix) without running\n"
 	      "anything. Prints 'ok: PLAN (N cells)' for each valid plan. Exit status 0 when\n"
-	      "every plan is valid, 2 otherwise.\n",
+	      "every plan is valid, 2 otherwise. A plan reads only FERRY_* variables and\n"
+	      "writes reports only below the working directory unless --allow-env, --var or\n"
+	      "--allow-output allow more.\n",
 	      out);
 }
 
@@ -65,12 +138,19 @@ int cmd_validate(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "max-cells", required_argument, NULL, 'm' },
+		PLAN_TRUST_LONG_OPTIONS,
 		{ 0 },
 	};
 	size_t cap = 0;
 	int c, status = EXIT_OK;
+	_cleanup_(plan_trust_free) struct plan_options po = { 0 };
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		int t = plan_trust_option(c, optarg, &po);
+		if (t < 0)
+			return EXIT_PLAN;
+		if (t)
+			continue;
 		switch (c) {
 		case 'h': validate_usage(stdout); return EXIT_OK;
 		case 'm':
@@ -86,7 +166,7 @@ int cmd_validate(int argc, char **argv)
 	}
 	for (int i = optind; i < argc; i++) {
 		_cleanup_(plan_freep) struct plan *p = NULL;
-		_cleanup_(matrix_freep) struct matrix *m = load(argv[i], cap, &p);
+		_cleanup_(matrix_freep) struct matrix *m = load(argv[i], &po, cap, &p);
 		if (!m) {
 			status = EXIT_PLAN;
 			continue;
@@ -100,7 +180,8 @@ int cmd_validate(int argc, char **argv)
 static void expand_usage(FILE *out)
 {
 	fputs("usage: ferry expand [--format table|json] [--shard K/N] [--max-cells N]\n"
-	      "                    [--estimate RESULTS] PLAN\n"
+	      "                    [--estimate RESULTS] [--allow-env NAME] [--var NAME=VALUE]\n"
+	      "                    [--allow-output DIR] PLAN\n"
 	      "\n"
 	      "Print the cells of a plan with the entries each uses and its resolved run\n"
 	      "settings, then the count. --shard keeps the cells of shard K of N.\n"
@@ -180,8 +261,10 @@ int cmd_expand(int argc, char **argv)
 		{ "shard", required_argument, NULL, 's' },
 		{ "max-cells", required_argument, NULL, 'm' },
 		{ "estimate", required_argument, NULL, 'e' },
+		PLAN_TRUST_LONG_OPTIONS,
 		{ 0 },
 	};
+	_cleanup_(plan_trust_free) struct plan_options po = { 0 };
 	size_t cap = 0;
 	const char *estimate = NULL;
 	unsigned k = 1, n = 1;
@@ -189,6 +272,11 @@ int cmd_expand(int argc, char **argv)
 	int c;
 
 	while ((c = getopt_long(argc, argv, "hf:s:", opts, NULL)) != -1) {
+		int t = plan_trust_option(c, optarg, &po);
+		if (t < 0)
+			return EXIT_PLAN;
+		if (t)
+			continue;
 		switch (c) {
 		case 'h': expand_usage(stdout); return EXIT_OK;
 		case 'f':
@@ -223,7 +311,7 @@ int cmd_expand(int argc, char **argv)
 	}
 
 	_cleanup_(plan_freep) struct plan *p = NULL;
-	_cleanup_(matrix_freep) struct matrix *m = load(argv[optind], cap, &p);
+	_cleanup_(matrix_freep) struct matrix *m = load(argv[optind], &po, cap, &p);
 	if (!m)
 		return EXIT_PLAN;
 	_cleanup_(results_freep) struct results *earlier = NULL;

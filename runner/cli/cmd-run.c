@@ -16,8 +16,8 @@ static void usage(FILE *out)
 {
 	fputs("usage: ferry run [--connect URI] [--shard K/N] [--max-cells N] [--junit F]\n"
 	      "                 [--markdown F] [--json F] [--bmf F] [--gab F] [--results F]\n"
-	      "                 [--resume F] [--rerun-failed] [--fail-fast] [--quiet] [--verbose] "
-	      "PLAN\n"
+	      "                 [--resume F] [--rerun-failed] [--fail-fast] [--quiet] [--verbose]\n"
+	      "                 [--allow-env NAME] [--var NAME=VALUE] [--allow-output DIR] PLAN\n"
 	      "\n"
 	      "Run every cell of a plan against real guests, verify every run, and write the\n"
 	      "results file (after every cell) and the reports the plan or the options name.\n"
@@ -112,8 +112,10 @@ int cmd_run(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		PLAN_TRUST_LONG_OPTIONS,
 		{ 0 },
 	};
+	_cleanup_(plan_trust_free) struct plan_options po = { 0 };
 	struct exec_opts eo = { .error = show_error };
 	bool quiet = false;
 	const char *paths[REPORT_FORMAT_COUNT] = { 0 };
@@ -123,6 +125,11 @@ int cmd_run(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "qvh", opts, NULL)) != -1) {
 		_cleanup_free_ char *err = NULL;
 		uint64_t v;
+		int t = plan_trust_option(c, optarg, &po);
+		if (t < 0)
+			return EXEC_EXIT_PLAN;
+		if (t)
+			continue;
 		switch (c) {
 		case 'c': eo.connect = optarg; break;
 		case 's':
@@ -161,12 +168,13 @@ int cmd_run(int argc, char **argv)
 	eo.plan_path = argv[optind];
 
 	struct diag_list diags = { 0 };
-	_cleanup_(plan_freep) struct plan *p = plan_parse_file(eo.plan_path, &diags);
+	_cleanup_(plan_freep) struct plan *p = plan_load(eo.plan_path, &po, &diags);
 	_cleanup_(matrix_freep) struct matrix *m = p ? plan_expand(p, cap, &diags) : NULL;
 	diag_print(&diags, stderr);
 	diag_list_clear(&diags);
 	if (!m)
 		return EXIT_PLAN;
+	plan_warnings_print(p);
 
 	/* the plan's report paths, unless an option overrides them */
 	if (!paths[REPORT_JUNIT])

@@ -29,3 +29,23 @@ int cmd_report(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_schema(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
+
+/*
+ * What the command line allows a plan (ferry(1) SECURITY), shared by validate, expand and run
+ * (cmd-plan.c): add PLAN_TRUST_LONG_OPTIONS to the getopt table and hand every option to
+ * plan_trust_option() first.
+ */
+struct plan;
+struct plan_options;
+enum { OPT_ALLOW_ENV = 0x1000, OPT_VAR, OPT_ALLOW_OUTPUT };
+/* clang-format off */
+#define PLAN_TRUST_LONG_OPTIONS                                                                    \
+	{ "allow-env", required_argument, NULL, OPT_ALLOW_ENV },                                   \
+	{ "var", required_argument, NULL, OPT_VAR },                                               \
+	{ "allow-output", required_argument, NULL, OPT_ALLOW_OUTPUT }
+/* clang-format on */
+/* 1: `opt` was one of them (stored), 0: it was not, -1: invalid (printed). */
+int plan_trust_option(int opt, const char *arg, struct plan_options *o);
+void plan_trust_free(struct plan_options *o);
+/* Print a plan's warnings (valid, but probably not meant) on standard error. */
+void plan_warnings_print(const struct plan *p);

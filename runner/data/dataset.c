@@ -129,12 +129,8 @@ char *dataset_spec_canonical(const struct dataset_spec *spec)
 char *dataset_spec_hash(const struct dataset_spec *spec)
 {
 	_cleanup_free_ char *c = dataset_spec_canonical(spec);
-	unsigned char sha[32];
-	char hex[65];
-	unsigned int len = 0;
-	if (!EVP_Digest(c, strlen(c), sha, &len, EVP_sha256(), NULL))
-		abort();
-	sha256_hex(sha, hex);
+	char hex[SHA256_HEX];
+	sha256_buf_hex(c, strlen(c), hex);
 	hex[16] = '\0';
 	return xstrdup(hex);
 }

@@ -19,6 +19,7 @@
 #include "cleanup.h"
 #include "fs.h"
 #include "guest.h"
+#include "plan-limits.h"
 #include "proc.h"
 #include "util.h"
 
@@ -134,11 +135,12 @@ int vm_disk_validate(const struct disk_config *d, enum vm_machine machine, bool 
 
 int vm_config_validate(const struct vm_config *c, char **why)
 {
-	if (c->vcpus < 1 || c->vcpus > 255) {
-		*why = xasprintf("vcpus must be between 1 and 255, not %u", c->vcpus);
+	if (c->vcpus < 1 || c->vcpus > PLAN_VCPUS_MAX) {
+		*why =
+		    xasprintf("vcpus must be between 1 and %u, not %u", PLAN_VCPUS_MAX, c->vcpus);
 		return -1;
 	}
-	if (c->memory < (64ull << 20) || c->memory % (1u << 20) != 0) {
+	if (c->memory < PLAN_MEMORY_MIN || c->memory % (1u << 20) != 0) {
 		*why = xstrdup("memory must be at least 64 MiB and a multiple of 1 MiB");
 		return -1;
 	}

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "plan-limits.h"
 #include "plan.h"
 #include "units.h"
 
@@ -38,7 +39,7 @@ static const struct key_def nic_defs[] = {
 	  .offset = FIELD(plan_nic, queues),
 	  .def = "1",
 	  .min = 1,
-	  .max = 64,
+	  .max = PLAN_NIC_QUEUES_MAX,
 	  .help = "virtio-net queue pairs; more than 1 needs a tap (set network or bridge): QEMU "
 		  "user networking refuses queues" },
 	{ .name = "network",
@@ -83,14 +84,14 @@ static const struct key_def vm_defs[] = {
 	  .offset = FIELD(plan_vm, vcpus),
 	  .def = "2",
 	  .min = 1,
-	  .max = 256,
+	  .max = PLAN_VCPUS_MAX,
 	  .help = "virtual CPUs" },
 	{ .name = "memory",
 	  .type = KEY_SIZE,
 	  .offset = FIELD(plan_vm, memory),
 	  .def = "1GiB",
-	  .min = UINT64_C(64) << 20,
-	  .max = UINT64_C(1) << 42,
+	  .min = PLAN_MEMORY_MIN,
+	  .max = PLAN_MEMORY_MAX,
 	  .help = "guest memory" },
 	{ .name = "machine",
 	  .type = KEY_ENUM,
@@ -162,8 +163,8 @@ static const struct key_def disk_defs[] = {
 	  .type = KEY_SIZE,
 	  .offset = FIELD(plan_disk, size),
 	  .def = "4GiB",
-	  .min = UINT64_C(1) << 20,
-	  .max = UINT64_C(1) << 44,
+	  .min = PLAN_DISK_SIZE_MIN,
+	  .max = PLAN_DISK_SIZE_MAX,
 	  .help = "capacity of the image, or the size limit of the tmpfs" },
 	{ .name = "bus",
 	  .type = KEY_ENUM,
@@ -266,7 +267,7 @@ static const struct key_def dataset_defs[] = {
 	  .offset = FIELD(plan_dataset, files),
 	  .def = "1",
 	  .min = 1,
-	  .max = 10000000,
+	  .max = PLAN_DATASET_FILES_MAX,
 	  .help = "number of generated files" },
 	{ .name = "size",
 	  .type = KEY_MAPPING,

@@ -79,7 +79,8 @@ yaml_node_t *pl_lookup(struct ctx *c, const yaml_node_t *map, const char *name, 
 /* Where to point at a key of an entry: the key, else the fallback. */
 const yaml_node_t *pl_key_node(struct ctx *c, const yaml_node_t *map, const char *name,
 			       const yaml_node_t *fallback);
-/* ${VAR} substitution of a scalar value under the trust options; NULL (and an error) on fault. */
+/* ${VAR} substitution of a scalar value under the trust options; NULL (and an error) on fault
+ * (trust.c). */
 char *pl_value_text(struct ctx *c, const yaml_node_t *v);
 void pl_unknown_key(struct ctx *c, const struct key_table *t, const yaml_node_t *k);
 void pl_walk_mapping(struct ctx *c, const struct key_table *t, void *obj, const yaml_node_t *map,

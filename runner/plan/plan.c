@@ -35,6 +35,15 @@ void pl_err_pos(struct ctx *c, const char *file, int line, int col, const char *
 	c->n_errors++;
 }
 
+void pl_warn_node(struct ctx *c, const yaml_node_t *n, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	diag_vadd(&c->p->warnings, c->file, (int)n->start_mark.line + 1,
+		  (int)n->start_mark.column + 1, fmt, ap);
+	va_end(ap);
+}
+
 struct plan_pos pl_node_pos(struct ctx *c, const yaml_node_t *n)
 {
 	return (struct plan_pos){ c->file, (int)n->start_mark.line + 1,
@@ -210,9 +219,10 @@ static void resolve(struct ctx *c)
 }
 
 static struct plan *parse(const char *name, const char *buf, size_t len, const char *canon,
-			  struct diag_list *diags)
+			  const struct plan_options *o, struct diag_list *diags)
 {
-	struct ctx c = { .diags = diags };
+	static const struct plan_options none = { 0 };
+	struct ctx c = { .diags = diags, .o = o ? o : &none };
 	struct plan *p = xcalloc(1, sizeof(*p));
 
 	c.p = p;
@@ -229,17 +239,24 @@ static struct plan *parse(const char *name, const char *buf, size_t len, const c
 		plan_free(p);
 		return NULL;
 	}
+	diag_sort(&p->warnings);
 	return p;
+}
+
+struct plan *plan_load_buffer(const char *name, const char *buf, size_t len,
+			      const struct plan_options *o, struct diag_list *diags)
+{
+	_cleanup_free_ char *canon = pl_canonical(name);
+	return parse(name, buf, len, canon, o, diags);
 }
 
 struct plan *plan_parse_buffer(const char *name, const char *buf, size_t len,
 			       struct diag_list *diags)
 {
-	_cleanup_free_ char *canon = pl_canonical(name);
-	return parse(name, buf, len, canon, diags);
+	return plan_load_buffer(name, buf, len, NULL, diags);
 }
 
-struct plan *plan_parse_file(const char *path, struct diag_list *diags)
+struct plan *plan_load(const char *path, const struct plan_options *o, struct diag_list *diags)
 {
 	_cleanup_free_ char *err = NULL;
 	size_t len = 0;
@@ -249,7 +266,12 @@ struct plan *plan_parse_file(const char *path, struct diag_list *diags)
 		diag_add(diags, NULL, 0, 0, "%s", err);
 		return NULL;
 	}
-	return plan_parse_buffer(path, buf, len, diags);
+	return plan_load_buffer(path, buf, len, o, diags);
+}
+
+struct plan *plan_parse_file(const char *path, struct diag_list *diags)
+{
+	return plan_load(path, NULL, diags);
 }
 
 void plan_free(struct plan *p)
@@ -262,6 +284,7 @@ void plan_free(struct plan *p)
 	for (size_t i = 0; i < p->n_files; i++)
 		free(p->files[i]);
 	free(p->files);
+	diag_list_clear(&p->warnings);
 	free(p);
 }
 

@@ -284,9 +284,40 @@ struct plan {
 
 	char **files; /* every file read, the main one first */
 	size_t n_files;
+
+	/* What is valid but probably not meant (sizes few hosts have, see plan-limits.h): the
+	 * commands print these as warnings; they never make a plan fail. */
+	struct diag_list warnings;
 };
 
-/* Parse, merge and check a plan file. Returns NULL (and diagnostics) on any error. */
+/*
+ * What the command line allows a plan beyond what any plan may do (ferry(1) SECURITY). A plan
+ * may come from a pull request: it may read only FERRY_* environment variables and write its
+ * reports only below the working directory.
+ */
+struct plan_options {
+	/* --allow-env NAME: environment variables a plan may read besides FERRY_* */
+	const char *const *allow_env;
+	size_t n_allow_env;
+	/* --var NAME=VALUE: values for ${NAME}, which win over the environment */
+	const char *const *vars;
+	size_t n_vars;
+	/* --allow-output DIR: directories the plan's report paths may name besides the working
+	 * directory (absolute, or relative to it) */
+	const char *const *allow_output;
+	size_t n_allow_output;
+};
+
+/*
+ * Parse, merge and check a plan file under `o` (NULL: nothing beyond what any plan may do).
+ * Returns NULL (and diagnostics) on any error.
+ */
+struct plan *plan_load(const char *path, const struct plan_options *o, struct diag_list *diags);
+/* The same from memory (see plan_parse_buffer()). */
+struct plan *plan_load_buffer(const char *name, const char *buf, size_t len,
+			      const struct plan_options *o, struct diag_list *diags);
+
+/* plan_load() with no options. */
 struct plan *plan_parse_file(const char *path, struct diag_list *diags);
 
 /*

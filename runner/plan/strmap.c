@@ -70,6 +70,15 @@ uint32_t strmap_put(struct strmap *m, const char *s, uint32_t tag, uint32_t val)
 	return STRMAP_NONE;
 }
 
+void strmap_set(struct strmap *m, const char *s, uint32_t tag, uint32_t val)
+{
+	if (strmap_put(m, s, tag, val) == STRMAP_NONE)
+		return;
+	struct strmap_slot *sl = strmap_find_slot(m->slots, m->cap, s, tag, hash_str(s, tag));
+	sl->s = s;
+	sl->val = val;
+}
+
 uint32_t strmap_get(const struct strmap *m, const char *s, uint32_t tag)
 {
 	const struct strmap_slot *sl = strmap_find_slot(m->slots, m->cap, s, tag, hash_str(s, tag));

@@ -27,5 +27,7 @@ void strmap_init(struct strmap *m, size_t expect);
 void strmap_free(struct strmap *m);
 /* Returns the stored value of (s, tag), or inserts `val` and returns STRMAP_NONE. */
 uint32_t strmap_put(struct strmap *m, const char *s, uint32_t tag, uint32_t val);
+/* Store `val` for (s, tag), replacing a stored value (and the borrowed string). */
+void strmap_set(struct strmap *m, const char *s, uint32_t tag, uint32_t val);
 /* The stored value of (s, tag), or STRMAP_NONE. */
 uint32_t strmap_get(const struct strmap *m, const char *s, uint32_t tag);

@@ -351,7 +351,19 @@ static bool var_char(char c)
 	return isalnum((unsigned char)c) || c == '_';
 }
 
+static const char *getenv_lookup(void *ud, const char *name, char **err)
+{
+	(void)ud;
+	(void)err;
+	return getenv(name);
+}
+
 char *env_subst(const char *s, char **err)
+{
+	return env_subst_with(s, getenv_lookup, NULL, err);
+}
+
+char *env_subst_with(const char *s, env_lookup_fn *lookup, void *ud, char **err)
 {
 	_cleanup_free_ char *out = NULL;
 	size_t n = 0, cap = 0;
@@ -401,7 +413,12 @@ char *env_subst(const char *s, char **err)
 				return NULL;
 			}
 			p = q + 1;
-			const char *val = getenv(name);
+			_cleanup_free_ char *why = NULL;
+			const char *val = lookup(ud, name, &why);
+			if (why) {
+				*err = TAKE_PTR(why);
+				return NULL;
+			}
 			if (val && (*val || !def)) {
 				piece = val;
 				len = strlen(val);

@@ -50,6 +50,13 @@ int parse_bool(const char *s, bool *v, char **err);
  * a default, an unterminated "${" or a bad variable name.
  */
 char *env_subst(const char *s, char **err);
+/*
+ * The same with the values from `lookup` instead of getenv(): it returns the value, or NULL
+ * for an unset variable, or NULL with a message in *why for one it refuses (which fails the
+ * substitution with that message, default or not).
+ */
+typedef const char *env_lookup_fn(void *ud, const char *name, char **why);
+char *env_subst_with(const char *s, env_lookup_fn *lookup, void *ud, char **err);
 
 /* Shortest exact rendering of a size ("64MiB", "1000KB", "1536"), in a static-free new string. */
 char *format_size(uint64_t bytes);

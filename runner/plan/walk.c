@@ -120,16 +120,6 @@ const yaml_node_t *pl_key_node(struct ctx *c, const yaml_node_t *map, const char
 	return k ? k : fallback;
 }
 
-/* ${VAR} substitution of a scalar value; NULL (and an error) when it fails. */
-char *pl_value_text(struct ctx *c, const yaml_node_t *v)
-{
-	_cleanup_free_ char *err = NULL;
-	char *s = env_subst(pl_scalar(v), &err);
-	if (!s)
-		pl_err_node(c, v, "%s", err);
-	return s;
-}
-
 static bool pl_valid_name(const char *s)
 {
 	if (!*s)

@@ -265,6 +265,36 @@ int write_file_atomic(const char *path, const void *data, size_t len, mode_t mod
 	return atomic_file_commit(&af, err);
 }
 
+int symlink_replace(const char *target, const char *path, char **err)
+{
+	_cleanup_free_ char *dcopy = xstrdup(path), *bcopy = xstrdup(path);
+	const char *dir = dirname(dcopy), *base = basename(bcopy);
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+
+	if (dfd < 0)
+		return fail(err, errno, "cannot update '%s': %s", path, strerror(errno));
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISLNK(st.st_mode))
+		return fail(err, EEXIST, "cannot update '%s': it is %s, not a symbolic link", path,
+			    file_kind(st.st_mode));
+	for (int tries = 0;; tries++) {
+		_cleanup_free_ char *tmp = temp_name(base);
+		/* symlinkat() never follows or reuses an existing name: exclusive like O_EXCL */
+		if (symlinkat(target, dfd, tmp) < 0) {
+			if (errno == EEXIST && tries < 100)
+				continue;
+			return fail(err, errno, "cannot update '%s': %s", path, strerror(errno));
+		}
+		if (renameat(dfd, tmp, dfd, base) < 0) {
+			int e = errno;
+			(void)unlinkat(dfd, tmp, 0);
+			return fail(err, e, "cannot update '%s': %s", path, strerror(e));
+		}
+		(void)fsync(dfd);
+		return 0;
+	}
+}
+
 /* ---- rm_tree ------------------------------------------------------------------------------ */
 
 /*

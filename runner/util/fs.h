@@ -67,6 +67,13 @@ int write_all(int fd, const void *data, size_t len);
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, char **err);
 
 /*
+ * Point the symbolic link `path` at `target` atomically: a link made under a random name in the
+ * same directory, renamed over path. path must be absent or a symbolic link (anything else is
+ * refused). Returns 0, or -1 with errno and *err (when not NULL).
+ */
+int symlink_replace(const char *target, const char *path, char **err);
+
+/*
  * rm -rf that cannot be led out of its directory: the tree is walked through directory
  * descriptors (openat with O_NOFOLLOW|O_DIRECTORY, unlinkat), symbolic links are removed, never
  * followed, and a directory on another filesystem (a mount point, a bind mount planted by a

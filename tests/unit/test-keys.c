@@ -176,7 +176,7 @@ static void test_man(void)
 {
 	char *m = key_man();
 	g_assert_nonnull(strstr(m, ".SS \"vms.NAME\"\n"));
-	g_assert_nonnull(strstr(m, ".B vcpus\n(integer) virtual CPUs. Range 1 to 256. Default: "
+	g_assert_nonnull(strstr(m, ".B vcpus\n(integer) virtual CPUs. Range 1 to 255. Default: "
 				   "\\fB2\\fR.\n"));
 	g_assert_nonnull(strstr(m, "Only with type \\fBdisk\\-image\\fR."));
 	free(m);

@@ -516,6 +516,153 @@ static void test_missing_file(void)
 	diag_list_clear(&d);
 }
 
+static const char *trust_base = "vms: {v: {}}\n"
+				"disks: {d: {}}\n"
+				"datasets: {a: {size: 4KiB}}\n"
+				"methods: {m: {type: agent-file}}\n";
+
+/* What the command line allows: --var, --allow-env, --allow-output (ferry(1) SECURITY). */
+static void test_trust_options(void)
+{
+	char *text = g_strdup_printf("ferry: 1\nname: 'x-${T_SECRET}'\n%s", trust_base);
+	struct diag_list d = { 0 };
+	g_setenv("T_SECRET", "hunter2", TRUE);
+
+	/* not allowed: the value never reaches the plan */
+	char *e = errors_of(text);
+	g_assert_cmpstr(e, ==,
+			"mem.yaml:2:7: a plan may read only FERRY_* variables, not 'T_SECRET' "
+			"(allow it on the command line with --allow-env T_SECRET or --var "
+			"T_SECRET=VALUE)");
+	g_assert_null(strstr(e, "hunter2"));
+	g_free(e);
+
+	/* --allow-env NAME reads it */
+	const char *allow[] = { "T_SECRET" };
+	struct plan_options o = { .allow_env = allow, .n_allow_env = 1 };
+	struct plan *p = plan_load_buffer("mem.yaml", text, strlen(text), &o, &d);
+	g_assert_nonnull(p);
+	g_assert_cmpstr(p->name, ==, "x-hunter2");
+	plan_free(p);
+
+	/* --var NAME=VALUE wins over the environment, the last one of a name wins */
+	const char *vars[] = { "T_SECRET=first", "T_SECRET=public" };
+	o = (struct plan_options){ .vars = vars, .n_vars = 2 };
+	p = plan_load_buffer("mem.yaml", text, strlen(text), &o, &d);
+	g_assert_nonnull(p);
+	g_assert_cmpstr(p->name, ==, "x-public");
+	plan_free(p);
+	g_unsetenv("T_SECRET");
+	g_free(text);
+
+	/* report paths: below the working directory, or below --allow-output */
+	text = g_strdup_printf(
+	    "ferry: 1\n%sreport: {junit: /tmp/ferry-t/a.xml, json: ok/./b.json}\n", trust_base);
+	e = errors_of(text);
+	g_assert_cmpstr(e, ==,
+			"mem.yaml:6:17: report path '/tmp/ferry-t/a.xml' is outside the working "
+			"directory: a plan writes reports only below it (allow more on the command "
+			"line with --allow-output DIR, or name the file with --junit)");
+	g_free(e);
+	const char *dirs[] = { "/tmp/ferry-t/" };
+	o = (struct plan_options){ .allow_output = dirs, .n_allow_output = 1 };
+	p = plan_load_buffer("mem.yaml", text, strlen(text), &o, &d);
+	g_assert_nonnull(p);
+	plan_free(p);
+	g_free(text);
+	/* a sibling that only shares the prefix is not below it */
+	text = g_strdup_printf("ferry: 1\n%sreport: {junit: /tmp/ferry-tx/a.xml}\n", trust_base);
+	g_assert_null(plan_load_buffer("mem.yaml", text, strlen(text), &o, &d));
+	diag_list_clear(&d);
+	g_free(text);
+
+	/* connect: local URIs only */
+	static const struct {
+		const char *uri;
+		bool ok;
+	} uris[] = {
+		{ "qemu:///system", true },
+		{ "qemu:///session", true },
+		{ "test:///default", true },
+		{ "qemu+ext:///system?command=/tmp/x.sh", false },
+		{ "qemu+ssh://host/system", false },
+		{ "qemu+unix:///system", false },
+		{ "qemu:///system?socket=/tmp/s", false },
+		{ "qemu://host/system", false },
+		{ "qemu:///system#x", false },
+	};
+	for (size_t i = 0; i < G_N_ELEMENTS(uris); i++) {
+		text = g_strdup_printf("ferry: 1\nconnect: '%s'\n%s", uris[i].uri, trust_base);
+		p = plan_load_buffer("mem.yaml", text, strlen(text), NULL, &d);
+		g_assert_true(!!p == uris[i].ok);
+		if (!p) {
+			g_assert_cmpuint(d.n, ==, 1);
+			g_assert_nonnull(strstr(d.items[0].msg, "--connect"));
+		}
+		plan_free(p);
+		diag_list_clear(&d);
+		g_free(text);
+	}
+}
+
+/* Untrusted input stays linear and bounded: nodes, nesting, aliases. */
+static void test_limits(void)
+{
+	struct diag_list d = { 0 };
+	GString *s = g_string_new("ferry: 1\nrun: {");
+	for (int i = 0; i < 60000; i++)
+		g_string_append_printf(s, "%sk%d: 1", i ? ", " : "", i);
+	g_string_append(s, "}\n");
+	g_assert_null(plan_load_buffer("mem.yaml", s->str, s->len, NULL, &d));
+	g_assert_cmpstr(d.items[0].msg, ==,
+			"the plan is too large: more than 100000 YAML nodes (keys, values and list "
+			"items, with what aliases repeat)");
+	diag_list_clear(&d);
+	g_string_free(s, TRUE);
+
+	/* 30000 duplicates of one key: each one reported (the first 50 kept), in linear time */
+	s = g_string_new("ferry: 1\nrun:\n");
+	for (int i = 0; i < 30000; i++)
+		g_string_append(s, "  warmup: 1\n");
+	g_assert_null(plan_load_buffer("mem.yaml", s->str, s->len, NULL, &d));
+	g_assert_cmpuint(d.n + d.dropped, ==, 29999);
+	g_assert_cmpstr(d.items[0].msg, ==, "duplicate key 'warmup' (first at line 3, column 3)");
+	diag_list_clear(&d);
+	g_string_free(s, TRUE);
+
+	/* 64 levels are fine (as far as nesting goes), 65 are not */
+	for (int depth = 63; depth <= 64; depth++) {
+		s = g_string_new("ferry: 1\ndescription: ");
+		for (int i = 0; i < depth; i++)
+			g_string_append_c(s, '[');
+		for (int i = 0; i < depth; i++)
+			g_string_append_c(s, ']');
+		g_string_append_c(s, '\n');
+		g_assert_null(plan_load_buffer("mem.yaml", s->str, s->len, NULL, &d));
+		g_assert_cmpstr(d.items[0].msg, ==,
+				depth == 63 ? "'description' must be a string, not a list"
+					    : "mappings and lists nest deeper than 64 levels");
+		diag_list_clear(&d);
+		g_string_free(s, TRUE);
+	}
+
+	/* an alias inside its own anchor is undefined (no cycles in the document) */
+	const char *cyc = "ferry: 1\nrun: &r {repeat: *r}\n";
+	g_assert_null(plan_load_buffer("mem.yaml", cyc, strlen(cyc), NULL, &d));
+	g_assert_cmpstr(d.items[0].msg, ==, "invalid YAML: found undefined alias 'r'");
+	diag_list_clear(&d);
+
+	/* aliases still work within the limits */
+	const char *ok = "ferry: 1\nvms: {v: &vm {vcpus: 3}, w: *vm}\ndisks: {d: {}}\n"
+			 "datasets: {a: {size: 4KiB}}\nmethods: {m: {type: agent-file}}\n"
+			 "matrix: {vm: [v, w]}\n";
+	struct plan *p = plan_load_buffer("mem.yaml", ok, strlen(ok), NULL, &d);
+	g_assert_nonnull(p);
+	g_assert_cmpuint(p->vms[1].vcpus, ==, 3);
+	plan_free(p);
+	diag_list_clear(&d);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -528,5 +675,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/plan/cells-incompatible", test_cells_incompatible);
 	g_test_add_func("/plan/include", test_include_merge);
 	g_test_add_func("/plan/missing-file", test_missing_file);
+	g_test_add_func("/plan/trust-options", test_trust_options);
+	g_test_add_func("/plan/limits", test_limits);
 	return g_test_run();
 }

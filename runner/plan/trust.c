@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a plan may name, and what only the command line may (ferry(1) SECURITY). A plan may
+ * come from a pull request and run as root in CI, so:
+ *  - `connect:` names only a local libvirt URI without transport or parameters: transports
+ *    (qemu+ssh, qemu+ext) and parameters (?command=, ?socket=) can make libvirt run programs;
+ *  - ${VAR} reads FERRY_* variables, others only when --allow-env or --var names them, so a
+ *    plan cannot copy a secret of the environment into names that flow into every report;
+ *  - report paths stay below the working directory unless --allow-output names another place.
+ * Each refusal is an error at the value, saying which option allows it.
+ */
+#include <string.h>
+
+#include "plan-parse.h"
+#include "units.h"
+
+#define VAR_PREFIX "FERRY_"
+
+/* ---- ${VAR} ---- */
+
+static const char *plan_lookup(void *ud, const char *name, char **why)
+{
+	const struct plan_options *o = ud;
+	size_t n = strlen(name);
+
+	for (size_t i = o->n_vars; i-- > 0;) /* the last --var of a name wins */
+		if (!strncmp(o->vars[i], name, n) && o->vars[i][n] == '=')
+			return o->vars[i] + n + 1;
+	if (!strncmp(name, VAR_PREFIX, strlen(VAR_PREFIX)))
+		return getenv(name);
+	for (size_t i = 0; i < o->n_allow_env; i++)
+		if (STREQ(o->allow_env[i], name))
+			return getenv(name);
+	*why = xasprintf("a plan may read only FERRY_* variables, not '%s' (allow it on the "
+			 "command line with --allow-env %s or --var %s=VALUE)",
+			 name, name, name);
+	return NULL;
+}
+
+char *pl_value_text(struct ctx *c, const yaml_node_t *v)
+{
+	_cleanup_free_ char *err = NULL;
+	char *s = env_subst_with(pl_scalar(v), plan_lookup, (void *)c->o, &err);
+	if (!s)
+		pl_err_node(c, v, "%s", err);
+	return s;
+}
+
+/* ---- connect ---- */
+
+/* "scheme:///path" with a scheme of letters and digits (no "+transport") and a path of
+ * [A-Za-z0-9/._-] (no host, no "?parameters", no "#") */
+static bool local_uri(const char *s)
+{
+	const char *p = s;
+	while ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9'))
+		p++;
+	if (p == s || strncmp(p, ":///", 4))
+		return false;
+	for (p += 4; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '/' || *p == '.' || *p == '_' || *p == '-'))
+			return false;
+	return true;
+}
+
+/* ---- report paths ---- */
+
+/* `path` made absolute (relative to the working directory) with "." and ".." resolved as
+ * text; NULL when the working directory is unknown. Symbolic links are the writer's business
+ * (reports are never written through one). */
+static char *lexical_abs(const char *path)
+{
+	_cleanup_free_ char *cwd = path[0] == '/' ? xstrdup("") : getcwd(NULL, 0);
+	if (!cwd)
+		return NULL;
+	_cleanup_free_ char *all = xasprintf("%s/%s", cwd, path);
+	char *out = xmalloc(strlen(all) + 2);
+	size_t n = 0;
+	for (char *save = NULL, *part = strtok_r(all, "/", &save); part;
+	     part = strtok_r(NULL, "/", &save)) {
+		if (STREQ(part, "."))
+			continue;
+		if (STREQ(part, "..")) {
+			while (n > 0 && out[n - 1] != '/')
+				n--;
+			if (n > 0)
+				n--; /* the slash */
+			continue;
+		}
+		out[n++] = '/';
+		size_t l = strlen(part);
+		memcpy(out + n, part, l);
+		n += l;
+	}
+	if (!n)
+		out[n++] = '/';
+	out[n] = '\0';
+	return out;
+}
+
+/* Whether `path` (lexically absolute) is `dir` or below it. */
+static bool below(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	if (n == 1) /* "/" */
+		return true;
+	return !strncmp(path, dir, n) && (path[n] == '/' || !path[n]);
+}
+
+static bool allowed_output(const struct plan_options *o, const char *path)
+{
+	_cleanup_free_ char *abs = lexical_abs(path);
+	_cleanup_free_ char *cwd = lexical_abs(".");
+	if (!abs || !cwd)
+		return false;
+	if (below(abs, cwd))
+		return true;
+	for (size_t i = 0; i < o->n_allow_output; i++) {
+		_cleanup_free_ char *dir = lexical_abs(o->allow_output[i]);
+		if (dir && below(abs, dir))
+			return true;
+	}
+	return false;
+}
+
+static void check_report_path(struct ctx *c, const yaml_node_t *v, const char *key)
+{
+	if (!v || v->type != YAML_SCALAR_NODE || pl_is_null(v))
+		return;
+	/* the value as the walk read it (substituted); a faulty one was reported there */
+	_cleanup_free_ char *err = NULL;
+	_cleanup_free_ char *path = env_subst_with(pl_scalar(v), plan_lookup, (void *)c->o, &err);
+	if (!path || !*path || STREQ(path, "-") || allowed_output(c->o, path))
+		return;
+	pl_err_node(c, v,
+		    "report path '%s' is outside the working directory: a plan writes reports "
+		    "only below it (allow more on the command line with --allow-output DIR, or "
+		    "name the file with --%s)",
+		    path, key);
+}
+
+void pl_check_trust(struct ctx *c, const yaml_node_t *root)
+{
+	yaml_node_t *v = pl_lookup(c, root, "connect", NULL);
+	if (v && v->type == YAML_SCALAR_NODE && !pl_is_null(v)) {
+		_cleanup_free_ char *err = NULL;
+		_cleanup_free_ char *uri =
+		    env_subst_with(pl_scalar(v), plan_lookup, (void *)c->o, &err);
+		if (uri && !local_uri(uri))
+			pl_err_node(c, v,
+				    "'connect: %s' is refused in a plan: a plan names only a local "
+				    "URI without transport or parameters, such as 'qemu:///system' "
+				    "(give this one on the command line with --connect)",
+				    uri);
+	}
+
+	yaml_node_t *report = pl_lookup(c, root, "report", NULL);
+	if (!report || report->type != YAML_MAPPING_NODE)
+		return;
+	static const char *const keys[] = { "junit", "json", "bmf", "gab", "markdown" };
+	for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+		yaml_node_t *rv = pl_lookup(c, report, keys[i], NULL);
+		if (rv && rv->type == YAML_MAPPING_NODE)
+			rv = pl_lookup(c, rv, "path", NULL);
+		check_report_path(c, rv, keys[i]);
+	}
+}
