@@ -9,20 +9,18 @@ virsh_names() { virsh -c qemu:///system list --all --name; }
 
 "$ferry" run "$src/tests/e2e/plans/run-kill.yaml" --quiet 2>"$work/log" &
 pid=$!
-# wait until the domain runs and the guest answers (a run has started), then kill ferry outright
-for _ in $(seq 1 600); do
-	if virsh_names | grep -q -- "-$pid-" && ls "$FERRY_RUN_DIR"/*/cells 2>/dev/null | grep -q .; then
+# virtiofsd processes serving this test's run directory (libvirt passes them the shared dir)
+virtiofsds() { pgrep -af virtiofsd | grep -F -- "$FERRY_RUN_DIR/" || true; }
+# wait until the domain runs with its virtiofsd, then kill ferry outright
+for _ in $(seq 1 900); do
+	if virsh_names | grep -q -- "-$pid-" && [ -n "$(virtiofsds)" ]; then
 		break
 	fi
 	kill -0 "$pid" 2>/dev/null || { cat "$work/log" >&2; fail "ferry ended before it could be killed"; }
 	sleep 0.2
 done
 dom="$(virsh_names | grep -- "-$pid-")" || fail "no domain of ferry pid $pid appeared"
-if ls /run/libvirt/qemu/ 2>/dev/null | grep -q -- "-$dom-fs.*\.pid$\|$dom.*-fs\.pid$"; then
-	had_virtiofsd=yes
-else
-	had_virtiofsd=no
-fi
+[ -n "$(virtiofsds)" ] || fail "no virtiofsd for the run's share appeared"
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null || true
 
@@ -36,8 +34,10 @@ if virsh_names | grep -q -- "-$pid-"; then
 	for d in $left; do virsh -c qemu:///system destroy "$d" >/dev/null 2>&1 || true; done
 	fail "domains of the killed ferry (pid $pid) are still there: $left"
 fi
-if ls /run/libvirt/qemu/ 2>/dev/null | grep -q -- "-$pid-.*-fs\.pid$"; then
-	fail "virtiofsd of the killed ferry is left: $(ls /run/libvirt/qemu/ | grep -- "-$pid-.*-fs\.pid$")"
-fi
+for _ in $(seq 1 50); do
+	[ -n "$(virtiofsds)" ] || break
+	sleep 0.2
+done
+[ -z "$(virtiofsds)" ] || fail "virtiofsd of the killed ferry is left: $(virtiofsds)"
 rm -rf "${FERRY_RUN_DIR:?}"/* # the run directory a SIGKILL cannot remove
-echo "ok: SIGKILL of ferry left no domain ($dom gone; virtiofsd seen before the kill: $had_virtiofsd)"
+echo "ok: SIGKILL of ferry left no domain ($dom) and no virtiofsd behind"
