@@ -127,7 +127,7 @@ int cmd_run(int argc, char **argv)
 		uint64_t v;
 		int t = plan_trust_option(c, optarg, &po);
 		if (t < 0)
-			return EXEC_EXIT_PLAN;
+			return EXIT_PLAN;
 		if (t)
 			continue;
 		switch (c) {
