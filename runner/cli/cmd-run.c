@@ -186,7 +186,7 @@ int cmd_run(int argc, char **argv)
 		_cleanup_free_ char *cache = dataset_cache_dir(), *cerr = NULL;
 		if (capacity_plan(p, m, cache, run_base_dir(), &cerr) < 0) {
 			errorf("%s (--no-capacity-check runs anyway)", cerr);
-			return EXEC_EXIT_INFRA;
+			return EXIT_INFRA;
 		}
 	}
 
