@@ -65,10 +65,12 @@ static void clear_status(struct progress *pg)
 	pg->drawn = false;
 }
 
+/* Progress text carries names and messages from the plan and the guest: escaped like errorf(). */
 static void show_status(void *ud, const char *text)
 {
 	struct progress *pg = ud;
-	fprintf(stderr, "\r\033[K%s", text);
+	_cleanup_free_ char *clean = escape_controls(text);
+	fprintf(stderr, "\r\033[K%s", clean);
 	fflush(stderr);
 	pg->drawn = true;
 }
@@ -76,7 +78,8 @@ static void show_status(void *ud, const char *text)
 static void show_line(void *ud, const char *text)
 {
 	clear_status(ud);
-	fprintf(stderr, "ferry: %s\n", text);
+	_cleanup_free_ char *clean = escape_controls(text);
+	fprintf(stderr, "ferry: %s\n", clean);
 }
 
 static void show_error(void *ud, const char *text)
