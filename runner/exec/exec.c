@@ -21,6 +21,7 @@
 #include "methods/method.h"
 #include "proc.h"
 #include "units.h"
+#include "rules.h"
 #include "run.h"
 #include "util.h"
 
@@ -983,13 +984,13 @@ static int prepare_cell(struct exec *x, struct xcell *c)
 		skip_cell(x, c, why);
 		return 0;
 	}
-	if (c->pc.disk->kind == PLAN_DISK_IMAGE && c->pc.disk->filesystem != PLAN_DISK_FS_EXT4) {
-		skip_cell(x, c,
-			  c->pc.disk->filesystem == PLAN_DISK_FS_VFAT
-			      ? "vfat target disks are not supported yet: ferry formats targets "
-				"ext4 on the host"
-			      : "ntfs target disks need a Windows guest");
-		return 0;
+	{
+		/* what no host can do (vfat/ntfs targets, guest OS, archives): the rules table */
+		_cleanup_free_ char *why = plan_rules_skip(x->p, &c->pc);
+		if (why) {
+			skip_cell(x, c, why);
+			return 0;
+		}
 	}
 	exec_dataset_spec(c->pc.dataset, &c->spec);
 	c->cell_dir = run_path(x->run, "cells", c->pc.id);
