@@ -26,10 +26,8 @@ static int dump(json_t *root, FILE *out, size_t flags, const char *what, char **
 
 int report_json(const struct results *r, FILE *out, char **err)
 {
-	/* the flags results_write() uses, so both give the same bytes */
-	return dump(results_to_json(r), out,
-		    JSON_INDENT(2) | JSON_REAL_PRECISION(17) | JSON_PRESERVE_ORDER, "results JSON",
-		    err);
+	/* the one writer of the results JSON, so the export is the results file byte for byte */
+	return results_dump(r, out, err);
 }
 
 /* A cell that has something to export: measured runs with a finite mean total. */

@@ -66,6 +66,57 @@ rc=0
 	fail "--files 100000000000: rc $rc: $(cat "$tmp/err")"
 [ ! -e "$tmp/huge" ] || fail "--files 100000000000 created its directory"
 
+echo "# capacity: a run that cannot fit is refused before anything is generated or booted"
+cat >"$tmp/big.yaml" <<'YAML'
+ferry: 1
+name: too-big
+vms:
+  huge: {guest: builtin, vcpus: 1, memory: 4TiB, accel: tcg}
+disks:
+  ram: {kind: tmpfs, size: 64MiB}
+datasets:
+  vast: {files: 16, size: 1TiB}
+methods:
+  ch: {type: channel, archive: tar}
+matrix:
+  vm: [huge]
+  disk: [ram]
+  dataset: [vast]
+  method: [ch]
+YAML
+mkdir -p "$tmp/runs" "$tmp/capcache"
+rc=0
+FERRY_CACHE_DIR="$tmp/capcache" FERRY_RUN_DIR="$tmp/runs" "$FERRY" run --connect test:///default \
+	"$tmp/big.yaml" >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" = 3 ] || fail "a run that cannot fit exited $rc, not 3: $(cat "$tmp/err")"
+grep -qF "not enough disk space on the filesystem of '$tmp/capcache'" "$tmp/err" ||
+	fail "no disk space message: $(cat "$tmp/err")"
+grep -qF "datasets to generate 16TiB" "$tmp/err" || fail "no dataset figure: $(cat "$tmp/err")"
+grep -qF "not enough memory" "$tmp/err" || fail "no memory message: $(cat "$tmp/err")"
+grep -qF -- "--no-capacity-check" "$tmp/err" || fail "no override named: $(cat "$tmp/err")"
+[ -z "$(ls -A "$tmp/runs")" ] || fail "a refused run left a run directory"
+[ ! -e "$tmp/capcache/datasets" ] || [ -z "$(ls -A "$tmp/capcache/datasets")" ] ||
+	fail "a refused run generated data"
+
+echo "# the cache limit: least recently used datasets are evicted, never one in use"
+cache="$tmp/lru"
+for seed in 1 2 3; do
+	FERRY_CACHE_DIR="$cache" "$FERRY" dataset gen --files 4 --size 1MiB --seed "$seed" --no-sync \
+		>"$tmp/gen-$seed"
+	sleep 0.05
+done
+[ "$(find "$cache/datasets" -mindepth 1 -maxdepth 1 -type d ! -name '.*' | wc -l)" = 3 ] ||
+	fail "three datasets expected in the cache"
+first="$(sed -n 's/^dir: //p' "$tmp/gen-1")"
+# seed 1 used again (most recent now); a limit of 9 MiB keeps two 4 MiB datasets
+FERRY_CACHE_DIR="$cache" "$FERRY" dataset gen --files 4 --size 1MiB --seed 1 >/dev/null
+FERRY_CACHE_DIR="$cache" FERRY_CACHE_MAX=9MiB "$FERRY" dataset gen --files 4 --size 1MiB \
+	--seed 4 --no-sync >"$tmp/gen-4"
+grep -q "^evicted: 2$" "$tmp/gen-4" || fail "eviction: $(cat "$tmp/gen-4")"
+[ -d "$first" ] || fail "the most recently used dataset was evicted"
+[ ! -d "$(sed -n 's/^dir: //p' "$tmp/gen-2")" ] || fail "the least recently used dataset stayed"
+[ -d "$(sed -n 's/^dir: //p' "$tmp/gen-4")" ] || fail "the dataset just generated was evicted"
+
 echo "# the guest's listing command, busybox only"
 if [ ! -x /bin/busybox ]; then
 	echo "SKIP: /bin/busybox not installed (scripts/setup.sh installs busybox-static)"
@@ -113,6 +164,16 @@ rc=0
 guest_list "$tmp/tree" --symlinks | "$FERRY" dataset verify --manifest "$tmp/tree.json" \
 	--symlinks - 2>"$tmp/err" || rc=$?
 [ "$rc" = 1 ] && grep -qF "1 different (link)" "$tmp/err" || fail "changed link: $(cat "$tmp/err")"
+
+echo "# names the old listing broke: a trailing CR, a leading '-' or blank"
+mkdir "$tmp/odd"
+printf 'a' >"$tmp/odd/cr$(printf '\r')"
+printf 'b' >"$tmp/odd/-dash"
+printf 'c' >"$tmp/odd/ lead"
+"$FERRY" dataset scan "$tmp/odd" --manifest "$tmp/odd.json" >/dev/null
+guest_list "$tmp/odd" --symlinks >"$tmp/listing"
+"$FERRY" dataset verify --manifest "$tmp/odd.json" --symlinks "$tmp/listing" >"$tmp/out" 2>&1 ||
+	fail "odd names: $(cat "$tmp/out")"
 
 echo "# usage errors"
 rc=0

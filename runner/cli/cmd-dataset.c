@@ -19,6 +19,7 @@
 #include "commands.h"
 #include "dataset.h"
 #include "plan-limits.h"
+#include "proc.h"
 #include "util.h"
 
 static void usage(FILE *out)
@@ -213,10 +214,11 @@ static int cmd_gen(int argc, char **argv)
 		errorf("%s", err);
 		return EXIT_PLAN;
 	}
-	/* the plan language's limits (ferry(1) LIMITS): a typo must not fill the disk */
+	/* the plan language's limits (ferry(1) SECURITY, Limits): a typo must not fill the disk */
 	uint64_t total;
 	if (spec.files > PLAN_DATASET_FILES_MAX) {
-		errorf("option '--files': %llu files are above the limit of %u (ferry(1) LIMITS)",
+		errorf("option '--files': %llu files are above the limit of %u (ferry(1) SECURITY, "
+		       "Limits)",
 		       (unsigned long long)spec.files, PLAN_DATASET_FILES_MAX);
 		return EXIT_PLAN;
 	}
@@ -224,7 +226,7 @@ static int cmd_gen(int argc, char **argv)
 		     &total) ||
 	    total > PLAN_DATASET_MAX) {
 		errorf("option '--size': %llu files of up to '%s' are above the limit of 16TiB per "
-		       "dataset (ferry(1) LIMITS)",
+		       "dataset (ferry(1) SECURITY, Limits)",
 		       (unsigned long long)spec.files, size_arg);
 		return EXIT_PLAN;
 	}
@@ -252,6 +254,8 @@ static int cmd_gen(int argc, char **argv)
 			return gen_signal ? interrupted_exit() : EXIT_INFRA;
 		}
 		print_summary(m, info.dir, info.manifest_path);
+		if (info.evicted)
+			printf("evicted: %zu\n", info.evicted);
 		if (info.generated && info.regen_reason)
 			printf("generated: yes (%s)\n", info.regen_reason);
 		else
@@ -322,31 +326,34 @@ static int cmd_command(int argc, char **argv)
 	return EXIT_OK;
 }
 
-/* Run the guest's listing command here, on a host directory, and capture its output. */
+/*
+ * Run the guest's listing command here, on a host directory, and capture its output. The command
+ * is the shell script the guest runs (that is what this checks), so it goes to sh as one argument
+ * through the one process helper; stderr is kept for the message.
+ */
 static char *run_listing(const char *dir, bool symlinks, size_t *len, char **err)
 {
 	_cleanup_free_ char *cmd = manifest_guest_command(dir, symlinks);
-	FILE *p = popen(cmd, "r");
-	if (!p) {
-		*err = xasprintf("cannot run the listing command: %s", strerror(errno));
+	const char *const argv[] = { "sh", "-c", cmd, NULL };
+	const struct proc_opts opts = { .split_stderr = true };
+	struct proc_result res;
+	_cleanup_free_ char *e = NULL;
+
+	if (proc_spawn(argv, &opts, &res, &e) < 0) {
+		*err = xasprintf("cannot run the listing command: %s", e);
 		return NULL;
 	}
-	char *out = NULL;
-	size_t n = 0, cap = 0, r;
-	char chunk[65536];
-	while ((r = fread(chunk, 1, sizeof(chunk), p)) > 0) {
-		out = xgrow(out, &cap, n + r + 1, 1);
-		memcpy(out + n, chunk, r);
-		n += r;
-	}
-	int st = pclose(p);
-	if (st != 0) {
-		free(out);
-		*err = xasprintf("listing command failed (status %d): %s", WEXITSTATUS(st), cmd);
+	if (res.status != 0) {
+		_cleanup_free_ char *line = proc_last_line(res.errout, strlen(res.errout));
+		*err = xasprintf("listing command failed (status %d): %s%s%s", res.status, cmd,
+				 *line ? ": " : "", line);
+		proc_result_clear(&res);
 		return NULL;
 	}
-	*len = n;
-	return out ? out : xstrdup("");
+	*len = res.out_len;
+	char *out = TAKE_PTR(res.out);
+	proc_result_clear(&res);
+	return out;
 }
 
 static int cmd_verify(int argc, char **argv)

@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 
 #include "../reporters/reporters.h"
+#include "capacity.h"
 #include "commands.h"
+#include "dataset.h"
 #include "fs.h"
 #include "exec.h"
 #include "plan.h"
@@ -17,7 +19,8 @@ static void usage(FILE *out)
 	fputs("usage: ferry run [--connect URI] [--shard K/N] [--max-cells N] [--junit F]\n"
 	      "                 [--markdown F] [--json F] [--bmf F] [--gab F] [--results F]\n"
 	      "                 [--resume F] [--rerun-failed] [--fail-fast] [--quiet] [--verbose]\n"
-	      "                 [--allow-env NAME] [--var NAME=VALUE] [--allow-output DIR] PLAN\n"
+	      "                 [--allow-env NAME] [--var NAME=VALUE] [--allow-output DIR]\n"
+	      "                 [--no-capacity-check] PLAN\n"
 	      "\n"
 	      "Run every cell of a plan against real guests, verify every run, and write the\n"
 	      "results file (after every cell) and the reports the plan or the options name.\n"
@@ -61,10 +64,12 @@ static void clear_status(struct progress *pg)
 	pg->drawn = false;
 }
 
+/* Progress text carries names and messages from the plan and the guest: escaped like errorf(). */
 static void show_status(void *ud, const char *text)
 {
 	struct progress *pg = ud;
-	fprintf(stderr, "\r\033[K%s", text);
+	_cleanup_free_ char *clean = escape_controls(text);
+	fprintf(stderr, "\r\033[K%s", clean);
 	fflush(stderr);
 	pg->drawn = true;
 }
@@ -72,7 +77,8 @@ static void show_status(void *ud, const char *text)
 static void show_line(void *ud, const char *text)
 {
 	clear_status(ud);
-	fprintf(stderr, "ferry: %s\n", text);
+	_cleanup_free_ char *clean = escape_controls(text);
+	fprintf(stderr, "ferry: %s\n", clean);
 }
 
 static void show_error(void *ud, const char *text)
@@ -98,13 +104,14 @@ int cmd_run(int argc, char **argv)
 		{ "fail-fast", no_argument, NULL, 'f' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "no-capacity-check", no_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		PLAN_TRUST_LONG_OPTIONS,
 		{ 0 },
 	};
 	_cleanup_(plan_trust_free) struct plan_options po = { 0 };
 	struct exec_opts eo = { .error = show_error };
-	bool quiet = false;
+	bool quiet = false, no_capacity_check = false;
 	const char *paths[REPORT_FORMAT_COUNT] = { 0 };
 	const char *resume = NULL;
 	size_t cap = 0;
@@ -144,6 +151,7 @@ int cmd_run(int argc, char **argv)
 		case 'f': eo.fail_fast = true; break;
 		case 'q': quiet = true; break;
 		case 'v': eo.verbose = true; break;
+		case 'K': no_capacity_check = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return EXEC_EXIT_PLAN;
 		}
@@ -162,6 +170,15 @@ int cmd_run(int argc, char **argv)
 	if (!m)
 		return EXEC_EXIT_PLAN;
 	plan_warnings_print(p);
+	if (!no_capacity_check) {
+		/* disk space and memory before anything is generated or booted (ferry(1) CAPACITY)
+		 */
+		_cleanup_free_ char *cache = dataset_cache_dir(), *cerr = NULL;
+		if (capacity_plan(p, m, cache, run_base_dir(), &cerr) < 0) {
+			errorf("%s (--no-capacity-check runs anyway)", cerr);
+			return EXEC_EXIT_INFRA;
+		}
+	}
 
 	/* the plan's report paths, unless an option overrides them */
 	if (!paths[REPORT_JUNIT])

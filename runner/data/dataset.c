@@ -21,6 +21,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include "capacity.h"
 #include "cleanup.h"
 #include "dataset.h"
 #include "fs.h"
@@ -709,6 +710,10 @@ void dataset_info_clear(struct dataset_info *info)
 	free(info->dir);
 	free(info->manifest_path);
 	free(info->regen_reason);
+	if (info->use_lock) {
+		close(*info->use_lock);
+		free(info->use_lock);
+	}
 	*info = (struct dataset_info){ 0 };
 }
 
@@ -856,6 +861,20 @@ static void remove_dead_temps(const char *base, const char *hash)
 	}
 }
 
+/* A shared flock on the entry's directory, held until dataset_info_clear(): "in use". */
+static int hold_for_use(const char *dir, struct dataset_info *info, char **err)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || flock(fd, LOCK_SH) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return set_err_errno(err, "lock", dir);
+	}
+	info->use_lock = xmalloc(sizeof(int));
+	*info->use_lock = fd;
+	return 0;
+}
+
 /* flock(LOCK_EX) that gives up when the generation is cancelled. */
 static int lock_cancellable(int fd, const struct dataset_gen_opts *o, char **err, const char *path)
 {
@@ -928,6 +947,10 @@ int dataset_get(const struct dataset_spec *spec, const struct dataset_get_opts *
 			if (rehashed && !opts->rehash)
 				(void)utimensat(AT_FDCWD, mpath, NULL, AT_SYMLINK_NOFOLLOW);
 			info->rehashed = rehashed;
+			if (hold_for_use(dir, info, err) < 0) {
+				manifest_free(m);
+				return -1;
+			}
 			info->dir = TAKE_PTR(dir);
 			info->manifest_path = TAKE_PTR(mpath);
 			*out = m;
@@ -954,10 +977,15 @@ int dataset_get(const struct dataset_spec *spec, const struct dataset_get_opts *
 	}
 	/* the manifest last: its presence (with "complete") is what says the data is whole, and
 	   its mtime seals the files' inodes (check_intact()) */
-	if (manifest_save(m, mpath, err) < 0) {
+	if (manifest_save(m, mpath, err) < 0 || hold_for_use(dir, info, err) < 0) {
 		manifest_free(m);
 		return -1;
 	}
+	/* the cache grew: bring it under its limit (this entry is held, so it stays) */
+	struct evict_result ev;
+	_cleanup_free_ char *everr = NULL;
+	if (dataset_cache_evict(cache, dataset_cache_limit(cache), &ev, &everr) == 0)
+		info->evicted = ev.removed;
 	info->dir = TAKE_PTR(dir);
 	info->manifest_path = TAKE_PTR(mpath);
 	info->generated = true;

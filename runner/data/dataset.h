@@ -139,6 +139,8 @@ struct dataset_info {
 	bool generated;      /* false when a cached copy was reused */
 	char *regen_reason;  /* why a cached copy was not reused (NULL when none existed) */
 	size_t rehashed;     /* files of a reused copy hashed to check them (see dataset_get()) */
+	size_t evicted;      /* other datasets evicted from the cache to make room (capacity.h) */
+	int *use_lock;       /* the use lock held on the cache entry until dataset_info_clear() */
 };
 
 void dataset_info_clear(struct dataset_info *info);
@@ -152,7 +154,10 @@ void dataset_info_clear(struct dataset_info *info);
  * file with opts->rehash: a write that keeps a file's size is caught without hashing the rest;
  * a copy found whole that way is sealed again by touching its manifest). Anything else is removed
  * and regenerated into a temporary directory that is renamed into place, the manifest written last,
- * under an flock so two ferry processes do not generate the same dataset twice.
+ * under an flock so two ferry processes do not generate the same dataset twice. Temporary
+ * directories of dead processes are removed. The entry stays locked for use (a shared flock on
+ * its directory) until dataset_info_clear(), so that cache eviction never removes it; after a
+ * generation the cache is brought under its limit (dataset_cache_limit(), dataset_cache_evict()).
  */
 int dataset_get(const struct dataset_spec *spec, const struct dataset_get_opts *opts,
 		struct dataset_info *info, struct manifest **out, char **err);

@@ -394,12 +394,24 @@ int listing_parse(const char *text, size_t len, struct listing *out, char **err)
 {
 	size_t lineno = 0;
 	const char *end = text + len;
+	/* CRLF line ends only when every line has one (a Windows guest's listing); otherwise a
+	   carriage return before the newline is the end of a file name ("a\r" is a valid name) */
+	bool crlf = false;
+	for (const char *s = text; s < end;) {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		if (!nl)
+			break;
+		crlf = nl > s && nl[-1] == '\r';
+		if (!crlf)
+			break;
+		s = nl + 1;
+	}
 	for (const char *s = text; s < end;) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
 		const char *eol = nl ? nl : end;
 		size_t n = (size_t)(eol - s);
 		lineno++;
-		if (n > 0 && s[n - 1] == '\r')
+		if (crlf && n > 0 && s[n - 1] == '\r')
 			n--;
 		if (n == 0) {
 			s = eol + 1;

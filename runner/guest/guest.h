@@ -11,13 +11,18 @@
  *   CACHE/guest/<key>/initramfs.cpio     uncompressed newc cpio
  *   CACHE/guest/<key>/manifest.json      what went in (packages, versions, modules, sizes, hashes)
  *   CACHE/guest/current                  symlink to the newest complete <key>
+ *   CACHE/guest/.build-XXXXXX            a build in progress (mkdtemp: a name nobody can
+ *                                        predict), renamed to <key> when complete
  * <key> is the SHA-256 of the inputs (first 32 hex digits): package names, versions and .deb
  * SHA-256s, the content of fixtures/guest/, the module lists, the kernel command line,
  * SOURCE_DATE_EPOCH (the initramfs mtimes, 0 when unset) and GUEST_FORMAT_VERSION; the same inputs
  * give the same bytes.
  *
- * CACHE/guest/.lock serialises builds; a new build removes unused .debs and older builds (all but
- * the new one and the one `current` named before).
+ * CACHE/guest/.lock serialises builds; a new build removes unused .debs, build directories that
+ * interrupted builds left, and older builds (all but the new one and the one `current` named
+ * before), with rm_tree() (no symlink followed). Every file is written through the one atomic
+ * writer (write_file_atomic(): exclusive temporary file, fsync, rename); the source is split by
+ * job, see guest-build.h.
  *
  * What a domain booting this guest gets (the contract with vm.c/agent.c):
  * - /init mounts proc, sysfs, devtmpfs, devpts, tmpfs on /tmp and /run, loads the device driver

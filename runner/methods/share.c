@@ -389,7 +389,7 @@ static int share_finalize(struct method_ctx *ctx)
 		/* mv across filesystems: copy, then unlink on the host through the share */
 		cmd = xasprintf(
 		    "cd %s && for f in * .[!.]* ..?*; do "
-		    "if [ -e \"$f\" ] || [ -L \"$f\" ]; then mv \"$f\" %s/ || exit 1; fi; "
+		    "if [ -e \"$f\" ] || [ -L \"$f\" ]; then mv -- \"$f\" %s/ || exit 1; fi; "
 		    "done && sync",
 		    src, dst);
 	} else {

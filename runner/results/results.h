@@ -14,11 +14,16 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "stats.h"
 #include "util.h"
 
 #define RESULTS_VERSION 1
+/* Limits of the reader: a results file is untrusted input. 256 MiB holds about 80,000 cells of
+ * ten runs; the document is never nested deeper than a handful of levels. */
+#define RESULTS_MAX_BYTES (256 << 20)
+#define RESULTS_MAX_DEPTH 32
 
 enum result_phase {
 	PHASE_PREPARE,
@@ -94,14 +99,14 @@ struct result_stats {
 struct result_cell {
 	char *id; /* stable cell id, "vm=small,disk=sparse,..." */
 	struct result_axis *axes;
-	size_t n_axes;
+	size_t n_axes, axes_cap;
 	json_t *params; /* resolved parameters, a JSON object passed through (owned; may be NULL) */
 	enum result_status status;
 	char *skip_reason; /* when skipped */
 	struct result_error *errors;
-	size_t n_errors;
+	size_t n_errors, errors_cap;
 	struct result_run *runs;
-	size_t n_runs;
+	size_t n_runs, runs_cap;
 	bool has_stats; /* stats is valid (computed or read) */
 	struct result_stats stats;
 	int stop_reason;   /* enum stats_stop; STATS_CONTINUE (written as null) when not stopped */
@@ -130,7 +135,7 @@ struct result_provenance {
 	char *guest_kernel_sha256;
 	char *guest_initramfs_sha256;
 	struct result_dataset *datasets;
-	size_t n_datasets;
+	size_t n_datasets, datasets_cap;
 	int64_t started_ms;
 	int64_t finished_ms;
 };
@@ -145,7 +150,7 @@ struct results {
 	} plan;
 	struct result_provenance provenance;
 	struct result_cell *cells;
-	size_t n_cells;
+	size_t n_cells, cells_cap;
 };
 
 /* A new, empty results model (version set). Free with results_free(). */
@@ -234,15 +239,40 @@ json_t *results_to_json(const struct results *r);
 struct results *results_from_json(const json_t *root, char **err);
 
 /*
- * Write the file atomically (write_file_atomic(): a temporary file created exclusively in the same
- * directory, fsync, rename over path, fsync the directory; only a regular file is replaced). On
- * failure the old file is untouched, no temporary file is left and *err says why
+ * The results document as text (the file's bytes: JSON indented by 2, doubles with 17
+ * significant digits, a final newline), streamed cell by cell to out. The one producer of the
+ * results JSON: results_write() and the JSON reporter both use it. Returns 0, or -1 with *err.
+ */
+int results_dump(const struct results *r, FILE *out, char **err);
+
+/*
+ * Write the file atomically (atomic_file_*() in fs.h: a temporary file created exclusively in the
+ * same directory, fsync, rename over path, fsync the directory; only a regular file is replaced).
+ * On failure the old file is untouched, no temporary file is left and *err says why
  * ("PATH: message"). Returns 0 or -1.
  */
 int results_write(const struct results *r, const char *path, char **err);
 
 /*
- * Read a results file. On failure returns NULL with *err set: "PATH:LINE:COL: message" for
- * malformed JSON, "PATH: message" for a wrong schema version or a bad field (naming it).
+ * The model from the bytes of a results file (untrusted: at most RESULTS_MAX_BYTES, nested at
+ * most RESULTS_MAX_DEPTH, every field type-checked). On failure returns NULL with *err set:
+ * "LINE:COL: message" for malformed JSON, "where: message" for a bad field (naming it).
+ */
+struct results *results_parse(const char *buf, size_t len, char **err);
+
+/*
+ * Read a results file (only a regular file: a FIFO or device is refused, never opened for a
+ * blocking read). On failure returns NULL with *err set: "PATH:LINE:COL: message" for malformed
+ * JSON, "PATH: message" for a wrong schema version or a bad field (naming it).
  */
 struct results *results_read(const char *path, char **err);
+
+/*
+ * Whether an earlier results file may be resumed by a run of the current plan (`--resume`,
+ * `--rerun-failed`): `now` holds the current plan (plan.sha256) and every cell of it with its
+ * id and resolved parameters (params). Refused when the plan hashes differ, when a cell of the
+ * earlier file is not a cell of the current plan, or when a cell with the same id has other
+ * parameters. Returns 0, or -1 with *why saying what differs (the first few cells and
+ * parameters, e.g. "cell 'vm=a,...': parameter 'dataset.size' was '1MiB', now '2MiB'").
+ */
+int results_check_resume(const struct results *earlier, const struct results *now, char **why);

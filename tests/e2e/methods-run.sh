@@ -26,13 +26,13 @@ bad="$(query "$res" '[i for i, c in cells.items() if not (c["status"] == "passed
 	len([x for x in c["runs"] if not x["warmup"] and x["integrity_ok"]]) == 2)]')"
 [ "$bad" = "[]" ] || fail "cells not passed with 2 verified runs: $bad"
 n="$(query "$res" 'len(r["cells"])')"
-[ "$n" = 16 ] || fail "expected 16 cells, got $n"
+[ "$n" = 17 ] || fail "expected 17 cells, got $n"
 # block moved the concatenated dataset, the streams at least the dataset's bytes
 bytes="$(query "$res" 'cells["vm=tiny,disk=raw,dataset=large,method=block-1m"]["runs"][0]["bytes"]')"
 [ "$bytes" = 8388608 ] || fail "block bytes: $bytes"
 
 # an existing directory with what generated datasets lack: a symlink, a hidden file, spaces and
-# '%' in names (the network sender URL-encodes them, a move must carry the symlink)
+# '%' in names (the network sender's list carries them as they are, a move must carry the symlink)
 tree="$work/tree"
 mkdir -p "$tree/sub dir/deep"
 echo hello >"$tree/sub dir/hello world.txt"
@@ -40,9 +40,13 @@ head -c 100000 /dev/urandom >"$tree/sub dir/deep/r%41nd.bin"
 echo hidden >"$tree/.hidden"
 echo plain >"$tree/plain"
 ln -s "sub dir/hello world.txt" "$tree/link"
+# names a line-based file list or an unquoted operand breaks: a leading '-' or blank, a CR
+echo dash >"$tree/-dash"
+echo lead >"$tree/ lead"
+echo cr >"$tree/cr$(printf '\r')"
 chmod -R a+rX "$tree"
 res2="$work/results-path.json"
 FERRY_TEST_TREE="$tree" run_ferry 0 "$src/tests/e2e/plans/methods-path.yaml" --results "$res2" --quiet
 bad="$(query "$res2" '[i for i, c in cells.items() if c["status"] != "passed"]')"
 [ "$bad" = "[]" ] || fail "path dataset cells not passed: $bad"
-echo "ok: 16 + 6 cells passed, every run verified, schema valid, nothing left behind"
+echo "ok: 17 + 6 cells passed, every run verified, schema valid, nothing left behind"

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "capacity.h"
 #include "dataset.h"
 #include "fs.h"
 #include "util.h"
@@ -667,7 +668,8 @@ static void test_listing_parse(void)
 	g_assert_cmpint(listing_parse(text, strlen(text), &l, &err), ==, 0);
 	g_assert_cmpuint(l.n, ==, 4);
 	g_assert_cmpstr(l.entries[0].path, ==, "a b");
-	g_assert_cmpstr(l.entries[1].path, ==, "star");
+	/* a CR before the newline in an LF listing ends the name, which may hold one */
+	g_assert_cmpstr(l.entries[1].path, ==, "star\r");
 	g_assert_cmpstr(l.entries[2].path, ==, "back\\slash\nnl");
 	g_assert_true(l.entries[3].symlink);
 	g_assert_cmpstr(l.entries[3].path, ==, "d/l");
@@ -675,6 +677,14 @@ static void test_listing_parse(void)
 	char hex[65];
 	sha256_hex(l.entries[2].sha256, hex);
 	g_assert_cmpstr(hex, ==, h);
+	listing_clear(&l);
+	g_free(text);
+	/* a listing whose every line ends in CRLF (a Windows guest's): the CRs are line ends */
+	text = g_strdup_printf("%s  ./a\r\n%s  ./b\r\n", h, h);
+	g_assert_cmpint(listing_parse(text, strlen(text), &l, &err), ==, 0);
+	g_assert_cmpuint(l.n, ==, 2);
+	g_assert_cmpstr(l.entries[0].path, ==, "a");
+	g_assert_cmpstr(l.entries[1].path, ==, "b");
 	listing_clear(&l);
 	g_free(text);
 
@@ -777,10 +787,86 @@ static void test_parse_size(void)
 	}
 }
 
+/* Eviction: least recently used first, never a dataset a process holds (dataset_info). */
+static void test_evict(void)
+{
+	char *cache = tmpdir();
+	struct dataset_spec a = { .files = 2, .size_min = 65536, .seed = 1 };
+	struct dataset_spec b = a, c = a;
+	b.seed = 2;
+	c.seed = 3;
+	struct dataset_info ia, ib, ic;
+	setenv("FERRY_CACHE_MAX", "none", 1); /* no eviction inside dataset_get() here */
+	struct manifest *ma = get(&a, cache, false, &ia);
+	struct manifest *mb = get(&b, cache, false, &ib);
+	struct manifest *mc = get(&c, cache, false, &ic);
+	char *da = xstrdup(ia.dir), *db = xstrdup(ib.dir), *dc = xstrdup(ic.dir);
+	/* b is still in use; a and c are not */
+	dataset_info_clear(&ia);
+	dataset_info_clear(&ic);
+	struct evict_result r;
+	char *err = NULL;
+	g_assert_cmpint(dataset_cache_evict(cache, 0, &r, &err), ==, 0);
+	g_assert_cmpuint(r.removed, ==, 2);
+	g_assert_cmpuint(r.in_use, ==, 1);
+	g_assert_false(g_file_test(da, G_FILE_TEST_EXISTS));
+	g_assert_false(g_file_test(dc, G_FILE_TEST_EXISTS));
+	g_assert_true(g_file_test(db, G_FILE_TEST_IS_DIR));
+	g_assert_cmpuint(r.total, >=, 2 * 65536);
+	/* released, it goes too */
+	dataset_info_clear(&ib);
+	g_assert_cmpint(dataset_cache_evict(cache, 0, &r, &err), ==, 0);
+	g_assert_cmpuint(r.removed, ==, 1);
+	g_assert_false(g_file_test(db, G_FILE_TEST_EXISTS));
+	/* an evicted dataset is simply generated again */
+	struct manifest *m2 = get(&a, cache, false, &ia);
+	g_assert_true(ia.generated);
+	g_assert_cmpmem(m2->digest, 32, ma->digest, 32);
+	dataset_info_clear(&ia);
+	unsetenv("FERRY_CACHE_MAX");
+	manifest_free(ma), manifest_free(mb), manifest_free(mc), manifest_free(m2);
+	free(da), free(db), free(dc);
+	rmtree(cache);
+}
+
+/* capacity_check(): sums per filesystem, says which is short and for what; memory too. */
+static void test_capacity(void)
+{
+	const struct capacity_need needs[] = {
+		{ "datasets to generate", 7, UINT64_C(3) << 30 },
+		{ "target disks", 7, UINT64_C(1) << 30 },
+		{ "target disks", 9, UINT64_C(1) << 30 },
+		{ "the largest VM", 0, UINT64_C(2) << 30 },
+	};
+	struct capacity_space space[] = {
+		{ 7, "/cache", UINT64_C(4) << 30 },
+		{ 9, "/runs", UINT64_C(1) << 30 },
+		{ 0, "memory", UINT64_C(2) << 30 },
+	};
+	char *err = NULL;
+	/* exactly full is enough */
+	g_assert_cmpint(capacity_check(needs, 4, space, 3, &err), ==, 0);
+	space[0].avail--;
+	space[2].avail = UINT64_C(1) << 30;
+	g_assert_cmpint(capacity_check(needs, 4, space, 3, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "not enough disk space on the filesystem of '/cache': the run "
+				     "needs 4GiB (datasets to generate 3GiB, target disks 1GiB)"));
+	g_assert_null(strstr(err, "/runs"));
+	g_assert_nonnull(strstr(err, "not enough memory: the run needs 2GiB (the largest VM 2GiB), "
+				     "1GiB are available"));
+	free(err);
+	/* a sum that overflows is still too much */
+	const struct capacity_need huge[] = { { "a", 7, UINT64_MAX }, { "b", 7, 2 } };
+	g_assert_cmpint(capacity_check(huge, 2, space, 3, &err), ==, -1);
+	free(err);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/dataset/evict", test_evict);
+	g_test_add_func("/dataset/capacity", test_capacity);
 	g_test_add_func("/dataset/determinism", test_determinism);
 	g_test_add_func("/dataset/fill-ranges", test_fill_ranges);
 	g_test_add_func("/dataset/golden", test_golden);

@@ -211,8 +211,15 @@ static void test_proc(void)
 	proc_result_clear(&res);
 	/* a program that does not exist */
 	const char *const none[] = { "ferry-no-such-program", NULL };
-	g_assert_cmpint(proc_spawn(none, NULL, &res, &err), ==, -1);
-	g_assert_cmpstr(err, ==, "cannot run 'ferry-no-such-program': No such file or directory");
+	if (proc_spawn(none, NULL, &res, &err) == 0) {
+		/* where the spawn cannot report exec failures (under valgrind), the child exits 127
+		 */
+		g_assert_cmpint(res.status, ==, 127);
+		proc_result_clear(&res);
+	} else {
+		g_assert_cmpstr(err, ==,
+				"cannot run 'ferry-no-such-program': No such file or directory");
+	}
 	/* SIGPIPE ignored here (as ferry does) is at its default in the child */
 	free(err);
 	err = NULL;

@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: MIT */
+/* Capacity checks before a run, and the dataset cache's size limit (see capacity.h). */
+#include "capacity.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+#include "dataset.h"
+#include "exec.h"
+#include "fs.h"
+#include "matrix.h"
+#include "plan.h"
+#include "units.h"
+#include "util.h"
+
+/* What QEMU and the guest's page tables take beyond the guest's RAM (measured: ~150 MiB). */
+#define QEMU_OVERHEAD (UINT64_C(256) << 20)
+
+int capacity_check(const struct capacity_need *needs, size_t n_needs,
+		   const struct capacity_space *space, size_t n_space, char **err)
+{
+	char *msg = NULL;
+	for (size_t s = 0; s < n_space; s++) {
+		uint64_t total = 0;
+		bool any = false;
+		for (size_t i = 0; i < n_needs; i++)
+			if (needs[i].fs == space[s].fs && needs[i].bytes) {
+				any = true;
+				if (!add_u64(total, needs[i].bytes, &total))
+					total = UINT64_MAX;
+			}
+		if (!any || total <= space[s].avail)
+			continue;
+		/* what it is for, in the order given, each need once */
+		char *parts = xstrdup("");
+		for (size_t i = 0; i < n_needs; i++) {
+			if (needs[i].fs != space[s].fs || !needs[i].bytes)
+				continue;
+			_cleanup_free_ char *b = format_size(needs[i].bytes);
+			char *q =
+			    xasprintf("%s%s%s %s", parts, *parts ? ", " : "", needs[i].what, b);
+			free(parts);
+			parts = q;
+		}
+		_cleanup_free_ char *t = format_size(total);
+		_cleanup_free_ char *a = format_size(space[s].avail);
+		char *line =
+		    space[s].fs == 0
+			? xasprintf("not enough memory: the run needs %s (%s), %s are "
+				    "available",
+				    t, parts, a)
+			: xasprintf("not enough disk space on the filesystem of '%s': the run "
+				    "needs %s (%s), %s are free",
+				    space[s].where, t, parts, a);
+		free(parts);
+		char *q = msg ? xasprintf("%s; %s", msg, line) : line;
+		if (msg) {
+			free(msg);
+			free(line);
+		}
+		msg = q;
+	}
+	if (!msg)
+		return 0;
+	*err = msg;
+	return -1;
+}
+
+uint64_t capacity_fs_of(const char *path)
+{
+	_cleanup_free_ char *p = xstrdup(path);
+	struct stat st;
+	while (stat(p, &st) < 0) {
+		char *slash = strrchr(p, '/');
+		if (!slash)
+			return 0;
+		if (slash == p) {
+			p[1] = '\0';
+			if (stat(p, &st) < 0)
+				return 0;
+			break;
+		}
+		*slash = '\0';
+	}
+	return (uint64_t)st.st_dev + 1; /* never 0, which stands for memory */
+}
+
+static uint64_t fs_avail(const char *path)
+{
+	_cleanup_free_ char *p = xstrdup(path);
+	struct statvfs sv;
+	while (statvfs(p, &sv) < 0) {
+		char *slash = strrchr(p, '/');
+		if (!slash || slash == p)
+			return UINT64_MAX;
+		*slash = '\0';
+	}
+	return (uint64_t)sv.f_bavail * sv.f_frsize;
+}
+
+static uint64_t mem_available(void)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/meminfo", "re");
+	char line[256];
+	unsigned long long kib;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
+			return (uint64_t)kib * 1024;
+	return UINT64_MAX;
+}
+
+/* The bytes a generated dataset takes on disk (each file rounded up to 4 KiB blocks). */
+static uint64_t spec_disk_bytes(const struct dataset_spec *s)
+{
+	uint64_t total = 0;
+	for (uint64_t i = 0; i < s->files; i++) {
+		uint64_t b = (dataset_file_size(s, i) + 4095) & ~UINT64_C(4095);
+		if (!add_u64(total, b, &total))
+			return UINT64_MAX;
+	}
+	return total;
+}
+
+/* Whether the cache holds a complete copy of spec (its manifest says so; dataset_get() checks
+ * the rest when it hands it out). */
+static bool cached(const struct dataset_spec *s, const char *cache_dir)
+{
+	_cleanup_free_ char *hash = dataset_spec_hash(s);
+	_cleanup_free_ char *mpath = xasprintf("%s/datasets/%s.manifest.json", cache_dir, hash);
+	struct stat st;
+	return lstat(mpath, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int capacity_plan(const struct plan *p, const struct matrix *m, const char *cache_dir,
+		  const char *run_root, char **err)
+{
+	uint64_t cache_fs = capacity_fs_of(cache_dir), run_fs = capacity_fs_of(run_root);
+	uint64_t gen = 0, cell_max = 0, mem_max = 0;
+	size_t n = matrix_n_cells(m);
+	const struct plan_dataset **seen = xcalloc(n ? n : 1, sizeof(*seen));
+	size_t n_seen = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct plan_cell c;
+		plan_cell(p, m, i, &c);
+		struct dataset_spec s;
+		exec_dataset_spec(c.dataset, &s);
+		uint64_t data = s.path ? 0 : spec_disk_bytes(&s);
+		bool dup = false;
+		for (size_t k = 0; k < n_seen && !dup; k++)
+			dup = seen[k] == c.dataset;
+		if (!dup) {
+			seen[n_seen++] = c.dataset;
+			if (!s.path && !cached(&s, cache_dir) && !add_u64(gen, data, &gen))
+				gen = UINT64_MAX;
+		}
+		/* the cell's own files in the run directory: the target disk (written out, or as
+		   far as the data fills it), and what its method builds or copies there */
+		uint64_t need = 0;
+		if (c.disk->kind == PLAN_DISK_IMAGE)
+			need = c.disk->allocation == PLAN_ALLOC_SPARSE && data < c.disk->size
+				   ? data
+				   : c.disk->size;
+		uint64_t extra = 0;
+		switch (c.method->type) {
+		case PLAN_METHOD_DISK_IMAGE: extra = data + data / 8 + (UINT64_C(16) << 20); break;
+		case PLAN_METHOD_SHARE: extra = data; break;
+		default: break;
+		}
+		if (!add_u64(need, extra, &need))
+			need = UINT64_MAX;
+		if (need > cell_max)
+			cell_max = need;
+		uint64_t mem = c.vm->memory + QEMU_OVERHEAD;
+		if (mem > mem_max)
+			mem_max = mem;
+	}
+	free(seen);
+	struct capacity_need needs[] = {
+		{ "datasets to generate", cache_fs, gen },
+		{ "target disks and method images of the largest cell", run_fs, cell_max },
+		{ "the largest VM", 0, mem_max },
+	};
+	struct capacity_space space[3] = {
+		{ cache_fs, cache_dir, fs_avail(cache_dir) },
+		{ 0, "memory", mem_available() },
+	};
+	size_t n_space = 2;
+	if (run_fs != cache_fs)
+		space[n_space++] = (struct capacity_space){ run_fs, run_root, fs_avail(run_root) };
+	return capacity_check(needs, ELEMENTSOF(needs), space, n_space, err);
+}
+
+/* ---- cache size limit ---- */
+
+uint64_t dataset_cache_limit(const char *cache_dir)
+{
+	const char *e = getenv("FERRY_CACHE_MAX");
+	uint64_t v;
+	if (e && *e) {
+		if (STREQ(e, "none") || STREQ(e, "0"))
+			return UINT64_MAX;
+		if (dataset_parse_size(e, &v) == 0)
+			return v;
+	}
+	_cleanup_free_ char *p = xstrdup(cache_dir);
+	struct statvfs sv;
+	while (statvfs(p, &sv) < 0) {
+		char *slash = strrchr(p, '/');
+		if (!slash || slash == p)
+			return UINT64_MAX;
+		*slash = '\0';
+	}
+	return (uint64_t)sv.f_blocks * sv.f_frsize / 2;
+}
+
+struct entry {
+	char *hash;
+	uint64_t bytes;
+	struct timespec used;
+};
+
+static int by_use(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+	if (x->used.tv_sec != y->used.tv_sec)
+		return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
+	return x->used.tv_nsec < y->used.tv_nsec ? -1 : x->used.tv_nsec > y->used.tv_nsec;
+}
+
+/* Bytes of the files under dfd (allocated blocks), recursively, symlinks not followed. */
+static uint64_t tree_bytes(int dfd)
+{
+	int fd2 = dup(dfd);
+	if (fd2 < 0)
+		return 0;
+	_cleanup_(closedirp) DIR *d = fdopendir(fd2);
+	if (!d) {
+		close(fd2);
+		return 0;
+	}
+	uint64_t n = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (STREQ(de->d_name, ".") || STREQ(de->d_name, ".."))
+			continue;
+		struct stat st;
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		n += (uint64_t)st.st_blocks * 512;
+		if (S_ISDIR(st.st_mode)) {
+			_cleanup_close_ int sub = openat(
+			    dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0)
+				n += tree_bytes(sub);
+		}
+	}
+	return n;
+}
+
+int dataset_cache_evict(const char *cache_dir, uint64_t limit, struct evict_result *res, char **err)
+{
+	*res = (struct evict_result){ 0 };
+	_cleanup_free_ char *base = xasprintf("%s/datasets", cache_dir);
+	_cleanup_close_ int bfd = open(base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (bfd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		*err = xasprintf("cannot open '%s': %s", base, strerror(errno));
+		return -1;
+	}
+	int fd2 = dup(bfd);
+	_cleanup_(closedirp) DIR *d = fd2 < 0 ? NULL : fdopendir(fd2);
+	if (!d) {
+		if (fd2 >= 0)
+			close(fd2);
+		*err = xasprintf("cannot read '%s': %s", base, strerror(errno));
+		return -1;
+	}
+	struct entry *v = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		/* a dataset entry: a directory named by its 16-hex-digit spec hash */
+		if (strlen(de->d_name) != 16 || strspn(de->d_name, "0123456789abcdef") != 16)
+			continue;
+		_cleanup_close_ int dfd =
+		    openat(bfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (dfd < 0)
+			continue;
+		struct entry e = { .hash = xstrdup(de->d_name), .bytes = tree_bytes(dfd) };
+		_cleanup_free_ char *lock = xasprintf("%s.lock", de->d_name);
+		struct stat st;
+		if (fstatat(bfd, lock, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			e.used = st.st_mtim;
+		else if (fstat(dfd, &st) == 0)
+			e.used = st.st_mtim;
+		v = xgrow(v, &cap, n + 1, sizeof(*v));
+		v[n++] = e;
+		res->total += e.bytes;
+	}
+	qsort(v, n, sizeof(*v), by_use);
+	for (size_t i = 0; i < n && res->total > limit; i++) {
+		/* the generation lock, then the use lock on the directory: held by anyone, it stays
+		 */
+		_cleanup_free_ char *lock = xasprintf("%s.lock", v[i].hash);
+		_cleanup_close_ int lfd = openat(bfd, lock, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+		_cleanup_close_ int dfd =
+		    openat(bfd, v[i].hash, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if ((lfd >= 0 && flock(lfd, LOCK_EX | LOCK_NB) < 0) || dfd < 0 ||
+		    flock(dfd, LOCK_EX | LOCK_NB) < 0) {
+			res->in_use++;
+			continue;
+		}
+		/* the manifest first: without it the entry is never taken for whole */
+		_cleanup_free_ char *mf = xasprintf("%s.manifest.json", v[i].hash);
+		if (unlinkat(bfd, mf, 0) < 0 && errno != ENOENT)
+			continue;
+		if (rm_tree_at(bfd, v[i].hash, NULL) < 0)
+			continue;
+		res->removed++;
+		res->freed += v[i].bytes;
+		res->total -= v[i].bytes;
+	}
+	for (size_t i = 0; i < n; i++)
+		free(v[i].hash);
+	free(v);
+	return 0;
+}

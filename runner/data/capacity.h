@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Capacity: whether this host has the disk space and memory a run needs, checked before anything
+ * is generated or booted, and the dataset cache's size limit with least-recently-used eviction.
+ *
+ * capacity_check() is pure: it gets what each part of the run needs on which filesystem and what
+ * is free there, and says yes or why not. capacity_plan() works out the needs of a plan's cells
+ * (the probes: statvfs(2), /proc/meminfo, the cache's manifests) and calls it.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct plan;
+struct matrix;
+
+/* One need: `bytes` on the filesystem `fs` (an id from capacity_fs_of(); 0: memory). */
+struct capacity_need {
+	const char *what; /* "datasets to generate", "target disks and images", "VM memory" */
+	uint64_t fs;
+	uint64_t bytes;
+};
+
+/* What a filesystem (or memory, id 0) has free. */
+struct capacity_space {
+	uint64_t fs;
+	const char *where; /* a directory on it, for the message */
+	uint64_t avail;    /* bytes free for an unprivileged writer (memory: MemAvailable) */
+};
+
+/*
+ * Whether every filesystem (and memory) has room for the sum of the needs on it. Returns 0, or
+ * -1 with *err naming each that is short: "not enough disk space on the filesystem of
+ * '/var/cache/ferry': the run needs 12GiB (datasets to generate 12GiB), 3.1GiB are free". A
+ * need on a filesystem without a space entry is not checked.
+ */
+int capacity_check(const struct capacity_need *needs, size_t n_needs,
+		   const struct capacity_space *space, size_t n_space, char **err);
+
+/* The id of the filesystem holding path (its nearest existing ancestor), 0 when unknown. */
+uint64_t capacity_fs_of(const char *path);
+
+/*
+ * The needs of expanding `m` of `p` here: generated datasets missing from the cache (on the
+ * cache's filesystem), the largest cell's target disk and method copies (on the run directory's
+ * filesystem, run_root), the largest VM's memory (plus what QEMU itself takes). Then
+ * capacity_check() against statvfs(2) and /proc/meminfo. Returns 0 or -1 with *err.
+ */
+int capacity_plan(const struct plan *p, const struct matrix *m, const char *cache_dir,
+		  const char *run_root, char **err);
+
+/* ---- the dataset cache's size limit ---- */
+
+/* The limit: $FERRY_CACHE_MAX (a size, "0" or "none": no limit), else half the size of the
+ * filesystem holding the cache. */
+uint64_t dataset_cache_limit(const char *cache_dir);
+
+struct evict_result {
+	size_t removed; /* dataset entries evicted */
+	uint64_t freed; /* their bytes */
+	uint64_t total; /* the datasets' bytes after eviction */
+	size_t in_use;  /* entries skipped because a process holds them */
+};
+
+/*
+ * Remove least recently used datasets (by the time dataset_get() last handed them out) from
+ * <cache_dir>/datasets until they take at most `limit` bytes. An entry held by any process (the
+ * use lock dataset_get() leaves on it, or its generation lock) is never removed, so neither this
+ * run's datasets nor another ferry's are. Returns 0 or -1 with *err.
+ */
+int dataset_cache_evict(const char *cache_dir, uint64_t limit, struct evict_result *res,
+			char **err);

@@ -1,0 +1,579 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reading a results file (results.h): untrusted input, since a results file handed to
+ * `ferry report` or `--resume` may come from anywhere. Only a regular file is read, at most
+ * RESULTS_MAX_BYTES, nested at most RESULTS_MAX_DEPTH levels; every field is type-checked and
+ * the first problem is reported with its place ("cells[2].runs[0]: 'total' must be a number or
+ * null"); values from the file are quoted with their control characters escaped.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "results.h"
+#include "strmap.h"
+
+/* The reader keeps the first error with the place it happened, e.g. "cells[2].runs[0]". */
+struct reader {
+	char *err;
+	struct strmap ids; /* cell ids seen so far (borrowed from the model) */
+};
+
+static const char *phase_name(int i)
+{
+	return result_phase_name((enum result_phase)i);
+}
+
+static const char *status_name(int i)
+{
+	return result_status_name((enum result_status)i);
+}
+
+static const char *kind_name(int i)
+{
+	return result_error_kind_name((enum result_error_kind)i);
+}
+
+/* A value from the file for an error message: quoted, control characters escaped (a message
+ * must not carry ESC or a newline to a terminal or a CI log), cut after 60 characters. */
+static char *quote_value(const char *s)
+{
+	size_t n = strlen(s), max = 60;
+	char *out = xmalloc(4 * (n < max ? n : max) + 8), *o = out;
+	*o++ = '\'';
+	for (size_t i = 0; i < n && i < max; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x20 || c == 0x7f)
+			o += sprintf(o, "\\x%02x", c);
+		else
+			*o++ = (char)c;
+	}
+	*o++ = '\'';
+	if (n > max)
+		o = stpcpy(o, "...");
+	*o = '\0';
+	return out;
+}
+
+_printf_(3, 4) static int fail(struct reader *rd, const char *where, const char *fmt, ...)
+{
+	va_list ap;
+	if (rd->err)
+		return -1;
+	va_start(ap, fmt);
+	_cleanup_free_ char *m = xvasprintf(fmt, ap);
+	va_end(ap);
+	rd->err = where && *where ? xasprintf("%s: %s", where, m) : TAKE_PTR(m);
+	return -1;
+}
+
+static const json_t *get(const json_t *o, const char *key)
+{
+	return json_is_object(o) ? json_object_get(o, key) : NULL;
+}
+
+/* optional string: absent or null -> NULL */
+static int rd_str(struct reader *rd, const char *where, const json_t *o, const char *key,
+		  bool required, char **out)
+{
+	const json_t *v = get(o, key);
+	*out = NULL;
+	if (!v || json_is_null(v)) {
+		if (required)
+			return fail(rd, where, "missing '%s'", key);
+		return 0;
+	}
+	if (!json_is_string(v))
+		return fail(rd, where, "'%s' must be a string", key);
+	*out = xstrndup(json_string_value(v), json_string_length(v));
+	return 0;
+}
+
+/* number: absent or null -> NAN */
+static int rd_num(struct reader *rd, const char *where, const json_t *o, const char *key,
+		  double *out)
+{
+	const json_t *v = get(o, key);
+	*out = NAN;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_number(v))
+		return fail(rd, where, "'%s' must be a number or null", key);
+	*out = json_number_value(v);
+	return 0;
+}
+
+static int rd_uint(struct reader *rd, const char *where, const json_t *o, const char *key,
+		   uint64_t max, uint64_t *out)
+{
+	const json_t *v = get(o, key);
+	*out = 0;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    (uint64_t)json_integer_value(v) > max)
+		return fail(rd, where, "'%s' must be an integer from 0 to %llu", key,
+			    (unsigned long long)max);
+	*out = (uint64_t)json_integer_value(v);
+	return 0;
+}
+
+static int rd_bool(struct reader *rd, const char *where, const json_t *o, const char *key,
+		   bool *out)
+{
+	const json_t *v = get(o, key);
+	*out = false;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_boolean(v))
+		return fail(rd, where, "'%s' must be true or false", key);
+	*out = json_is_true(v);
+	return 0;
+}
+
+static int rd_time(struct reader *rd, const char *where, const json_t *o, const char *key,
+		   int64_t *out)
+{
+	_cleanup_free_ char *s = NULL;
+	*out = 0;
+	if (rd_str(rd, where, o, key, false, &s) < 0)
+		return -1;
+	if (s && results_parse_time(s, out) < 0) {
+		_cleanup_free_ char *shown = quote_value(s);
+		return fail(rd, where, "'%s' is not a UTC time like 2026-01-31T12:00:00.000Z: %s",
+			    key, shown);
+	}
+	return 0;
+}
+
+static int rd_enum(struct reader *rd, const char *where, const json_t *o, const char *key,
+		   const char *(*name)(int), size_t n, bool required, int *out)
+{
+	_cleanup_free_ char *s = NULL;
+	if (rd_str(rd, where, o, key, required, &s) < 0)
+		return -1;
+	*out = -1;
+	if (!s)
+		return 0;
+	for (size_t i = 0; i < n && *out < 0; i++)
+		if (STREQ(name((int)i), s))
+			*out = (int)i;
+	if (*out < 0) {
+		_cleanup_free_ char *list = xstrdup(name(0));
+		for (size_t i = 1; i < n; i++) {
+			char *l = xasprintf("%s, %s", list, name((int)i));
+			free(list);
+			list = l;
+		}
+		_cleanup_free_ char *shown = quote_value(s);
+		return fail(rd, where, "'%s' is %s, expected one of: %s", key, shown, list);
+	}
+	return 0;
+}
+
+/* JSON object (passed through) or null; a new reference in *out. */
+static int rd_object(struct reader *rd, const char *where, const json_t *o, const char *key,
+		     json_t **out)
+{
+	const json_t *v = get(o, key);
+	*out = NULL;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_object(v))
+		return fail(rd, where, "'%s' must be an object or null", key);
+	*out = json_incref((json_t *)v); /* shared with the document, which the reader drops */
+	return 0;
+}
+
+static const json_t *rd_array(struct reader *rd, const char *where, const json_t *o,
+			      const char *key)
+{
+	const json_t *v = get(o, key);
+	if (!v || json_is_null(v))
+		return NULL;
+	if (!json_is_array(v)) {
+		fail(rd, where, "'%s' must be an array", key);
+		return NULL;
+	}
+	return v;
+}
+
+static void rd_summary(struct reader *rd, const char *where, const json_t *o,
+		       struct stats_summary *s)
+{
+	uint64_t n;
+	if (!json_is_object(o)) {
+		fail(rd, where, "must be an object");
+		return;
+	}
+	rd_uint(rd, where, o, "n", SIZE_MAX, &n);
+	s->n = (size_t)n;
+	rd_num(rd, where, o, "mean", &s->mean);
+	rd_num(rd, where, o, "median", &s->median);
+	rd_num(rd, where, o, "stddev", &s->stddev);
+	rd_num(rd, where, o, "cv", &s->cv);
+	rd_num(rd, where, o, "min", &s->min);
+	rd_num(rd, where, o, "max", &s->max);
+	rd_num(rd, where, o, "p90", &s->p90);
+	rd_num(rd, where, o, "ci95_low", &s->ci_low);
+	rd_num(rd, where, o, "ci95_high", &s->ci_high);
+}
+
+static void rd_cell(struct reader *rd, const char *where, const json_t *o, struct results *r)
+{
+	_cleanup_free_ char *id = NULL;
+	int v;
+
+	if (!json_is_object(o)) {
+		fail(rd, where, "must be an object");
+		return;
+	}
+	if (rd_str(rd, where, o, "id", true, &id) < 0)
+		return;
+	if (strmap_get(&rd->ids, id, 0) != STRMAP_NONE) {
+		_cleanup_free_ char *shown = quote_value(id);
+		fail(rd, where, "duplicate cell id %s", shown);
+		return;
+	}
+	struct result_cell *c = results_add_cell(r, id);
+	strmap_put(&rd->ids, c->id, 0, (uint32_t)r->n_cells);
+
+	const json_t *axes = get(o, "axes");
+	if (axes && !json_is_null(axes)) {
+		const char *k;
+		const json_t *val;
+		if (!json_is_object(axes)) {
+			fail(rd, where, "'axes' must be an object");
+			return;
+		}
+		json_object_foreach((json_t *)axes, k, val)
+		{
+			if (!json_is_string(val)) {
+				_cleanup_free_ char *shown = quote_value(k);
+				fail(rd, where, "axis %s must be a string", shown);
+				return;
+			}
+			result_cell_add_axis(c, k, json_string_value(val));
+		}
+	}
+	rd_object(rd, where, o, "params", &c->params);
+	rd_enum(rd, where, o, "status", status_name, STATUS_COUNT, true, &v);
+	c->status = v < 0 ? STATUS_PENDING : (enum result_status)v;
+	rd_str(rd, where, o, "skip_reason", false, &c->skip_reason);
+
+	const json_t *errors = rd_array(rd, where, o, "errors");
+	for (size_t i = 0; errors && i < json_array_size(errors) && !rd->err; i++) {
+		_cleanup_free_ char *w = xasprintf("%s.errors[%zu]", where, i);
+		const json_t *e = json_array_get(errors, i);
+		int kind, phase;
+		uint64_t run;
+		if (!json_is_object(e)) {
+			fail(rd, w, "must be an object");
+			return;
+		}
+		if (rd_enum(rd, w, e, "kind", kind_name, ERROR_KIND_COUNT, true, &kind) < 0)
+			return;
+		struct result_error *err = result_cell_add_error(c, kind, "%s", "");
+		free(err->message);
+		err->message = NULL;
+		rd_str(rd, w, e, "message", true, &err->message);
+		const json_t *jr = get(e, "run");
+		if (jr && !json_is_null(jr)) {
+			rd_uint(rd, w, e, "run", INT32_MAX, &run);
+			err->run = (int)run;
+		}
+		rd_enum(rd, w, e, "phase", phase_name, PHASE_COUNT, false, &phase);
+		err->phase = phase;
+		rd_str(rd, w, e, "libvirt_message", false, &err->libvirt_message);
+		rd_str(rd, w, e, "agent_message", false, &err->agent_message);
+		rd_str(rd, w, e, "serial_tail", false, &err->serial_tail);
+	}
+
+	const json_t *runs = rd_array(rd, where, o, "runs");
+	for (size_t i = 0; runs && i < json_array_size(runs) && !rd->err; i++) {
+		_cleanup_free_ char *w = xasprintf("%s.runs[%zu]", where, i);
+		const json_t *jr = json_array_get(runs, i);
+		uint64_t index;
+		if (!json_is_object(jr)) {
+			fail(rd, w, "must be an object");
+			return;
+		}
+		struct result_run *run = result_cell_add_run(c, false);
+		rd_uint(rd, w, jr, "index", UINT32_MAX, &index);
+		run->index = (unsigned)index;
+		rd_bool(rd, w, jr, "warmup", &run->warmup);
+		const json_t *ph = get(jr, "phases");
+		if (ph && !json_is_object(ph)) {
+			fail(rd, w, "'phases' must be an object");
+			return;
+		}
+		_cleanup_free_ char *wp = xasprintf("%s.phases", w);
+		for (size_t p = 0; p < PHASE_COUNT; p++)
+			rd_num(rd, wp, ph, phase_name((int)p), &run->phase[p]);
+		rd_num(rd, w, jr, "total", &run->total);
+		rd_uint(rd, w, jr, "bytes", INT64_MAX, &run->bytes);
+		rd_uint(rd, w, jr, "files", INT64_MAX, &run->files);
+		rd_bool(rd, w, jr, "integrity_ok", &run->integrity_ok);
+		rd_bool(rd, w, jr, "outlier", &run->outlier);
+	}
+
+	const json_t *st = get(o, "stats");
+	if (st && !json_is_null(st)) {
+		_cleanup_free_ char *w = xasprintf("%s.stats", where);
+		uint64_t outliers;
+		if (!json_is_object(st)) {
+			fail(rd, where, "'stats' must be an object or null");
+			return;
+		}
+		_cleanup_free_ char *wt = xasprintf("%s.total", w);
+		rd_summary(rd, wt, get(st, "total"), &c->stats.total);
+		const json_t *ph = get(st, "phases");
+		for (size_t p = 0; p < PHASE_COUNT; p++) {
+			_cleanup_free_ char *wp = xasprintf("%s.phases.%s", w, phase_name((int)p));
+			rd_summary(rd, wp, get(ph, phase_name((int)p)), &c->stats.phase[p]);
+		}
+		rd_num(rd, w, st, "bytes_per_s", &c->stats.bytes_per_s);
+		rd_num(rd, w, st, "files_per_s", &c->stats.files_per_s);
+		rd_uint(rd, w, st, "outliers", SIZE_MAX, &outliers);
+		c->stats.outliers = (size_t)outliers;
+		c->has_stats = true;
+	}
+
+	_cleanup_free_ char *stop = NULL;
+	if (rd_str(rd, where, o, "stop_reason", false, &stop) == 0 && stop) {
+		int s = stats_stop_from_name(stop);
+		if (s <= STATS_CONTINUE) {
+			_cleanup_free_ char *shown = quote_value(stop);
+			fail(rd, where,
+			     "'stop_reason' is %s, expected one of: cv-reached, max-reached, "
+			     "budget-exhausted",
+			     shown);
+		} else
+			c->stop_reason = s;
+	}
+	const json_t *cpu = get(o, "cpu");
+	if (cpu && !json_is_null(cpu) && !json_is_object(cpu))
+		fail(rd, where, "'cpu' must be an object");
+	c->cpu_user_s = c->cpu_sys_s = NAN;
+	_cleanup_free_ char *wc = xasprintf("%s.cpu", where);
+	rd_num(rd, wc, cpu, "user_s", &c->cpu_user_s);
+	rd_num(rd, wc, cpu, "sys_s", &c->cpu_sys_s);
+	rd_time(rd, where, o, "started", &c->started_ms);
+	rd_time(rd, where, o, "finished", &c->finished_ms);
+}
+
+/* The model from the document; with consume, each cell's subtree is dropped once it is read, so
+ * that the document and the model are not both whole in memory. */
+static struct results *from_json(json_t *root, bool consume, char **err)
+{
+	struct reader rd = { 0 };
+	_cleanup_(results_freep) struct results *r = results_new();
+
+	if (!json_is_object(root)) {
+		*err = xstrdup("not a ferry results file (the document is not a JSON object)");
+		return NULL;
+	}
+	const json_t *ver = json_object_get(root, "ferry_results");
+	if (!ver) {
+		*err = xstrdup("not a ferry results file (no 'ferry_results' key)");
+		return NULL;
+	}
+	if (!json_is_integer(ver)) {
+		*err = xstrdup("'ferry_results' must be an integer (the schema version)");
+		return NULL;
+	}
+	json_int_t version = json_integer_value(ver);
+	if (version != RESULTS_VERSION) {
+		*err = xasprintf("unsupported results version %lld (this ferry reads version %d%s)",
+				 (long long)version, RESULTS_VERSION,
+				 version > RESULTS_VERSION ? "; written by a newer ferry" : "");
+		return NULL;
+	}
+
+	const json_t *plan = get(root, "plan");
+	if (plan && !json_is_null(plan) && !json_is_object(plan))
+		fail(&rd, NULL, "'plan' must be an object");
+	rd_str(&rd, "plan", plan, "name", false, &r->plan.name);
+	rd_str(&rd, "plan", plan, "path", false, &r->plan.path);
+	rd_str(&rd, "plan", plan, "sha256", false, &r->plan.sha256);
+	rd_str(&rd, "plan", plan, "text", false, &r->plan.text);
+
+	const json_t *prov = get(root, "provenance");
+	struct result_provenance *p = &r->provenance;
+	uint64_t u;
+	if (prov && !json_is_null(prov) && !json_is_object(prov))
+		fail(&rd, NULL, "'provenance' must be an object");
+	rd_str(&rd, "provenance", prov, "ferry_version", false, &p->ferry_version);
+	rd_str(&rd, "provenance", prov, "hostname", false, &p->hostname);
+	rd_str(&rd, "provenance", prov, "host_kernel", false, &p->host_kernel);
+	rd_str(&rd, "provenance", prov, "cpu_model", false, &p->cpu_model);
+	rd_uint(&rd, "provenance", prov, "cpu_count", UINT32_MAX, &u);
+	p->cpu_count = (unsigned)u;
+	rd_uint(&rd, "provenance", prov, "memory_bytes", INT64_MAX, &p->memory_bytes);
+	rd_str(&rd, "provenance", prov, "qemu_version", false, &p->qemu_version);
+	rd_str(&rd, "provenance", prov, "libvirt_version", false, &p->libvirt_version);
+	rd_str(&rd, "provenance", prov, "accelerator", false, &p->accelerator);
+	rd_str(&rd, "provenance", prov, "guest_kernel_sha256", false, &p->guest_kernel_sha256);
+	rd_str(&rd, "provenance", prov, "guest_initramfs_sha256", false,
+	       &p->guest_initramfs_sha256);
+	const json_t *ds = rd_array(&rd, "provenance", prov, "datasets");
+	for (size_t i = 0; ds && i < json_array_size(ds) && !rd.err; i++) {
+		_cleanup_free_ char *w = xasprintf("provenance.datasets[%zu]", i);
+		_cleanup_free_ char *name = NULL, *digest = NULL;
+		json_t *spec = NULL;
+		const json_t *d = json_array_get(ds, i);
+		if (!json_is_object(d)) {
+			fail(&rd, w, "must be an object");
+			break;
+		}
+		if (rd_str(&rd, w, d, "name", true, &name) < 0 ||
+		    rd_str(&rd, w, d, "manifest_sha256", false, &digest) < 0 ||
+		    rd_object(&rd, w, d, "spec", &spec) < 0)
+			break;
+		results_add_dataset(r, name, digest, spec);
+	}
+	rd_time(&rd, "provenance", prov, "started", &p->started_ms);
+	rd_time(&rd, "provenance", prov, "finished", &p->finished_ms);
+
+	json_t *cells = (json_t *)get(root, "cells");
+	if (!cells || !json_is_array(cells))
+		fail(&rd, NULL, "'cells' must be an array");
+	strmap_init(&rd.ids, json_array_size(cells));
+	for (size_t i = 0; !rd.err && i < json_array_size(cells); i++) {
+		_cleanup_free_ char *w = xasprintf("cells[%zu]", i);
+		rd_cell(&rd, w, json_array_get(cells, i), r);
+		if (consume)
+			json_array_set_new(cells, i, json_null());
+	}
+	strmap_free(&rd.ids);
+
+	if (rd.err) {
+		*err = rd.err;
+		return NULL;
+	}
+	return TAKE_PTR(r);
+}
+
+struct results *results_from_json(const json_t *root, char **err)
+{
+	return from_json((json_t *)root, false, err);
+}
+
+/* The deepest nesting of arrays and objects in JSON text (strings skipped), stopping early
+ * past max: jansson recurses per level, and a results file is never deeper than a few levels. */
+static size_t json_depth(const char *buf, size_t len, size_t max)
+{
+	size_t depth = 0, deepest = 0;
+	bool in_str = false;
+	for (size_t i = 0; i < len && deepest <= max; i++) {
+		char c = buf[i];
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = false;
+		} else if (c == '"') {
+			in_str = true;
+		} else if (c == '[' || c == '{') {
+			if (++depth > deepest)
+				deepest = depth;
+		} else if ((c == ']' || c == '}') && depth > 0) {
+			depth--;
+		}
+	}
+	return deepest;
+}
+
+struct results *results_parse(const char *buf, size_t len, char **err)
+{
+	json_error_t jerr;
+
+	if (len > RESULTS_MAX_BYTES) {
+		*err = xasprintf("too large: %zu bytes (a results file has at most %d MiB)", len,
+				 RESULTS_MAX_BYTES >> 20);
+		return NULL;
+	}
+	if (json_depth(buf, len, RESULTS_MAX_DEPTH) > RESULTS_MAX_DEPTH) {
+		*err = xasprintf("nested more than %d levels deep (not a ferry results file)",
+				 RESULTS_MAX_DEPTH);
+		return NULL;
+	}
+	_cleanup_(json_decrefp) json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root) {
+		if (jerr.line > 0)
+			*err = xasprintf("%d:%d: %s", jerr.line, jerr.column, jerr.text);
+		else
+			*err = xstrdup(jerr.text);
+		return NULL;
+	}
+	return from_json(root, true, err);
+}
+
+/* The file's bytes, refusing what is not a regular file (a FIFO would block the read) or is
+ * larger than a results file may be; NULL with *err ("why", without the path). */
+static char *read_regular(const char *path, size_t *len, char **err)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		*err = xstrdup(strerror(errno));
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		*err = xstrdup(S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
+		return NULL;
+	}
+	if (st.st_size > RESULTS_MAX_BYTES) {
+		*err = xasprintf("too large: %lld bytes (a results file has at most %d MiB)",
+				 (long long)st.st_size, RESULTS_MAX_BYTES >> 20);
+		return NULL;
+	}
+	/* read to the end rather than trusting st_size: the file may grow or shrink meanwhile */
+	size_t cap = (size_t)st.st_size + 1, n = 0;
+	_cleanup_free_ char *buf = xmalloc(cap + 1);
+	for (;;) {
+		if (n == cap)
+			buf = xgrow(buf, &cap, cap + 65536, 1);
+		ssize_t r = read(fd, buf + n, cap - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			*err = xstrdup(strerror(errno));
+			return NULL;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+		if (n > RESULTS_MAX_BYTES) {
+			*err = xasprintf("too large (a results file has at most %d MiB)",
+					 RESULTS_MAX_BYTES >> 20);
+			return NULL;
+		}
+	}
+	buf = xgrow(buf, &cap, n + 1, 1);
+	buf[n] = '\0';
+	*len = n;
+	return TAKE_PTR(buf);
+}
+
+struct results *results_read(const char *path, char **err)
+{
+	size_t len = 0;
+	_cleanup_free_ char *why = NULL;
+	_cleanup_free_ char *buf = read_regular(path, &len, &why);
+	if (!buf) {
+		*err = xasprintf("%s: %s", path, why);
+		return NULL;
+	}
+	struct results *r = results_parse(buf, len, &why);
+	if (!r) {
+		/* a JSON syntax error starts with LINE:COL */
+		*err = xasprintf("%s%s%s", path, why[0] >= '0' && why[0] <= '9' ? ":" : ": ", why);
+		return NULL;
+	}
+	return r;
+}
