@@ -189,6 +189,24 @@ static int link_fd(int fd, int dfd, const char *leaf)
 int dataset_copy(const char *dir, const struct manifest *m, const char *dst,
 		 const struct dataset_copy_opts *o, uint64_t *copied, char **err)
 {
+	_cleanup_free_ char *dcopy = xstrdup(dst);
+	char *slash = strrchr(dcopy, '/');
+	const char *parent = slash ? (slash == dcopy ? "/" : dcopy) : ".";
+	const char *name = slash ? slash + 1 : dst;
+	if (slash)
+		*slash = '\0';
+	_cleanup_close_ int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0) {
+		*err = xasprintf("cannot open '%s': %s", parent, strerror(errno));
+		return -1;
+	}
+	return dataset_copy_at(dir, m, pfd, name, dst, o, copied, err);
+}
+
+int dataset_copy_at(const char *dir, const struct manifest *m, int dst_dirfd, const char *name,
+		    const char *shown, const struct dataset_copy_opts *o, uint64_t *copied,
+		    char **err)
+{
 	static const struct dataset_copy_opts none = { 0 };
 	if (!o)
 		o = &none;
@@ -197,14 +215,14 @@ int dataset_copy(const char *dir, const struct manifest *m, const char *dst,
 	_cleanup_close_ int src = dataset_open_root(dir, m, err);
 	if (src < 0)
 		return -1;
-	if (mkdir(dst, 0755) < 0 || chmod(dst, 0755) < 0 ||
-	    (o->chown && lchown(dst, o->uid, o->gid) < 0)) {
+	const char *dst = shown;
+	/* created, then opened without following anything: dst's directory may be one a guest
+	   can write to, which could put a symlink in its place */
+	_cleanup_close_ int out = -1;
+	if (mkdirat(dst_dirfd, name, 0755) < 0 ||
+	    (out = openat(dst_dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    fchmod(out, 0755) < 0 || (o->chown && fchown(out, o->uid, o->gid) < 0)) {
 		*err = xasprintf("cannot create directory '%s': %s", dst, strerror(errno));
-		return -1;
-	}
-	_cleanup_close_ int out = open(dst, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (out < 0) {
-		*err = xasprintf("cannot open '%s': %s", dst, strerror(errno));
 		return -1;
 	}
 	for (size_t i = 0; i < m->n; i++) {
@@ -219,8 +237,13 @@ int dataset_copy(const char *dir, const struct manifest *m, const char *dst,
 		int r = pd < 0 ? -1 : 0;
 		if (r == 0 && e->type == MANIFEST_DIR) {
 			r = mkdirat(pd, leaf, 0755);
-			if (r == 0)
-				r = fchmodat(pd, leaf, 0755, 0);
+			if (r == 0) {
+				int d = openat(pd, leaf,
+					       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				r = d < 0 || fchmod(d, 0755) < 0 ? -1 : 0;
+				if (d >= 0)
+					close(d);
+			}
 		} else if (r == 0 && e->type == MANIFEST_SYMLINK) {
 			r = symlinkat(e->target, pd, leaf);
 		} else if (r == 0) {

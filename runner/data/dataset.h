@@ -207,6 +207,11 @@ struct dataset_copy_opts {
  */
 int dataset_copy(const char *dir, const struct manifest *m, const char *dst,
 		 const struct dataset_copy_opts *o, uint64_t *copied, char **err);
+/* The same into the entry `name` of the directory dst_dirfd (`shown` names it in messages):
+ * nothing is reached through a symbolic link, for destinations a guest can write to. */
+int dataset_copy_at(const char *dir, const struct manifest *m, int dst_dirfd, const char *name,
+		    const char *shown, const struct dataset_copy_opts *o, uint64_t *copied,
+		    char **err);
 
 /*
  * Parse a size such as "4096", "64KiB", "1.5MiB", "1GiB", "10MB" (SI) or "1G" (binary) into

@@ -126,6 +126,8 @@ static bool qemu_cannot_write(const struct stat *st, void *userdata)
 	return true;
 }
 
+static char *cell_name(const struct method_ctx *ctx);
+
 static bool copy_cancelled(void *userdata)
 {
 	(void)userdata;
@@ -146,7 +148,10 @@ static char *dataset_name(const struct method_ctx *ctx)
 }
 
 /* Copy (or, for 9p, link where safe) the dataset into dst from descriptors. */
-static int stage_tree(struct method_ctx *ctx, const char *dst, bool owned_by_qemu)
+/* Copy (or, for 9p, link where safe) the dataset into the entry `name` of dirfd (shown: its
+ * path), from descriptors, never through a symlink a guest put there. */
+static int stage_tree(struct method_ctx *ctx, int dirfd, const char *name, const char *shown,
+		      bool owned_by_qemu)
 {
 	struct dataset_copy_opts o = {
 		.may_link = virtiofs(ctx) ? NULL : qemu_cannot_write,
@@ -160,9 +165,41 @@ static int stage_tree(struct method_ctx *ctx, const char *dst, bool owned_by_qem
 	}
 	_cleanup_free_ char *err = NULL;
 	uint64_t copied = 0;
-	if (dataset_copy(ctx->dataset_dir, ctx->manifest, dst, &o, &copied, &err) < 0)
+	if (dataset_copy_at(ctx->dataset_dir, ctx->manifest, dirfd, name, shown, &o, &copied,
+			    &err) < 0)
 		return method_fail(ctx, ERROR_INFRA, NULL, "share: %s", err);
 	return 0;
+}
+
+/*
+ * The cell's staging directory <run>/share/<cell>, emptied and made again, opened: the guest can
+ * write to <run>/share (and so put a symlink where <cell> was), so everything below is reached
+ * through this descriptor only. Returns the fd or -1 (ctx->err).
+ */
+static int open_staging(struct method_ctx *ctx, struct share_state *s)
+{
+	_cleanup_free_ char *root = staging_root(ctx);
+	_cleanup_free_ char *name = cell_name(ctx);
+	if (!s->staging)
+		s->staging = xasprintf("%s/%s", root, name);
+	_cleanup_close_ int rfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_free_ char *err = NULL;
+	/* a previous run's leftovers (a failed move leaves half the files) */
+	if (rfd < 0 || rm_tree_at(rfd, name, &err) < 0)
+		return method_fail(ctx, ERROR_INFRA, NULL, "share: cannot empty '%s': %s",
+				   s->staging, err ? err : strerror(errno));
+	struct passwd *pw = getpwnam("libvirt-qemu");
+	int fd = -1;
+	if (mkdirat(rfd, name, 0755) < 0 ||
+	    (fd = openat(rfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    fchmod(fd, 0755) < 0 || (pw && fchown(fd, pw->pw_uid, pw->pw_gid) < 0)) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return method_fail(ctx, ERROR_INFRA, NULL, "share: mkdir '%s': %s", s->staging,
+				   strerror(e));
+	}
+	return fd;
 }
 
 /* virtiofs mode copy: <run>/share-ro/<name>, a private copy of the dataset, made once a run. */
@@ -178,7 +215,8 @@ static int private_copy(struct method_ctx *ctx)
 	if (access(done, F_OK) == 0)
 		return 0;
 	rm_tree(dst, NULL); /* a copy an earlier cell did not finish */
-	if (stage_tree(ctx, dst, false) < 0)
+	_cleanup_close_ int rfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (rfd < 0 || stage_tree(ctx, rfd, name, dst, false) < 0)
 		return -1;
 	_cleanup_close_ int fd =
 	    open(done, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -265,19 +303,11 @@ static char *cell_name(const struct method_ctx *ctx)
 /* The staging directory of this cell, with the dataset linked or copied into <staging>/data. */
 static int stage_data(struct method_ctx *ctx, struct share_state *s)
 {
-	_cleanup_free_ char *root = staging_root(ctx);
-	_cleanup_free_ char *name = cell_name(ctx);
-	if (!s->staging)
-		s->staging = xasprintf("%s/%s", root, name);
-	/* a previous run's leftovers (a failed move leaves half the files) */
-	if (rm_tree(s->staging, NULL) < 0 && errno != ENOENT)
-		return method_fail(ctx, ERROR_INFRA, NULL, "share: cannot empty '%s': %s",
-				   s->staging, strerror(errno));
-	if (mkdir(s->staging, 0755) < 0 || chown_qemu(s->staging) < 0)
-		return method_fail(ctx, ERROR_INFRA, NULL, "share: mkdir '%s': %s", s->staging,
-				   strerror(errno));
+	_cleanup_close_ int sfd = open_staging(ctx, s);
+	if (sfd < 0)
+		return -1;
 	_cleanup_free_ char *data = xasprintf("%s/data", s->staging);
-	return stage_tree(ctx, data, true);
+	return stage_tree(ctx, sfd, "data", data, true);
 }
 
 /* virtiofs move: the next run's private copy, made outside its timed phases. */
@@ -311,19 +341,14 @@ static int share_prepare(struct method_ctx *ctx)
 		s->guest_src = xasprintf("%s/%s/data", GUEST_MOUNT, name);
 		return 0;
 	}
-	_cleanup_free_ char *root = staging_root(ctx);
-	if (!s->staging)
-		s->staging = xasprintf("%s/%s", root, name);
-	if (rm_tree(s->staging, NULL) < 0 && errno != ENOENT)
-		return method_fail(ctx, ERROR_INFRA, NULL, "share: cannot empty '%s': %s",
-				   s->staging, strerror(errno));
-	if (mkdir(s->staging, 0755) < 0 || chown_qemu(s->staging) < 0)
-		return method_fail(ctx, ERROR_INFRA, NULL, "share: mkdir '%s': %s", s->staging,
-				   strerror(errno));
+	_cleanup_close_ int sfd = open_staging(ctx, s);
+	if (sfd < 0)
+		return -1;
 	const char *ext = archive_ext(&m->archive);
-	_cleanup_free_ char *file = xasprintf("%s/data.%s", s->staging, ext);
+	_cleanup_free_ char *leaf = xasprintf("data.%s", ext);
+	_cleanup_free_ char *file = xasprintf("%s/%s", s->staging, leaf);
 	_cleanup_close_ int fd =
-	    open(file, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	    openat(sfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return method_fail(ctx, ERROR_INFRA, NULL, "share: create '%s': %s", file,
 				   strerror(errno));
@@ -332,7 +357,8 @@ static int share_prepare(struct method_ctx *ctx)
 	if (stream_pack(&m->archive, ctx->dataset_dir, ctx->manifest, fd, ctx->timeout_ms, &bytes,
 			&err) < 0)
 		return method_fail(ctx, ERROR_INFRA, NULL, "share: packing '%s': %s", file, err);
-	if (fchown(fd, 0, 0) < 0 || chown_qemu(file) < 0)
+	struct passwd *pw = getpwnam("libvirt-qemu");
+	if (fchown(fd, pw ? pw->pw_uid : 0, pw ? pw->pw_gid : 0) < 0)
 		return method_fail(ctx, ERROR_INFRA, NULL, "share: chown '%s': %s", file,
 				   strerror(errno));
 	ctx->bytes = bytes;

@@ -399,6 +399,20 @@ static void test_copy(void)
 		g_assert_cmpuint(sb.st_ino, ==, m->entries[i].ino);
 		g_free(pa), g_free(pb);
 	}
+	/* a destination a guest replaced with a symlink is refused, nothing lands behind it */
+	char *elsewhere = g_build_filename(base, "elsewhere", NULL);
+	g_assert_cmpint(g_mkdir(elsewhere, 0755), ==, 0);
+	char *planted = g_build_filename(base, "planted", NULL);
+	g_assert_cmpint(symlink(elsewhere, planted), ==, 0);
+	int bfd = open(base, O_RDONLY | O_DIRECTORY);
+	g_assert_cmpint(dataset_copy_at(src, m, bfd, "planted", planted, NULL, NULL, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "planted"));
+	free(err);
+	close(bfd);
+	GDir *gd = g_dir_open(elsewhere, 0, NULL);
+	g_assert_null(g_dir_read_name(gd));
+	g_dir_close(gd);
+	g_free(planted), g_free(elsewhere);
 	rm_tree(base, NULL);
 	g_free(a), g_free(b), g_free(src), g_free(base);
 	manifest_free(m);
