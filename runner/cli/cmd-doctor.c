@@ -159,9 +159,11 @@ static void check_leftovers(struct doctor *d, virConnectPtr conn, bool reap)
 	unsigned stale = 0, live = 0, reaped = 0;
 	_cleanup_free_ char *names = xstrdup("");
 	for (int i = 0; i < n; i++) {
+		/* only a domain with ferry's marker is ferry's: a user's domain named like one is
+		   not touched */
 		const char *name = virDomainGetName(doms[i]);
 		long pid;
-		if (name && run_parse_domain_name(name, NULL, &pid)) {
+		if (name && run_domain_owner(doms[i], NULL, &pid)) {
 			if (pid_alive(pid) && pid != (long)getpid()) {
 				live++;
 			} else if (reap) {

@@ -25,7 +25,8 @@ static void usage(FILE *out)
 	      "Run every cell of a plan against real guests, verify every run, and write the\n"
 	      "results file (after every cell) and the reports the plan or the options name.\n"
 	      "Exit: 0 all passed, 1 a criterion or integrity check failed, 2 plan errors,\n"
-	      "3 infrastructure errors, 130/143 interrupted (results written).\n",
+	      "3 infrastructure errors, 128+N interrupted by signal N: 129 SIGHUP, 130 SIGINT,\n"
+	      "131 SIGQUIT, 143 SIGTERM (results written, domains and run directory removed).\n",
 	      out);
 }
 
@@ -87,6 +88,18 @@ static void show_error(void *ud, const char *text)
 	errorf("%s", text);
 }
 
+/* The exit status of a run that happened (ferry(1) EXIT STATUS). */
+static int exit_code(const struct exec_result *st)
+{
+	if (st->signal) /* 129 SIGHUP, 130 SIGINT, 131 SIGQUIT, 143 SIGTERM */
+		return 128 + st->signal;
+	if (st->counts[STATUS_ERROR])
+		return EXIT_INFRA;
+	if (st->counts[STATUS_FAILED])
+		return EXIT_FAILED;
+	return EXIT_OK;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -121,7 +134,7 @@ int cmd_run(int argc, char **argv)
 		uint64_t v;
 		int t = plan_trust_option(c, optarg, &po);
 		if (t < 0)
-			return EXEC_EXIT_PLAN;
+			return EXIT_PLAN;
 		if (t)
 			continue;
 		switch (c) {
@@ -129,14 +142,14 @@ int cmd_run(int argc, char **argv)
 		case 's':
 			if (shard_parse(optarg, &eo.shard_k, &eo.shard_n, &err) < 0) {
 				errorf("%s", err);
-				return EXEC_EXIT_PLAN;
+				return EXIT_PLAN;
 			}
 			break;
 		case 'm':
 			if (parse_uint(optarg, &v, &err) < 0 || v == 0) {
 				errorf("invalid --max-cells '%s': expected a positive integer",
 				       optarg);
-				return EXEC_EXIT_PLAN;
+				return EXIT_PLAN;
 			}
 			cap = (size_t)v;
 			break;
@@ -153,12 +166,12 @@ int cmd_run(int argc, char **argv)
 		case 'v': eo.verbose = true; break;
 		case 'K': no_capacity_check = true; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return EXEC_EXIT_PLAN;
+		default: usage(stderr); return EXIT_PLAN;
 		}
 	}
 	if (optind != argc - 1) {
 		usage(stderr);
-		return EXEC_EXIT_PLAN;
+		return EXIT_PLAN;
 	}
 	eo.plan_path = argv[optind];
 
@@ -168,7 +181,7 @@ int cmd_run(int argc, char **argv)
 	diag_print(&diags, stderr);
 	diag_list_clear(&diags);
 	if (!m)
-		return EXEC_EXIT_PLAN;
+		return EXIT_PLAN;
 	plan_warnings_print(p);
 	if (!no_capacity_check) {
 		/* disk space and memory before anything is generated or booted (ferry(1) CAPACITY)
@@ -176,7 +189,7 @@ int cmd_run(int argc, char **argv)
 		_cleanup_free_ char *cache = dataset_cache_dir(), *cerr = NULL;
 		if (capacity_plan(p, m, cache, run_base_dir(), &cerr) < 0) {
 			errorf("%s (--no-capacity-check runs anyway)", cerr);
-			return EXEC_EXIT_INFRA;
+			return EXIT_INFRA;
 		}
 	}
 
@@ -199,7 +212,13 @@ int cmd_run(int argc, char **argv)
 		eo.resume = results_read(resume, &err);
 		if (!eo.resume) {
 			errorf("%s", err);
-			return EXEC_EXIT_PLAN;
+			return EXIT_PLAN;
+		}
+		/* ids are built from names only: refuse numbers measured for another plan */
+		if (exec_check_resume(p, m, eo.plan_path, eo.resume, &err) < 0) {
+			errorf("%s: %s", resume, err);
+			results_free(eo.resume);
+			return EXIT_PLAN;
 		}
 	}
 
@@ -219,12 +238,12 @@ int cmd_run(int argc, char **argv)
 		if (report_set_open(&rs, &err) < 0) {
 			errorf("%s", err);
 			results_free(eo.resume);
-			return EXEC_EXIT_PLAN;
+			return EXIT_PLAN;
 		}
 	}
 
 	struct results *r = NULL;
-	struct exec_stats st;
+	struct exec_result st;
 	_cleanup_free_ char *err = NULL;
 	struct progress prog = { .live = isatty(STDERR_FILENO) };
 	eo.ud = &prog;
@@ -233,24 +252,24 @@ int cmd_run(int argc, char **argv)
 		eo.status = prog.live ? show_status : NULL;
 		eo.line = show_line;
 	}
-	int code = exec_plan(p, m, &eo, &r, &st, &err);
+	int rc = exec_plan(p, m, &eo, &r, &st, &err);
 	clear_status(&prog);
-	if (err) {
+	if (rc < 0) {
 		errorf("%s", err);
 		report_set_abort(&rs);
 		results_free(r);
-		return code;
+		return EXIT_INFRA;
 	}
+	int code = exit_code(&st);
 	_cleanup_free_ char *rerr = NULL, *warning = NULL;
 	if (report_set_write(&rs, r, &rerr, &warning) < 0) {
 		errorf("%s", rerr);
-		if (code == EXEC_EXIT_OK)
-			code = EXEC_EXIT_INFRA;
+		if (code == EXIT_OK)
+			code = EXIT_INFRA;
 	}
 	if (warning)
 		warnf("%s", warning);
-	size_t counts[STATUS_COUNT];
-	results_count_status(r, counts);
+	const size_t *counts = st.counts;
 	if (!quiet) {
 		fprintf(stderr,
 			"ferry: %zu passed, %zu failed, %zu errors, %zu skipped, %zu pending; %u "

@@ -13,7 +13,7 @@
 
 #include "cleanup.h"
 #include "dataset.h"
-#include "exec.h"
+#include "dataset-plan.h"
 #include "fs.h"
 #include "matrix.h"
 #include "plan.h"
@@ -173,7 +173,7 @@ int capacity_plan(const struct plan *p, const struct matrix *m, const char *cach
 		struct plan_cell c;
 		plan_cell(p, m, i, &c);
 		struct dataset_spec s;
-		exec_dataset_spec(c.dataset, &s);
+		dataset_spec_from_plan(c.dataset, &s);
 		uint64_t data = s.path ? 0 : spec_disk_bytes(&s);
 		bool dup = false;
 		for (size_t k = 0; k < n_seen && !dup; k++)

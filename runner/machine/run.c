@@ -8,6 +8,8 @@
 #include <time.h>
 
 #include <libvirt/virterror.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
 
 #include "fs.h"
 #include "util.h"
@@ -33,23 +35,41 @@ struct run {
 	struct run *next; /* in open_runs */
 };
 
+/* What ends a run early, cleaning up (ferry(1) SIGNALS). */
+static const int run_signals[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM };
+
 /* Every open run, for the atexit backstop. */
 static struct run *open_runs;
-static volatile sig_atomic_t got_signal;
+static volatile sig_atomic_t got_signal; /* the first signal */
+static volatile sig_atomic_t n_signals;
 static int sig_pipe[2] = { -1, -1 };
+
+/* The second signal's deadline passed: the cleanup hangs. Exit as the first signal says; the
+ * domains die with the connection (auto-destroy), the run directory is left for doctor --reap. */
+static void on_deadline(int sig)
+{
+	(void)sig;
+	_exit(128 + got_signal);
+}
 
 static void on_signal(int sig)
 {
 	int saved = errno;
-	/*
-	 * Nothing to clean up, or a second Ctrl-C: die the default way at once (leftovers of a
-	 * second signal are what `ferry doctor --reap` is for).
-	 */
-	if (!open_runs || got_signal) {
+	/* nothing to clean up, or a third signal: die the default way at once */
+	if (!open_runs || n_signals >= 2) {
 		signal(sig, SIG_DFL);
 		raise(sig);
 	}
-	got_signal = sig;
+	if (n_signals++ == 0) {
+		got_signal = sig;
+	} else {
+		/* a second signal: go on cleaning up what can be, but for RUN_SECOND_SIGNAL_S at
+		 * most */
+		struct sigaction sa = { .sa_handler = on_deadline };
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGALRM, &sa, NULL);
+		alarm(RUN_SECOND_SIGNAL_S);
+	}
 	if (sig_pipe[1] >= 0) {
 		char c = (char)sig;
 		/* non-blocking: a full pipe already says "interrupted" */
@@ -75,8 +95,8 @@ static void install_handlers(void)
 		sig_pipe[0] = sig_pipe[1] = -1;
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	for (size_t i = 0; i < ELEMENTSOF(run_signals); i++)
+		sigaction(run_signals[i], &sa, NULL);
 	atexit(cleanup_at_exit);
 }
 
@@ -249,6 +269,39 @@ int run_close(struct run *r, char **err)
 	free(r->dir);
 	free(r);
 	return ret;
+}
+
+/* A positive pid from its decimal text, or -1. */
+static long parse_pid(const char *s)
+{
+	char *end;
+	errno = 0;
+	long p = s ? strtol(s, &end, 10) : -1;
+	return s && !errno && end != s && !*end && p > 0 ? p : -1;
+}
+
+bool run_domain_owner(virDomainPtr dom, char **run_id, long *pid)
+{
+	char *xml = virDomainGetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, RUN_XMLNS,
+					 VIR_DOMAIN_AFFECT_CURRENT);
+	if (!xml)
+		return false; /* no marker: not ferry's, whatever its name */
+	xmlDocPtr doc = xmlReadMemory(xml, (int)strlen(xml), "metadata.xml", NULL,
+				      XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+	free(xml);
+	xmlNodePtr root = doc ? xmlDocGetRootElement(doc) : NULL;
+	xmlChar *id = root ? xmlGetProp(root, BAD_CAST "id") : NULL;
+	xmlChar *p = root ? xmlGetProp(root, BAD_CAST "pid") : NULL;
+	long n = parse_pid((const char *)p);
+	bool ok = id && *id && n > 0;
+	if (ok && run_id)
+		*run_id = xstrdup((const char *)id);
+	if (ok && pid)
+		*pid = n;
+	xmlFree(id);
+	xmlFree(p);
+	xmlFreeDoc(doc);
+	return ok;
 }
 
 bool run_parse_domain_name(const char *name, char **id, long *pid)

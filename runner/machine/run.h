@@ -2,10 +2,12 @@
 /*
  * A run directory owns every resource one ferry run creates: domains, disk images, overlays,
  * console logs, temporary directories. A cleanup registry removes all of it on every exit path:
- * run_close() on the normal path, an atexit() backstop, and SIGINT/SIGTERM, whose handler only
- * sets a flag and writes to a self-pipe: long waits poll run_interrupted() and return, so the
- * cleanup itself always runs from normal context. While no run is open, and at a second
- * signal, the signals act as usual (terminate at once).
+ * run_close() on the normal path, an atexit() backstop, and SIGHUP/SIGINT/SIGQUIT/SIGTERM, whose
+ * handler only sets a flag and writes to a self-pipe: long waits poll run_interrupted() and
+ * return, so the cleanup itself always runs from normal context. A second signal does not stop
+ * the cleanup: it gives it RUN_SECOND_SIGNAL_S seconds more, after which the process exits with
+ * 128 + the first signal (domains die with ferry's libvirt connection, see vm_boot); a third
+ * signal, and any signal while no run is open, act as usual (terminate at once).
  *
  * Layout: $FERRY_RUN_DIR/<run id>/ (default /var/lib/ferry/runs/<run id>/), every directory 0755
  * because QEMU opens kernels and images as libvirt-qemu. The run id is
@@ -63,13 +65,28 @@ void run_defer(struct run *r, void (*fn)(void *data), void *data);
  */
 int run_close(struct run *r, char **err);
 
-/* The signal (SIGINT or SIGTERM) received since the handlers were installed, or 0. */
+/* How long the cleanup may still take after a second signal. */
+#define RUN_SECOND_SIGNAL_S 5
+
+/* The first signal (SIGHUP, SIGINT, SIGQUIT or SIGTERM) received since the handlers were
+ * installed, or 0. */
 int run_interrupted(void);
 /* A file descriptor that becomes readable when a signal arrived (for poll()). */
 int run_signal_fd(void);
 
+/* The XML namespace of the marker in a ferry domain's <metadata>: <ferry:run id="RUN ID"
+ * pid="PID"/>. Only a domain with it is ferry's; its name proves nothing. */
+#define RUN_XMLNS "https://github.com/ferry/ferry/xmlns/run/1"
+
 /*
- * Parse a ferry domain name "ferry-<run id>-<n>" into its run id (caller frees) and the pid in
- * it. Returns false when name is not a ferry domain name.
+ * Whether dom carries ferry's marker (RUN_XMLNS) in its live or persistent metadata: then true
+ * with *run_id (caller frees; may be NULL) and *pid of the ferry process that started it.
+ */
+bool run_domain_owner(virDomainPtr dom, char **run_id, long *pid);
+
+/*
+ * Parse a ferry domain or run directory name "ferry-<run id>-<n>" into its run id (caller frees)
+ * and the pid in it. Returns false when name is not of that shape. A name is no proof of
+ * ownership (run_domain_owner is).
  */
 bool run_parse_domain_name(const char *name, char **run_id, long *pid);

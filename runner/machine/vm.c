@@ -355,6 +355,15 @@ char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const
 	xmlNodePtr dom = xmlNewNode(NULL, BAD_CAST "domain");
 	prop(dom, "type", kvm ? "kvm" : "qemu");
 	add(dom, "name", name);
+	if (c->owner_run) {
+		char pid[32];
+		snprintf(pid, sizeof(pid), "%ld", c->owner_pid);
+		xmlNodePtr owner =
+		    xmlNewChild(add(dom, "metadata", NULL), NULL, BAD_CAST "run", NULL);
+		xmlSetNs(owner, xmlNewNs(owner, BAD_CAST RUN_XMLNS, BAD_CAST "ferry"));
+		prop(owner, "id", c->owner_run);
+		prop(owner, "pid", pid);
+	}
 	char num[32];
 	snprintf(num, sizeof(num), "%llu", (unsigned long long)(c->memory >> 10));
 	prop(add(dom, "memory", num), "unit", "KiB");
@@ -726,11 +735,14 @@ static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_conf
 		chmod(overlay, 0644);
 		cc.image = overlay;
 	}
+	cc.owner_run = run_id(run);
+	cc.owner_pid = (long)getpid();
 	_cleanup_free_ char *xml = vm_domain_xml(&cc, name, kvm, log, err);
 	if (!xml)
 		return -1;
 	uint64_t t0 = now_ns();
-	virDomainPtr dom = virDomainCreateXML(conn, xml, 0);
+	/* auto-destroy: a ferry killed by SIGKILL or an abort leaves no running domain */
+	virDomainPtr dom = virDomainCreateXML(conn, xml, VIR_DOMAIN_START_AUTODESTROY);
 	if (!dom) {
 		*err = xasprintf("cannot start domain '%s': %s", name, virGetLastErrorMessage());
 		return -1;

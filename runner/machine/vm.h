@@ -106,8 +106,13 @@ struct share_config {
 
 struct vm_config {
 	const char *name; /* domain name; NULL lets vm_boot() name it ferry-<run id>-<n> */
-	unsigned vcpus;   /* >= 1 */
-	uint64_t memory;  /* bytes, >= 64 MiB, a multiple of 1 MiB */
+	/* The run that owns the domain, written into its <metadata> (run.h, RUN_XMLNS) so that
+	 * `ferry doctor --reap` can prove the domain is ferry's; NULL: no marker. vm_boot() sets
+	 * it. */
+	const char *owner_run;
+	long owner_pid;
+	unsigned vcpus;  /* >= 1 */
+	uint64_t memory; /* bytes, >= 64 MiB, a multiple of 1 MiB */
 	enum vm_machine machine;
 	enum vm_firmware firmware;
 	enum vm_accel accel;
@@ -170,7 +175,9 @@ int vm_image_create(const struct disk_config *d, const char *path, char **err);
 struct vm;
 
 /*
- * Boot c as a transient domain owned by run (destroyed at run_close on every exit path) and wait
+ * Boot c as a transient domain owned by run (destroyed at run_close on every exit path; started
+ * with VIR_DOMAIN_START_AUTODESTROY, so libvirt destroys it when ferry's connection closes, also
+ * when ferry is killed; marked with the run's id and pid in its <metadata>) and wait
  * up to timeout_ms for the guest agent to answer guest-ping. accel auto uses KVM only when the
  * boot probe (vm_probe_kvm; its answer kept per host boot, see vm_kvm_probe_remember) proved it
  * works, else TCG. A user image boots from a qcow2 overlay in the run directory. Returns 0 with

@@ -14,8 +14,8 @@
  * static library. A type without an entry is skipped as "not built into this ferry".
  */
 static const struct method_ops *const registry[] = {
-	&method_agent_file, &method_disk_image, &method_channel,
-	&method_share,      &method_network,    &method_block,
+	&method_agent_file, &method_disk_image, &method_channel, &method_share,
+	&method_network,    &method_block,      &method_null,
 };
 
 const struct method_ops *method_find(enum plan_method_type type)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Transfer methods: the ways data gets into a guest. Each method is one `struct method_ops`
- * (runner/methods/<name>.c) found through method_find(). The executor (exec.c) drives them:
+ * (runner/methods/<name>.c) found through method_find(). The executor (runner/exec/) drives them:
  *
  *   supports()                          once per cell, before anything boots: NULL or a skip reason
  *   add_devices()                       before the VM of a cell boots (vm: shared boots once per
@@ -168,6 +168,7 @@ extern const struct method_ops method_channel;
 extern const struct method_ops method_share;
 extern const struct method_ops method_network;
 extern const struct method_ops method_block;
+extern const struct method_ops method_null;
 
 /* ---- helpers for methods (methods/method.c) ---- */
 

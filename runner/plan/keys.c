@@ -347,12 +347,13 @@ static const struct key_def method_defs[] = {
 	{ .name = "type",
 	  .type = KEY_ENUM,
 	  .offset = FIELD(plan_method, type),
-	  .values = V("disk-image", "agent-file", "channel", "share", "network", "block"),
+	  .values = V("disk-image", "agent-file", "channel", "share", "network", "block", "null"),
 	  .flags = KEY_REQUIRED,
 	  .help =
 	      "how the data goes in: disk-image (attach an image holding it), agent-file (guest "
 	      "agent file writes), channel (a virtio-serial pipe), share (a host folder), "
-	      "network (over the NIC), block (raw device writes)" },
+	      "network (over the NIC), block (raw device writes), null (moves nothing, takes "
+	      "duration)" },
 	{ .name = "archive",
 	  .type = KEY_MAPPING,
 	  .offset = FIELD(plan_method, archive),
@@ -449,6 +450,13 @@ static const struct key_def method_defs[] = {
 	  .max = 1024,
 	  .applies = M(BLOCK),
 	  .help = "requests in flight" },
+	{ .name = "duration",
+	  .type = KEY_DURATION,
+	  .offset = FIELD(plan_method, duration),
+	  .def = "0s",
+	  .max = 3600 * NSEC_PER_SEC,
+	  .applies = M(NULL),
+	  .help = "how long the transfer phase of every run takes (null moves no data)" },
 };
 const struct key_table plan_method_keys = {
 	.name = "methods.NAME",

@@ -127,7 +127,8 @@ enum plan_method_type {
 	PLAN_METHOD_CHANNEL,
 	PLAN_METHOD_SHARE,
 	PLAN_METHOD_NETWORK,
-	PLAN_METHOD_BLOCK
+	PLAN_METHOD_BLOCK,
+	PLAN_METHOD_NULL
 };
 enum plan_image_fs { PLAN_IMAGE_FS_EXT4, PLAN_IMAGE_FS_ISO9660, PLAN_IMAGE_FS_VFAT };
 enum plan_archive_format {
@@ -178,6 +179,8 @@ struct plan_method {
 	/* block */
 	uint64_t block_size;
 	uint64_t queue_depth;
+	/* null */
+	uint64_t duration; /* ns the transfer phase of every run takes */
 };
 
 enum plan_order { PLAN_ORDER_SEQUENTIAL, PLAN_ORDER_INTERLEAVED, PLAN_ORDER_SHUFFLED };

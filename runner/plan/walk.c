@@ -156,7 +156,11 @@ void pl_unknown_key(struct ctx *c, const struct key_table *t, const yaml_node_t 
 static bool set_scalar(struct ctx *c, const struct key_table *t, const struct key_def *k, void *obj,
 		       const yaml_node_t *v, const struct key_def *msg_key)
 {
-	if (v->type != YAML_SCALAR_NODE || pl_is_null(v)) {
+	/* a plain null is a value only where the key has one of that name (type: null) */
+	bool null_value = pl_is_null(v) && k->type == KEY_ENUM &&
+			  STREQ((const char *)v->data.scalar.value, "null") &&
+			  key_enum_index(k, "null") >= 0;
+	if (v->type != YAML_SCALAR_NODE || (pl_is_null(v) && !null_value)) {
 		type_error(c, msg_key, v);
 		return false;
 	}

@@ -702,6 +702,10 @@ static void test_boot_failure_console(void)
 }
 
 /* `ferry doctor --reap` destroys a domain and a run directory whose ferry process is gone. */
+/*
+ * doctor --reap destroys a domain with ferry's marker whose process is gone and its run
+ * directory, and leaves alone a user's domain merely named like ferry's (no marker).
+ */
 static void test_doctor_reap(void)
 {
 	if (!need())
@@ -713,18 +717,24 @@ static void test_doctor_reap(void)
 	}
 	/* a pid above any pid_max (at most 2^22) is never alive */
 	const char *stale = "ferry-20000101T000000-2147483646-0";
+	const char *lookalike = "ferry-20000101T000000-2147483646-1";
 	struct vm_config c;
 	base_config(&c);
 	c.nic.backend = NIC_BACKEND_NONE;
 	char *err = NULL;
-	char *xml = vm_domain_xml(&c, stale, false, NULL, &err);
-	g_assert_nonnull(xml);
-	virDomainPtr d = virDomainCreateXML(t.conn, xml, 0);
-	if (!d)
-		g_error("%s", virGetLastErrorMessage());
-	/* should the reap fail, the test's own run still removes it */
-	run_own_domain(t.run, t.conn, stale);
-	free(xml);
+	virDomainPtr d[2];
+	for (int i = 0; i < 2; i++) {
+		c.owner_run = i == 0 ? "20000101T000000-2147483646" : NULL; /* the marker */
+		c.owner_pid = 2147483646;
+		char *xml = vm_domain_xml(&c, i == 0 ? stale : lookalike, false, NULL, &err);
+		g_assert_nonnull(xml);
+		d[i] = virDomainCreateXML(t.conn, xml, 0);
+		if (!d[i])
+			g_error("%s", virGetLastErrorMessage());
+		/* should the reap fail (or wrongly succeed), the test's own run removes them */
+		run_own_domain(t.run, t.conn, i == 0 ? stale : lookalike);
+		free(xml);
+	}
 	char *dir = g_build_filename(t.base, "20000101T000000-2147483646", "logs", NULL);
 	g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
 
@@ -737,9 +747,12 @@ static void test_doctor_reap(void)
 		g_error("%s", gerr->message);
 	g_test_message("%s", out);
 	g_assert_nonnull(strstr(out, "reaped 1 stale domain and 1 run directory"));
-	g_assert_cmpint(virDomainIsActive(d), !=, 1);
+	g_assert_cmpint(virDomainIsActive(d[0]), !=, 1);
+	g_assert_cmpint(virDomainIsActive(d[1]), ==, 1); /* the look-alike is not ferry's */
 	g_assert_false(g_file_test(dir, G_FILE_TEST_EXISTS));
-	virDomainFree(d);
+	virDomainDestroy(d[1]);
+	virDomainFree(d[0]);
+	virDomainFree(d[1]);
 	g_free(out);
 	g_free(dir);
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The executor's pure parts: the mapping of plan entries onto the VM and dataset layers, the
- * method registry, shell quoting, and the archive stream that agent-file sends in agent chunks
- * (read back with libarchive and compared with the manifest, byte for byte).
+ * What the methods build on, without a guest: the method registry, shell quoting, the dataset
+ * specification a method receives (from the plan's dataset entry), what the built-in guest can
+ * unpack, and the archive stream that agent-file sends in agent chunks (read back with
+ * libarchive and compared with the manifest, byte for byte).
  */
 #include <archive.h>
 #include <archive_entry.h>
@@ -12,8 +13,8 @@
 #include <string.h>
 
 #include "dataset.h"
+#include "dataset-plan.h"
 #include "fs.h"
-#include "exec.h"
 #include "methods/archive.h"
 #include "methods/method.h"
 #include "util.h"
@@ -40,71 +41,6 @@ static void test_registry(void)
 	g_assert_nonnull(d->verify); /* in_place verifies on the mounted image */
 }
 
-static void test_disk_mapping(void)
-{
-	struct plan_disk pd = {
-		.kind = PLAN_DISK_IMAGE,
-		.format = PLAN_FORMAT_QCOW2,
-		.allocation = PLAN_ALLOC_FALLOC,
-		.size = 1u << 30,
-		.bus = PLAN_BUS_SCSI,
-		.cache = PLAN_CACHE_DIRECTSYNC,
-		.io = PLAN_IO_NATIVE,
-		.discard = true,
-	};
-	struct disk_config d;
-	exec_disk_config(&pd, "/x.qcow2", "ser", &d);
-	g_assert_cmpint(d.kind, ==, DISK_KIND_IMAGE);
-	g_assert_cmpint(d.format, ==, DISK_FORMAT_QCOW2);
-	g_assert_cmpint(d.allocation, ==, DISK_ALLOC_FALLOC);
-	g_assert_cmpuint(d.size, ==, 1u << 30);
-	g_assert_cmpint(d.bus, ==, DISK_BUS_SCSI);
-	g_assert_cmpint(d.cache, ==, DISK_CACHE_DIRECTSYNC);
-	g_assert_cmpint(d.io, ==, DISK_IO_NATIVE);
-	g_assert_true(d.discard);
-	g_assert_cmpstr(d.path, ==, "/x.qcow2");
-	g_assert_cmpstr(d.serial, ==, "ser");
-	pd.kind = PLAN_DISK_TMPFS;
-	pd.bus = PLAN_BUS_IDE;
-	pd.cache = PLAN_CACHE_UNSAFE;
-	exec_disk_config(&pd, NULL, NULL, &d);
-	g_assert_cmpint(d.kind, ==, DISK_KIND_TMPFS);
-	g_assert_cmpint(d.bus, ==, DISK_BUS_IDE);
-	g_assert_cmpint(d.cache, ==, DISK_CACHE_UNSAFE);
-}
-
-static void test_vm_mapping(void)
-{
-	struct plan_vm pv = {
-		.guest = PLAN_GUEST_BUILTIN,
-		.vcpus = 2,
-		.memory = 512u << 20,
-		.machine = PLAN_MACHINE_Q35,
-		.accel = PLAN_ACCEL_TCG,
-		.nic = { .model = PLAN_NIC_E1000, .queues = 1 },
-	};
-	struct vm_config c;
-	exec_vm_config(&pv, "/k", "/i", "console=ttyS0", &c);
-	g_assert_cmpuint(c.vcpus, ==, 2);
-	g_assert_cmpuint(c.memory, ==, 512u << 20);
-	g_assert_cmpint(c.machine, ==, VM_MACHINE_Q35);
-	g_assert_cmpint(c.accel, ==, VM_ACCEL_TCG);
-	g_assert_cmpstr(c.kernel, ==, "/k");
-	g_assert_cmpstr(c.initrd, ==, "/i");
-	g_assert_null(c.image);
-	g_assert_cmpint(c.nic.model, ==, NIC_MODEL_E1000);
-	g_assert_cmpint(c.nic.backend, ==, NIC_BACKEND_USER);
-	pv.guest = PLAN_GUEST_IMAGE;
-	char img[] = "/img.qcow2", br[] = "br0";
-	pv.image = img;
-	pv.nic.bridge = br;
-	exec_vm_config(&pv, "/k", "/i", "x", &c);
-	g_assert_cmpstr(c.image, ==, "/img.qcow2");
-	g_assert_null(c.kernel);
-	g_assert_cmpint(c.nic.backend, ==, NIC_BACKEND_BRIDGE);
-	g_assert_cmpstr(c.nic.source, ==, "br0");
-}
-
 static void test_dataset_mapping(void)
 {
 	struct plan_dataset p = {
@@ -115,7 +51,7 @@ static void test_dataset_mapping(void)
 		.seed = 9,
 	};
 	struct dataset_spec s;
-	exec_dataset_spec(&p, &s);
+	dataset_spec_from_plan(&p, &s);
 	g_assert_cmpuint(s.files, ==, 10);
 	g_assert_cmpint(s.dist, ==, DATASET_DIST_FIXED);
 	g_assert_cmpuint(s.depth, ==, 2);
@@ -124,11 +60,11 @@ static void test_dataset_mapping(void)
 	g_assert_cmpuint(s.seed, ==, 9);
 	p.size.max = 8192;
 	p.size.distribution = PLAN_DIST_LOGNORMAL;
-	exec_dataset_spec(&p, &s);
+	dataset_spec_from_plan(&p, &s);
 	g_assert_cmpint(s.dist, ==, DATASET_DIST_LOGNORMAL);
 	char data[] = "/data";
 	p.path = data;
-	exec_dataset_spec(&p, &s);
+	dataset_spec_from_plan(&p, &s);
 	g_assert_cmpstr(s.path, ==, "/data");
 	g_assert_cmpuint(s.files, ==, 0);
 }
@@ -277,15 +213,13 @@ int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g_test_init(&argc, &argv, NULL);
-	g_test_add_func("/exec/shell-quote", test_shell_quote);
-	g_test_add_func("/exec/registry", test_registry);
-	g_test_add_func("/exec/disk-mapping", test_disk_mapping);
-	g_test_add_func("/exec/vm-mapping", test_vm_mapping);
-	g_test_add_func("/exec/dataset-mapping", test_dataset_mapping);
-	g_test_add_func("/exec/guest-support", test_guest_support);
-	g_test_add_func("/exec/stream-tar-gz", test_stream_tar_gz);
-	g_test_add_func("/exec/stream-cpio-xz", test_stream_cpio_xz);
-	g_test_add_func("/exec/stream-zip", test_stream_zip);
-	g_test_add_func("/exec/stream-pax", test_stream_pax);
+	g_test_add_func("/methods/shell-quote", test_shell_quote);
+	g_test_add_func("/methods/registry", test_registry);
+	g_test_add_func("/methods/dataset-mapping", test_dataset_mapping);
+	g_test_add_func("/methods/guest-support", test_guest_support);
+	g_test_add_func("/methods/stream-tar-gz", test_stream_tar_gz);
+	g_test_add_func("/methods/stream-cpio-xz", test_stream_cpio_xz);
+	g_test_add_func("/methods/stream-zip", test_stream_zip);
+	g_test_add_func("/methods/stream-pax", test_stream_pax);
 	return g_test_run();
 }

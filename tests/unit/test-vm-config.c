@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Domain XML, validation, run directories and helpers, without a real hypervisor: the XML is
- * parsed back with libxml2 and checked with XPath, then defined and started against libvirt's
- * test:///default driver.
+ * VM configurations without a real hypervisor: the plan entries mapped onto them, the domain
+ * XML (parsed back with libxml2 and checked with XPath, then defined and started against
+ * libvirt's test:///default driver), validation, image creation and the KVM probe's memory.
  */
 #include <glib.h>
 #include <glib/gstdio.h>
@@ -16,6 +16,7 @@
 
 #include "proc.h"
 #include "run.h"
+#include "vm-plan.h"
 #include "util.h"
 #include "vm.h"
 
@@ -96,6 +97,71 @@ static void define_on_test_driver(const char *xml, const char *name)
 	g_assert_cmpint(virDomainDestroy(d), ==, 0);
 	virDomainFree(d);
 	virConnectClose(conn);
+}
+
+static void test_disk_mapping(void)
+{
+	struct plan_disk pd = {
+		.kind = PLAN_DISK_IMAGE,
+		.format = PLAN_FORMAT_QCOW2,
+		.allocation = PLAN_ALLOC_FALLOC,
+		.size = 1u << 30,
+		.bus = PLAN_BUS_SCSI,
+		.cache = PLAN_CACHE_DIRECTSYNC,
+		.io = PLAN_IO_NATIVE,
+		.discard = true,
+	};
+	struct disk_config d;
+	vm_disk_config_from_plan(&pd, "/x.qcow2", "ser", &d);
+	g_assert_cmpint(d.kind, ==, DISK_KIND_IMAGE);
+	g_assert_cmpint(d.format, ==, DISK_FORMAT_QCOW2);
+	g_assert_cmpint(d.allocation, ==, DISK_ALLOC_FALLOC);
+	g_assert_cmpuint(d.size, ==, 1u << 30);
+	g_assert_cmpint(d.bus, ==, DISK_BUS_SCSI);
+	g_assert_cmpint(d.cache, ==, DISK_CACHE_DIRECTSYNC);
+	g_assert_cmpint(d.io, ==, DISK_IO_NATIVE);
+	g_assert_true(d.discard);
+	g_assert_cmpstr(d.path, ==, "/x.qcow2");
+	g_assert_cmpstr(d.serial, ==, "ser");
+	pd.kind = PLAN_DISK_TMPFS;
+	pd.bus = PLAN_BUS_IDE;
+	pd.cache = PLAN_CACHE_UNSAFE;
+	vm_disk_config_from_plan(&pd, NULL, NULL, &d);
+	g_assert_cmpint(d.kind, ==, DISK_KIND_TMPFS);
+	g_assert_cmpint(d.bus, ==, DISK_BUS_IDE);
+	g_assert_cmpint(d.cache, ==, DISK_CACHE_UNSAFE);
+}
+
+static void test_vm_mapping(void)
+{
+	struct plan_vm pv = {
+		.guest = PLAN_GUEST_BUILTIN,
+		.vcpus = 2,
+		.memory = 512u << 20,
+		.machine = PLAN_MACHINE_Q35,
+		.accel = PLAN_ACCEL_TCG,
+		.nic = { .model = PLAN_NIC_E1000, .queues = 1 },
+	};
+	struct vm_config c;
+	vm_config_from_plan(&pv, "/k", "/i", "console=ttyS0", &c);
+	g_assert_cmpuint(c.vcpus, ==, 2);
+	g_assert_cmpuint(c.memory, ==, 512u << 20);
+	g_assert_cmpint(c.machine, ==, VM_MACHINE_Q35);
+	g_assert_cmpint(c.accel, ==, VM_ACCEL_TCG);
+	g_assert_cmpstr(c.kernel, ==, "/k");
+	g_assert_cmpstr(c.initrd, ==, "/i");
+	g_assert_null(c.image);
+	g_assert_cmpint(c.nic.model, ==, NIC_MODEL_E1000);
+	g_assert_cmpint(c.nic.backend, ==, NIC_BACKEND_USER);
+	pv.guest = PLAN_GUEST_IMAGE;
+	char img[] = "/img.qcow2", br[] = "br0";
+	pv.image = img;
+	pv.nic.bridge = br;
+	vm_config_from_plan(&pv, "/k", "/i", "x", &c);
+	g_assert_cmpstr(c.image, ==, "/img.qcow2");
+	g_assert_null(c.kernel);
+	g_assert_cmpint(c.nic.backend, ==, NIC_BACKEND_BRIDGE);
+	g_assert_cmpstr(c.nic.source, ==, "br0");
 }
 
 static void test_builtin_xml(void)
@@ -614,124 +680,6 @@ static void test_enum_names(void)
 	g_assert_cmpint(vm_enum_parse(disk_bus_names, "usb"), ==, -1);
 }
 
-static void count_call(void *data)
-{
-	(*(int *)data)++;
-}
-
-static void test_run_dir(void)
-{
-	char *base = g_dir_make_tmp("ferry-test-run-XXXXXX", NULL);
-	g_assert_nonnull(base);
-	g_setenv("FERRY_RUN_DIR", base, TRUE);
-	char *err = NULL;
-	struct run *r = run_open(&err);
-	g_assert_null(err);
-	g_assert_nonnull(r);
-	g_assert_true(g_str_has_prefix(run_dir(r), base));
-	struct stat st;
-	g_assert_cmpint(stat(run_dir(r), &st), ==, 0);
-	g_assert_cmpuint(st.st_mode & 07777, ==, 0755);
-
-	char *p = run_path(r, "disks/deep", "a.raw");
-	g_assert_true(g_str_has_suffix(p, "/disks/deep/a.raw"));
-	g_assert_true(g_file_set_contents(p, "x", 1, NULL));
-	char *dir = g_path_get_dirname(p);
-	g_assert_cmpint(stat(dir, &st), ==, 0);
-	g_assert_cmpuint(st.st_mode & 07777, ==, 0755);
-	g_free(dir);
-
-	char *n0 = run_domain_name(r), *n1 = run_domain_name(r);
-	char *want = g_strdup_printf("ferry-%s-0", run_id(r));
-	g_assert_cmpstr(n0, ==, want);
-	g_free(want);
-	char *id = NULL;
-	long pid = 0;
-	g_assert_true(run_parse_domain_name(n1, &id, &pid));
-	g_assert_cmpstr(id, ==, run_id(r));
-	g_assert_cmpint(pid, ==, (long)getpid());
-	free(id);
-	g_assert_false(run_parse_domain_name("ferry", NULL, NULL));
-	g_assert_false(run_parse_domain_name("other-2026-1-0", NULL, NULL));
-	g_assert_false(run_parse_domain_name("ferry-x-0", NULL, NULL));
-
-	/* a domain owned by the run is destroyed at close */
-	virConnectPtr conn = vm_connect("test:///default", &err);
-	g_assert_nonnull(conn);
-	struct vm_config c;
-	builtin(&c);
-	char *xml = vm_domain_xml(&c, n0, false, NULL, &err);
-	virDomainPtr d = virDomainCreateXML(conn, xml, 0);
-	g_assert_nonnull(d);
-	virDomainFree(d);
-	free(xml);
-	run_own_domain(r, conn, n0);
-	static int deferred;
-	run_defer(r, count_call, &deferred);
-	char *rd = g_strdup(run_dir(r));
-	g_assert_cmpint(run_close(r, &err), ==, 0);
-	g_assert_null(err);
-	g_assert_cmpint(deferred, ==, 1);
-	g_assert_false(g_file_test(rd, G_FILE_TEST_EXISTS));
-	g_assert_null(virDomainLookupByName(conn, n0));
-	virConnectClose(conn);
-	g_free(rd);
-	free(n0);
-	free(n1);
-	free(p);
-	g_assert_cmpint(g_rmdir(base), ==, 0);
-	g_free(base);
-	g_unsetenv("FERRY_RUN_DIR");
-}
-
-/* SIGTERM sets the flag; exit() then removes the run directory through the atexit backstop. */
-static void test_run_signal(void)
-{
-	if (g_test_subprocess()) {
-		char *err = NULL;
-		struct run *r = run_open(&err);
-		g_assert_nonnull(r);
-		char *p = run_path(r, "logs", "x.log");
-		g_assert_true(g_file_set_contents(p, "x", 1, NULL));
-		free(p);
-		g_assert_cmpint(run_interrupted(), ==, 0);
-		raise(SIGTERM);
-		g_assert_cmpint(run_interrupted(), ==, SIGTERM);
-		char c;
-		g_assert_cmpint(read(run_signal_fd(), &c, 1), ==, 1);
-		g_assert_cmpint(c, ==, SIGTERM);
-		printf("interrupted with the run open\n");
-		exit(143);
-	}
-	char *base = g_dir_make_tmp("ferry-test-sig-XXXXXX", NULL);
-	g_setenv("FERRY_RUN_DIR", base, TRUE);
-	g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
-	g_test_trap_assert_failed();
-	g_test_trap_assert_stdout("*interrupted with the run open*");
-	/* the child's run directory existed (files written) and is gone */
-	g_assert_cmpint(g_rmdir(base), ==, 0);
-	g_free(base);
-	g_unsetenv("FERRY_RUN_DIR");
-}
-
-static void test_proc(void)
-{
-	char *out = NULL, *err = NULL;
-	const char *ok[] = { "sh", "-c", "echo out; echo err >&2", NULL };
-	g_assert_cmpint(proc_run(ok, &out, &err), ==, 0);
-	g_assert_cmpstr(out, ==, "out\nerr\n");
-	free(out);
-	const char *bad[] = { "sh", "-c", "echo first; echo 'it broke'; exit 3", NULL };
-	g_assert_cmpint(proc_run(bad, NULL, &err), ==, -1);
-	g_assert_cmpstr(err, ==, "'sh' exited with status 3: it broke");
-	free(err);
-	err = NULL;
-	const char *missing[] = { "ferry-no-such-program", NULL };
-	g_assert_cmpint(proc_run(missing, NULL, &err), ==, -1);
-	g_assert_nonnull(strstr(err, "ferry-no-such-program"));
-	free(err);
-}
-
 static void test_image_create(void)
 {
 	const char *argv[] = { "qemu-img", "--version", NULL };
@@ -805,6 +753,8 @@ int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/vm/disk-mapping", test_disk_mapping);
+	g_test_add_func("/vm/vm-mapping", test_vm_mapping);
 	g_test_add_func("/vm/xml/builtin", test_builtin_xml);
 	g_test_add_func("/vm/xml/disks", test_disks_xml);
 	g_test_add_func("/vm/xml/nic-share-channels", test_nic_share_channels_xml);
@@ -813,9 +763,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/vm/validate/disk", test_validate);
 	g_test_add_func("/vm/validate/vm", test_validate_vm);
 	g_test_add_func("/vm/enum-names", test_enum_names);
-	g_test_add_func("/vm/run-dir", test_run_dir);
-	g_test_add_func("/vm/run-signal", test_run_signal);
-	g_test_add_func("/vm/proc", test_proc);
 	g_test_add_func("/vm/image-create", test_image_create);
 	g_test_add_func("/vm/kvm-probe-remember", test_kvm_probe_remember);
 	int r = g_test_run();

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/* The executor's state, shared by the files of runner/exec/ (exec.h); not an interface. */
+#pragma once
+
+#include <stdint.h>
+#include <string.h>
+
+#include "dataset.h"
+#include "exec.h"
+#include "keys.h"
+#include "units.h"
+#include "machine.h"
+#include "manifest.h"
+#include "methods/method.h"
+#include "run.h"
+#include "util.h"
+
+/* A VM group: the cells that run on one guest (the same key), booted when one of them runs. */
+struct xgroup {
+	char *key;
+	struct machine_config cfg;   /* borrowed from the cell that created the group */
+	struct machine_guest *guest; /* NULL: not booted (or destroyed) */
+};
+
+struct xcell {
+	size_t index; /* in the matrix */
+	size_t rc;    /* index into results->cells */
+	struct plan_cell pc;
+	const struct method_ops *ops;
+	struct method_ctx ctx;
+	bool ctx_ready;
+	struct dataset_spec spec;
+	struct dataset_info dinfo;
+	struct manifest *man;
+	struct method_boot_needs needs;
+	struct xgroup *group;
+	bool active; /* to run */
+	bool done;
+	unsigned runs_done, warm_done;
+	double *samples;
+	size_t n_samples;
+	double measured_s;
+	uint64_t started_ns;
+	char *cell_dir;
+};
+
+struct exec {
+	const struct plan *p;
+	const struct matrix *m;
+	const struct exec_opts *o;
+	struct results *r;
+	struct exec_result *res;
+	struct run *run;
+	struct machine *machine;
+	struct xcell *cells;
+	size_t n_cells;
+	struct xgroup **groups;
+	size_t n_groups;
+	size_t n_active, n_finished;
+	bool stop; /* fail-fast or interrupted */
+	uint64_t t0;
+};
+
+static inline double secs(uint64_t ns)
+{
+	return (double)ns / 1e9;
+}
+
+/* record.c: results bookkeeping and progress */
+struct result_cell *rcell(struct exec *x, const struct xcell *c);
+struct result_error *cell_error(struct exec *x, struct xcell *c, enum result_error_kind kind,
+				int run, int phase, const char *msg, const char *agent_msg,
+				const char *libvirt_msg);
+json_t *cell_params(const struct exec *x, size_t i, const struct plan_cell *pc);
+json_t *entry_json(const struct key_table *t, const struct plan_entry *e);
+int write_results(struct exec *x);
+void finish_cell(struct exec *x, struct xcell *c);
+void progress(struct exec *x, const struct xcell *c, const char *phase);
+void progress_line(struct exec *x, const char *fmt, ...) _printf_(2, 3);
+void exec_error(struct exec *x, const char *fmt, ...) _printf_(2, 3);
+
+/* cells.c: a cell's preparation, skips and VM groups */
+void cell_begin(struct exec *x, struct xcell *c);
+void prepare_cell(struct exec *x, struct xcell *c);
+void cell_free(struct xcell *c);
+void group_free(struct xgroup *g);
+
+/* runs.c: one run of a cell, and the guest of its group */
+int do_run(struct exec *x, struct xcell *c);
+void group_destroy(struct exec *x, struct xgroup *g);
+
+/* schedule.c: order of the cells of a group and the repeat rule */
+void run_group(struct exec *x, struct xgroup *g);

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/* The executor's results bookkeeping and progress messages (exec-int.h). */
+#include <inttypes.h>
+#include <stdarg.h>
+
+#include "criteria.h"
+#include "exec-int.h"
+#include "keys.h"
+
+struct result_cell *rcell(struct exec *x, const struct xcell *c)
+{
+	return &x->r->cells[c->rc];
+}
+
+/* An error of cell c, with the console tail of its guest when there is one. */
+struct result_error *cell_error(struct exec *x, struct xcell *c, enum result_error_kind kind,
+				int run, int phase, const char *msg, const char *agent_msg,
+				const char *libvirt_msg)
+{
+	struct result_error *e = result_cell_add_error(rcell(x, c), kind, "%s", msg);
+	e->run = run;
+	e->phase = phase;
+	if (agent_msg)
+		e->agent_message = xstrdup(agent_msg);
+	if (libvirt_msg)
+		e->libvirt_message = xstrdup(libvirt_msg);
+	if (c->group && c->group->guest) {
+		char *tail = machine_console_tail(x->machine, c->group->guest, 30);
+		if (tail && *tail)
+			e->serial_tail = tail;
+		else
+			free(tail);
+	}
+	return e;
+}
+
+json_t *entry_json(const struct key_table *t, const struct plan_entry *e)
+{
+	json_t *o = json_pack("{s:s}", "name", e->name);
+	json_t *v = key_values_json(t, e);
+	json_object_update(o, v);
+	json_decref(v);
+	return o;
+}
+
+json_t *cell_params(const struct exec *x, size_t i, const struct plan_cell *pc)
+{
+	json_t *params = json_object();
+	json_object_set_new(params, "vm", entry_json(&plan_vm_keys, &pc->vm->e));
+	json_object_set_new(params, "disk", entry_json(&plan_disk_keys, &pc->disk->e));
+	json_object_set_new(params, "dataset", entry_json(&plan_dataset_keys, &pc->dataset->e));
+	json_object_set_new(params, "method", entry_json(&plan_method_keys, &pc->method->e));
+	json_object_set_new(params, "run", key_values_json(&plan_run_keys, &pc->run));
+	for (size_t j = 0; j < matrix_cell_n_params(x->m, i); j++) {
+		const char *k = matrix_cell_key(x->m, i, j);
+		if (!json_object_get(params, k))
+			json_object_set_new(params, k, json_string(matrix_cell_value(x->m, i, j)));
+	}
+	return params;
+}
+
+int write_results(struct exec *x)
+{
+	if (!x->o->results_path)
+		return 0;
+	_cleanup_free_ char *err = NULL;
+	x->r->provenance.finished_ms = results_now_ms();
+	if (results_write(x->r, x->o->results_path, &err) < 0) {
+		exec_error(x, "%s", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* The status of a finished cell from its errors (criteria only when the runs were clean). */
+static enum result_status cell_status(struct exec *x, struct xcell *c, struct result_cell *rc)
+{
+	bool infra = false, integrity = false;
+	for (size_t i = 0; i < rc->n_errors; i++) {
+		if (rc->errors[i].kind == ERROR_INTEGRITY)
+			integrity = true;
+		else
+			infra = true;
+	}
+	size_t crit = 0;
+	if (!infra && !integrity)
+		crit = criteria_check(x->p->criteria, x->p->n_criteria, &c->pc, &rc->stats, rc);
+	return infra ? STATUS_ERROR : integrity || crit ? STATUS_FAILED : STATUS_PASSED;
+}
+
+/* A cell is over: statistics, criteria, status, results file. */
+void finish_cell(struct exec *x, struct xcell *c)
+{
+	if (c->done)
+		return;
+	c->done = true;
+	x->n_finished++;
+	struct result_cell *rc = rcell(x, c);
+	rc->finished_ms = results_now_ms();
+	if (rc->status == STATUS_SKIPPED) {
+		progress_line(x, "[%zu/%zu] %s: skipped: %s", x->n_finished, x->n_active, c->pc.id,
+			      rc->skip_reason);
+		write_results(x);
+		return;
+	}
+	results_cell_compute_stats(rc);
+	rc->status = cell_status(x, c, rc);
+	if (rc->status != STATUS_PASSED && x->o->fail_fast) {
+		x->stop = true;
+		x->res->stopped = true;
+	}
+	progress_line(x, "[%zu/%zu] %s: %s%s%s", x->n_finished, x->n_active, c->pc.id,
+		      result_status_name(rc->status), rc->n_errors ? ": " : "",
+		      rc->n_errors ? rc->errors[0].message : "");
+	write_results(x);
+}
+
+void progress(struct exec *x, const struct xcell *c, const char *phase)
+{
+	if (!x->o->status)
+		return;
+	const struct plan_repeat *rp = &c->pc.run.repeat;
+	double el = secs(now_ns() - x->t0);
+	_cleanup_free_ char *eta =
+	    x->n_finished > 0 ? xasprintf("  eta %.0fs", el / (double)x->n_finished *
+							     (double)(x->n_active - x->n_finished))
+			      : xstrdup("");
+	_cleanup_free_ char *text =
+	    xasprintf("[%zu/%zu] %s run %u/%" PRIu64 " %s  %.0fs%s", x->n_finished + 1, x->n_active,
+		      c->pc.id, c->runs_done + 1, c->pc.run.warmup + rp->max, phase, el, eta);
+	x->o->status(x->o->ud, text);
+}
+
+void progress_line(struct exec *x, const char *fmt, ...)
+{
+	if (!x->o->line)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	_cleanup_free_ char *text = xvasprintf(fmt, ap);
+	va_end(ap);
+	x->o->line(x->o->ud, text);
+}
+
+void exec_error(struct exec *x, const char *fmt, ...)
+{
+	if (!x->o->error)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	_cleanup_free_ char *text = xvasprintf(fmt, ap);
+	va_end(ap);
+	x->o->error(x->o->ud, text);
+}

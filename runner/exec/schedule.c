@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The scheduler (exec-int.h): the order in which the cells of a VM group take their runs
+ * (ferry(1) run.order: sequential, interleaved round-robin, shuffled with a seed), and the repeat
+ * rule that ends a cell (warmups first and never counted, then measured runs until the rule or
+ * the cell timeout stops it).
+ */
+#include "exec-int.h"
+#include "stats.h"
+
+/* Whether the cell wants another run (and records why it stopped). */
+static bool cell_wants_run(struct exec *x, struct xcell *c)
+{
+	if (c->done)
+		return false;
+	if (c->warm_done < c->pc.run.warmup)
+		return true;
+	const struct plan_repeat *rp = &c->pc.run.repeat;
+	struct stats_repeat_rule rule = {
+		.min = rp->min ? rp->min : 1,
+		.max = rp->max < rp->min ? rp->min : rp->max,
+		.until_cv = rp->until_cv / 100.0,
+		.budget = secs(rp->budget),
+	};
+	enum stats_stop s = stats_repeat_next(c->samples, c->n_samples, &rule, c->measured_s);
+	if (s != STATS_CONTINUE) {
+		rcell(x, c)->stop_reason = (int)s;
+		return false;
+	}
+	if (c->pc.run.cell_timeout && now_ns() - c->started_ns > c->pc.run.cell_timeout) {
+		_cleanup_free_ char *lim = format_duration(c->pc.run.cell_timeout);
+		struct result_error *e = result_cell_add_error(
+		    rcell(x, c), ERROR_TIMEOUT,
+		    "cell took longer than its timeout %s after %u runs", lim, c->runs_done);
+		e->run = -1;
+		e->phase = -1;
+		return false;
+	}
+	return true;
+}
+
+/* One step for cell c: a run, or finishing it. Returns false when the cell is over. */
+static bool cell_step(struct exec *x, struct xcell *c)
+{
+	cell_begin(x, c);
+	if (!cell_wants_run(x, c)) {
+		finish_cell(x, c);
+		return false;
+	}
+	int rc = do_run(x, c);
+	if (run_interrupted()) {
+		x->stop = true;
+		return false;
+	}
+	if (rc < 0) {
+		finish_cell(x, c);
+		return false;
+	}
+	if (c->pc.run.vm == PLAN_VM_PER_RUN)
+		group_destroy(x, c->group);
+	return true;
+}
+
+/* A seeded Fisher-Yates shuffle (xorshift64), the same order for the same seed everywhere. */
+static void shuffle(size_t *a, size_t n, uint64_t seed)
+{
+	uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+	for (size_t i = n; i > 1; i--) {
+		s ^= s << 13;
+		s ^= s >> 7;
+		s ^= s << 17;
+		size_t j = (size_t)(s % i);
+		size_t t = a[i - 1];
+		a[i - 1] = a[j];
+		a[j] = t;
+	}
+}
+
+/* Run the cells of group g in the plan's order (that of its first cell). */
+void run_group(struct exec *x, struct xgroup *g)
+{
+	_cleanup_free_ size_t *idx = xcalloc(x->n_cells, sizeof(*idx));
+	size_t n = 0;
+	for (size_t i = 0; i < x->n_cells; i++)
+		if (x->cells[i].active && !x->cells[i].done && x->cells[i].group == g)
+			idx[n++] = i;
+	if (n == 0)
+		return;
+	const struct plan_run *first = &x->cells[idx[0]].pc.run;
+	if (first->order == PLAN_ORDER_SHUFFLED)
+		shuffle(idx, n, first->seed);
+	if (first->order == PLAN_ORDER_INTERLEAVED) {
+		bool any = true;
+		while (any && !x->stop) {
+			any = false;
+			for (size_t i = 0; i < n && !x->stop; i++)
+				if (!x->cells[idx[i]].done)
+					any |= cell_step(x, &x->cells[idx[i]]);
+		}
+	} else {
+		for (size_t i = 0; i < n && !x->stop; i++)
+			while (!x->stop && cell_step(x, &x->cells[idx[i]]))
+				;
+	}
+	/* a cell may still be open when the loop stopped early */
+	group_destroy(x, g);
+}

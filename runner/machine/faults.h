@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Test-only fault injection for the end-to-end tests, in one place: read from the environment
+ * once per run, acted out by the libvirt machine at the points of a run (machine.h). Never set
+ * them outside tests.
+ *
+ *   FERRY_TEST_CORRUPT=RELPATH   before verify of every measured run, overwrite the first bytes of
+ *                                RELPATH under the guest landing directory
+ *   FERRY_TEST_FAULT=KIND@CELLID[;KIND@CELLID...]
+ *                                before the transfer phase of the first run of cell CELLID:
+ *                                KIND destroy (destroy the domain), killga (kill qemu-ga in the
+ *                                guest and keep it from being respawned), fill (fill the landing
+ *                                filesystem)
+ */
+#pragma once
+
+#include "machine.h"
+#include "vm.h"
+
+struct machine_faults {
+	char *corrupt; /* FERRY_TEST_CORRUPT */
+	char *fault;   /* FERRY_TEST_FAULT */
+};
+
+void machine_faults_from_env(struct machine_faults *f);
+void machine_faults_clear(struct machine_faults *f);
+
+/* Act out what f asks for at w in the guest vm (nothing when f asks for nothing there). */
+void machine_faults_inject(const struct machine_faults *f, struct vm *vm,
+			   const struct machine_where *w);

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: MIT */
+/* The fake machine (machine-fake.h). */
+#include "machine-fake.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "util.h"
+
+struct fake_machine {
+	struct machine base;
+	struct machine_fake *f;
+};
+
+struct fake_guest {
+	struct machine_guest base;
+	unsigned number; /* 1-based boot number */
+	unsigned runs;   /* resets so far */
+	bool broken;
+};
+
+static void logf_(struct machine_fake *f, const char *fmt, ...) _printf_(2, 3);
+static void logf_(struct machine_fake *f, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	_cleanup_free_ char *line = xvasprintf(fmt, ap);
+	va_end(ap);
+	size_t n = strlen(line);
+	f->log = xrealloc(f->log, f->log_len + n + 2);
+	memcpy(f->log + f->log_len, line, n);
+	f->log_len += n;
+	f->log[f->log_len++] = '\n';
+	f->log[f->log_len] = '\0';
+}
+
+static struct machine_fake *script(struct machine *m)
+{
+	return ((struct fake_machine *)m)->f;
+}
+
+static int fake_boot(struct machine *m, const struct machine_config *c, struct machine_guest **out,
+		     char **err, char **detail)
+{
+	(void)c;
+	(void)detail;
+	struct machine_fake *f = script(m);
+	unsigned number = ++f->boots;
+	logf_(f, "boot %u", number);
+	if (number == f->fail_boot) {
+		*err = xasprintf("fake boot %u fails as scripted", number);
+		return -1;
+	}
+	struct fake_guest *g = xcalloc(1, sizeof(*g));
+	g->number = number;
+	g->base.name = xasprintf("fake-%u", number);
+	g->base.boot_ms = 1;
+	f->live++;
+	*out = &g->base;
+	return 0;
+}
+
+static int fake_reset(struct machine *m, struct machine_guest *mg, const struct machine_reset *r,
+		      char **err)
+{
+	struct machine_fake *f = script(m);
+	struct fake_guest *g = (struct fake_guest *)mg;
+	f->resets++;
+	logf_(f, "reset %u", g->number);
+	if (f->break_after && g->runs >= f->break_after)
+		g->broken = true;
+	if (g->broken) {
+		*err = xasprintf("the fake guest %u does not answer", g->number);
+		return -1;
+	}
+	g->runs++;
+	f->fresh_disks += r->fresh_disk;
+	f->drops += r->drop_caches;
+	g->base.dirty = false;
+	return 0;
+}
+
+static void fake_destroy(struct machine *m, struct machine_guest *mg)
+{
+	struct machine_fake *f = script(m);
+	struct fake_guest *g = (struct fake_guest *)mg;
+	f->destroys++;
+	f->live--;
+	logf_(f, "destroy %u", g->number);
+	free(g->base.name);
+	free(g);
+}
+
+static bool fake_healthy(struct machine *m, struct machine_guest *mg)
+{
+	(void)m;
+	return !((struct fake_guest *)mg)->broken;
+}
+
+static char *fake_console_tail(struct machine *m, struct machine_guest *mg, unsigned lines)
+{
+	(void)m;
+	(void)lines;
+	return xasprintf("fake console of guest %u", ((struct fake_guest *)mg)->number);
+}
+
+static void fake_describe(struct machine *m, struct machine_guest *g, struct result_provenance *pv)
+{
+	(void)m;
+	if (g && !pv->accelerator)
+		pv->accelerator = xstrdup("fake");
+}
+
+static void fake_bind(struct machine *m, struct machine_guest *g, struct method_ctx *ctx)
+{
+	(void)m;
+	if (g)
+		ctx->landing = MACHINE_LANDING;
+}
+
+/* Block until ms have passed or a signal arrived. */
+static void hang(unsigned ms)
+{
+	uint64_t end = now_ns() + (uint64_t)ms * 1000000u;
+	while (!run_interrupted() && now_ns() < end) {
+		struct pollfd pfd = { .fd = run_signal_fd(), .events = POLLIN };
+		uint64_t left = (end - now_ns()) / 1000000u + 1;
+		if (poll(&pfd, pfd.fd >= 0 ? 1 : 0, (int)(left > 1000 ? 1000 : left)) < 0 &&
+		    errno != EINTR)
+			return;
+	}
+}
+
+static void fake_hook(struct machine *m, struct machine_guest *g, const struct machine_where *w)
+{
+	(void)g;
+	struct machine_fake *f = script(m);
+	if (w->point == MACHINE_BEFORE_PREPARE)
+		logf_(f, "run %s #%u%s", w->cell, w->run_index, w->warmup ? " (warmup)" : "");
+	if (w->point == MACHINE_BEFORE_TRANSFER && f->hang_cell && STREQ(f->hang_cell, w->cell) &&
+	    w->run_index == f->hang_run) {
+		logf_(f, "hang %s #%u", w->cell, w->run_index);
+		hang(w->timeout_ms + 1);
+	}
+}
+
+static void fake_close(struct machine *m)
+{
+	free(m);
+}
+
+static const struct machine_ops fake_ops = {
+	.name = "fake",
+	.boot = fake_boot,
+	.reset = fake_reset,
+	.destroy = fake_destroy,
+	.healthy = fake_healthy,
+	.console_tail = fake_console_tail,
+	.describe = fake_describe,
+	.bind = fake_bind,
+	.hook = fake_hook,
+	.close = fake_close,
+};
+
+struct machine *machine_fake_open(struct run *run, const char *uri, void *data, char **err)
+{
+	(void)run;
+	(void)uri;
+	(void)err;
+	struct fake_machine *fm = xcalloc(1, sizeof(*fm));
+	fm->base.ops = &fake_ops;
+	fm->f = data;
+	return &fm->base;
+}
+
+void machine_fake_clear(struct machine_fake *f)
+{
+	free(f->log);
+	f->log = NULL;
+	f->log_len = 0;
+}

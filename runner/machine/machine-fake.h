@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fake machine (machine.h): guests that exist only in this process, for the executor's unit
+ * tests. It boots in no time, keeps a log of what the executor asked for, and follows a script:
+ * a boot that fails, a guest that breaks after some runs, a run that hangs until its timeout.
+ * Methods see no libvirt handles (ctx->vm and ctx->dom are NULL), so only methods that do not
+ * touch a guest (null) run on it; the landing place is a name, never a directory.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "machine.h"
+
+struct machine_fake {
+	/* ---- the script (set before exec_plan) ---- */
+	unsigned fail_boot;    /* the boot with this number (1-based) fails; 0: none */
+	unsigned break_after;  /* every guest breaks after this many runs (resets); 0: never */
+	const char *hang_cell; /* before the transfer of run hang_run of this cell, block until */
+	unsigned hang_run;     /* the run timeout has passed (or a signal) */
+	/* ---- what happened ---- */
+	unsigned boots, destroys, resets, fresh_disks, drops;
+	unsigned live; /* guests booted and not destroyed */
+	/* One line per event: "boot N", "destroy N", "reset N", "run CELLID #I" (before prepare;
+	 * "(warmup)" appended for warmups). Freed by machine_fake_clear(). */
+	char *log;
+	size_t log_len;
+};
+
+/* machine_open_fn for exec_opts: data is a struct machine_fake (the caller's; it outlives the
+ * machine). */
+struct machine *machine_fake_open(struct run *run, const char *uri, void *data, char **err);
+void machine_fake_clear(struct machine_fake *f);

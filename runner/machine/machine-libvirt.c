@@ -1,0 +1,428 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The machine over libvirt/QEMU (machine.h): a transient domain per guest, owned by the run
+ * directory; the target disk created on the host (ext4 by mke2fs, qcow2 by qemu-img) and
+ * hot-plugged where the bus allows it, so that a fresh disk is a detach + attach; housekeeping
+ * (mount, empty, drop caches) through the guest agent.
+ */
+#include "machine.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <libvirt/virterror.h>
+
+#include "agent.h"
+#include "faults.h"
+#include "guest.h"
+#include "hash.h"
+#include "proc.h"
+#include "util.h"
+#include "vm-plan.h"
+#include "vm.h"
+
+/* Guest commands the machine runs itself (mount, empty, drop caches) get this long. */
+#define HOUSEKEEPING_MS 120000u
+#define ATTACH_MS       60000u
+/* Filesystem modules load behind the agent (guest.h): wait for them before mounting. */
+#define MODULES_WAIT METHOD_GUEST_MODULES_WAIT
+#define DROP_CMD     "sync && echo 3 > /proc/sys/vm/drop_caches"
+#define EMPTY_CMD    "rm -rf " MACHINE_LANDING " && mkdir -p " MACHINE_LANDING
+
+struct lv_machine {
+	struct machine base;
+	struct run *run;
+	virConnectPtr conn;
+	struct guest_files gf;
+	struct machine_faults faults;
+	unsigned n_targets;
+};
+
+struct lv_guest {
+	struct machine_guest base;
+	struct machine_config cfg;
+	struct vm *vm;
+	struct disk_config target;
+	char *target_path;
+	char *target_dev; /* "/dev/vdb" */
+};
+
+static unsigned ns_to_ms(uint64_t ns)
+{
+	uint64_t ms = ns / 1000000u;
+	return ms > UINT_MAX ? UINT_MAX : ms == 0 ? 1 : (unsigned)ms;
+}
+
+static void drop_host_caches(void)
+{
+	sync();
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return; /* not root: the guest caches are still dropped */
+	if (write(fd, "3\n", 2) < 0) {
+		/* best effort, like sync */
+	}
+	close(fd);
+}
+
+/* Create the target image with an empty ext4 filesystem, without root or mounting. */
+static int target_create(const struct disk_config *d, char **err)
+{
+	bool prealloc = d->allocation != DISK_ALLOC_SPARSE;
+	_cleanup_free_ char *size = xasprintf("%" PRIu64 "k", d->size / 1024);
+	unlink(d->path);
+	if (d->format == DISK_FORMAT_RAW) {
+		if (vm_image_create(d, d->path, err) < 0)
+			return -1;
+		const char *argv[] = { "mke2fs", "-q",   "-F",
+				       "-t",     "ext4", "-m",
+				       "0",      "-E",   prealloc ? "nodiscard" : "discard",
+				       d->path,  size,   NULL };
+		return proc_run(argv, NULL, err);
+	}
+	_cleanup_free_ char *raw = xasprintf("%s.raw", d->path);
+	unlink(raw);
+	const char *mk[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-m", "0", raw, size, NULL };
+	if (proc_run(mk, NULL, err) < 0)
+		return -1;
+	const char *pre = d->allocation == DISK_ALLOC_FULL     ? "preallocation=full"
+			  : d->allocation == DISK_ALLOC_FALLOC ? "preallocation=falloc"
+							       : "preallocation=off";
+	const char *cv[] = { "qemu-img", "convert", "-q", "-f", "raw",   "-O",
+			     "qcow2",    "-o",      pre,  raw,  d->path, NULL };
+	int rc = proc_run(cv, NULL, err);
+	unlink(raw);
+	return rc;
+}
+
+static int guest_sh(struct lv_guest *g, const char *cmd, char **err)
+{
+	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	return agent_run(vm_domain(g->vm), argv, HOUSEKEEPING_MS, NULL, err);
+}
+
+static bool is_image(const struct lv_guest *g)
+{
+	return g->cfg.disk->kind == PLAN_DISK_IMAGE;
+}
+
+static bool hotpluggable(const struct disk_config *d)
+{
+	return d->bus == DISK_BUS_VIRTIO || d->bus == DISK_BUS_SCSI;
+}
+
+static int mount_target(struct lv_guest *g, char **err)
+{
+	_cleanup_free_ char *cmd = NULL;
+	if (!is_image(g)) {
+		cmd = xasprintf(MODULES_WAIT
+				"mkdir -p " MACHINE_TARGET_MNT " && mount -t tmpfs -o size=%" PRIu64
+				"k tmpfs " MACHINE_TARGET_MNT " && mkdir -p " MACHINE_LANDING,
+				g->cfg.disk->size / 1024);
+	} else {
+		_cleanup_free_ char *dev = NULL;
+		int f = vm_find_disk(g->vm, MACHINE_TARGET_SERIAL, &dev, err);
+		if (f < 0)
+			return -1;
+		if (f == 0) {
+			*err = xstrdup(
+			    "the guest does not show the target disk (serial " MACHINE_TARGET_SERIAL
+			    ")");
+			return -1;
+		}
+		free(g->target_dev);
+		g->target_dev = xasprintf("/dev/%s", dev);
+		cmd = xasprintf(MODULES_WAIT "mkdir -p " MACHINE_TARGET_MNT
+					     " && mount -t ext4 %s " MACHINE_TARGET_MNT
+					     " && mkdir -p " MACHINE_LANDING,
+				g->target_dev);
+	}
+	return guest_sh(g, cmd, err);
+}
+
+static void lv_teardown(struct lv_guest *g)
+{
+	vm_destroy(g->vm);
+	g->vm = NULL;
+	g->base.dirty = false;
+}
+
+/* The domain's configuration: the vm entry, the target disk where it cannot be hot-plugged, the
+ * method's devices. */
+static void domain_config(struct lv_machine *lm, struct lv_guest *g, struct vm_config *c,
+			  struct disk_config *disks)
+{
+	const struct method_boot_needs *n = g->cfg.needs;
+	vm_config_from_plan(g->cfg.vm, lm->gf.kernel, lm->gf.initramfs, lm->gf.cmdline, c);
+	size_t nd = 0;
+	/* hot-pluggable buses are attached after boot, so that vm.c knows the disk and a fresh
+	   disk can be swapped in by detach + attach */
+	if (is_image(g) && !hotpluggable(&g->target))
+		disks[nd++] = g->target;
+	for (size_t i = 0; i < n->n_disks; i++)
+		disks[nd++] = n->disks[i];
+	c->disks = disks;
+	c->n_disks = nd;
+	c->share.host_dir = n->share_dir;
+	c->share.tag = n->share_tag;
+	c->share.mode = n->share_mode;
+	c->share.readonly = n->share_readonly;
+	c->share.driver = n->share_driver;
+	c->share.virtiofsd = vm_virtiofsd_path();
+	c->channels = (const char *const *)n->channels;
+	c->n_channels = n->n_channels;
+}
+
+/* Boot g's domain with a new target disk and mount the landing place. */
+static int lv_boot_into(struct lv_machine *lm, struct lv_guest *g, char **err)
+{
+	if (is_image(g)) {
+		if (!g->target_path) {
+			_cleanup_free_ char *name =
+			    xasprintf("target-%u.%s", ++lm->n_targets,
+				      g->cfg.disk->format == PLAN_FORMAT_QCOW2 ? "qcow2" : "raw");
+			g->target_path = run_path(lm->run, "disks", name);
+		}
+		vm_disk_config_from_plan(g->cfg.disk, g->target_path, MACHINE_TARGET_SERIAL,
+					 &g->target);
+		if (target_create(&g->target, err) < 0)
+			return -1;
+	}
+	struct vm_config c;
+	_cleanup_free_ struct disk_config *disks =
+	    xcalloc(g->cfg.needs->n_disks + 1, sizeof(*disks));
+	domain_config(lm, g, &c, disks);
+	if (vm_boot(lm->run, lm->conn, &c, ns_to_ms(g->cfg.vm->boot_timeout), &g->vm, err) < 0)
+		return -1;
+	free(g->base.name);
+	g->base.name = xstrdup(vm_name(g->vm));
+	g->base.boot_ms = vm_boot_ms(g->vm);
+	if (is_image(g) && hotpluggable(&g->target) &&
+	    vm_disk_attach(g->vm, &g->target, ATTACH_MS, NULL, err) < 0) {
+		lv_teardown(g);
+		return -1;
+	}
+	if (mount_target(g, err) < 0) {
+		lv_teardown(g);
+		return -1;
+	}
+	g->base.dirty = false;
+	return 0;
+}
+
+static void lv_free(struct lv_guest *g)
+{
+	lv_teardown(g);
+	if (g->target_path)
+		unlink(g->target_path);
+	free(g->target_path);
+	free(g->target_dev);
+	free(g->base.name);
+	free(g);
+}
+
+static int lv_boot(struct machine *m, const struct machine_config *c, struct machine_guest **out,
+		   char **err, char **detail)
+{
+	struct lv_machine *lm = (struct lv_machine *)m;
+	struct lv_guest *g = xcalloc(1, sizeof(*g));
+	g->cfg = *c;
+	if (lv_boot_into(lm, g, err) < 0) {
+		const char *lv = virGetLastErrorMessage();
+		*detail = lv ? xstrdup(lv) : NULL;
+		lv_free(g);
+		return -1;
+	}
+	*out = &g->base;
+	return 0;
+}
+
+/* A fresh target disk: swap it by detach + attach, or boot anew where the bus cannot. */
+static int fresh_disk(struct lv_machine *lm, struct lv_guest *g, char **err)
+{
+	if (!hotpluggable(&g->target)) {
+		lv_teardown(g);
+		return lv_boot_into(lm, g, err);
+	}
+	/* the block method unmounts the target itself (it writes the raw device) */
+	if (guest_sh(g,
+		     "if grep -q ' " MACHINE_TARGET_MNT
+		     " ' /proc/mounts; then umount " MACHINE_TARGET_MNT "; fi",
+		     err) < 0)
+		return -1;
+	if (vm_disk_detach(g->vm, MACHINE_TARGET_SERIAL, ATTACH_MS, err) < 0)
+		return -1;
+	if (target_create(&g->target, err) < 0)
+		return -1;
+	if (vm_disk_attach(g->vm, &g->target, ATTACH_MS, NULL, err) < 0)
+		return -1;
+	return mount_target(g, err);
+}
+
+/*
+ * Bring the landing place to its start state (empty, or a fresh disk) and drop the guest's
+ * caches when asked; one guest command where possible, since each costs ~0.15 s under TCG.
+ */
+static int lv_reset(struct machine *m, struct machine_guest *mg, const struct machine_reset *r,
+		    char **err)
+{
+	struct lv_machine *lm = (struct lv_machine *)m;
+	struct lv_guest *g = (struct lv_guest *)mg;
+	int rc;
+	if (!g->base.dirty) {
+		rc = r->drop_caches ? guest_sh(g, DROP_CMD, err) : 0;
+	} else if (r->fresh_disk && is_image(g)) {
+		if (fresh_disk(lm, g, err) < 0)
+			return -1;
+		g->base.dirty = false;
+		rc = r->drop_caches ? guest_sh(g, DROP_CMD, err) : 0;
+	} else {
+		rc = guest_sh(g, r->drop_caches ? EMPTY_CMD " && " DROP_CMD : EMPTY_CMD, err);
+		if (rc == 0)
+			g->base.dirty = false;
+	}
+	if (rc == 0 && r->drop_caches)
+		drop_host_caches();
+	return rc;
+}
+
+static void lv_destroy(struct machine *m, struct machine_guest *mg)
+{
+	(void)m;
+	lv_free((struct lv_guest *)mg);
+}
+
+/* After a failure: is the guest still usable? */
+static bool lv_healthy(struct machine *m, struct machine_guest *mg)
+{
+	(void)m;
+	struct lv_guest *g = (struct lv_guest *)mg;
+	if (!g->vm)
+		return false;
+	virDomainPtr d = vm_domain(g->vm);
+	if (virDomainIsActive(d) != 1)
+		return false;
+	for (int i = 0; i < 5; i++) {
+		_cleanup_free_ char *err = NULL;
+		if (agent_ping(d, 2, &err) == 0)
+			return true;
+		if (i == 4 || run_interrupted())
+			return false;
+		sleep(1);
+	}
+	return false;
+}
+
+static char *lv_console_tail(struct machine *m, struct machine_guest *mg, unsigned lines)
+{
+	(void)m;
+	struct lv_guest *g = (struct lv_guest *)mg;
+	return g->vm ? vm_console_tail(g->vm, lines) : NULL;
+}
+
+static char *file_sha256(const char *path)
+{
+	size_t len;
+	_cleanup_free_ char *buf = read_file(path, &len);
+	if (!buf)
+		return NULL;
+	char hex[SHA256_HEX];
+	sha256_buf_hex(buf, len, hex);
+	return xstrdup(hex);
+}
+
+static char *version_string(unsigned long v)
+{
+	return xasprintf("%lu.%lu.%lu", v / 1000000, v / 1000 % 1000, v % 1000);
+}
+
+static void lv_describe(struct machine *m, struct machine_guest *mg, struct result_provenance *pv)
+{
+	struct lv_machine *lm = (struct lv_machine *)m;
+	struct lv_guest *g = (struct lv_guest *)mg;
+	if (g) {
+		if (!pv->accelerator && g->vm)
+			pv->accelerator = xstrdup(vm_accel_used(g->vm));
+		return;
+	}
+	unsigned long v = 0;
+	if (virConnectGetVersion(lm->conn, &v) == 0) {
+		free(pv->qemu_version);
+		pv->qemu_version = version_string(v);
+	}
+	if (virConnectGetLibVersion(lm->conn, &v) == 0) {
+		free(pv->libvirt_version);
+		pv->libvirt_version = version_string(v);
+	}
+	free(pv->guest_kernel_sha256);
+	pv->guest_kernel_sha256 = file_sha256(lm->gf.kernel);
+	free(pv->guest_initramfs_sha256);
+	pv->guest_initramfs_sha256 = xstrdup(lm->gf.initramfs_sha256);
+}
+
+static void lv_bind(struct machine *m, struct machine_guest *mg, struct method_ctx *ctx)
+{
+	struct lv_machine *lm = (struct lv_machine *)m;
+	struct lv_guest *g = (struct lv_guest *)mg;
+	ctx->conn = lm->conn;
+	if (!g)
+		return;
+	ctx->vm = g->vm;
+	ctx->dom = vm_domain(g->vm);
+	ctx->landing = MACHINE_LANDING;
+	ctx->target_dev = g->target_dev;
+	ctx->target_disk = is_image(g) ? &g->target : NULL;
+}
+
+static void lv_hook(struct machine *m, struct machine_guest *mg, const struct machine_where *w)
+{
+	struct lv_machine *lm = (struct lv_machine *)m;
+	struct lv_guest *g = (struct lv_guest *)mg;
+	if (g->vm)
+		machine_faults_inject(&lm->faults, g->vm, w);
+}
+
+static void lv_close(struct machine *m)
+{
+	struct lv_machine *lm = (struct lv_machine *)m;
+	virConnectClose(lm->conn);
+	guest_files_clear(&lm->gf);
+	machine_faults_clear(&lm->faults);
+	free(lm);
+}
+
+static const struct machine_ops libvirt_ops = {
+	.name = "libvirt",
+	.boot = lv_boot,
+	.reset = lv_reset,
+	.destroy = lv_destroy,
+	.healthy = lv_healthy,
+	.console_tail = lv_console_tail,
+	.describe = lv_describe,
+	.bind = lv_bind,
+	.hook = lv_hook,
+	.close = lv_close,
+};
+
+struct machine *machine_libvirt_open(struct run *run, const char *uri, void *data, char **err)
+{
+	(void)data;
+	struct lv_machine *lm = xcalloc(1, sizeof(*lm));
+	lm->base.ops = &libvirt_ops;
+	lm->run = run;
+	if (guest_locate(NULL, &lm->gf, err) < 0) {
+		free(lm);
+		return NULL;
+	}
+	lm->conn = vm_connect(uri, err);
+	if (!lm->conn) {
+		guest_files_clear(&lm->gf);
+		free(lm);
+		return NULL;
+	}
+	machine_faults_from_env(&lm->faults);
+	return &lm->base;
+}

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The machine interface: what the executor asks of the place a cell runs in. A machine boots a
+ * guest for a configuration (the plan's vm entry, the target disk the data lands on, and the
+ * boot-time devices the cell's method asked for), brings the landing place back to its start
+ * state before every run, says whether a guest is still usable after a failure, and destroys it.
+ * The executor never talks to libvirt itself; the methods get the libvirt handles of a real guest
+ * through machine_bind().
+ *
+ * Two implementations: machine_libvirt_open() (transient libvirt/QEMU domains, the real thing)
+ * and machine_fake_open() (in-process, scriptable, for the executor's unit tests).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "methods/method.h"
+#include "plan.h"
+#include "results.h"
+#include "run.h"
+
+/* The guest directory the data lands in (the target's filesystem is mounted on its parent). */
+#define MACHINE_TARGET_MNT "/mnt/target"
+#define MACHINE_LANDING    MACHINE_TARGET_MNT "/data"
+/* The serial the guest finds the target disk by. */
+#define MACHINE_TARGET_SERIAL "ferry-target"
+
+/* What to boot: borrowed, valid while the guest lives. */
+struct machine_config {
+	const struct plan_vm *vm;
+	const struct plan_disk *disk;          /* the target disk (tmpfs or image) */
+	const struct method_boot_needs *needs; /* the method's boot-time devices */
+};
+
+/* A booted guest. Implementations embed it first; the executor reads the fields. */
+struct machine_guest {
+	char *name;     /* e.g. the domain name; caller never frees */
+	double boot_ms; /* from start to the first answer of the guest */
+	bool dirty;     /* the landing place holds data of an earlier run */
+};
+
+/* The start state of a run (machine_reset). */
+struct machine_reset {
+	bool fresh_disk;  /* re-create the target disk instead of emptying the landing directory */
+	bool drop_caches; /* sync and drop the host's and the guest's page caches */
+};
+
+/* Where in a run the executor is (machine_hook): the test fault hooks act there. */
+enum machine_point {
+	MACHINE_BEFORE_PREPARE,
+	MACHINE_BEFORE_TRANSFER,
+	MACHINE_BEFORE_FINALIZE,
+	MACHINE_BEFORE_VERIFY,
+};
+
+struct machine_where {
+	enum machine_point point;
+	const char *cell;   /* the cell id */
+	unsigned run_index; /* 0-based over the cell's runs, warmups first */
+	bool warmup;
+	unsigned timeout_ms; /* the run's timeout */
+};
+
+struct machine;
+
+struct machine_ops {
+	const char *name;
+	/* Boot a guest for c. Returns 0 with *out set, or -1 with *err (and maybe *detail: the
+	 * libvirt message; caller frees both). */
+	int (*boot)(struct machine *m, const struct machine_config *c, struct machine_guest **out,
+		    char **err, char **detail);
+	/* Bring the landing place to the start state r asks for. 0 or -1 with *err. */
+	int (*reset)(struct machine *m, struct machine_guest *g, const struct machine_reset *r,
+		     char **err);
+	/* Destroy the guest and free g. Safe with NULL. */
+	void (*destroy)(struct machine *m, struct machine_guest *g);
+	/* After a failure: whether the guest still answers (false: destroy it). */
+	bool (*healthy)(struct machine *m, struct machine_guest *g);
+	/* The last lines of the guest's console (caller frees), or NULL. */
+	char *(*console_tail)(struct machine *m, struct machine_guest *g, unsigned lines);
+	/* Provenance: versions, accelerator, guest hashes, into pv (host facts are the caller's).
+	 */
+	void (*describe)(struct machine *m, struct machine_guest *g, struct result_provenance *pv);
+	/* Fill what a method needs of the host (g NULL: before boot) or of guest g. */
+	void (*bind)(struct machine *m, struct machine_guest *g, struct method_ctx *ctx);
+	/* Called at each point of every run (test fault injection; the fake's script). */
+	void (*hook)(struct machine *m, struct machine_guest *g, const struct machine_where *w);
+	void (*close)(struct machine *m);
+};
+
+/* Implementations embed it first. */
+struct machine {
+	const struct machine_ops *ops;
+};
+
+/* Opens a machine for a run (exec_opts.machine_open). Returns NULL with *err set. */
+typedef struct machine *(*machine_open_fn)(struct run *run, const char *uri, void *data,
+					   char **err);
+
+/* libvirt/QEMU (machine-libvirt.c): uri NULL means qemu:///system; data unused. */
+struct machine *machine_libvirt_open(struct run *run, const char *uri, void *data, char **err);
+
+/* Thin wrappers, so call sites read as verbs. */
+static inline int machine_boot(struct machine *m, const struct machine_config *c,
+			       struct machine_guest **out, char **err, char **detail)
+{
+	return m->ops->boot(m, c, out, err, detail);
+}
+static inline int machine_reset(struct machine *m, struct machine_guest *g,
+				const struct machine_reset *r, char **err)
+{
+	return m->ops->reset(m, g, r, err);
+}
+static inline void machine_destroy(struct machine *m, struct machine_guest *g)
+{
+	if (g)
+		m->ops->destroy(m, g);
+}
+static inline bool machine_healthy(struct machine *m, struct machine_guest *g)
+{
+	return m->ops->healthy(m, g);
+}
+static inline char *machine_console_tail(struct machine *m, struct machine_guest *g, unsigned lines)
+{
+	return m->ops->console_tail ? m->ops->console_tail(m, g, lines) : NULL;
+}
+static inline void machine_describe(struct machine *m, struct machine_guest *g,
+				    struct result_provenance *pv)
+{
+	m->ops->describe(m, g, pv);
+}
+static inline void machine_bind(struct machine *m, struct machine_guest *g, struct method_ctx *ctx)
+{
+	m->ops->bind(m, g, ctx);
+}
+static inline void machine_hook(struct machine *m, struct machine_guest *g,
+				const struct machine_where *w)
+{
+	if (m->ops->hook)
+		m->ops->hook(m, g, w);
+}
+static inline void machine_close(struct machine *m)
+{
+	if (m)
+		m->ops->close(m);
+}

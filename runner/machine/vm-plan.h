@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The mapping of a plan's vm and disk entries onto the VM layer's configurations (vm.h), in one
+ * place. Strings are borrowed from the plan entries and the arguments.
+ */
+#pragma once
+
+#include "plan.h"
+#include "vm.h"
+
+/* vm entry -> vm_config (kernel, initrd, cmdline: the built-in guest's files). */
+void vm_config_from_plan(const struct plan_vm *p, const char *kernel, const char *initrd,
+			 const char *cmdline, struct vm_config *c);
+/* disk entry -> disk_config of the target disk (image kind: path and serial as given). */
+void vm_disk_config_from_plan(const struct plan_disk *p, const char *path, const char *serial,
+			      struct disk_config *c);
+/* plan enums -> vm enums */
+enum disk_format vm_disk_format_from_plan(enum plan_disk_format f);
+enum disk_bus vm_disk_bus_from_plan(enum plan_bus b);

@@ -1,0 +1,613 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The executor (runner/exec/) on the fake machine with the null method: the repeat rule, warmups,
+ * the orders, resume and rerun-failed, fail-fast, a broken shared guest, criteria, the run and
+ * cell timeouts, and the results file after every cell. No guest boots; every test takes
+ * milliseconds (the null method's durations and the timeouts are set in ms on the parsed plan).
+ */
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <signal.h>
+#include <string.h>
+
+#include "criteria.h"
+#include "exec.h"
+#include "machine-fake.h"
+#include "fs.h"
+#include "plan.h"
+#include "run.h"
+#include "stats.h"
+#include "util.h"
+
+#define MS 1000000ull
+
+static char *tmp_dir;
+
+/* A plan with three null methods a, b, c (three cells) on one vm, disk and dataset. */
+static const char *const base_plan =
+    "ferry: 1\n"
+    "name: t\n"
+    "vms: {v: {guest: builtin}}\n"
+    "disks: {d: {kind: tmpfs, size: 64MiB}}\n"
+    "datasets: {s: {files: 1, size: 1KiB}}\n"
+    "methods: {a: {type: null}, b: {type: null}, c: {type: null}}\n";
+
+#define CELL(m) "vm=v,disk=d,dataset=s,method=" m
+
+struct tx {
+	struct plan *p;
+	struct matrix *m;
+	struct results *r;
+	struct exec_result res;
+	struct machine_fake fake;
+	struct exec_opts o;
+	char *plan_path;
+	char *results_path;
+	GPtrArray *lines;
+	GArray *seen; /* cells not pending in the results file when a cell finished */
+};
+
+static void on_line(void *ud, const char *text)
+{
+	struct tx *t = ud;
+	g_ptr_array_add(t->lines, g_strdup(text));
+	if (text[0] != '[' || !t->results_path)
+		return;
+	/* a cell finished: the file holds the cells that finished before it */
+	char *err = NULL;
+	struct results *r = results_read(t->results_path, &err);
+	g_assert_null(err);
+	size_t counts[STATUS_COUNT];
+	results_count_status(r, counts);
+	guint done = (guint)(r->n_cells - counts[STATUS_PENDING]);
+	g_array_append_val(t->seen, done);
+	results_free(r);
+}
+
+/* Parse base_plan + extra (the matrix, run, criteria). */
+static void tx_init(struct tx *t, const char *extra)
+{
+	memset(t, 0, sizeof(*t));
+	t->plan_path = g_build_filename(tmp_dir, "plan.yaml", NULL);
+	char *text =
+	    g_strconcat(base_plan, strstr(extra, "matrix:") ? "" : "matrix: {method: [a, b, c]}\n",
+			extra, NULL);
+	g_assert_true(g_file_set_contents(t->plan_path, text, -1, NULL));
+	g_free(text);
+	struct diag_list d = { 0 };
+	t->p = plan_parse_file(t->plan_path, &d);
+	if (!t->p || d.n) {
+		diag_print(&d, stderr);
+		g_assert_not_reached();
+	}
+	t->m = plan_expand(t->p, 0, &d);
+	g_assert_nonnull(t->m);
+	diag_list_clear(&d);
+	t->lines = g_ptr_array_new_with_free_func(g_free);
+	t->seen = g_array_new(FALSE, FALSE, sizeof(guint));
+	t->o = (struct exec_opts){
+		.plan_path = t->plan_path,
+		.line = on_line,
+		.ud = t,
+		.machine_open = machine_fake_open,
+		.machine_data = &t->fake,
+	};
+}
+
+static void tx_run(struct tx *t)
+{
+	results_free(t->r);
+	machine_fake_clear(&t->fake);
+	t->fake.boots = t->fake.destroys = t->fake.resets = t->fake.drops = 0;
+	char *err = NULL;
+	g_assert_cmpint(exec_plan(t->p, t->m, &t->o, &t->r, &t->res, &err), ==, 0);
+	g_assert_null(err);
+	g_assert_cmpuint(t->fake.live, ==, 0); /* every guest destroyed */
+}
+
+static void tx_clear(struct tx *t)
+{
+	results_free(t->r);
+	matrix_free(t->m);
+	plan_free(t->p);
+	machine_fake_clear(&t->fake);
+	if (t->results_path)
+		g_unlink(t->results_path);
+	g_free(t->results_path);
+	g_unlink(t->plan_path);
+	g_free(t->plan_path);
+	g_ptr_array_free(t->lines, TRUE);
+	g_array_free(t->seen, TRUE);
+}
+
+static struct result_cell *cell(struct tx *t, const char *id)
+{
+	struct result_cell *c = results_find_cell(t->r, id);
+	g_assert_nonnull(c);
+	return c;
+}
+
+static size_t measured(const struct result_cell *c)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < c->n_runs; i++)
+		n += !c->runs[i].warmup;
+	return n;
+}
+
+/* The "run CELL #I" lines of the fake's log, as "a0 a1 b0 ..." (method letter and run index). */
+static char *runs_of(const struct tx *t)
+{
+	GString *s = g_string_new("");
+	gchar **lines = g_strsplit(t->fake.log ? t->fake.log : "", "\n", -1);
+	for (gchar **l = lines; *l; l++) {
+		const char *m = strstr(*l, "method=");
+		if (!g_str_has_prefix(*l, "run ") || !m)
+			continue;
+		const char *hash = strchr(m, '#');
+		g_string_append_printf(s, "%s%c%s", s->len ? " " : "", m[7], hash + 1);
+	}
+	g_strfreev(lines);
+	return g_string_free(s, FALSE);
+}
+
+static void set_null_duration(struct tx *t, uint64_t ns)
+{
+	for (size_t i = 0; i < t->p->n_methods; i++)
+		t->p->methods[i].duration = ns;
+}
+
+/* ---- the repeat rule and warmups ---- */
+
+static void test_repeat_cv(void)
+{
+	struct tx t;
+	tx_init(&t, "matrix: {method: [a]}\n"
+		    "run: {repeat: {min: 3, max: 10, until_cv: 1000%}, caches: keep}\n");
+	set_null_duration(&t, 2 * MS);
+	tx_run(&t);
+	struct result_cell *c = cell(&t, CELL("a"));
+	g_assert_cmpint(c->status, ==, STATUS_PASSED);
+	g_assert_cmpuint(measured(c), ==, 3); /* min wins; then the CV target is met */
+	g_assert_cmpint(c->stop_reason, ==, STATS_STOP_CV);
+	g_assert_cmpuint(c->stats.total.n, ==, 3);
+	tx_clear(&t);
+}
+
+static void test_repeat_cap(void)
+{
+	struct tx t;
+	/* 1 ms, 2 ms, 3 ms, ... can never reach a CV of 0.001% */
+	tx_init(&t, "matrix: {method: [a]}\n"
+		    "run: {repeat: {min: 2, max: 5, until_cv: 0.001%}, caches: keep}\n");
+	set_null_duration(&t, 1 * MS);
+	tx_run(&t);
+	struct result_cell *c = cell(&t, CELL("a"));
+	g_assert_cmpint(c->status, ==, STATUS_PASSED);
+	g_assert_cmpuint(measured(c), ==, 5);
+	g_assert_cmpint(c->stop_reason, ==, STATS_STOP_MAX);
+	tx_clear(&t);
+}
+
+static void test_repeat_budget(void)
+{
+	struct tx t;
+	tx_init(&t, "matrix: {method: [a]}\n"
+		    "run: {repeat: {min: 2, max: 1000, budget: 1s}, caches: keep}\n");
+	set_null_duration(&t, 2 * MS);
+	t.p->run.repeat.budget = 9 * MS; /* patched: so that the test takes milliseconds */
+	tx_run(&t);
+	struct result_cell *c = cell(&t, CELL("a"));
+	g_assert_cmpint(c->stop_reason, ==, STATS_STOP_BUDGET);
+	g_assert_cmpuint(measured(c), >=, 2);
+	g_assert_cmpuint(measured(c), <=, 5);
+	tx_clear(&t);
+}
+
+static void test_warmups(void)
+{
+	struct tx t;
+	tx_init(&t, "matrix: {method: [a]}\nrun: {repeat: 3, warmup: 2, caches: drop}\n");
+	tx_run(&t);
+	struct result_cell *c = cell(&t, CELL("a"));
+	g_assert_cmpint(c->status, ==, STATUS_PASSED);
+	g_assert_cmpuint(c->n_runs, ==, 5);
+	g_assert_true(c->runs[0].warmup && c->runs[1].warmup);
+	g_assert_cmpuint(measured(c), ==, 3);
+	g_assert_cmpuint(c->stats.total.n, ==, 3); /* statistics over the measured runs only */
+	g_assert_cmpint(c->stop_reason, ==, STATS_STOP_MAX);
+	g_assert_cmpuint(t.fake.drops, ==, 3); /* caches are dropped before measured runs only */
+	/* the null method says what it moved: nothing */
+	for (size_t i = 0; i < c->n_runs; i++) {
+		g_assert_cmpuint(c->runs[i].bytes, ==, 0);
+		g_assert_cmpuint(c->runs[i].files, ==, 0);
+	}
+	g_assert_cmpfloat(c->stats.bytes_per_s, ==, 0.0);
+	tx_clear(&t);
+}
+
+/* ---- orders and VM lifetimes ---- */
+
+static void test_order_sequential(void)
+{
+	struct tx t;
+	tx_init(&t, "run: {repeat: 2, vm: shared, order: sequential}\n");
+	tx_run(&t);
+	char *runs = runs_of(&t);
+	g_assert_cmpstr(runs, ==, "a0 a1 b0 b1 c0 c1");
+	g_free(runs);
+	g_assert_cmpuint(t.fake.boots, ==, 1); /* one guest for the three cells */
+	g_assert_cmpuint(t.res.boots, ==, 1);
+	g_assert_cmpuint(t.res.counts[STATUS_PASSED], ==, 3);
+	tx_clear(&t);
+}
+
+static void test_order_interleaved(void)
+{
+	struct tx t;
+	tx_init(&t, "run: {repeat: 2, vm: shared, order: interleaved}\n");
+	tx_run(&t);
+	char *runs = runs_of(&t);
+	g_assert_cmpstr(runs, ==, "a0 b0 c0 a1 b1 c1"); /* round-robin over the cells */
+	g_free(runs);
+	g_assert_cmpuint(t.fake.boots, ==, 1);
+	tx_clear(&t);
+}
+
+static char *shuffled_runs(uint64_t seed)
+{
+	struct tx t;
+	char *extra = g_strdup_printf("run: {repeat: 2, vm: shared, order: shuffled, seed: %llu}\n",
+				      (unsigned long long)seed);
+	tx_init(&t, extra);
+	g_free(extra);
+	tx_run(&t);
+	char *runs = runs_of(&t);
+	tx_clear(&t);
+	return runs;
+}
+
+static void test_order_shuffled(void)
+{
+	/* cells in a seeded random order, each cell's runs together; the same seed, the same order
+	 */
+	bool moved = false;
+	for (uint64_t seed = 1; seed <= 4; seed++) {
+		char *r1 = shuffled_runs(seed), *r2 = shuffled_runs(seed);
+		g_assert_cmpstr(r1, ==, r2);
+		g_assert_cmpuint(strlen(r1), ==, strlen("a0 a1 b0 b1 c0 c1"));
+		for (int i = 0; i < 3; i++) {
+			char a = r1[i * 6], b = r1[i * 6 + 3];
+			g_assert_cmpint(a, ==, b);
+			g_assert_cmpint(r1[i * 6 + 1], ==, '0');
+			g_assert_cmpint(r1[i * 6 + 4], ==, '1');
+		}
+		g_assert_true(strchr(r1, 'a') && strchr(r1, 'b') && strchr(r1, 'c'));
+		moved |= !STREQ(r1, "a0 a1 b0 b1 c0 c1");
+		g_free(r1);
+		g_free(r2);
+	}
+	g_assert_true(moved);
+}
+
+static void test_vm_per_cell_per_run(void)
+{
+	struct tx t;
+	tx_init(&t, "run: {repeat: 2, vm: per-cell}\n");
+	tx_run(&t);
+	g_assert_cmpuint(t.fake.boots, ==, 3);
+	tx_clear(&t);
+	tx_init(&t, "matrix: {method: [a]}\nrun: {repeat: 3, warmup: 1, vm: per-run}\n");
+	tx_run(&t);
+	g_assert_cmpuint(t.fake.boots, ==, 4);
+	g_assert_cmpuint(t.res.boots, ==, 4);
+	tx_clear(&t);
+}
+
+/* ---- resume, rerun-failed, fail-fast ---- */
+
+static void test_resume(void)
+{
+	struct tx t;
+	tx_init(&t, "run: {repeat: 1}\n");
+	t.results_path = g_build_filename(tmp_dir, "resume.json", NULL);
+	t.o.results_path = t.results_path;
+	/* a first run of one shard only: cells 0 and 2 of 0..2 (shard 1/2) */
+	t.o.shard_k = 1;
+	t.o.shard_n = 2;
+	tx_run(&t);
+	char *runs = runs_of(&t);
+	g_assert_cmpstr(runs, ==, "a0 c0");
+	g_free(runs);
+	/* resume the whole plan: exactly the missing cell runs */
+	char *err = NULL;
+	t.o.shard_k = t.o.shard_n = 0;
+	t.o.resume = results_read(t.results_path, &err);
+	g_assert_nonnull(t.o.resume);
+	struct results *prev = t.o.resume;
+	t.r = NULL;
+	tx_run(&t);
+	g_assert_true(t.r == prev); /* resume fills the earlier results */
+	runs = runs_of(&t);
+	g_assert_cmpstr(runs, ==, "b0");
+	g_free(runs);
+	g_assert_cmpuint(t.res.counts[STATUS_PASSED], ==, 3);
+	tx_clear(&t);
+}
+
+static const char *const fail_b = "run: {repeat: 1}\n"
+				  "criteria:\n"
+				  "  - {metric: total, max: 1ms, where: {method: b}}\n";
+
+static void test_rerun_failed(void)
+{
+	struct tx t;
+	tx_init(&t, fail_b);
+	set_null_duration(&t, 3 * MS); /* b's total (3 ms) breaks its criterion */
+	t.results_path = g_build_filename(tmp_dir, "rerun.json", NULL);
+	t.o.results_path = t.results_path;
+	tx_run(&t);
+	g_assert_cmpint(cell(&t, CELL("b"))->status, ==, STATUS_FAILED);
+	g_assert_cmpuint(t.res.counts[STATUS_PASSED], ==, 2);
+	/* plain resume: nothing left to run */
+	char *err = NULL;
+	t.o.resume = results_read(t.results_path, &err);
+	t.r = NULL;
+	tx_run(&t);
+	char *runs = runs_of(&t);
+	g_assert_cmpstr(runs, ==, "");
+	g_free(runs);
+	results_free(t.r);
+	/* --rerun-failed: exactly b */
+	t.o.resume = results_read(t.results_path, &err);
+	t.o.rerun_failed = true;
+	t.r = NULL;
+	tx_run(&t);
+	runs = runs_of(&t);
+	g_assert_cmpstr(runs, ==, "b0");
+	g_free(runs);
+	tx_clear(&t);
+}
+
+static void test_fail_fast(void)
+{
+	struct tx t;
+	tx_init(&t, fail_b);
+	set_null_duration(&t, 3 * MS);
+	t.o.fail_fast = true;
+	tx_run(&t);
+	char *runs = runs_of(&t);
+	g_assert_cmpstr(runs, ==, "a0 b0");
+	g_free(runs);
+	g_assert_true(t.res.stopped);
+	g_assert_cmpint(cell(&t, CELL("b"))->status, ==, STATUS_FAILED);
+	g_assert_cmpint(cell(&t, CELL("c"))->status, ==, STATUS_PENDING);
+	g_assert_cmpuint(cell(&t, CELL("c"))->n_runs, ==, 0);
+	g_assert_cmpuint(t.res.counts[STATUS_PENDING], ==, 1);
+	tx_clear(&t);
+}
+
+/* ---- faults of the machine ---- */
+
+static void test_broken_shared_vm(void)
+{
+	struct tx t;
+	tx_init(&t, "run: {repeat: 2, vm: shared}\n");
+	t.o.verbose = true;
+	t.fake.break_after = 2; /* the guest breaks before b's first run */
+	tx_run(&t);
+	g_assert_cmpint(cell(&t, CELL("a"))->status, ==, STATUS_PASSED);
+	struct result_cell *b = cell(&t, CELL("b"));
+	g_assert_cmpint(b->status, ==, STATUS_ERROR);
+	g_assert_nonnull(strstr(b->errors[0].message, "does not answer"));
+	g_assert_cmpstr(b->errors[0].serial_tail, ==, "fake console of guest 1");
+	/* the broken guest was replaced: c runs on a new one and passes */
+	g_assert_cmpint(cell(&t, CELL("c"))->status, ==, STATUS_PASSED);
+	g_assert_cmpuint(t.fake.boots, ==, 2);
+	g_assert_nonnull(strstr(t.fake.log, "reset 1\ndestroy 1\nboot 2\n"));
+	bool told = false;
+	for (guint i = 0; i < t.lines->len; i++)
+		told |= strstr(t.lines->pdata[i], "the guest fake-1 broke") != NULL;
+	g_assert_true(told);
+	tx_clear(&t);
+}
+
+static void test_boot_fails(void)
+{
+	struct tx t;
+	tx_init(&t, "run: {repeat: 1, vm: per-cell}\n");
+	t.fake.fail_boot = 1;
+	tx_run(&t);
+	struct result_cell *a = cell(&t, CELL("a"));
+	g_assert_cmpint(a->status, ==, STATUS_ERROR);
+	g_assert_cmpstr(a->errors[0].message, ==, "fake boot 1 fails as scripted");
+	g_assert_cmpint(cell(&t, CELL("b"))->status, ==, STATUS_PASSED);
+	g_assert_cmpint(cell(&t, CELL("c"))->status, ==, STATUS_PASSED);
+	tx_clear(&t);
+}
+
+/* ---- timeouts ---- */
+
+static void test_run_timeout(void)
+{
+	struct tx t;
+	tx_init(&t, "matrix: {method: [a, b]}\nrun: {repeat: 3}\n");
+	t.p->run.timeout = 40 * MS;
+	t.fake.hang_cell = CELL("a");
+	t.fake.hang_run = 1; /* the second run hangs until the run timeout */
+	tx_run(&t);
+	struct result_cell *a = cell(&t, CELL("a"));
+	g_assert_cmpint(a->status, ==, STATUS_ERROR);
+	g_assert_cmpuint(a->n_errors, ==, 1);
+	g_assert_cmpint(a->errors[0].kind, ==, ERROR_TIMEOUT);
+	g_assert_cmpint(a->errors[0].run, ==, 1);
+	g_assert_nonnull(strstr(a->errors[0].message, "run 1 took"));
+	g_assert_nonnull(strstr(a->errors[0].message, "longer than the run timeout 40ms"));
+	g_assert_cmpuint(a->n_runs, ==, 2); /* the cell stops at the run that timed out */
+	g_assert_cmpint(cell(&t, CELL("b"))->status, ==, STATUS_PASSED);
+	tx_clear(&t);
+}
+
+static void test_null_longer_than_timeout(void)
+{
+	struct tx t;
+	tx_init(&t, "matrix: {method: [a]}\nrun: {repeat: 1}\n");
+	set_null_duration(&t, 3600000 * MS); /* an hour: the transfer gives up at the timeout */
+	t.p->run.timeout = 20 * MS;
+	uint64_t t0 = now_ns();
+	tx_run(&t);
+	g_assert_cmpuint(now_ns() - t0, <, 2000 * MS);
+	struct result_cell *a = cell(&t, CELL("a"));
+	g_assert_cmpint(a->status, ==, STATUS_ERROR);
+	g_assert_cmpint(a->errors[0].kind, ==, ERROR_TIMEOUT);
+	g_assert_cmpint(a->errors[0].phase, ==, PHASE_TRANSFER);
+	g_assert_nonnull(strstr(a->errors[0].message, "longer than the run timeout"));
+	tx_clear(&t);
+}
+
+static void test_cell_timeout(void)
+{
+	struct tx t;
+	tx_init(&t, "matrix: {method: [a]}\nrun: {repeat: {min: 1000, max: 1000}}\n");
+	set_null_duration(&t, 10 * MS);
+	t.p->run.cell_timeout = 45 * MS;
+	tx_run(&t);
+	struct result_cell *a = cell(&t, CELL("a"));
+	g_assert_cmpint(a->status, ==, STATUS_ERROR);
+	g_assert_cmpint(a->errors[0].kind, ==, ERROR_TIMEOUT);
+	g_assert_cmpint(a->errors[0].run, ==, -1);
+	g_assert_nonnull(strstr(a->errors[0].message, "cell took longer than its timeout 45ms"));
+	g_assert_cmpuint(a->n_runs, >=, 1);
+	g_assert_cmpuint(a->n_runs, <=, 5); /* 45 ms of 10 ms runs, not 1000 runs */
+	tx_clear(&t);
+}
+
+/* ---- criteria ---- */
+
+static void test_criteria(void)
+{
+	struct tx t;
+	tx_init(&t, "criteria:\n"
+		    "  - {metric: throughput, min: 20MB/s}\n"
+		    "  - {metric: total, max: 2s, where: {method: a}}\n"
+		    "  - {metric: cv, max: 5%, where: {method: b}}\n");
+	struct plan_cell pa, pb;
+	plan_cell(t.p, t.m, 0, &pa);
+	plan_cell(t.p, t.m, 1, &pb);
+	g_assert_true(criterion_applies(&t.p->criteria[1], &pa));
+	g_assert_false(criterion_applies(&t.p->criteria[1], &pb));
+
+	struct result_stats s = { 0 };
+	s.bytes_per_s = 30e6;
+	s.total.median = 1.5;
+	s.total.cv = 0.10;
+	struct result_cell *rc = results_add_cell(t.r = results_new(), "x");
+	g_assert_cmpuint(criteria_check(t.p->criteria, t.p->n_criteria, &pa, &s, rc), ==, 0);
+	g_assert_cmpuint(rc->n_errors, ==, 0);
+	/* b: cv 10% > 5% */
+	g_assert_cmpuint(criteria_check(t.p->criteria, t.p->n_criteria, &pb, &s, rc), ==, 1);
+	g_assert_cmpint(rc->errors[0].kind, ==, ERROR_CRITERION);
+	g_assert_true(g_str_has_suffix(rc->errors[0].message,
+				       "/plan.yaml:11: cv is 10%, expected at most 5%"));
+	g_assert_true(g_str_has_prefix(rc->errors[0].message, "criterion /"));
+	/* a: too slow and too long; an undefined throughput never passes */
+	s.bytes_per_s = NAN;
+	s.total.median = 2.5;
+	g_assert_cmpuint(criteria_check(t.p->criteria, t.p->n_criteria, &pa, &s, rc), ==, 2);
+	g_assert_nonnull(strstr(rc->errors[1].message, "throughput is undefined, expected at "
+						       "least 20MB/s"));
+	g_assert_nonnull(strstr(rc->errors[2].message, "total is 2.500 s, expected at most 2s"));
+	tx_clear(&t);
+}
+
+/* ---- the results file ---- */
+
+static void test_results_every_cell(void)
+{
+	struct tx t;
+	tx_init(&t, "run: {repeat: 1}\n");
+	t.results_path = g_build_filename(tmp_dir, "every.json", NULL);
+	t.o.results_path = t.results_path;
+	tx_run(&t);
+	/* when cell k finished, the file on disk held the k - 1 cells before it */
+	g_assert_cmpuint(t.seen->len, ==, 3);
+	for (guint i = 0; i < 3; i++)
+		g_assert_cmpuint(g_array_index(t.seen, guint, i), ==, i);
+	char *err = NULL;
+	struct results *r = results_read(t.results_path, &err);
+	g_assert_nonnull(r);
+	size_t counts[STATUS_COUNT];
+	results_count_status(r, counts);
+	g_assert_cmpuint(counts[STATUS_PASSED], ==, 3);
+	g_assert_cmpstr(r->provenance.accelerator, ==, "fake");
+	results_free(r);
+	tx_clear(&t);
+}
+
+static void interrupt_after_first(void *ud, const char *text)
+{
+	on_line(ud, text);
+	if (g_str_has_prefix(text, "[1/3]"))
+		raise(SIGINT);
+}
+
+/* An interrupt stops the run, leaves the unfinished cells pending and says which signal. */
+static void test_interrupt(void)
+{
+	if (g_test_subprocess()) {
+		struct tx t;
+		/* shared: b starts in the same group and is cut short at its first run */
+		tx_init(&t, "run: {repeat: 2, vm: shared}\n");
+		t.o.line = interrupt_after_first;
+		tx_run(&t);
+		g_assert_cmpint(t.res.signal, ==, SIGINT);
+		g_assert_cmpint(cell(&t, CELL("a"))->status, ==, STATUS_PASSED);
+		g_assert_cmpint(cell(&t, CELL("b"))->status, ==, STATUS_PENDING);
+		g_assert_cmpuint(cell(&t, CELL("b"))->n_runs, ==, 0);
+		g_assert_cmpint(cell(&t, CELL("c"))->status, ==, STATUS_PENDING);
+		char *runs = runs_of(&t);
+		g_assert_cmpstr(runs, ==, "a0 a1");
+		g_free(runs);
+		tx_clear(&t);
+		return;
+	}
+	g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
+	g_test_trap_assert_passed();
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	g_test_init(&argc, &argv, NULL);
+	tmp_dir = g_dir_make_tmp("ferry-test-executor-XXXXXX", NULL);
+	char *runs = g_build_filename(tmp_dir, "runs", NULL);
+	char *cache = g_build_filename(tmp_dir, "cache", NULL);
+	g_setenv("FERRY_RUN_DIR", runs, TRUE);
+	g_setenv("FERRY_CACHE_DIR", cache, TRUE);
+	g_test_add_func("/executor/repeat/cv", test_repeat_cv);
+	g_test_add_func("/executor/repeat/cap", test_repeat_cap);
+	g_test_add_func("/executor/repeat/budget", test_repeat_budget);
+	g_test_add_func("/executor/warmups", test_warmups);
+	g_test_add_func("/executor/order/sequential", test_order_sequential);
+	g_test_add_func("/executor/order/interleaved", test_order_interleaved);
+	g_test_add_func("/executor/order/shuffled", test_order_shuffled);
+	g_test_add_func("/executor/vm/per-cell-per-run", test_vm_per_cell_per_run);
+	g_test_add_func("/executor/resume", test_resume);
+	g_test_add_func("/executor/rerun-failed", test_rerun_failed);
+	g_test_add_func("/executor/fail-fast", test_fail_fast);
+	g_test_add_func("/executor/broken-shared-vm", test_broken_shared_vm);
+	g_test_add_func("/executor/boot-fails", test_boot_fails);
+	g_test_add_func("/executor/timeout/run", test_run_timeout);
+	g_test_add_func("/executor/timeout/null-longer", test_null_longer_than_timeout);
+	g_test_add_func("/executor/timeout/cell", test_cell_timeout);
+	g_test_add_func("/executor/criteria", test_criteria);
+	g_test_add_func("/executor/results-every-cell", test_results_every_cell);
+	g_test_add_func("/executor/interrupt", test_interrupt);
+	int rc = g_test_run();
+	rm_tree(tmp_dir, NULL);
+	g_free(runs);
+	g_free(cache);
+	g_free(tmp_dir);
+	return rc;
+}

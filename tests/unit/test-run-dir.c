@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Run directories (run.c): layout, domain names, the cleanup registry, the signal handling and
+ * the atexit backstop; and host process spawning (proc.c).
+ */
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "proc.h"
+#include "run.h"
+#include "util.h"
+#include "vm.h"
+
+static void builtin(struct vm_config *c)
+{
+	vm_config_init(c);
+	c->kernel = "/var/cache/ferry/guest/vmlinux";
+	c->initrd = "/var/cache/ferry/guest/initrd.cpio";
+	c->cmdline = "console=ttyS0 panic=-1 quiet";
+}
+
+static void count_call(void *data)
+{
+	(*(int *)data)++;
+}
+
+static void test_run_dir(void)
+{
+	char *base = g_dir_make_tmp("ferry-test-run-XXXXXX", NULL);
+	g_assert_nonnull(base);
+	g_setenv("FERRY_RUN_DIR", base, TRUE);
+	char *err = NULL;
+	struct run *r = run_open(&err);
+	g_assert_null(err);
+	g_assert_nonnull(r);
+	g_assert_true(g_str_has_prefix(run_dir(r), base));
+	struct stat st;
+	g_assert_cmpint(stat(run_dir(r), &st), ==, 0);
+	g_assert_cmpuint(st.st_mode & 07777, ==, 0755);
+
+	char *p = run_path(r, "disks/deep", "a.raw");
+	g_assert_true(g_str_has_suffix(p, "/disks/deep/a.raw"));
+	g_assert_true(g_file_set_contents(p, "x", 1, NULL));
+	char *dir = g_path_get_dirname(p);
+	g_assert_cmpint(stat(dir, &st), ==, 0);
+	g_assert_cmpuint(st.st_mode & 07777, ==, 0755);
+	g_free(dir);
+
+	char *n0 = run_domain_name(r), *n1 = run_domain_name(r);
+	char *want = g_strdup_printf("ferry-%s-0", run_id(r));
+	g_assert_cmpstr(n0, ==, want);
+	g_free(want);
+	char *id = NULL;
+	long pid = 0;
+	g_assert_true(run_parse_domain_name(n1, &id, &pid));
+	g_assert_cmpstr(id, ==, run_id(r));
+	g_assert_cmpint(pid, ==, (long)getpid());
+	free(id);
+	g_assert_false(run_parse_domain_name("ferry", NULL, NULL));
+	g_assert_false(run_parse_domain_name("other-2026-1-0", NULL, NULL));
+	g_assert_false(run_parse_domain_name("ferry-x-0", NULL, NULL));
+
+	/* a domain owned by the run is destroyed at close */
+	virConnectPtr conn = vm_connect("test:///default", &err);
+	g_assert_nonnull(conn);
+	struct vm_config c;
+	builtin(&c);
+	char *xml = vm_domain_xml(&c, n0, false, NULL, &err);
+	virDomainPtr d = virDomainCreateXML(conn, xml, 0);
+	g_assert_nonnull(d);
+	virDomainFree(d);
+	free(xml);
+	run_own_domain(r, conn, n0);
+	static int deferred;
+	run_defer(r, count_call, &deferred);
+	char *rd = g_strdup(run_dir(r));
+	g_assert_cmpint(run_close(r, &err), ==, 0);
+	g_assert_null(err);
+	g_assert_cmpint(deferred, ==, 1);
+	g_assert_false(g_file_test(rd, G_FILE_TEST_EXISTS));
+	g_assert_null(virDomainLookupByName(conn, n0));
+	virConnectClose(conn);
+	g_free(rd);
+	free(n0);
+	free(n1);
+	free(p);
+	g_assert_cmpint(g_rmdir(base), ==, 0);
+	g_free(base);
+	g_unsetenv("FERRY_RUN_DIR");
+}
+
+/* SIGTERM sets the flag; exit() then removes the run directory through the atexit backstop. */
+static void test_run_signal(void)
+{
+	if (g_test_subprocess()) {
+		char *err = NULL;
+		struct run *r = run_open(&err);
+		g_assert_nonnull(r);
+		char *p = run_path(r, "logs", "x.log");
+		g_assert_true(g_file_set_contents(p, "x", 1, NULL));
+		free(p);
+		g_assert_cmpint(run_interrupted(), ==, 0);
+		raise(SIGTERM);
+		g_assert_cmpint(run_interrupted(), ==, SIGTERM);
+		char c;
+		g_assert_cmpint(read(run_signal_fd(), &c, 1), ==, 1);
+		g_assert_cmpint(c, ==, SIGTERM);
+		printf("interrupted with the run open\n");
+		exit(143);
+	}
+	char *base = g_dir_make_tmp("ferry-test-sig-XXXXXX", NULL);
+	g_setenv("FERRY_RUN_DIR", base, TRUE);
+	g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
+	g_test_trap_assert_failed();
+	g_test_trap_assert_stdout("*interrupted with the run open*");
+	/* the child's run directory existed (files written) and is gone */
+	g_assert_cmpint(g_rmdir(base), ==, 0);
+	g_free(base);
+	g_unsetenv("FERRY_RUN_DIR");
+}
+
+static void test_proc(void)
+{
+	char *out = NULL, *err = NULL;
+	const char *ok[] = { "sh", "-c", "echo out; echo err >&2", NULL };
+	g_assert_cmpint(proc_run(ok, &out, &err), ==, 0);
+	g_assert_cmpstr(out, ==, "out\nerr\n");
+	free(out);
+	const char *bad[] = { "sh", "-c", "echo first; echo 'it broke'; exit 3", NULL };
+	g_assert_cmpint(proc_run(bad, NULL, &err), ==, -1);
+	g_assert_cmpstr(err, ==, "'sh' exited with status 3: it broke");
+	free(err);
+	err = NULL;
+	const char *missing[] = { "ferry-no-such-program", NULL };
+	g_assert_cmpint(proc_run(missing, NULL, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "ferry-no-such-program"));
+	free(err);
+}
+
+/* SIGHUP and SIGQUIT end a run like SIGINT/SIGTERM (a flag; the cleanup runs normally), and a
+ * second signal does not kill at once: the cleanup still runs (here: exit's atexit backstop). */
+static void test_run_signal_hup_quit(void)
+{
+	if (g_test_subprocess()) {
+		char *err = NULL;
+		struct run *r = run_open(&err);
+		g_assert_nonnull(r);
+		char *p = run_path(r, "logs", "x.log");
+		g_assert_true(g_file_set_contents(p, "x", 1, NULL));
+		free(p);
+		raise(SIGHUP);
+		g_assert_cmpint(run_interrupted(), ==, SIGHUP);
+		raise(SIGQUIT); /* the second signal */
+		g_assert_cmpint(run_interrupted(), ==, SIGHUP);
+		printf("alive after a second signal\n");
+		exit(129);
+	}
+	char *base = g_dir_make_tmp("ferry-test-sig-XXXXXX", NULL);
+	g_setenv("FERRY_RUN_DIR", base, TRUE);
+	g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
+	g_test_trap_assert_failed();
+	g_test_trap_assert_stdout("*alive after a second signal*");
+	g_assert_cmpint(g_rmdir(base), ==, 0); /* the run directory was removed */
+	g_free(base);
+	g_unsetenv("FERRY_RUN_DIR");
+}
+
+/* After a second signal a cleanup that hangs is cut short: exit 128 + the first signal within
+ * RUN_SECOND_SIGNAL_S, the run directory left for doctor --reap. */
+static void test_run_second_signal_deadline(void)
+{
+	char *base = g_dir_make_tmp("ferry-test-sig-XXXXXX", NULL);
+	g_setenv("FERRY_RUN_DIR", base, TRUE);
+	uint64_t t0 = now_ns();
+	pid_t pid = fork();
+	g_assert_cmpint(pid, >=, 0);
+	if (pid == 0) {
+		char *err = NULL;
+		if (!run_open(&err))
+			_exit(99);
+		raise(SIGINT);
+		raise(SIGINT);
+		sleep(60); /* a cleanup that hangs */
+		_exit(98);
+	}
+	int st = 0;
+	g_assert_cmpint(waitpid(pid, &st, 0), ==, pid);
+	double s = (double)(now_ns() - t0) / 1e9;
+	g_assert_true(WIFEXITED(st));
+	g_assert_cmpint(WEXITSTATUS(st), ==, 130);
+	g_assert_cmpfloat(s, >=, RUN_SECOND_SIGNAL_S - 0.5);
+	g_assert_cmpfloat(s, <, RUN_SECOND_SIGNAL_S + 10);
+	g_assert_cmpint(rm_tree(base, NULL), ==, 0);
+	g_free(base);
+	g_unsetenv("FERRY_RUN_DIR");
+}
+
+/* A domain ferry starts carries its marker; one without it is not ferry's, whatever its name. */
+static void test_domain_owner(void)
+{
+	char *err = NULL;
+	virConnectPtr conn = vm_connect("test:///default", &err);
+	g_assert_nonnull(conn);
+	struct vm_config c;
+	builtin(&c);
+	c.owner_run = "20260101T000000-4242";
+	c.owner_pid = 4242;
+	char *xml = vm_domain_xml(&c, "ferry-20260101T000000-4242-0", false, NULL, &err);
+	g_assert_nonnull(xml);
+	g_assert_nonnull(strstr(xml, "https://github.com/ferry/ferry/xmlns/run/1"));
+	virDomainPtr d = virDomainCreateXML(conn, xml, 0);
+	g_assert_nonnull(d);
+	char *id = NULL;
+	long pid = 0;
+	g_assert_true(run_domain_owner(d, &id, &pid));
+	g_assert_cmpstr(id, ==, "20260101T000000-4242");
+	g_assert_cmpint(pid, ==, 4242);
+	free(id);
+	virDomainDestroy(d);
+	virDomainFree(d);
+	free(xml);
+	/* the same name without the marker */
+	c.owner_run = NULL;
+	xml = vm_domain_xml(&c, "ferry-20260101T000000-4242-1", false, NULL, &err);
+	g_assert_null(strstr(xml, "metadata"));
+	d = virDomainCreateXML(conn, xml, 0);
+	g_assert_nonnull(d);
+	g_assert_false(run_domain_owner(d, NULL, NULL));
+	virDomainDestroy(d);
+	virDomainFree(d);
+	free(xml);
+	virConnectClose(conn);
+}
+
+/*
+ * Removing the run directory cannot be led out of it: a symbolic link to a directory outside
+ * (as a guest-writable staging directory could hold) is removed, not followed, and a mount
+ * planted inside (a guest's bind mount) is neither entered nor emptied.
+ */
+static void test_run_close_contained(void)
+{
+	char *base = g_dir_make_tmp("ferry-test-rm-XXXXXX", NULL);
+	char *outside = g_dir_make_tmp("ferry-test-outside-XXXXXX", NULL);
+	char *victim = g_build_filename(outside, "victim", NULL);
+	g_assert_true(g_file_set_contents(victim, "keep", 4, NULL));
+	g_setenv("FERRY_RUN_DIR", base, TRUE);
+	char *err = NULL;
+	struct run *r = run_open(&err);
+	g_assert_nonnull(r);
+	char *link = run_path(r, "staging/deep", "escape");
+	g_assert_cmpint(symlink(outside, link), ==, 0);
+	char *mnt = run_path(r, "staging", "mnt");
+	g_assert_cmpint(mkdir(mnt, 0755), ==, 0);
+	bool mounted = mount("ferry-test", mnt, "tmpfs", 0, "size=1m") == 0;
+	char *inmount = g_build_filename(mnt, "guest-file", NULL);
+	if (mounted)
+		g_assert_true(g_file_set_contents(inmount, "keep", 4, NULL));
+	char *rd = g_strdup(run_dir(r));
+	int rc = run_close(r, &err);
+	g_assert_true(g_file_test(victim, G_FILE_TEST_IS_REGULAR)); /* not followed */
+	if (mounted) {
+		/* the mount point cannot be removed, and what is in it stays */
+		g_assert_cmpint(rc, ==, -1);
+		g_assert_nonnull(err);
+		g_assert_true(g_file_test(inmount, G_FILE_TEST_IS_REGULAR));
+		g_assert_cmpint(umount(mnt), ==, 0);
+		free(err);
+		g_assert_cmpint(rm_tree(rd, NULL), ==, 0);
+	} else {
+		g_assert_cmpint(rc, ==, 0);
+		g_test_message("not root: the planted mount is not tested");
+	}
+	g_assert_false(g_file_test(rd, G_FILE_TEST_EXISTS));
+	g_assert_cmpint(rm_tree(outside, NULL), ==, 0);
+	g_assert_cmpint(g_rmdir(base), ==, 0);
+	g_free(rd);
+	g_free(inmount);
+	free(mnt);
+	free(link);
+	g_free(victim);
+	g_free(outside);
+	g_free(base);
+	g_unsetenv("FERRY_RUN_DIR");
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	g_test_init(&argc, &argv, NULL);
+	g_test_add_func("/run/dir", test_run_dir);
+	g_test_add_func("/run/signal", test_run_signal);
+	g_test_add_func("/run/signal-hup-quit", test_run_signal_hup_quit);
+	g_test_add_func("/run/second-signal-deadline", test_run_second_signal_deadline);
+	g_test_add_func("/run/domain-owner", test_domain_owner);
+	g_test_add_func("/run/close-contained", test_run_close_contained);
+	g_test_add_func("/run/proc", test_proc);
+	return g_test_run();
+}
