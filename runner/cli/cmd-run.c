@@ -214,6 +214,12 @@ int cmd_run(int argc, char **argv)
 			errorf("%s", err);
 			return EXIT_PLAN;
 		}
+		/* ids are built from names only: refuse numbers measured for another plan */
+		if (exec_check_resume(p, m, eo.plan_path, eo.resume, &err) < 0) {
+			errorf("%s: %s", resume, err);
+			results_free(eo.resume);
+			return EXIT_PLAN;
+		}
 	}
 
 	for (int i = 0; i < REPORT_FORMAT_COUNT; i++)

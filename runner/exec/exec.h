@@ -67,3 +67,14 @@ struct exec_result {
  */
 int exec_plan(const struct plan *p, const struct matrix *m, const struct exec_opts *o,
 	      struct results **out, struct exec_result *res, char **err);
+
+/* A cell's resolved parameters as the results record them (a new JSON object). */
+json_t *exec_cell_params(const struct plan *p, const struct matrix *m, size_t i);
+
+/*
+ * Whether `earlier` (a results file given to --resume or --rerun-failed) was written by this
+ * plan: same plan file hash, and every cell it holds is a cell of m with the same resolved
+ * parameters (results_check_resume()). Returns 0, or -1 with *why saying what differs.
+ */
+int exec_check_resume(const struct plan *p, const struct matrix *m, const char *plan_path,
+		      const struct results *earlier, char **why);

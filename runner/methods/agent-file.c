@@ -12,13 +12,14 @@
 #include "util.h"
 #include "archive.h"
 #include "method.h"
+#include "rules.h"
 
 #define GUEST_ARCHIVE "/tmp/ferry-agent-archive"
 
 static char *af_supports(const struct method_ctx *ctx)
 {
-	return pack_guest_support(&ctx->method->archive,
-				  ctx->cell->vm->guest == PLAN_GUEST_BUILTIN);
+	/* archives the guest cannot unpack: the plan's rules table (rules.c) */
+	return plan_rules_skip(ctx->plan, ctx->cell);
 }
 
 static bool packed(const struct method_ctx *ctx)

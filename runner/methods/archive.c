@@ -7,28 +7,13 @@
 #include <fcntl.h>
 #include <string.h>
 
+#include "rules.h"
 #include "util.h"
 
 char *pack_guest_support(const struct plan_archive *a, bool builtin)
 {
-	static const char *const cname[] = { "none", "gzip", "zstd", "lz4", "xz" };
-
-	if (a->format == PLAN_ARCHIVE_NONE)
-		return NULL;
-	if (a->format == PLAN_ARCHIVE_ZIP) {
-		if (a->compression != PLAN_COMPRESS_NONE && a->compression != PLAN_COMPRESS_GZIP)
-			return xasprintf("zip with %s compression: the guest's unzip reads stored "
-					 "and deflated entries only (use compression none or gzip)",
-					 cname[a->compression]);
-		return NULL;
-	}
-	/* a user image may have zstd and lz4; the built-in guest's busybox has gzip and xz */
-	if (builtin &&
-	    (a->compression == PLAN_COMPRESS_ZSTD || a->compression == PLAN_COMPRESS_LZ4))
-		return xasprintf("the built-in guest's busybox cannot decompress %s (it has gzip "
-				 "and xz)",
-				 cname[a->compression]);
-	return NULL;
+	/* one place for the rule: the plan's rules table */
+	return plan_rules_archive_skip(a, builtin);
 }
 
 const char *pack_suffix(const struct plan_archive *a)

@@ -24,6 +24,7 @@
 #include "guestproc.h"
 #include "method.h"
 #include "stream.h"
+#include "rules.h"
 
 #define STAGE_DIR  "/run/ferry-block"
 #define STAGE_FILE STAGE_DIR "/stream"
@@ -49,14 +50,12 @@ static struct block_state *state(struct method_ctx *ctx)
 static char *block_supports(const struct method_ctx *ctx)
 {
 	const struct plan_method *m = ctx->method;
-	if (ctx->cell->vm->os == PLAN_OS_WINDOWS)
-		return xstrdup("block: the guest side is busybox dd (Linux guests only)");
-	if (!ctx->disk || ctx->disk->kind == PLAN_DISK_TMPFS)
+	if (!ctx->disk)
 		return xstrdup("block: writes a raw device and needs an image disk, not tmpfs");
-	if (m->block_size == 0 || m->block_size % 512 != 0)
-		return xasprintf("block: block_size %llu is not a multiple of 512 bytes (direct "
-				 "I/O needs aligned requests)",
-				 (unsigned long long)m->block_size);
+	/* Windows guests, tmpfs disks, block_size: the plan's rules table (rules.c) */
+	char *why = plan_rules_skip(ctx->plan, ctx->cell);
+	if (why)
+		return why;
 	if (ctx->manifest) {
 		uint64_t need =
 		    (ctx->manifest->bytes + m->block_size - 1) / m->block_size * m->block_size;

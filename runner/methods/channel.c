@@ -23,6 +23,7 @@
 #include "guestproc.h"
 #include "archive.h"
 #include "stream.h"
+#include "rules.h"
 
 int channel_add_port(struct method_ctx *ctx, struct method_boot_needs *needs)
 {
@@ -100,11 +101,8 @@ static struct channel_state *state(struct method_ctx *ctx)
 
 static char *channel_supports(const struct method_ctx *ctx)
 {
-	if (ctx->cell->vm->os == PLAN_OS_WINDOWS)
-		return xstrdup("channel: the guest side is a POSIX shell pipeline (Linux guests "
-			       "only)");
-	return pack_guest_support(&ctx->method->archive,
-				  ctx->cell->vm->guest == PLAN_GUEST_BUILTIN);
+	/* Windows guests, archives the guest cannot unpack: the plan's rules table (rules.c) */
+	return plan_rules_skip(ctx->plan, ctx->cell);
 }
 
 static int channel_add_devices(struct method_ctx *ctx, struct method_boot_needs *needs)

@@ -29,6 +29,7 @@
 #include "vm.h"
 #include "archive.h"
 #include "method.h"
+#include "rules.h"
 
 #define SRC_MNT "/mnt/ferry-src"
 
@@ -56,18 +57,15 @@ static bool have_prog(const char *name)
 static char *di_supports(const struct method_ctx *ctx)
 {
 	const struct plan_method *m = ctx->method;
-	if (m->image_bus == PLAN_BUS_SATA || m->image_bus == PLAN_BUS_IDE)
-		return xasprintf("%s disks cannot be hot-plugged (QEMU/libvirt): disk-image needs "
-				 "bus virtio or scsi",
-				 m->image_bus == PLAN_BUS_SATA ? "sata" : "ide");
+	/* what no host can do: the plan's rules table (runner/plan/rules.c) */
+	char *why = plan_rules_skip(ctx->plan, ctx->cell);
+	if (why)
+		return why;
 	if (m->filesystem == PLAN_IMAGE_FS_VFAT && (!have_prog("mkfs.vfat") || !have_prog("mcopy")))
 		return xstrdup("vfat images need mkfs.vfat (dosfstools) and mcopy (mtools) on the "
 			       "host");
 	if (m->filesystem == PLAN_IMAGE_FS_EXT4 && !have_prog("mke2fs"))
 		return xstrdup("ext4 images need mke2fs (e2fsprogs) on the host");
-	if (m->archive.format != PLAN_ARCHIVE_NONE)
-		return xstrdup(
-		    "disk-image carries files in its filesystem: archive does not apply");
 	return NULL;
 }
 

@@ -37,6 +37,7 @@
 #include "archive.h"
 #include "stream.h"
 #include "netserve.h"
+#include "rules.h"
 
 #define HOST_FROM_GUEST "10.0.2.2"
 #define PUSH_GUEST_PORT 18090
@@ -49,20 +50,8 @@ struct network_state {
 
 static char *network_supports(const struct method_ctx *ctx)
 {
-	const struct plan_vm *vm = ctx->cell->vm;
-	if (vm->os == PLAN_OS_WINDOWS)
-		return xstrdup("network: the guest side uses busybox wget/nc and a POSIX shell "
-			       "(Linux guests only)");
-	if (vm->nic.network || vm->nic.bridge)
-		return xasprintf("network: NICs on a %s ('%s') are not supported yet: ferry's "
-				 "sender listens on the host's loopback, which only QEMU user "
-				 "networking maps into the guest (10.0.2.2)",
-				 vm->nic.network ? "libvirt network" : "bridge",
-				 vm->nic.network ? vm->nic.network : vm->nic.bridge);
-	if (vm->nic.queues > 1)
-		return xstrdup("network: QEMU user networking has a single queue pair (queues > 1 "
-			       "needs a tap)");
-	return pack_guest_support(&ctx->method->archive, vm->guest == PLAN_GUEST_BUILTIN);
+	/* Windows guests, tap NICs, queues, archives: the plan's rules table (rules.c) */
+	return plan_rules_skip(ctx->plan, ctx->cell);
 }
 
 static int network_add_devices(struct method_ctx *ctx, struct method_boot_needs *needs)

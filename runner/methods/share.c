@@ -46,6 +46,7 @@
 #include "method.h"
 #include "archive.h"
 #include "stream.h"
+#include "rules.h"
 
 #define SHARE_TAG   "ferryshare"
 #define GUEST_MOUNT "/mnt/ferry-share"
@@ -75,17 +76,14 @@ static const char *archive_ext(const struct plan_archive *a)
 static char *share_supports(const struct method_ctx *ctx)
 {
 	const struct plan_method *m = ctx->method;
-	if (ctx->cell->vm->os == PLAN_OS_WINDOWS)
-		return xstrdup(m->driver == PLAN_SHARE_VIRTIOFS
-				   ? "share: virtiofs in Windows needs virtio-win's virtiofs "
-				     "service (WinFsp), which ferry does not drive"
-				   : "share: 9p needs a Linux guest");
+	/* what no host can do: the plan's rules table (runner/plan/rules.c) */
+	char *why = plan_rules_skip(ctx->plan, ctx->cell);
+	if (why)
+		return why;
 	if (m->driver == PLAN_SHARE_VIRTIOFS && !vm_virtiofsd_path())
 		return xstrdup("share: driver virtiofs needs virtiofsd on the host "
 			       "(/usr/lib/qemu/virtiofsd or /usr/libexec/virtiofsd), and there "
 			       "is none");
-	if (m->archive.format != PLAN_ARCHIVE_NONE)
-		return pack_guest_support(&m->archive, ctx->cell->vm->guest == PLAN_GUEST_BUILTIN);
 	return NULL;
 }
 

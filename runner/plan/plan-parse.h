@@ -19,6 +19,7 @@
 #include "keys.h"
 #include "plan-limits.h"
 #include "plan.h"
+#include "rules.h"
 
 /* A name the plan refers to (matrix, criteria); checked once every file is merged. */
 struct ref {
@@ -93,6 +94,15 @@ void pl_add_ref(struct ctx *c, enum plan_axis axis, const char *name, const yaml
  * written `name:` with no settings), `owner` is the node to point at then. */
 void pl_check_entry(struct ctx *c, const struct key_table *t, void *obj, const yaml_node_t *map,
 		    const yaml_node_t *owner);
+
+/* ---- rules.c ---- */
+/* The entry rules of `scope` over one entry that was read without error (errors and warnings
+ * at the key each rule names). */
+void pl_check_entry_rules(struct ctx *c, enum rule_scope scope, const void *entry,
+			  const yaml_node_t *map, const yaml_node_t *owner);
+/* The cell rules over every complete cell of `m`, and whether any cell can run at all; returns
+ * the number of errors added. */
+size_t pl_check_cells(const struct plan *p, const struct matrix *m, struct diag_list *diags);
 
 /* ---- matrix-section.c ---- */
 void pl_parse_matrix(struct ctx *c, yaml_node_t *key, yaml_node_t *v);

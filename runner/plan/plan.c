@@ -376,61 +376,6 @@ void plan_cell(const struct plan *p, const struct matrix *m, size_t i, struct pl
 		plan_run_apply(&out->run, &p->include_run[inc[j]]);
 }
 
-struct pair_seen {
-	const void *a, *b;
-};
-
-/* Report each incompatible pair of entries once, not once per cell. */
-static bool first_time(struct pair_seen **seen, size_t *n, size_t *cap, const void *a,
-		       const void *b)
-{
-	for (size_t i = 0; i < *n; i++)
-		if ((*seen)[i].a == a && (*seen)[i].b == b)
-			return false;
-	*seen = xgrow(*seen, cap, *n + 1, sizeof(**seen));
-	(*seen)[(*n)++] = (struct pair_seen){ a, b };
-	return true;
-}
-
-/* What a guest's OS cannot do, whatever the host: Windows has no tmpfs, no ext4 and no 9p
- * client; the built-in (Linux) guest has no mkfs.ntfs. */
-static size_t check_guest_os(const struct plan_cell *cell, struct diag_list *diags,
-			     struct pair_seen **seen, size_t *n_seen, size_t *cap_seen)
-{
-	const struct plan_vm *vm = cell->vm;
-	const struct plan_disk *d = cell->disk;
-	const struct plan_method *me = cell->method;
-	const char *what = NULL;
-	const struct plan_entry *at = NULL;
-
-	if (vm->os != PLAN_OS_WINDOWS) {
-		if (vm->guest == PLAN_GUEST_BUILTIN && d->kind == PLAN_DISK_IMAGE &&
-		    d->filesystem == PLAN_DISK_FS_NTFS) {
-			what = "the built-in guest cannot format ntfs (use ext4 or vfat)";
-			at = &d->e;
-		}
-	} else if (d->kind == PLAN_DISK_TMPFS) {
-		what = "tmpfs is a Linux filesystem";
-		at = &d->e;
-	} else if (d->kind == PLAN_DISK_IMAGE && d->filesystem == PLAN_DISK_FS_EXT4) {
-		what = "Windows cannot format or mount ext4 (use filesystem ntfs or vfat)";
-		at = &d->e;
-	} else if (me->type == PLAN_METHOD_DISK_IMAGE && me->filesystem == PLAN_IMAGE_FS_EXT4) {
-		what = "Windows cannot mount an ext4 image (use filesystem iso9660 or vfat)";
-		at = &me->e;
-	} else if (me->type == PLAN_METHOD_SHARE && me->driver == PLAN_SHARE_9P) {
-		what = "Windows has no 9p client (use driver virtiofs)";
-		at = &me->e;
-	}
-	if (!what || !first_time(seen, n_seen, cap_seen, vm, at))
-		return 0;
-	diag_add(diags, at->pos.file, at->pos.line, at->pos.col,
-		 "%s '%s' cannot be used with vm '%s' (os %s): %s (first in cell '%s')",
-		 at == &d->e ? "disk" : "method", at->name, vm->e.name,
-		 vm->os == PLAN_OS_WINDOWS ? "windows" : "linux", what, cell->id);
-	return 1;
-}
-
 struct matrix *plan_expand(const struct plan *p, size_t cap, struct diag_list *diags)
 {
 	struct matrix *m = matrix_expand(&p->matrix, cap, p->matrix_file, diags);
@@ -439,37 +384,11 @@ struct matrix *plan_expand(const struct plan *p, size_t cap, struct diag_list *d
 	if (!m)
 		return NULL;
 
-	/* which checks can fire at all: most plans skip the per-cell loop entirely */
-	bool q35 = false, ide = false, tmpfs = false, block = false, windows = false;
-	bool ext4 = false, ninep = false, ntfs = false, builtin = false;
-	for (size_t i = 0; i < p->n_vms; i++) {
-		q35 |= p->vms[i].machine == PLAN_MACHINE_Q35;
-		windows |= p->vms[i].os == PLAN_OS_WINDOWS;
-		builtin |= p->vms[i].guest == PLAN_GUEST_BUILTIN;
-	}
-	for (size_t i = 0; i < p->n_disks; i++) {
-		const struct plan_disk *d = &p->disks[i];
-		ide |= d->kind == PLAN_DISK_IMAGE && d->bus == PLAN_BUS_IDE;
-		tmpfs |= d->kind == PLAN_DISK_TMPFS;
-		ext4 |= d->kind == PLAN_DISK_IMAGE && d->filesystem == PLAN_DISK_FS_EXT4;
-		ntfs |= d->kind == PLAN_DISK_IMAGE && d->filesystem == PLAN_DISK_FS_NTFS;
-	}
-	for (size_t i = 0; i < p->n_methods; i++) {
-		const struct plan_method *me = &p->methods[i];
-		block |= me->type == PLAN_METHOD_BLOCK;
-		ext4 |= me->type == PLAN_METHOD_DISK_IMAGE && me->filesystem == PLAN_IMAGE_FS_EXT4;
-		ninep |= me->type == PLAN_METHOD_SHARE && me->driver == PLAN_SHARE_9P;
-	}
-	bool os_checks = (windows && (tmpfs || ext4 || ninep)) || (builtin && ntfs);
-	bool pairs = (q35 && ide) || (tmpfs && block) || os_checks;
-
-	_cleanup_free_ struct pair_seen *seen = NULL;
-	size_t n_seen = 0, cap_seen = 0;
 	size_t n = matrix_n_cells(m);
 	for (size_t i = 0; i < n; i++) {
 		size_t n_inc = 0;
-		matrix_cell_includes(m, i, &n_inc);
-		if (!pairs && !n_inc)
+		const size_t *inc = matrix_cell_includes(m, i, &n_inc);
+		if (!n_inc)
 			continue; /* product cells always have all four axes (see default_axes) */
 		struct plan_cell cell;
 		plan_cell(p, m, i, &cell);
@@ -478,47 +397,24 @@ struct matrix *plan_expand(const struct plan *p, size_t cap, struct diag_list *d
 		for (int a = 0; a < PLAN_N_AXES; a++) {
 			if (have[a])
 				continue;
-			char *s = xasprintf("%s%s%s", missing ? missing : "",
-					    missing ? " and no " : "", axis_names[a]);
+			char *s =
+			    xasprintf("%s%s%s", missing ? missing : "", missing ? " and no " : "",
+				      plan_axis_name((enum plan_axis)a));
 			free(missing);
 			missing = s;
 		}
-		if (missing) {
-			/* only an include entry can make such a cell: point at the last one */
-			const size_t *inc = matrix_cell_includes(m, i, &n_inc);
-			const struct matrix_entry *e = &p->matrix.include[inc[n_inc - 1]];
-			diag_add(
-			    diags, p->matrix_file, e->line, e->col,
-			    "this include entry adds cell '%s', which has no %s (an entry that "
-			    "matches no cell adds one, and a cell needs a vm, a disk, a dataset "
-			    "and a method)",
-			    cell.id, missing);
-			errors++;
+		if (!missing)
 			continue;
-		}
-		if (cell.vm->machine == PLAN_MACHINE_Q35 && cell.disk->kind == PLAN_DISK_IMAGE &&
-		    cell.disk->bus == PLAN_BUS_IDE &&
-		    first_time(&seen, &n_seen, &cap_seen, cell.vm, cell.disk)) {
-			diag_add(
-			    diags, cell.disk->e.pos.file, cell.disk->e.pos.line,
-			    cell.disk->e.pos.col,
-			    "disk '%s' uses bus 'ide', which vm '%s' (machine q35) does not have: "
-			    "ide exists only on machine pc (first in cell '%s')",
-			    cell.disk->e.name, cell.vm->e.name, cell.id);
-			errors++;
-		}
-		if (cell.disk->kind == PLAN_DISK_TMPFS && cell.method->type == PLAN_METHOD_BLOCK &&
-		    first_time(&seen, &n_seen, &cap_seen, cell.method, cell.disk)) {
-			diag_add(diags, cell.method->e.pos.file, cell.method->e.pos.line,
-				 cell.method->e.pos.col,
-				 "method '%s' (type block) writes a raw device, and disk '%s' is a "
-				 "tmpfs, which has none (first in cell '%s')",
-				 cell.method->e.name, cell.disk->e.name, cell.id);
-			errors++;
-		}
-		if (os_checks)
-			errors += check_guest_os(&cell, diags, &seen, &n_seen, &cap_seen);
+		/* only an include entry can make such a cell: point at the last one */
+		const struct matrix_entry *e = &p->matrix.include[inc[n_inc - 1]];
+		diag_add(
+		    diags, p->matrix_file, e->line, e->col,
+		    "this include entry adds cell '%s', which has no %s (an entry that matches "
+		    "no cell adds one, and a cell needs a vm, a disk, a dataset and a method)",
+		    cell.id, missing);
+		errors++;
 	}
+	errors += pl_check_cells(p, m, diags);
 	if (errors) {
 		diag_sort(diags);
 		matrix_free(m);

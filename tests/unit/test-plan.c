@@ -6,6 +6,7 @@
 #include "keys.h"
 #include "matrix.h"
 #include "plan.h"
+#include "rules.h"
 #include "units.h"
 
 #define MiB (UINT64_C(1) << 20)
@@ -663,6 +664,155 @@ static void test_limits(void)
 	diag_list_clear(&d);
 }
 
+/* The rules table: well-formed rows, and the skip reasons the executor and the methods'
+ * supports() get from it (the same cells tests/e2e/test-methods-e2e.c checks through them). */
+static void test_rules(void)
+{
+	GHashTable *ids = g_hash_table_new(g_str_hash, g_str_equal);
+	for (size_t i = 0; i < n_plan_rules; i++) {
+		const struct plan_rule *r = &plan_rules[i];
+		g_assert_nonnull(r->check);
+		g_assert_true(r->checks && *r->checks);
+		g_assert_true(g_hash_table_add(ids, (gpointer)r->id));
+		/* only error rules are also checked at run time as such */
+		g_assert_true(!(r->flags & RULE_AT_RUN) || r->kind == RULE_ERROR);
+	}
+	g_hash_table_destroy(ids);
+
+	struct plan_vm vm = { .e.name = (char *)"v",
+			      .guest = PLAN_GUEST_BUILTIN,
+			      .vcpus = 1,
+			      .memory = 1 << 30,
+			      .nic.queues = 1 };
+	struct plan_disk tmpfs = { .e.name = (char *)"t", .kind = PLAN_DISK_TMPFS };
+	struct plan_disk image = { .e.name = (char *)"i",
+				   .kind = PLAN_DISK_IMAGE,
+				   .size = 1 << 30 };
+	struct plan_dataset ds = { .e.name = (char *)"a", .files = 1 };
+	struct plan_method m = { .e.name = (char *)"m", .block_size = 1 << 20 };
+	struct plan_cell cell = {
+		.id = "c", .vm = &vm, .disk = &tmpfs, .dataset = &ds, .method = &m
+	};
+	static const struct {
+		enum plan_method_type type;
+		enum plan_archive_format format;
+		enum plan_compression compression;
+		bool image_disk;
+		const char *reason; /* substring; NULL: none */
+	} cases[] = {
+		{ PLAN_METHOD_CHANNEL, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_ZSTD, false,
+		  "busybox cannot decompress zstd" },
+		{ PLAN_METHOD_NETWORK, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_LZ4, false,
+		  "cannot decompress lz4" },
+		{ PLAN_METHOD_CHANNEL, PLAN_ARCHIVE_ZIP, PLAN_COMPRESS_XZ, false,
+		  "stored and deflated" },
+		{ PLAN_METHOD_CHANNEL, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_GZIP, false, NULL },
+		{ PLAN_METHOD_SHARE, PLAN_ARCHIVE_NONE, PLAN_COMPRESS_NONE, false, NULL },
+		{ PLAN_METHOD_BLOCK, PLAN_ARCHIVE_NONE, PLAN_COMPRESS_NONE, false, "not tmpfs" },
+		{ PLAN_METHOD_BLOCK, PLAN_ARCHIVE_NONE, PLAN_COMPRESS_NONE, true, NULL },
+		{ PLAN_METHOD_DISK_IMAGE, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_NONE, true,
+		  "archive does not apply" },
+	};
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		m.type = cases[i].type;
+		m.archive = (struct plan_archive){ 0, cases[i].format, cases[i].compression, 0 };
+		cell.disk = cases[i].image_disk ? &image : &tmpfs;
+		char *why = plan_rules_skip(NULL, &cell);
+		if (cases[i].reason) {
+			g_assert_nonnull(why);
+			g_assert_nonnull(strstr(why, cases[i].reason));
+		} else {
+			g_assert_null(why);
+		}
+		free(why);
+	}
+	m.archive = (struct plan_archive){ 0 };
+	cell.disk = &image;
+	/* block_size that direct I/O cannot use */
+	m.type = PLAN_METHOD_BLOCK;
+	m.block_size = 1000;
+	char *why = plan_rules_skip(NULL, &cell);
+	g_assert_cmpstr(why, ==,
+			"block: block_size 1000 is not a multiple of 512 bytes (direct I/O needs "
+			"aligned requests)");
+	free(why);
+	m.block_size = 1 << 20;
+	/* a NIC on a libvirt network: the network method cannot drive it yet */
+	m.type = PLAN_METHOD_NETWORK;
+	vm.nic.network = (char *)"default";
+	why = plan_rules_skip(NULL, &cell);
+	g_assert_nonnull(why);
+	g_assert_nonnull(strstr(why, "loopback"));
+	free(why);
+	vm.nic.network = NULL;
+	/* virtiofs in a Windows guest */
+	m.type = PLAN_METHOD_SHARE;
+	m.driver = PLAN_SHARE_VIRTIOFS;
+	vm.os = PLAN_OS_WINDOWS;
+	vm.guest = PLAN_GUEST_IMAGE;
+	image.filesystem = PLAN_DISK_FS_NTFS;
+	why = plan_rules_skip(NULL, &cell);
+	g_assert_nonnull(why);
+	g_assert_nonnull(strstr(why, "ntfs target disks"));
+	free(why);
+	image.filesystem = PLAN_DISK_FS_EXT4;
+	why = plan_rules_skip(NULL, &cell);
+	g_assert_nonnull(strstr(why, "virtiofs in Windows"));
+	free(why);
+	/* vfat targets: no host yet */
+	vm.os = PLAN_OS_LINUX;
+	vm.guest = PLAN_GUEST_BUILTIN;
+	m.driver = PLAN_SHARE_9P;
+	image.filesystem = PLAN_DISK_FS_VFAT;
+	why = plan_rules_skip(NULL, &cell);
+	g_assert_cmpstr(
+	    why, ==,
+	    "vfat target disks are not supported yet: ferry formats targets ext4 on the "
+	    "host");
+	free(why);
+	image.filesystem = PLAN_DISK_FS_EXT4;
+	g_assert_null(plan_rules_skip(NULL, &cell));
+}
+
+/* Sizes few hosts have are warnings (plan-limits.h), not errors; the limits are errors. */
+static void test_rules_warnings(void)
+{
+	const char *text = "ferry: 1\n"
+			   "vms: {v: {memory: 4TiB}}\n"
+			   "disks: {d: {size: 16TiB, allocation: full}}\n"
+			   "datasets: {a: {files: 16, size: 1TiB}}\n"
+			   "methods: {m: {type: agent-file}}\n";
+	struct diag_list d = { 0 };
+	struct plan *p = parse(text, &d);
+	g_assert_nonnull(p);
+	g_assert_cmpuint(p->warnings.n, ==, 3);
+	char *w = diag_format(&p->warnings.items[0]);
+	g_assert_cmpstr(w, ==,
+			"mem.yaml:2:11: vm 'v' asks for 4TiB of memory, more than 256GiB: "
+			"few hosts have it");
+	free(w);
+	g_assert_nonnull(strstr(p->warnings.items[1].msg, "writes out 16TiB"));
+	g_assert_nonnull(strstr(p->warnings.items[2].msg, "generates up to 16TiB"));
+	plan_free(p);
+	/* a sparse disk of that size writes nothing up front: no warning */
+	const char *sparse = "ferry: 1\nvms: {v: {}}\ndisks: {d: {size: 16TiB}}\n"
+			     "datasets: {a: {size: 4KiB}}\nmethods: {m: {type: agent-file}}\n";
+	p = parse(sparse, &d);
+	g_assert_nonnull(p);
+	g_assert_cmpuint(p->warnings.n, ==, 0);
+	plan_free(p);
+	/* a plan no host could run: every cell skipped whatever the host */
+	const char *vfat = "ferry: 1\nvms: {v: {}}\ndisks: {d: {filesystem: vfat}}\n"
+			   "datasets: {a: {size: 4KiB}}\nmethods: {m: {type: agent-file}}\n";
+	p = parse(vfat, &d);
+	g_assert_nonnull(p);
+	g_assert_null(plan_expand(p, 0, &d));
+	g_assert_cmpuint(d.n, ==, 1);
+	g_assert_nonnull(strstr(d.items[0].msg, "no cell of the plan can run on any host"));
+	diag_list_clear(&d);
+	plan_free(p);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -677,5 +827,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/plan/missing-file", test_missing_file);
 	g_test_add_func("/plan/trust-options", test_trust_options);
 	g_test_add_func("/plan/limits", test_limits);
+	g_test_add_func("/plan/rules", test_rules);
+	g_test_add_func("/plan/rules-warnings", test_rules_warnings);
 	return g_test_run();
 }

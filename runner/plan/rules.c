@@ -1,0 +1,744 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The rules table (rules.h): one row per cross-field rule, and the three ways it is evaluated:
+ *  - entry rules while the plan is read (pl_check_entry_rules: errors and warnings at the key
+ *    the rule names, a dotted path inside the entry such as "nic.queues");
+ *  - cell rules over every expanded cell (pl_check_cells: errors at the entry the rule names,
+ *    once per distinct message, and the whole-plan check that some cell can run);
+ *  - the skip reason of one cell at run time (plan_rules_skip).
+ * Limits come from plan-limits.h, which the machine layer uses too.
+ */
+#include "rules.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "keys.h"
+#include "plan-limits.h"
+#include "plan-parse.h"
+#include "strmap.h"
+#include "units.h"
+
+struct rule_out {
+	bool run; /* messages for a skip at run time; else for validate */
+	const struct plan_rule *rule;
+	/* what to do with a fault: `key` is a dotted key path in the entry (entry rules; NULL:
+	 * the entry's name) or an axis name (cell rules: the entry to point at) */
+	void (*fail)(struct rule_out *o, const char *key, char *msg);
+	void *ud;
+};
+
+_printf_(3, 4) static void rule_fail(struct rule_out *o, const char *key, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *msg = xvasprintf(fmt, ap);
+	va_end(ap);
+	o->fail(o, key, msg);
+}
+
+static const char *enum_name(const struct key_table *t, const char *key, int v)
+{
+	return key_find(t, key)->values[v];
+}
+
+/* ---- vms.NAME ------------------------------------------------------------------------------ */
+
+static void vm_image_builtin(const struct rule_subject *s, struct rule_out *o)
+{
+	if (s->vm->image && s->vm->guest == PLAN_GUEST_BUILTIN)
+		rule_fail(o, "image",
+			  "'image' cannot be used with 'guest: builtin' (the built-in guest boots "
+			  "ferry's own kernel and initramfs)");
+}
+
+static void vm_image_missing(const struct rule_subject *s, struct rule_out *o)
+{
+	if (s->vm->guest == PLAN_GUEST_IMAGE && !s->vm->image)
+		rule_fail(o, "guest",
+			  "'guest: image' needs 'image', the path of a bootable disk image");
+}
+
+static void vm_windows_builtin(const struct rule_subject *s, struct rule_out *o)
+{
+	if (s->vm->guest == PLAN_GUEST_BUILTIN && s->vm->os == PLAN_OS_WINDOWS)
+		rule_fail(o, "os",
+			  "'os: windows' needs an 'image' guest (the built-in guest is linux)");
+}
+
+static void vm_memory_mib(const struct rule_subject *s, struct rule_out *o)
+{
+	if (s->vm->memory % (UINT64_C(1) << 20)) {
+		_cleanup_free_ char *m = format_size(s->vm->memory);
+		rule_fail(o, "memory",
+			  "'memory: %s' must be a whole number of MiB (libvirt sizes guest memory "
+			  "in MiB)",
+			  m);
+	}
+}
+
+static void vm_memory_large(const struct rule_subject *s, struct rule_out *o)
+{
+	if (s->vm->memory > PLAN_MEMORY_WARN) {
+		_cleanup_free_ char *m = format_size(s->vm->memory);
+		_cleanup_free_ char *w = format_size(PLAN_MEMORY_WARN);
+		rule_fail(o, "memory",
+			  "vm '%s' asks for %s of memory, more than %s: few hosts have it",
+			  s->vm->e.name, m, w);
+	}
+}
+
+static void nic_network_bridge(const struct rule_subject *s, struct rule_out *o)
+{
+	if (s->vm->nic.network && s->vm->nic.bridge)
+		rule_fail(o, "nic.bridge",
+			  "'network' and 'bridge' exclude each other: the NIC attaches to one");
+}
+
+static void nic_queues_model(const struct rule_subject *s, struct rule_out *o)
+{
+	if (s->vm->nic.queues > 1 && s->vm->nic.model != PLAN_NIC_VIRTIO)
+		rule_fail(o, "nic.queues",
+			  "'queues: %" PRIu64 "' needs model 'virtio' (e1000 has one queue)",
+			  s->vm->nic.queues);
+}
+
+static void nic_queues_tap(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct plan_nic *n = &s->vm->nic;
+	/* after nic_queues_model: one message about the queues */
+	if (n->queues > 1 && n->model == PLAN_NIC_VIRTIO && !n->network && !n->bridge)
+		rule_fail(o, "nic.queues",
+			  "'queues: %" PRIu64 "' needs a tap device: QEMU user networking refuses "
+			  "multiple queues (set 'network' or 'bridge')",
+			  n->queues);
+}
+
+/* ---- disks.NAME ---------------------------------------------------------------------------- */
+
+static void disk_native_cache(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct plan_disk *d = s->disk;
+	if (d->kind == PLAN_DISK_IMAGE && d->io == PLAN_IO_NATIVE && d->cache != PLAN_CACHE_NONE &&
+	    d->cache != PLAN_CACHE_DIRECTSYNC)
+		rule_fail(
+		    o, "io",
+		    "'io: native' cannot be used with 'cache: %s': native AIO needs O_DIRECT, "
+		    "which only cache 'none' and 'directsync' give (libvirt and QEMU refuse it)",
+		    enum_name(&plan_disk_keys, "cache", (int)d->cache));
+}
+
+static void disk_size_sectors(const struct rule_subject *s, struct rule_out *o)
+{
+	if (s->disk->kind == PLAN_DISK_IMAGE && s->disk->size % 512) {
+		_cleanup_free_ char *z = format_size(s->disk->size);
+		rule_fail(o, "size", "'size: %s' must be a multiple of 512 bytes (disk sectors)",
+			  z);
+	}
+}
+
+static void disk_full_large(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct plan_disk *d = s->disk;
+	if (d->kind == PLAN_DISK_IMAGE && d->allocation != PLAN_ALLOC_SPARSE &&
+	    d->size > PLAN_DISK_FULL_WARN) {
+		_cleanup_free_ char *z = format_size(d->size);
+		_cleanup_free_ char *w = format_size(PLAN_DISK_FULL_WARN);
+		rule_fail(o, "size",
+			  "disk '%s' writes out %s of image ('allocation: %s'), more than %s: "
+			  "check the host's free space",
+			  d->e.name, z,
+			  enum_name(&plan_disk_keys, "allocation", (int)d->allocation), w);
+	}
+}
+
+static void disk_target_fs(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct plan_disk *d = s->disk;
+	if (d->kind != PLAN_DISK_IMAGE || d->filesystem == PLAN_DISK_FS_EXT4)
+		return;
+	rule_fail(o, "filesystem", "%s",
+		  d->filesystem == PLAN_DISK_FS_VFAT
+		      ? "vfat target disks are not supported yet: ferry formats targets ext4 on "
+			"the host"
+		      : "ntfs target disks need a Windows guest");
+}
+
+/* ---- datasets.NAME ------------------------------------------------------------------------- */
+
+static void dataset_path_generated(const struct rule_subject *s, struct rule_out *o)
+{
+	static const char *const generated[] = {
+		"files", "size", "dirs", "content", "ratio", "seed"
+	};
+	if (!s->dataset->path)
+		return;
+	for (size_t i = 0; i < ELEMENTSOF(generated); i++)
+		if (key_is_set(&plan_dataset_keys, s->dataset, generated[i]))
+			rule_fail(
+			    o, generated[i],
+			    "'%s' cannot be used with 'path' (a path dataset is read as it is)",
+			    generated[i]);
+}
+
+static bool generated(const struct plan_dataset *ds)
+{
+	return !ds->path && key_is_set(&plan_dataset_keys, ds, "size");
+}
+
+static void dataset_size(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct plan_dataset *ds = s->dataset;
+	if (!ds->path && !key_is_set(&plan_dataset_keys, ds, "size"))
+		rule_fail(o, NULL, "dataset '%s' needs 'size' (the size of each file) or 'path'",
+			  ds->e.name);
+}
+
+static void dataset_size_range(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct plan_dataset *ds = s->dataset;
+	if (!generated(ds))
+		return;
+	/* a single size sets min and max: without max, it was written as a mapping */
+	if (!key_is_set(&plan_size_range_keys, &ds->size, "max"))
+		rule_fail(o, "size",
+			  "'size' as a range needs 'max' (or write one size: 'size: 4KiB')");
+	else if (ds->size.min > ds->size.max)
+		rule_fail(o, "size.min", "'size' range is empty: min is larger than max");
+}
+
+static void dataset_ratio(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct plan_dataset *ds = s->dataset;
+	if (generated(ds) && key_is_set(&plan_dataset_keys, ds, "ratio") &&
+	    ds->content != PLAN_CONTENT_COMPRESSIBLE)
+		rule_fail(o, "ratio", "'ratio' needs 'content: compressible'");
+}
+
+static void dataset_total(const struct rule_subject *s, struct rule_out *o, bool warn)
+{
+	const struct plan_dataset *ds = s->dataset;
+	uint64_t total;
+	if (!generated(ds))
+		return;
+	bool over = !mul_u64(ds->files, ds->size.max, &total);
+	_cleanup_free_ char *each = format_size(ds->size.max);
+	if (!warn && (over || total > PLAN_DATASET_MAX)) {
+		_cleanup_free_ char *max = format_size(PLAN_DATASET_MAX);
+		rule_fail(o, "files",
+			  "dataset '%s' is too large: %" PRIu64 " files of up to %s exceed %s",
+			  ds->e.name, ds->files, each, max);
+	} else if (warn && !over && total > PLAN_DATASET_WARN && total <= PLAN_DATASET_MAX) {
+		_cleanup_free_ char *t = format_size(total);
+		_cleanup_free_ char *w = format_size(PLAN_DATASET_WARN);
+		rule_fail(o, "files",
+			  "dataset '%s' generates up to %s (%" PRIu64 " files of up to %s), more "
+			  "than %s: check the host's free space",
+			  ds->e.name, t, ds->files, each, w);
+	}
+}
+
+static void dataset_too_large(const struct rule_subject *s, struct rule_out *o)
+{
+	dataset_total(s, o, false);
+}
+
+static void dataset_large(const struct rule_subject *s, struct rule_out *o)
+{
+	dataset_total(s, o, true);
+}
+
+/* ---- methods.NAME -------------------------------------------------------------------------- */
+
+static void method_hotplug_bus(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct plan_method *m = s->method;
+	if (m->type != PLAN_METHOD_DISK_IMAGE ||
+	    (m->image_bus != PLAN_BUS_SATA && m->image_bus != PLAN_BUS_IDE))
+		return;
+	const char *bus = m->image_bus == PLAN_BUS_SATA ? "sata" : "ide";
+	if (o->run)
+		rule_fail(o, "bus",
+			  "%s disks cannot be hot-plugged (QEMU/libvirt): disk-image needs bus "
+			  "virtio or scsi",
+			  bus);
+	else
+		rule_fail(
+		    o, "bus",
+		    "'bus: %s' cannot be used by a disk-image method: it hot-plugs its image, "
+		    "and only virtio and scsi disks can be hot-plugged",
+		    bus);
+}
+
+static void method_in_place_archive(const struct rule_subject *s, struct rule_out *o)
+{
+	if (s->method->in_place && s->method->archive.format != PLAN_ARCHIVE_NONE)
+		rule_fail(
+		    o, "in_place",
+		    "'in_place' reads the files where they are on the image, which an archive "
+		    "hides: drop 'archive' or 'in_place'");
+}
+
+static void method_compression_format(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct plan_archive *a = &s->method->archive;
+	if (a->compression != PLAN_COMPRESS_NONE && a->format == PLAN_ARCHIVE_NONE)
+		rule_fail(o, "archive.compression",
+			  "'compression' needs an archive 'format' (tar, pax, cpio or zip)");
+}
+
+static void method_level_compression(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct plan_archive *a = &s->method->archive;
+	if (a->level && a->compression == PLAN_COMPRESS_NONE)
+		rule_fail(o, "archive.level", "'level' needs a 'compression'");
+}
+
+static void method_block_size(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct plan_method *m = s->method;
+	/* only block methods use it; the key's default is a multiple of 512 */
+	if (m->block_size % 512 == 0 && (m->block_size || m->type != PLAN_METHOD_BLOCK))
+		return;
+	if (o->run)
+		rule_fail(o, "block_size",
+			  "block: block_size %" PRIu64
+			  " is not a multiple of 512 bytes (direct I/O "
+			  "needs aligned requests)",
+			  m->block_size);
+	else
+		rule_fail(o, "block_size", "'block_size' must be a multiple of 512 for direct I/O");
+}
+
+static void method_virtiofs_9p(const struct rule_subject *s, struct rule_out *o)
+{
+	if (s->method->driver != PLAN_SHARE_VIRTIOFS)
+		return;
+	for (size_t i = 0; i < 2; i++) {
+		const char *nine = i ? "cache" : "msize";
+		if (key_is_set(&plan_method_keys, s->method, nine))
+			rule_fail(o, nine,
+				  "'%s' is a 9p option: it does not apply to 'driver: virtiofs'",
+				  nine);
+	}
+}
+
+static void method_image_archive(const struct rule_subject *s, struct rule_out *o)
+{
+	if (s->method->type == PLAN_METHOD_DISK_IMAGE &&
+	    s->method->archive.format != PLAN_ARCHIVE_NONE)
+		rule_fail(o, "archive",
+			  "disk-image carries files in its filesystem: archive does not apply");
+}
+
+static const char *const compression_names[] = { "none", "gzip", "zstd", "lz4", "xz" };
+
+static void method_zip_compression(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct plan_archive *a = &s->method->archive;
+	if (a->format == PLAN_ARCHIVE_ZIP && a->compression != PLAN_COMPRESS_NONE &&
+	    a->compression != PLAN_COMPRESS_GZIP)
+		rule_fail(o, "archive.compression",
+			  "zip with %s compression: the guest's unzip reads stored and deflated "
+			  "entries only (use compression none or gzip)",
+			  compression_names[a->compression]);
+}
+
+/* ---- cells: what entries cannot do together ------------------------------------------------ */
+
+static void cell_ide_q35(const struct rule_subject *s, struct rule_out *o)
+{
+	if (s->vm->machine == PLAN_MACHINE_Q35 && s->disk->kind == PLAN_DISK_IMAGE &&
+	    s->disk->bus == PLAN_BUS_IDE)
+		rule_fail(
+		    o, "disk",
+		    "disk '%s' uses bus 'ide', which vm '%s' (machine q35) does not have: ide "
+		    "exists only on machine pc",
+		    s->disk->e.name, s->vm->e.name);
+}
+
+static void cell_block_tmpfs(const struct rule_subject *s, struct rule_out *o)
+{
+	if (s->method->type != PLAN_METHOD_BLOCK || s->disk->kind != PLAN_DISK_TMPFS)
+		return;
+	if (o->run)
+		rule_fail(o, "method",
+			  "block: writes a raw device and needs an image disk, not tmpfs");
+	else
+		rule_fail(o, "method",
+			  "method '%s' (type block) writes a raw device, and disk '%s' is a tmpfs, "
+			  "which has none",
+			  s->method->e.name, s->disk->e.name);
+}
+
+/* What a guest's OS cannot do, whatever the host: Windows has no tmpfs, no ext4 and no 9p
+ * client; the built-in (Linux) guest has no mkfs.ntfs. One message per cell: the first. */
+static void cell_guest_os(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct plan_vm *vm = s->vm;
+	const struct plan_disk *d = s->disk;
+	const struct plan_method *me = s->method;
+	const char *what = NULL, *at = "disk";
+
+	if (vm->os != PLAN_OS_WINDOWS) {
+		if (vm->guest == PLAN_GUEST_BUILTIN && d->kind == PLAN_DISK_IMAGE &&
+		    d->filesystem == PLAN_DISK_FS_NTFS)
+			what = "the built-in guest cannot format ntfs (use ext4 or vfat)";
+	} else if (d->kind == PLAN_DISK_TMPFS) {
+		what = "tmpfs is a Linux filesystem";
+	} else if (d->kind == PLAN_DISK_IMAGE && d->filesystem == PLAN_DISK_FS_EXT4) {
+		what = "Windows cannot format or mount ext4 (use filesystem ntfs or vfat)";
+	} else if (me->type == PLAN_METHOD_DISK_IMAGE && me->filesystem == PLAN_IMAGE_FS_EXT4) {
+		what = "Windows cannot mount an ext4 image (use filesystem iso9660 or vfat)";
+		at = "method";
+	} else if (me->type == PLAN_METHOD_SHARE && me->driver == PLAN_SHARE_9P) {
+		what = "Windows has no 9p client (use driver virtiofs)";
+		at = "method";
+	}
+	if (what)
+		rule_fail(o, at, "%s '%s' cannot be used with vm '%s' (os %s): %s", at,
+			  STREQ(at, "disk") ? d->e.name : me->e.name, vm->e.name,
+			  vm->os == PLAN_OS_WINDOWS ? "windows" : "linux", what);
+}
+
+/* The guest side of these methods is a POSIX shell with busybox: Linux guests only. */
+static void cell_linux_guest_side(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct plan_method *m = s->method;
+	if (s->vm->os != PLAN_OS_WINDOWS)
+		return;
+	switch (m->type) {
+	case PLAN_METHOD_NETWORK:
+		rule_fail(o, "method",
+			  "network: the guest side uses busybox wget/nc and a POSIX shell (Linux "
+			  "guests only)");
+		break;
+	case PLAN_METHOD_CHANNEL:
+		rule_fail(o, "method",
+			  "channel: the guest side is a POSIX shell pipeline (Linux guests only)");
+		break;
+	case PLAN_METHOD_BLOCK:
+		rule_fail(o, "method", "block: the guest side is busybox dd (Linux guests only)");
+		break;
+	case PLAN_METHOD_SHARE:
+		rule_fail(o, "method", "%s",
+			  m->driver == PLAN_SHARE_VIRTIOFS
+			      ? "share: virtiofs in Windows needs virtio-win's virtiofs service "
+				"(WinFsp), which ferry does not drive"
+			      : "share: 9p needs a Linux guest");
+		break;
+	default: break;
+	}
+}
+
+static void cell_network_nic(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct plan_nic *n = &s->vm->nic;
+	if (s->method->type != PLAN_METHOD_NETWORK)
+		return;
+	if (n->network || n->bridge)
+		rule_fail(o, "method",
+			  "network: NICs on a %s ('%s') are not supported yet: ferry's sender "
+			  "listens on the host's loopback, which only QEMU user networking maps "
+			  "into the guest (10.0.2.2)",
+			  n->network ? "libvirt network" : "bridge",
+			  n->network ? n->network : n->bridge);
+	else if (n->queues > 1)
+		rule_fail(
+		    o, "method",
+		    "network: QEMU user networking has a single queue pair (queues > 1 needs a "
+		    "tap)");
+}
+
+static void cell_busybox_compression(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct plan_archive *a = &s->method->archive;
+	/* a user image may have zstd and lz4; the built-in guest's busybox has gzip and xz */
+	if (s->vm->guest == PLAN_GUEST_BUILTIN && s->method->type != PLAN_METHOD_BLOCK &&
+	    a->format != PLAN_ARCHIVE_NONE && a->format != PLAN_ARCHIVE_ZIP &&
+	    (a->compression == PLAN_COMPRESS_ZSTD || a->compression == PLAN_COMPRESS_LZ4))
+		rule_fail(o, "method",
+			  "the built-in guest's busybox cannot decompress %s (it has gzip and xz)",
+			  compression_names[a->compression]);
+}
+
+/* ---- the table ----------------------------------------------------------------------------- */
+
+const struct plan_rule plan_rules[] = {
+	{ "vm.image-builtin", RULE_VM, RULE_ERROR, 0, "'image' with 'guest: builtin'",
+	  vm_image_builtin },
+	{ "vm.image-missing", RULE_VM, RULE_ERROR, 0, "'guest: image' without 'image'",
+	  vm_image_missing },
+	{ "vm.windows-builtin", RULE_VM, RULE_ERROR, 0, "'os: windows' on the built-in guest",
+	  vm_windows_builtin },
+	{ "vm.memory-mib", RULE_VM, RULE_ERROR, 0,
+	  "memory is a whole number of MiB (vm_config_validate() refused it at boot)",
+	  vm_memory_mib },
+	{ "vm.memory-large", RULE_VM, RULE_WARN, 0, "memory above PLAN_MEMORY_WARN",
+	  vm_memory_large },
+	{ "vm.nic-network-bridge", RULE_VM, RULE_ERROR, 0, "nic 'network' and 'bridge' together",
+	  nic_network_bridge },
+	{ "vm.nic-queues-model", RULE_VM, RULE_ERROR, 0, "nic queues above 1 with model e1000",
+	  nic_queues_model },
+	{ "vm.nic-queues-tap", RULE_VM, RULE_ERROR, 0, "nic queues above 1 on QEMU user networking",
+	  nic_queues_tap },
+	{ "disk.native-cache", RULE_DISK, RULE_ERROR, 0,
+	  "'io: native' with a cache mode other than none or directsync", disk_native_cache },
+	{ "disk.size-sectors", RULE_DISK, RULE_ERROR, 0,
+	  "an image disk's size is a multiple of 512 (vm_disk_validate() refused it at boot)",
+	  disk_size_sectors },
+	{ "disk.full-large", RULE_DISK, RULE_WARN, 0,
+	  "a preallocated image above PLAN_DISK_FULL_WARN", disk_full_large },
+	{ "disk.target-filesystem", RULE_DISK, RULE_SKIP, 0,
+	  "target disks are formatted ext4 (vfat not yet, ntfs needs Windows)", disk_target_fs },
+	{ "dataset.path-generated", RULE_DATASET, RULE_ERROR, 0,
+	  "keys of generated files with 'path'", dataset_path_generated },
+	{ "dataset.size", RULE_DATASET, RULE_ERROR, 0, "a dataset has 'size' or 'path'",
+	  dataset_size },
+	{ "dataset.size-range", RULE_DATASET, RULE_ERROR, 0,
+	  "a size range has 'max' and min <= max", dataset_size_range },
+	{ "dataset.ratio", RULE_DATASET, RULE_ERROR, 0, "'ratio' without 'content: compressible'",
+	  dataset_ratio },
+	{ "dataset.too-large", RULE_DATASET, RULE_ERROR, 0,
+	  "files times size at most PLAN_DATASET_MAX", dataset_too_large },
+	{ "dataset.large", RULE_DATASET, RULE_WARN, 0, "files times size above PLAN_DATASET_WARN",
+	  dataset_large },
+	{ "method.hotplug-bus", RULE_METHOD, RULE_ERROR, RULE_AT_RUN,
+	  "a disk-image method on bus sata or ide (no hot-plug)", method_hotplug_bus },
+	{ "method.in-place-archive", RULE_METHOD, RULE_ERROR, 0, "'in_place' with an archive",
+	  method_in_place_archive },
+	{ "method.compression-format", RULE_METHOD, RULE_ERROR, 0,
+	  "compression without an archive format", method_compression_format },
+	{ "method.level-compression", RULE_METHOD, RULE_ERROR, 0, "'level' without compression",
+	  method_level_compression },
+	{ "method.block-size", RULE_METHOD, RULE_ERROR, RULE_AT_RUN,
+	  "'block_size' a multiple of 512", method_block_size },
+	{ "method.virtiofs-9p-options", RULE_METHOD, RULE_ERROR, 0,
+	  "9p options (msize, cache) with 'driver: virtiofs'", method_virtiofs_9p },
+	{ "method.image-archive", RULE_METHOD, RULE_SKIP, 0, "a disk-image method with an archive",
+	  method_image_archive },
+	{ "method.zip-compression", RULE_METHOD, RULE_SKIP, 0,
+	  "zip archives compressed other than none or gzip", method_zip_compression },
+	{ "cell.ide-q35", RULE_CELL, RULE_ERROR, 0, "an ide disk on a q35 vm", cell_ide_q35 },
+	{ "cell.block-tmpfs", RULE_CELL, RULE_ERROR, RULE_AT_RUN, "a block method on a tmpfs disk",
+	  cell_block_tmpfs },
+	{ "cell.guest-os", RULE_CELL, RULE_ERROR, 0,
+	  "what the guest's OS lacks: tmpfs, ext4, 9p on Windows; ntfs on the built-in guest",
+	  cell_guest_os },
+	{ "cell.linux-guest-side", RULE_CELL, RULE_SKIP, 0,
+	  "network, channel, block and share methods on a Windows guest", cell_linux_guest_side },
+	{ "cell.network-nic", RULE_CELL, RULE_SKIP, 0,
+	  "a network method with a tap NIC or several queues", cell_network_nic },
+	{ "cell.busybox-compression", RULE_CELL, RULE_SKIP, 0,
+	  "zstd or lz4 archives on the built-in guest", cell_busybox_compression },
+};
+const size_t n_plan_rules = ELEMENTSOF(plan_rules);
+
+/* ---- evaluation ---------------------------------------------------------------------------- */
+
+static bool applies(const struct plan_rule *r, const struct rule_subject *s)
+{
+	switch (r->scope) {
+	case RULE_VM: return s->vm;
+	case RULE_DISK: return s->disk;
+	case RULE_DATASET: return s->dataset;
+	case RULE_METHOD: return s->method;
+	default: return s->vm && s->disk && s->dataset && s->method;
+	}
+}
+
+/* -- entry rules while reading: positioned at the key path -- */
+
+struct entry_out {
+	struct rule_out o;
+	struct ctx *c;
+	const yaml_node_t *map, *owner;
+};
+
+static void entry_fail(struct rule_out *o, const char *key, char *msg)
+{
+	struct entry_out *e = (struct entry_out *)(void *)o;
+	const yaml_node_t *at = e->owner, *map = e->map;
+
+	/* the deepest key of the path that is written, else the entry */
+	for (const char *k = key; k && map;) {
+		const char *dot = strchr(k, '.');
+		_cleanup_free_ char *seg = dot ? xstrndup(k, (size_t)(dot - k)) : xstrdup(k);
+		yaml_node_t *kn = NULL;
+		yaml_node_t *v = pl_lookup(e->c, map, seg, &kn);
+		if (!kn)
+			break;
+		at = kn;
+		map = v;
+		k = dot ? dot + 1 : NULL;
+	}
+	if (o->rule->kind == RULE_WARN)
+		pl_warn_node(e->c, at, "%s", msg);
+	else
+		pl_err_node(e->c, at, "%s", msg);
+	free(msg);
+}
+
+void pl_check_entry_rules(struct ctx *c, enum rule_scope scope, const void *entry,
+			  const yaml_node_t *map, const yaml_node_t *owner)
+{
+	struct rule_subject s = { 0 };
+	switch (scope) {
+	case RULE_VM: s.vm = entry; break;
+	case RULE_DISK: s.disk = entry; break;
+	case RULE_DATASET: s.dataset = entry; break;
+	case RULE_METHOD: s.method = entry; break;
+	default: return;
+	}
+	struct entry_out e = { .o = { .fail = entry_fail }, .c = c, .map = map, .owner = owner };
+	for (size_t i = 0; i < n_plan_rules; i++) {
+		const struct plan_rule *r = &plan_rules[i];
+		if (r->scope != scope || r->kind == RULE_SKIP)
+			continue;
+		e.o.rule = r;
+		r->check(&s, &e.o);
+	}
+}
+
+/* -- cell rules over an expanded plan -- */
+
+struct cell_out {
+	struct rule_out o;
+	const struct plan_cell *cell;
+	struct diag_list *diags;
+	struct strmap seen; /* messages reported, with the rule as tag: once per pair of entries */
+	char **msgs;
+	size_t n_msgs, cap_msgs;
+	size_t errors;
+	char *skip; /* first skip reason of the cell */
+};
+
+static const struct plan_entry *entry_of(const struct plan_cell *cell, const char *axis)
+{
+	if (STREQ(axis, "vm"))
+		return &cell->vm->e;
+	if (STREQ(axis, "disk"))
+		return &cell->disk->e;
+	if (STREQ(axis, "dataset"))
+		return &cell->dataset->e;
+	return &cell->method->e;
+}
+
+static void cell_fail(struct rule_out *o, const char *key, char *msg)
+{
+	struct cell_out *co = (struct cell_out *)(void *)o;
+	if (o->rule->kind == RULE_SKIP) {
+		if (!co->skip)
+			co->skip = msg;
+		else
+			free(msg);
+		return;
+	}
+	uint32_t tag = (uint32_t)(o->rule - plan_rules);
+	if (strmap_put(&co->seen, msg, tag, 0) != STRMAP_NONE) {
+		free(msg);
+		return;
+	}
+	co->msgs = xgrow(co->msgs, &co->cap_msgs, co->n_msgs + 1, sizeof(*co->msgs));
+	co->msgs[co->n_msgs++] = msg;
+	const struct plan_entry *at = entry_of(co->cell, key);
+	diag_add(co->diags, at->pos.file, at->pos.line, at->pos.col, "%s (first in cell '%s')", msg,
+		 co->cell->id);
+	co->errors++;
+}
+
+size_t pl_check_cells(const struct plan *p, const struct matrix *m, struct diag_list *diags)
+{
+	struct cell_out co = { .o = { .fail = cell_fail }, .diags = diags };
+	size_t n = matrix_n_cells(m), skipped = 0;
+	char *first_skip = NULL;
+	const char *first_id = NULL;
+
+	strmap_init(&co.seen, 8);
+	for (size_t i = 0; i < n; i++) {
+		struct plan_cell cell;
+		plan_cell(p, m, i, &cell);
+		struct rule_subject s = { cell.vm, cell.disk, cell.dataset, cell.method };
+		if (!s.vm || !s.disk || !s.dataset || !s.method)
+			continue; /* an include entry left it incomplete: reported by plan_expand */
+		co.cell = &cell;
+		co.skip = NULL;
+		for (size_t r = 0; r < n_plan_rules; r++) {
+			const struct plan_rule *rule = &plan_rules[r];
+			/* entry errors were reported where the entry is written */
+			if (rule->kind == RULE_WARN ||
+			    (rule->scope != RULE_CELL && rule->kind != RULE_SKIP))
+				continue;
+			co.o.rule = rule;
+			rule->check(&s, &co.o);
+		}
+		if (co.skip) {
+			skipped++;
+			if (!first_skip) {
+				first_skip = co.skip;
+				first_id = cell.id;
+			} else {
+				free(co.skip);
+			}
+		}
+	}
+	if (n && skipped == n && !co.errors) {
+		diag_add(diags, p->matrix_pos.file, p->matrix_pos.line, p->matrix_pos.col,
+			 "no cell of the plan can run on any host: every one is skipped (first "
+			 "cell '%s': %s)",
+			 first_id, first_skip);
+		co.errors++;
+	}
+	free(first_skip);
+	strmap_free(&co.seen);
+	for (size_t i = 0; i < co.n_msgs; i++)
+		free(co.msgs[i]);
+	free(co.msgs);
+	return co.errors;
+}
+
+/* -- one cell at run time -- */
+
+static void run_fail(struct rule_out *o, const char *key, char *msg)
+{
+	char **first = o->ud;
+	(void)key;
+	if (!*first)
+		*first = msg;
+	else
+		free(msg);
+}
+
+char *plan_rules_skip(const struct plan *p, const struct plan_cell *cell)
+{
+	struct rule_subject s = { cell->vm, cell->disk, cell->dataset, cell->method };
+	char *why = NULL;
+	struct rule_out o = { .run = true, .fail = run_fail, .ud = &why };
+
+	(void)p;
+	for (size_t i = 0; i < n_plan_rules && !why; i++) {
+		const struct plan_rule *r = &plan_rules[i];
+		if (r->kind != RULE_SKIP && !(r->flags & RULE_AT_RUN))
+			continue;
+		if (!applies(r, &s))
+			continue;
+		o.rule = r;
+		r->check(&s, &o);
+	}
+	return why;
+}
+
+char *plan_rules_archive_skip(const struct plan_archive *a, bool builtin)
+{
+	struct plan_method m = { .type = PLAN_METHOD_AGENT_FILE, .archive = *a };
+	struct plan_vm vm = { .guest = builtin ? PLAN_GUEST_BUILTIN : PLAN_GUEST_IMAGE };
+	struct rule_subject s = { .vm = &vm, .method = &m };
+	char *why = NULL;
+	struct rule_out o = { .run = true, .fail = run_fail, .ud = &why };
+
+	method_zip_compression(&s, &o);
+	if (!why)
+		cell_busybox_compression(&s, &o);
+	return why;
+}
