@@ -781,13 +781,12 @@ struct membuf {
 	FILE *f;
 };
 
-static void membuf_open(struct membuf *m)
+static int membuf_open(struct membuf *m)
 {
 	m->data = NULL;
 	m->len = 0;
 	m->f = open_memstream(&m->data, &m->len);
-	if (!m->f)
-		abort();
+	return m->f ? 0 : -1;
 }
 
 static void membuf_close(struct membuf *m)
@@ -813,8 +812,17 @@ int report_markdown(const struct results *r, const struct report_markdown_opts *
 	struct report_locale loc;
 	report_locale_enter(&loc);
 
-	struct membuf body, prov, raw;
-	membuf_open(&body);
+	struct membuf body = { 0 }, prov = { 0 }, raw = { 0 };
+	if (membuf_open(&body) < 0 || membuf_open(&prov) < 0 || membuf_open(&raw) < 0) {
+		membuf_close(&body);
+		membuf_close(&prov);
+		free(body.data);
+		free(prov.data);
+		report_locale_leave(&loc);
+		layout_free(&l, r->n_cells);
+		*err = xstrdup("out of memory for the Markdown report");
+		return -1;
+	}
 	write_summary(body.f, r);
 	write_main_tables(body.f, r, &l);
 	write_phase_table(body.f, r, &l);
@@ -822,11 +830,9 @@ int report_markdown(const struct results *r, const struct report_markdown_opts *
 	write_problems(body.f, r);
 	membuf_close(&body);
 
-	membuf_open(&prov);
 	write_provenance(prov.f, r);
 	membuf_close(&prov);
 
-	membuf_open(&raw);
 	_cleanup_free_ size_t *row_end = NULL;
 	size_t header = 0;
 	size_t rows = write_raw_runs(raw.f, r, &row_end, &header);
