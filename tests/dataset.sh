@@ -98,6 +98,13 @@ grep -qF -- "--no-capacity-check" "$tmp/err" || fail "no override named: $(cat "
 [ ! -e "$tmp/capcache/datasets" ] || [ -z "$(ls -A "$tmp/capcache/datasets")" ] ||
 	fail "a refused run generated data"
 
+# dataset gen checks the disk it writes to, before it writes
+rc=0
+"$FERRY" dataset gen --files 16 --size 1TiB --dir "$tmp/vast" 2>"$tmp/err" || rc=$?
+[ "$rc" = 3 ] && grep -qF "not enough disk space on the filesystem of '$tmp/vast': needs 16TiB" \
+	"$tmp/err" || fail "dataset gen of 16TiB: rc $rc: $(cat "$tmp/err")"
+[ ! -e "$tmp/vast" ] || fail "a refused generation created its directory"
+
 echo "# the cache limit: least recently used datasets are evicted, never one in use"
 cache="$tmp/lru"
 for seed in 1 2 3; do

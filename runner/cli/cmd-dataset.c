@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "capacity.h"
 #include "commands.h"
 #include "dataset.h"
 #include "plan-limits.h"
@@ -30,6 +31,7 @@ static void usage(FILE *out)
 	    "compressible]\n"
 	    "                         [--ratio R] [--seed N] [--dir DIR [--manifest FILE]]\n"
 	    "                         [--cache-dir DIR] [--rehash] [--no-sync]\n"
+	    "                         [--no-capacity-check]\n"
 	    "       ferry dataset scan DIR [--manifest FILE]\n"
 	    "       ferry dataset command DIR [--symlinks]\n"
 	    "       ferry dataset verify --manifest FILE [--symlinks] (--dir DIR | LISTING | -)\n"
@@ -126,6 +128,7 @@ static int cmd_gen(int argc, char **argv)
 		{ "cache-dir", required_argument, NULL, 'C' },
 		{ "rehash", no_argument, NULL, 'R' },
 		{ "no-sync", no_argument, NULL, 'N' },
+		{ "no-capacity-check", no_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -134,7 +137,7 @@ static int cmd_gen(int argc, char **argv)
 	struct dataset_spec spec = { .files = 1 };
 	struct dataset_get_opts gopts = { 0 };
 	const char *dir = NULL, *mpath = NULL, *size_arg = "";
-	bool have_size = false;
+	bool have_size = false, no_capacity_check = false;
 	uint64_t v;
 	int c, i;
 
@@ -200,6 +203,7 @@ static int cmd_gen(int argc, char **argv)
 		case 'C': gopts.cache_dir = optarg; break;
 		case 'R': gopts.rehash = true; break;
 		case 'N': gopts.gen.no_sync = true; break;
+		case 'K': no_capacity_check = true; break;
 		case 'h': usage(stdout); return EXIT_OK;
 		default: usage(stderr); return EXIT_PLAN;
 		}
@@ -229,6 +233,18 @@ static int cmd_gen(int argc, char **argv)
 		       "dataset (ferry(1) SECURITY, Limits)",
 		       (unsigned long long)spec.files, size_arg);
 		return EXIT_PLAN;
+	}
+	if (!no_capacity_check) {
+		/* the disk it lands on must hold it (a cached copy needs nothing) */
+		_cleanup_free_ char *cache =
+		    gopts.cache_dir ? xstrdup(gopts.cache_dir) : dataset_cache_dir();
+		_cleanup_free_ char *hash = dataset_spec_hash(&spec);
+		_cleanup_free_ char *mf = xasprintf("%s/datasets/%s.manifest.json", cache, hash);
+		_cleanup_free_ char *where = dir ? xstrdup(dir) : xasprintf("%s/datasets", cache);
+		if ((dir || access(mf, F_OK) < 0) && capacity_dataset(&spec, where, &err) < 0) {
+			errorf("%s (--no-capacity-check generates anyway)", err);
+			return EXIT_INFRA;
+		}
 	}
 	gopts.gen.cancelled = gen_cancelled;
 	catch_signals();

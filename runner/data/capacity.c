@@ -17,8 +17,23 @@
 #include "fs.h"
 #include "matrix.h"
 #include "plan.h"
-#include "units.h"
 #include "util.h"
+
+/* A size for people: "16TiB", "78.6GiB", "512MiB" (one decimal when it is not whole). */
+static char *human_size(uint64_t b)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	double v = (double)b;
+	size_t u = 0;
+	while (v >= 1024 && u + 1 < ELEMENTSOF(unit)) {
+		v /= 1024;
+		u++;
+	}
+	double r = (double)(long long)(v * 10 + 0.5) / 10;
+	if (r == (double)(long long)r)
+		return xasprintf("%lld%s", (long long)r, unit[u]);
+	return xasprintf("%.1f%s", r, unit[u]);
+}
 
 /* What QEMU and the guest's page tables take beyond the guest's RAM (measured: ~150 MiB). */
 #define QEMU_OVERHEAD (UINT64_C(256) << 20)
@@ -43,21 +58,21 @@ int capacity_check(const struct capacity_need *needs, size_t n_needs,
 		for (size_t i = 0; i < n_needs; i++) {
 			if (needs[i].fs != space[s].fs || !needs[i].bytes)
 				continue;
-			_cleanup_free_ char *b = format_size(needs[i].bytes);
+			_cleanup_free_ char *b = human_size(needs[i].bytes);
 			char *q =
 			    xasprintf("%s%s%s %s", parts, *parts ? ", " : "", needs[i].what, b);
 			free(parts);
 			parts = q;
 		}
-		_cleanup_free_ char *t = format_size(total);
-		_cleanup_free_ char *a = format_size(space[s].avail);
+		_cleanup_free_ char *t = human_size(total);
+		_cleanup_free_ char *a = human_size(space[s].avail);
 		char *line =
 		    space[s].fs == 0
-			? xasprintf("not enough memory: the run needs %s (%s), %s are "
+			? xasprintf("not enough memory: needs %s (%s), %s are "
 				    "available",
 				    t, parts, a)
-			: xasprintf("not enough disk space on the filesystem of '%s': the run "
-				    "needs %s (%s), %s are free",
+			: xasprintf("not enough disk space on the filesystem of '%s': needs "
+				    "%s (%s), %s are free",
 				    space[s].where, t, parts, a);
 		free(parts);
 		char *q = msg ? xasprintf("%s; %s", msg, line) : line;
@@ -136,6 +151,14 @@ static bool cached(const struct dataset_spec *s, const char *cache_dir)
 	_cleanup_free_ char *mpath = xasprintf("%s/datasets/%s.manifest.json", cache_dir, hash);
 	struct stat st;
 	return lstat(mpath, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int capacity_dataset(const struct dataset_spec *spec, const char *dir, char **err)
+{
+	uint64_t fs = capacity_fs_of(dir);
+	const struct capacity_need need = { "the dataset", fs, spec_disk_bytes(spec) };
+	const struct capacity_space space = { fs, dir, fs_avail(dir) };
+	return capacity_check(&need, 1, &space, 1, err);
 }
 
 int capacity_plan(const struct plan *p, const struct matrix *m, const char *cache_dir,

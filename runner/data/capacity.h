@@ -15,6 +15,7 @@
 
 struct plan;
 struct matrix;
+struct dataset_spec;
 
 /* One need: `bytes` on the filesystem `fs` (an id from capacity_fs_of(); 0: memory). */
 struct capacity_need {
@@ -33,7 +34,7 @@ struct capacity_space {
 /*
  * Whether every filesystem (and memory) has room for the sum of the needs on it. Returns 0, or
  * -1 with *err naming each that is short: "not enough disk space on the filesystem of
- * '/var/cache/ferry': the run needs 12GiB (datasets to generate 12GiB), 3.1GiB are free". A
+ * '/var/cache/ferry': needs 12GiB (datasets to generate 12GiB), 3.1GiB are free". A
  * need on a filesystem without a space entry is not checked.
  */
 int capacity_check(const struct capacity_need *needs, size_t n_needs,
@@ -50,6 +51,12 @@ uint64_t capacity_fs_of(const char *path);
  */
 int capacity_plan(const struct plan *p, const struct matrix *m, const char *cache_dir,
 		  const char *run_root, char **err);
+
+/*
+ * Whether the filesystem of `dir` (or its nearest existing parent) has room to generate spec
+ * (files rounded up to 4 KiB blocks); 0 or -1 with *err as capacity_check() words it.
+ */
+int capacity_dataset(const struct dataset_spec *spec, const char *dir, char **err);
 
 /* ---- the dataset cache's size limit ---- */
 

@@ -158,6 +158,8 @@ int vm_config_validate(const struct vm_config *c, char **why);
  */
 char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const char *console_log,
 		    char **err);
+/* The guest target name of the idx-th disk (0-based) on bus: "vda", "sdb", "hdc". Caller frees. */
+char *vm_disk_target_name(enum disk_bus bus, unsigned idx);
 /* The <disk> element alone, for hot-plug; target is e.g. "vdb". Caller frees. */
 char *vm_disk_xml(const struct disk_config *d, const char *target, char **err);
 

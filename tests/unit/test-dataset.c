@@ -849,11 +849,13 @@ static void test_capacity(void)
 	space[0].avail--;
 	space[2].avail = UINT64_C(1) << 30;
 	g_assert_cmpint(capacity_check(needs, 4, space, 3, &err), ==, -1);
-	g_assert_nonnull(strstr(err, "not enough disk space on the filesystem of '/cache': the run "
-				     "needs 4GiB (datasets to generate 3GiB, target disks 1GiB)"));
+	g_assert_nonnull(strstr(err,
+				"not enough disk space on the filesystem of '/cache': needs 4GiB "
+				"(datasets to generate 3GiB, target disks 1GiB), 4GiB are free"));
 	g_assert_null(strstr(err, "/runs"));
-	g_assert_nonnull(strstr(err, "not enough memory: the run needs 2GiB (the largest VM 2GiB), "
-				     "1GiB are available"));
+	g_assert_nonnull(strstr(err,
+				"not enough memory: needs 2GiB (the largest VM 2GiB), 1GiB are "
+				"available"));
 	free(err);
 	/* a sum that overflows is still too much */
 	const struct capacity_need huge[] = { { "a", 7, UINT64_MAX }, { "b", 7, 2 } };

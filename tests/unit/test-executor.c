@@ -323,10 +323,11 @@ static void test_resume(void)
 	/* resume the whole plan: exactly the missing cell runs */
 	char *err = NULL;
 	t.o.shard_k = t.o.shard_n = 0;
+	results_free(t.r);
+	t.r = NULL;
 	t.o.resume = results_read(t.results_path, &err);
 	g_assert_nonnull(t.o.resume);
 	struct results *prev = t.o.resume;
-	t.r = NULL;
 	tx_run(&t);
 	g_assert_true(t.r == prev); /* resume fills the earlier results */
 	runs = runs_of(&t);
@@ -352,17 +353,18 @@ static void test_rerun_failed(void)
 	g_assert_cmpuint(t.res.counts[STATUS_PASSED], ==, 2);
 	/* plain resume: nothing left to run */
 	char *err = NULL;
-	t.o.resume = results_read(t.results_path, &err);
+	results_free(t.r);
 	t.r = NULL;
+	t.o.resume = results_read(t.results_path, &err);
 	tx_run(&t);
 	char *runs = runs_of(&t);
 	g_assert_cmpstr(runs, ==, "");
 	g_free(runs);
-	results_free(t.r);
 	/* --rerun-failed: exactly b */
+	results_free(t.r); /* the resumed results */
+	t.r = NULL;
 	t.o.resume = results_read(t.results_path, &err);
 	t.o.rerun_failed = true;
-	t.r = NULL;
 	tx_run(&t);
 	runs = runs_of(&t);
 	g_assert_cmpstr(runs, ==, "b0");

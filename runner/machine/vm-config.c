@@ -1,0 +1,507 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * VM configurations without a hypervisor (vm.h): the enum names, defaults, validation of what
+ * libvirt/QEMU refuse, and the domain and disk XML (libxml2 tree API). The lifecycle (boot,
+ * hot-plug, destroy) is in vm.c.
+ */
+#include "vm.h"
+
+#include <string.h>
+
+#include <libxml/tree.h>
+
+#include "cleanup.h"
+#include "plan-limits.h"
+#include "util.h"
+
+const char *const vm_machine_names[] = { "pc", "q35", NULL };
+const char *const vm_firmware_names[] = { "bios", "uefi", NULL };
+const char *const vm_accel_names[] = { "auto", "kvm", "tcg", NULL };
+const char *const vm_os_names[] = { "linux", "windows", NULL };
+const char *const nic_model_names[] = { "virtio", "e1000", NULL };
+const char *const nic_backend_names[] = { "none", "user", "network", "bridge", "ethernet", NULL };
+const char *const share_mode_names[] = { "mapped", "passthrough", NULL };
+const char *const share_driver_names[] = { "9p", "virtiofs", NULL };
+const char *const disk_kind_names[] = { "image", "tmpfs", NULL };
+const char *const disk_format_names[] = { "raw", "qcow2", NULL };
+const char *const disk_alloc_names[] = { "sparse", "falloc", "full", NULL };
+const char *const disk_bus_names[] = { "virtio", "scsi", "sata", "ide", NULL };
+const char *const disk_cache_names[] = { "default",    "none",   "writeback", "writethrough",
+					 "directsync", "unsafe", NULL };
+const char *const disk_io_names[] = { "default", "native", "threads", "io_uring", NULL };
+
+int vm_enum_parse(const char *const *names, const char *s)
+{
+	for (int i = 0; names[i]; i++)
+		if (STREQ(names[i], s))
+			return i;
+	return -1;
+}
+
+void vm_config_init(struct vm_config *c)
+{
+	*c = (struct vm_config){
+		.vcpus = 1,
+		.memory = 256ull << 20,
+		.machine = VM_MACHINE_PC,
+		.firmware = VM_FIRMWARE_BIOS,
+		.accel = VM_ACCEL_AUTO,
+		.os = VM_OS_LINUX,
+		.nic = { .model = NIC_MODEL_VIRTIO, .queues = 1, .backend = NIC_BACKEND_USER },
+		.share = { .mode = SHARE_MODE_MAPPED },
+	};
+}
+
+const char *vm_virtiofsd_path(void)
+{
+	/* Debian/Ubuntu's QEMU 7.x; Fedora and the Rust virtiofsd package */
+	static const char *const paths[] = { "/usr/lib/qemu/virtiofsd", "/usr/libexec/virtiofsd" };
+	for (size_t i = 0; i < ELEMENTSOF(paths); i++)
+		if (access(paths[i], X_OK) == 0)
+			return paths[i];
+	return NULL;
+}
+
+/* ---- validation ---- */
+
+static bool serial_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > DISK_SERIAL_MAX)
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '_' || *p == '.' || *p == '+' || *p == '-'))
+			return false;
+	return true;
+}
+
+int vm_disk_validate(const struct disk_config *d, enum vm_machine machine, bool hotplug, char **why)
+{
+	if (d->kind == DISK_KIND_TMPFS)
+		return 0;
+	const char *bus = disk_bus_names[d->bus];
+	bool ata = d->bus == DISK_BUS_SATA || d->bus == DISK_BUS_IDE;
+	if (d->bus == DISK_BUS_IDE && machine == VM_MACHINE_Q35) {
+		*why = xstrdup("bus 'ide' does not exist on machine 'q35' (use 'sata', or machine "
+			       "'pc')");
+		return -1;
+	}
+	if (ata && hotplug) {
+		*why = xasprintf("bus '%s' cannot be hot-plugged (QEMU: the bus does not support "
+				 "hotplugging): attach it at boot, or use 'virtio' or 'scsi'",
+				 bus);
+		return -1;
+	}
+	if (ata && d->readonly) {
+		*why = xasprintf("read-only '%s' disks are not supported by QEMU (use 'virtio' or "
+				 "'scsi')",
+				 bus);
+		return -1;
+	}
+	if (d->io == DISK_IO_NATIVE && d->cache != DISK_CACHE_NONE &&
+	    d->cache != DISK_CACHE_DIRECTSYNC) {
+		*why = xasprintf("io 'native' needs cache 'none' or 'directsync', not '%s' "
+				 "(libvirt and QEMU refuse native I/O without O_DIRECT)",
+				 disk_cache_names[d->cache]);
+		return -1;
+	}
+	if (d->serial && !serial_ok(d->serial)) {
+		*why =
+		    xasprintf("disk serial '%s' must be 1 to %d characters of A-Z a-z 0-9 _ . + -",
+			      d->serial, DISK_SERIAL_MAX);
+		return -1;
+	}
+	if (!d->path && d->size == 0) {
+		*why = xstrdup("a disk image needs a size");
+		return -1;
+	}
+	if (d->size % 512 != 0) {
+		*why = xasprintf("disk size %llu is not a multiple of 512 bytes",
+				 (unsigned long long)d->size);
+		return -1;
+	}
+	return 0;
+}
+
+int vm_config_validate(const struct vm_config *c, char **why)
+{
+	if (c->vcpus < 1 || c->vcpus > PLAN_VCPUS_MAX) {
+		*why =
+		    xasprintf("vcpus must be between 1 and %u, not %u", PLAN_VCPUS_MAX, c->vcpus);
+		return -1;
+	}
+	if (c->memory < PLAN_MEMORY_MIN || c->memory % (1u << 20) != 0) {
+		*why = xstrdup("memory must be at least 64 MiB and a multiple of 1 MiB");
+		return -1;
+	}
+	if (!!c->image == !!c->kernel) {
+		*why = xstrdup(c->image ? "a VM boots either an image or a kernel, not both"
+					: "a VM needs a kernel (the built-in guest) or an image");
+		return -1;
+	}
+	if (c->kernel && !c->initrd) {
+		*why = xstrdup("the built-in guest needs an initramfs with its kernel");
+		return -1;
+	}
+	const struct nic_config *n = &c->nic;
+	if (n->backend != NIC_BACKEND_NONE) {
+		if (n->queues > 1 && n->backend == NIC_BACKEND_USER) {
+			*why =
+			    xstrdup("nic queues > 1 need a tap backend: libvirt refuses multiqueue "
+				    "on user networking (name a network or bridge)");
+			return -1;
+		}
+		if (n->queues > 1 && n->model != NIC_MODEL_VIRTIO) {
+			*why = xasprintf("nic queues > 1 need model 'virtio', not '%s'",
+					 nic_model_names[n->model]);
+			return -1;
+		}
+		if (n->queues > 256) {
+			*why = xstrdup("nic queues must be at most 256");
+			return -1;
+		}
+		if ((n->backend == NIC_BACKEND_NETWORK || n->backend == NIC_BACKEND_BRIDGE) &&
+		    (!n->source || !*n->source)) {
+			*why = xasprintf("nic backend '%s' needs a name",
+					 nic_backend_names[n->backend]);
+			return -1;
+		}
+	}
+	if (c->share.host_dir) {
+		if (c->share.host_dir[0] != '/') {
+			*why = xasprintf("share directory '%s' must be an absolute path",
+					 c->share.host_dir);
+			return -1;
+		}
+		if (!c->share.tag || !*c->share.tag || strlen(c->share.tag) > 31) {
+			*why = xstrdup("a share needs a mount tag of 1 to 31 characters");
+			return -1;
+		}
+		if (c->share.driver == SHARE_DRIVER_VIRTIOFS) {
+			/* libvirt 9.0: "virtiofs does not yet support read-only mode" */
+			if (c->share.readonly) {
+				*why = xstrdup("a virtiofs share cannot be read-only (mount it "
+					       "read-only in the guest instead)");
+				return -1;
+			}
+			if (c->share.mode != SHARE_MODE_PASSTHROUGH) {
+				*why = xstrdup("a virtiofs share needs accessmode passthrough");
+				return -1;
+			}
+			if (!c->share.virtiofsd || c->share.virtiofsd[0] != '/') {
+				*why = xstrdup(
+				    "a virtiofs share needs the absolute path of virtiofsd");
+				return -1;
+			}
+		}
+	}
+	for (size_t i = 0; i < c->n_channels; i++) {
+		if (!c->channels[i] || !*c->channels[i] ||
+		    STREQ(c->channels[i], "org.qemu.guest_agent.0")) {
+			*why = xasprintf("channel name '%s' is empty or taken by the guest agent",
+					 c->channels[i] ? c->channels[i] : "");
+			return -1;
+		}
+		if (strspn(c->channels[i], "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+					   "0123456789._-") != strlen(c->channels[i])) {
+			*why = xasprintf("channel name '%s' may hold only A-Z a-z 0-9 . _ -",
+					 c->channels[i]);
+			return -1;
+		}
+		for (size_t j = 0; j < i; j++)
+			if (STREQ(c->channels[i], c->channels[j])) {
+				*why = xasprintf("channel '%s' is named twice", c->channels[i]);
+				return -1;
+			}
+	}
+	unsigned ide = 0;
+	for (size_t i = 0; i < c->n_disks; i++) {
+		const struct disk_config *d = &c->disks[i];
+		_cleanup_free_ char *w = NULL;
+		if (vm_disk_validate(d, c->machine, false, &w) < 0) {
+			*why = xasprintf("disk %zu: %s", i + 1, w);
+			return -1;
+		}
+		if (d->kind == DISK_KIND_IMAGE && !d->path) {
+			*why = xasprintf("disk %zu: a boot-time disk needs its image path", i + 1);
+			return -1;
+		}
+		if (d->kind == DISK_KIND_IMAGE && d->bus == DISK_BUS_IDE)
+			ide++;
+		for (size_t j = 0; j < i && d->serial; j++)
+			if (c->disks[j].serial && STREQ(c->disks[j].serial, d->serial)) {
+				*why = xasprintf("disk serial '%s' is used twice", d->serial);
+				return -1;
+			}
+	}
+	if (ide > 4) {
+		*why = xstrdup("machine 'pc' has room for 4 ide disks");
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- domain XML (libxml2 tree API) ---- */
+
+static xmlNodePtr add(xmlNodePtr parent, const char *name, const char *text)
+{
+	return xmlNewTextChild(parent, NULL, BAD_CAST name, text ? BAD_CAST text : NULL);
+}
+
+static void prop(xmlNodePtr node, const char *name, const char *value)
+{
+	xmlNewProp(node, BAD_CAST name, BAD_CAST value);
+}
+
+static char *doc_string(xmlDocPtr doc, xmlNodePtr root)
+{
+	xmlChar *buf = NULL;
+	int len = 0;
+	xmlDocSetRootElement(doc, root);
+	xmlDocDumpFormatMemory(doc, &buf, &len, 1);
+	char *s = xstrndup((const char *)buf, (size_t)len);
+	xmlFree(buf);
+	return s;
+}
+
+/* Target device names: vda.., sda.. (scsi and sata share the namespace), hda.. */
+static const char *target_prefix(enum disk_bus bus)
+{
+	switch (bus) {
+	case DISK_BUS_VIRTIO: return "vd";
+	case DISK_BUS_IDE: return "hd";
+	default: return "sd";
+	}
+}
+
+char *vm_disk_target_name(enum disk_bus bus, unsigned idx)
+{
+	if (idx < 26)
+		return xasprintf("%s%c", target_prefix(bus), 'a' + idx);
+	return xasprintf("%s%c%c", target_prefix(bus), 'a' + idx / 26 - 1, 'a' + idx % 26);
+}
+
+static xmlNodePtr disk_node(const struct disk_config *d, const char *target)
+{
+	static const char *const bus_xml[] = { "virtio", "scsi", "sata", "ide" };
+	xmlNodePtr disk = xmlNewNode(NULL, BAD_CAST "disk");
+	prop(disk, "type", "file");
+	prop(disk, "device", "disk");
+	xmlNodePtr drv = add(disk, "driver", NULL);
+	prop(drv, "name", "qemu");
+	prop(drv, "type", disk_format_names[d->format]);
+	if (d->cache != DISK_CACHE_DEFAULT)
+		prop(drv, "cache", disk_cache_names[d->cache]);
+	if (d->io != DISK_IO_DEFAULT)
+		prop(drv, "io", disk_io_names[d->io]);
+	if (d->discard)
+		prop(drv, "discard", "unmap");
+	prop(add(disk, "source", NULL), "file", d->path ? d->path : "");
+	xmlNodePtr t = add(disk, "target", NULL);
+	prop(t, "dev", target);
+	prop(t, "bus", bus_xml[d->bus]);
+	if (d->serial)
+		add(disk, "serial", d->serial);
+	if (d->readonly)
+		add(disk, "readonly", NULL);
+	return disk;
+}
+
+char *vm_disk_xml(const struct disk_config *d, const char *target, char **err)
+{
+	if (d->kind != DISK_KIND_IMAGE || !d->path) {
+		*err = xstrdup("only an image disk with a path can be attached");
+		return NULL;
+	}
+	_cleanup_(xmlFreeDocp) xmlDocPtr doc = xmlNewDoc(BAD_CAST "1.0");
+	return doc_string(doc, disk_node(d, target));
+}
+
+static void add_channel(xmlNodePtr devices, const char *name)
+{
+	xmlNodePtr ch = add(devices, "channel", NULL);
+	prop(ch, "type", "unix");
+	prop(add(ch, "source", NULL), "mode", "bind");
+	xmlNodePtr t = add(ch, "target", NULL);
+	prop(t, "type", "virtio");
+	prop(t, "name", name);
+}
+
+char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const char *console_log,
+		    char **err)
+{
+	_cleanup_free_ char *why = NULL;
+	if (vm_config_validate(c, &why) < 0) {
+		*err = TAKE_PTR(why);
+		return NULL;
+	}
+	if (!name)
+		name = c->name;
+	if (!name) {
+		*err = xstrdup("the domain needs a name");
+		return NULL;
+	}
+	_cleanup_(xmlFreeDocp) xmlDocPtr doc = xmlNewDoc(BAD_CAST "1.0");
+	xmlNodePtr dom = xmlNewNode(NULL, BAD_CAST "domain");
+	prop(dom, "type", kvm ? "kvm" : "qemu");
+	add(dom, "name", name);
+	if (c->owner_run) {
+		char pid[32];
+		snprintf(pid, sizeof(pid), "%ld", c->owner_pid);
+		xmlNodePtr owner =
+		    xmlNewChild(add(dom, "metadata", NULL), NULL, BAD_CAST "run", NULL);
+		xmlSetNs(owner, xmlNewNs(owner, BAD_CAST RUN_XMLNS, BAD_CAST "ferry"));
+		prop(owner, "id", c->owner_run);
+		prop(owner, "pid", pid);
+	}
+	char num[32];
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)(c->memory >> 10));
+	prop(add(dom, "memory", num), "unit", "KiB");
+	snprintf(num, sizeof(num), "%u", c->vcpus);
+	if (c->share.host_dir && c->share.driver == SHARE_DRIVER_VIRTIOFS) {
+		/* vhost-user: virtiofsd maps the guest's RAM, so it must be shareable memory */
+		xmlNodePtr mb = add(dom, "memoryBacking", NULL);
+		prop(add(mb, "source", NULL), "type", "memfd");
+		prop(add(mb, "access", NULL), "mode", "shared");
+	}
+	add(dom, "vcpu", num);
+
+	xmlNodePtr os = add(dom, "os", NULL);
+	if (c->firmware == VM_FIRMWARE_UEFI)
+		prop(os, "firmware", "efi");
+	xmlNodePtr type = add(os, "type", "hvm");
+	prop(type, "arch", "x86_64");
+	prop(type, "machine", vm_machine_names[c->machine]);
+	if (c->kernel) {
+		add(os, "kernel", c->kernel);
+		add(os, "initrd", c->initrd);
+		if (c->cmdline)
+			add(os, "cmdline", c->cmdline);
+	} else {
+		prop(add(os, "boot", NULL), "dev", "hd");
+	}
+	/* ACPI: PCI hot-plug (acpiphp) needs it */
+	xmlNodePtr feat = add(dom, "features", NULL);
+	add(feat, "acpi", NULL);
+	add(feat, "apic", NULL);
+	prop(add(dom, "clock", NULL), "offset", c->os == VM_OS_WINDOWS ? "localtime" : "utc");
+	add(dom, "on_poweroff", "destroy");
+	/* the built-in guest never reboots on purpose; a user's OS may (updates, installers) */
+	add(dom, "on_reboot", c->kernel ? "destroy" : "restart");
+	add(dom, "on_crash", "destroy");
+
+	xmlNodePtr dev = add(dom, "devices", NULL);
+	xmlNodePtr ctl = add(dev, "controller", NULL);
+	prop(ctl, "type", "usb");
+	prop(ctl, "model", "none");
+	/* explicit, else libvirt adds an lsilogic controller the guest has no driver for */
+	ctl = add(dev, "controller", NULL);
+	prop(ctl, "type", "scsi");
+	prop(ctl, "index", "0");
+	prop(ctl, "model", "virtio-scsi");
+	if (c->machine == VM_MACHINE_Q35) {
+		/*
+		 * q35 hot-plugs into empty PCIe root ports only, and libvirt fills the ports it is
+		 * given with boot-time devices first: one port per PCIe device (virtio-scsi,
+		 * virtio-serial, NIC, share, virtio disks) plus VM_Q35_SPARE_PORTS for hot-plug.
+		 */
+		unsigned ports = 2 + VM_Q35_SPARE_PORTS + (c->nic.backend != NIC_BACKEND_NONE) +
+				 (c->share.host_dir != NULL) + (c->image != NULL);
+		for (size_t i = 0; i < c->n_disks; i++)
+			ports += c->disks[i].kind == DISK_KIND_IMAGE &&
+				 (c->disks[i].bus == DISK_BUS_VIRTIO);
+		for (unsigned i = 1; i <= ports; i++) {
+			ctl = add(dev, "controller", NULL);
+			prop(ctl, "type", "pci");
+			snprintf(num, sizeof(num), "%u", i);
+			prop(ctl, "index", num);
+			prop(ctl, "model", "pcie-root-port");
+		}
+	}
+
+	unsigned next[3] = { 0, 0, 0 }; /* vd, sd, hd */
+	if (c->image) {
+		/* Windows has no virtio driver out of the box: boot it from SATA */
+		struct disk_config boot = {
+			.format = DISK_FORMAT_QCOW2,
+			.bus = c->os == VM_OS_WINDOWS ? DISK_BUS_SATA : DISK_BUS_VIRTIO,
+			.path = c->image,
+		};
+		unsigned *slot = &next[boot.bus == DISK_BUS_VIRTIO ? 0 : 1];
+		_cleanup_free_ char *t = vm_disk_target_name(boot.bus, (*slot)++);
+		xmlNodePtr n = disk_node(&boot, t);
+		prop(add(n, "boot", NULL), "order", "1");
+		xmlAddChild(dev, n);
+		/* <boot dev> and per-device boot order are exclusive */
+		xmlNodePtr b = os->children;
+		while (b && !xmlStrEqual(b->name, BAD_CAST "boot"))
+			b = b->next;
+		if (b) {
+			xmlUnlinkNode(b);
+			xmlFreeNode(b);
+		}
+	}
+	for (size_t i = 0; i < c->n_disks; i++) {
+		const struct disk_config *d = &c->disks[i];
+		if (d->kind != DISK_KIND_IMAGE)
+			continue;
+		unsigned *slot = &next[d->bus == DISK_BUS_VIRTIO ? 0
+				       : d->bus == DISK_BUS_IDE  ? 2
+								 : 1];
+		_cleanup_free_ char *t = vm_disk_target_name(d->bus, (*slot)++);
+		xmlAddChild(dev, disk_node(d, t));
+	}
+
+	if (console_log) {
+		xmlNodePtr ser = add(dev, "serial", NULL);
+		prop(ser, "type", "file");
+		prop(add(ser, "source", NULL), "path", console_log);
+		prop(add(ser, "target", NULL), "port", "0");
+	}
+	add_channel(dev, "org.qemu.guest_agent.0");
+	for (size_t i = 0; i < c->n_channels; i++)
+		add_channel(dev, c->channels[i]);
+
+	const struct nic_config *n = &c->nic;
+	if (n->backend != NIC_BACKEND_NONE) {
+		static const char *const iftype[] = { "", "user", "network", "bridge", "ethernet" };
+		xmlNodePtr nif = add(dev, "interface", NULL);
+		prop(nif, "type", iftype[n->backend]);
+		if (n->backend == NIC_BACKEND_NETWORK)
+			prop(add(nif, "source", NULL), "network", n->source);
+		else if (n->backend == NIC_BACKEND_BRIDGE)
+			prop(add(nif, "source", NULL), "bridge", n->source);
+		else if (n->backend == NIC_BACKEND_ETHERNET && n->source)
+			prop(add(nif, "target", NULL), "dev", n->source);
+		prop(add(nif, "model", NULL), "type", nic_model_names[n->model]);
+		if (n->queues > 1) {
+			xmlNodePtr drv = add(nif, "driver", NULL);
+			snprintf(num, sizeof(num), "%u", n->queues);
+			prop(drv, "queues", num);
+		}
+	}
+	if (c->share.host_dir) {
+		xmlNodePtr fs = add(dev, "filesystem", NULL);
+		prop(fs, "type", "mount");
+		prop(fs, "accessmode", share_mode_names[c->share.mode]);
+		if (c->share.driver == SHARE_DRIVER_VIRTIOFS) {
+			/*
+			 * libvirt runs virtiofsd as root with its default sandbox (namespaces),
+			 * which works on this host as is (Debian 12, libvirt 9.0, QEMU 7.2's
+			 * virtiofsd), and kills it with the domain. queue: the size libvirt's
+			 * documentation gives for virtiofs.
+			 */
+			xmlNodePtr drv = add(fs, "driver", NULL);
+			prop(drv, "type", "virtiofs");
+			prop(drv, "queue", "1024");
+			prop(add(fs, "binary", NULL), "path", c->share.virtiofsd);
+		}
+		prop(add(fs, "source", NULL), "dir", c->share.host_dir);
+		prop(add(fs, "target", NULL), "dir", c->share.tag);
+		if (c->share.readonly)
+			add(fs, "readonly", NULL);
+	}
+	prop(add(dev, "memballoon", NULL), "model", "none");
+	return doc_string(doc, dom);
+}
