@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "reporters.h"
+#include "strmap.h"
 
 /* Serial console shown per error in the Markdown report (the JUnit report keeps 64 KiB). */
 #define MD_SERIAL_TAIL_MAX 8192
@@ -155,20 +156,52 @@ static const char *axis_value(const struct result_cell *c, const char *key)
 	return NULL;
 }
 
-/* An ordered set of borrowed strings. */
+/* An ordered set of borrowed strings, indexed by a hash map: every lookup is O(1), so a results
+ * file with tens of thousands of cells or axes renders in linear time. */
 struct strset {
 	const char **v;
 	size_t n, cap;
+	struct strmap idx;
 };
 
 static size_t strset_add(struct strset *s, const char *x)
 {
-	for (size_t i = 0; i < s->n; i++)
-		if (STREQ(s->v[i], x))
-			return i;
+	if (!s->idx.slots)
+		strmap_init(&s->idx, 16);
+	uint32_t k = strmap_put(&s->idx, x, 0, (uint32_t)s->n);
+	if (k != STRMAP_NONE)
+		return k;
 	s->v = xgrow(s->v, &s->cap, s->n + 1, sizeof(*s->v));
 	s->v[s->n] = x;
 	return s->n++;
+}
+
+/* The index of x, or -1. */
+static long strset_find(const struct strset *s, const char *x)
+{
+	uint32_t k = s->idx.slots ? strmap_get(&s->idx, x, 0) : STRMAP_NONE;
+	return k == STRMAP_NONE ? -1 : (long)k;
+}
+
+static void strset_free(struct strset *s)
+{
+	free(s->v);
+	strmap_free(&s->idx);
+	*s = (struct strset){ 0 };
+}
+
+/* A growing string (the group labels, built from any number of axes in linear time). */
+struct strbuf {
+	char *s;
+	size_t n, cap;
+};
+
+static void strbuf_add(struct strbuf *b, const char *x)
+{
+	size_t l = strlen(x);
+	b->s = xgrow(b->s, &b->cap, b->n + l + 1, 1);
+	memcpy(b->s + b->n, x, l + 1);
+	b->n += l;
 }
 
 static bool has_stats(const struct result_cell *c)
@@ -184,6 +217,8 @@ struct layout {
 	size_t *group;           /* per cell: index into groups */
 	char **group_label;      /* per cell: owned label ("" when there are no other axes) */
 	const char **row, **col; /* per cell: row and column value (borrowed, "(none)" if unset) */
+	size_t *order;           /* cell indices grouped by group, in cell order within each */
+	size_t *group_start;     /* group g's cells are order[group_start[g] .. group_start[g+1]) */
 };
 
 static void layout_free(struct layout *l, size_t n)
@@ -194,8 +229,10 @@ static void layout_free(struct layout *l, size_t n)
 	free(l->group);
 	free(l->row);
 	free(l->col);
-	free(l->keys.v);
-	free(l->groups.v);
+	free(l->order);
+	free(l->group_start);
+	strset_free(&l->keys);
+	strset_free(&l->groups);
 }
 
 static int layout_build(struct layout *l, const struct results *r,
@@ -205,13 +242,8 @@ static int layout_build(struct layout *l, const struct results *r,
 		for (size_t a = 0; a < r->cells[i].n_axes; a++)
 			strset_add(&l->keys, r->cells[i].axes[a].key);
 
-	bool have_rows = false, have_cols = false;
-	for (size_t k = 0; k < l->keys.n; k++) {
-		if (o->rows && STREQ(l->keys.v[k], o->rows))
-			have_rows = true;
-		if (o->cols && STREQ(l->keys.v[k], o->cols))
-			have_cols = true;
-	}
+	bool have_rows = o->rows && strset_find(&l->keys, o->rows) >= 0;
+	bool have_cols = o->cols && strset_find(&l->keys, o->cols) >= 0;
 	if (o->rows && !have_rows && r->n_cells) {
 		const char *hint = closest_match(o->rows, l->keys.v, l->keys.n);
 		*err = hint ? xasprintf("unknown axis '%s' for rows (did you mean '%s'?)", o->rows,
@@ -257,29 +289,42 @@ static int layout_build(struct layout *l, const struct results *r,
 		const char *v;
 		l->row[i] = l->rows ? ((v = axis_value(c, l->rows)) ? v : "(none)") : c->id;
 		l->col[i] = l->cols ? ((v = axis_value(c, l->cols)) ? v : "(none)") : "";
-		char *label = xstrdup("");
+		struct strbuf label = { 0 };
+		strbuf_add(&label, "");
 		for (size_t a = 0; a < c->n_axes; a++) {
 			const char *k = c->axes[a].key;
 			if ((l->rows && STREQ(k, l->rows)) || (l->cols && STREQ(k, l->cols)))
 				continue;
-			char *more =
-			    xasprintf("%s%s%s=%s", label, *label ? ", " : "", k, c->axes[a].value);
-			free(label);
-			label = more;
+			strbuf_add(&label, label.n ? ", " : "");
+			strbuf_add(&label, k);
+			strbuf_add(&label, "=");
+			strbuf_add(&label, c->axes[a].value);
 		}
-		l->group_label[i] = label;
-		l->group[i] = strset_add(&l->groups, label);
+		l->group_label[i] = label.s;
+		l->group[i] = strset_add(&l->groups, label.s);
 	}
+
+	/* the cells of each group, by a counting sort (stable: cell order within a group) */
+	l->group_start = xcalloc(l->groups.n + 2, sizeof(*l->group_start));
+	l->order = xcalloc(n + 1, sizeof(*l->order));
+	for (size_t i = 0; i < n; i++)
+		l->group_start[l->group[i] + 2]++;
+	for (size_t g = 0; g < l->groups.n; g++)
+		l->group_start[g + 2] += l->group_start[g + 1];
+	for (size_t i = 0; i < n; i++)
+		l->order[l->group_start[l->group[i] + 1]++] = i;
 	return 0;
 }
 
-/* The cell of a group at (row, col), or -1. */
-static long find_cell(const struct layout *l, size_t n, size_t g, const char *row, const char *col)
+/* The cells of group g: for (size_t *p = group_begin(l, g); p < group_end(l, g); p++) */
+static const size_t *group_begin(const struct layout *l, size_t g)
 {
-	for (size_t i = 0; i < n; i++)
-		if (l->group[i] == g && STREQ(l->row[i], row) && STREQ(l->col[i], col))
-			return (long)i;
-	return -1;
+	return l->order + l->group_start[g];
+}
+
+static const size_t *group_end(const struct layout *l, size_t g)
+{
+	return l->order + l->group_start[g + 1];
 }
 
 static void write_summary(FILE *f, const struct results *r)
@@ -339,17 +384,6 @@ static void write_table_cell(FILE *f, const struct result_cell *c, double fastes
 		fprintf(f, "<br>%s", status_badge[c->status]);
 }
 
-static double column_fastest(const struct results *r, const struct layout *l, size_t g,
-			     const char *col)
-{
-	double best = INFINITY;
-	for (size_t i = 0; i < r->n_cells; i++)
-		if (l->group[i] == g && STREQ(l->col[i], col) && has_stats(&r->cells[i]) &&
-		    r->cells[i].stats.total.median < best)
-			best = r->cells[i].stats.total.median;
-	return best;
-}
-
 static void write_main_tables(FILE *f, const struct results *r, const struct layout *l)
 {
 	if (r->n_cells == 0) {
@@ -359,11 +393,22 @@ static void write_main_tables(FILE *f, const struct results *r, const struct lay
 	fputs("### Median total time\n\n", f);
 	for (size_t g = 0; g < l->groups.n; g++) {
 		struct strset rows = { 0 }, cols = { 0 };
-		for (size_t i = 0; i < r->n_cells; i++) {
-			if (l->group[i] != g)
-				continue;
-			strset_add(&rows, l->row[i]);
-			strset_add(&cols, l->col[i]);
+		/* (row, column) -> the first cell there; the fastest median of each column */
+		struct strmap at;
+		strmap_init(&at, (size_t)(group_end(l, g) - group_begin(l, g)));
+		for (const size_t *p = group_begin(l, g); p < group_end(l, g); p++) {
+			strset_add(&rows, l->row[*p]);
+			size_t col = strset_add(&cols, l->col[*p]);
+			strmap_put(&at, l->row[*p], (uint32_t)col, (uint32_t)*p);
+		}
+		double *fastest = xcalloc(cols.n + 1, sizeof(*fastest));
+		for (size_t c = 0; c < cols.n; c++)
+			fastest[c] = INFINITY;
+		for (const size_t *p = group_begin(l, g); p < group_end(l, g); p++) {
+			const struct result_cell *c = &r->cells[*p];
+			size_t col = (size_t)strset_find(&cols, l->col[*p]);
+			if (has_stats(c) && c->stats.total.median < fastest[col])
+				fastest[col] = c->stats.total.median;
 		}
 		if (*l->groups.v[g]) {
 			fputs("#### ", f);
@@ -391,20 +436,21 @@ static void write_main_tables(FILE *f, const struct results *r, const struct lay
 			md_text(f, rows.v[ro]);
 			fputs(" |", f);
 			for (size_t c = 0; c < cols.n; c++) {
-				long i = find_cell(l, r->n_cells, g, rows.v[ro], cols.v[c]);
+				uint32_t i = strmap_get(&at, rows.v[ro], (uint32_t)c);
 				fputc(' ', f);
-				if (i < 0)
+				if (i == STRMAP_NONE)
 					fputs("\xe2\x80\x94", f);
 				else
-					write_table_cell(f, &r->cells[i],
-							 column_fastest(r, l, g, cols.v[c]));
+					write_table_cell(f, &r->cells[i], fastest[c]);
 				fputs(" |", f);
 			}
 			fputc('\n', f);
 		}
 		fputc('\n', f);
-		free(rows.v);
-		free(cols.v);
+		free(fastest);
+		strmap_free(&at);
+		strset_free(&rows);
+		strset_free(&cols);
 	}
 	fputs("Median of the measured runs' total (prepare + transfer + finalize); \xc2\xb1 is the "
 	      "half-width of the 95% confidence interval of the mean; **bold** is the fastest of "
@@ -439,16 +485,21 @@ static void write_phase_table(FILE *f, const struct results *r, const struct lay
 	for (int p = 0; p < PHASE_COUNT + 4; p++)
 		fputs(" ---: |", f);
 	fputs(" :--- |\n", f);
+	/* the cell's value of each key, found once per axis rather than searched once per key */
+	const char **val = xcalloc(l->keys.n + 1, sizeof(*val));
 	for (size_t i = 0; i < r->n_cells; i++) {
 		const struct result_cell *c = &r->cells[i];
 		if (!has_stats(c))
 			continue;
+		for (size_t a = c->n_axes;
+		     a-- > 0;) /* backwards: the first of a repeated key wins */
+			val[strset_find(&l->keys, c->axes[a].key)] = c->axes[a].value;
 		fputc('|', f);
 		for (size_t k = 0; k < l->keys.n; k++) {
-			const char *v = axis_value(c, l->keys.v[k]);
 			fputc(' ', f);
-			md_text(f, v ? v : "\xe2\x80\x94");
+			md_text(f, val[k] ? val[k] : "\xe2\x80\x94");
 			fputs(" |", f);
+			val[k] = NULL;
 		}
 		if (l->keys.n == 0) {
 			fputc(' ', f);
@@ -481,6 +532,7 @@ static void write_phase_table(FILE *f, const struct results *r, const struct lay
 			fprintf(f, ", %s", status_badge[c->status]);
 		fputs(" |\n", f);
 	}
+	free(val);
 	fputc('\n', f);
 }
 
@@ -488,24 +540,31 @@ static void write_charts(FILE *f, const struct results *r, const struct layout *
 {
 	bool heading = false;
 	for (size_t g = 0; g < l->groups.n; g++) {
+		/* the group's cells with statistics, bucketed by column (stable: cell order) */
 		struct strset cols = { 0 };
-		for (size_t i = 0; i < r->n_cells; i++)
-			if (l->group[i] == g)
-				strset_add(&cols, l->col[i]);
+		size_t n = (size_t)(group_end(l, g) - group_begin(l, g));
+		size_t *col_of = xcalloc(n + 1, sizeof(*col_of));
+		for (size_t k = 0; k < n; k++)
+			col_of[k] = strset_add(&cols, l->col[group_begin(l, g)[k]]);
+		size_t *start = xcalloc(cols.n + 2, sizeof(*start));
+		size_t *bucket = xcalloc(n + 1, sizeof(*bucket));
+		for (size_t k = 0; k < n; k++)
+			if (has_stats(&r->cells[group_begin(l, g)[k]]))
+				start[col_of[k] + 2]++;
+		for (size_t c = 0; c < cols.n; c++)
+			start[c + 2] += start[c + 1];
+		for (size_t k = 0; k < n; k++)
+			if (has_stats(&r->cells[group_begin(l, g)[k]]))
+				bucket[start[col_of[k] + 1]++] = group_begin(l, g)[k];
 		for (size_t c = 0; c < cols.n; c++) {
-			size_t bars = 0;
-			double max = 0;
-			for (size_t i = 0; i < r->n_cells; i++) {
-				if (l->group[i] != g || !STREQ(l->col[i], cols.v[c]) ||
-				    !has_stats(&r->cells[i]))
-					continue;
-				bars++;
-				if (r->cells[i].stats.total.median > max)
-					max = r->cells[i].stats.total.median;
-			}
+			const size_t *b = bucket + start[c], bars = start[c + 1] - start[c];
 			/* one bar says nothing a table cell does not */
 			if (bars < 2)
 				continue;
+			double max = 0;
+			for (size_t k = 0; k < bars; k++)
+				if (r->cells[b[k]].stats.total.median > max)
+					max = r->cells[b[k]].stats.total.median;
 			if (!heading) {
 				fputs("### Charts\n\n", f);
 				heading = true;
@@ -517,29 +576,21 @@ static void write_charts(FILE *f, const struct results *r, const struct layout *
 			fputs("```mermaid\nxychart-beta\n    title ", f);
 			mermaid_label(f, title);
 			fputs("\n    x-axis [", f);
-			bool first = true;
-			for (size_t i = 0; i < r->n_cells; i++) {
-				if (l->group[i] != g || !STREQ(l->col[i], cols.v[c]) ||
-				    !has_stats(&r->cells[i]))
-					continue;
-				fputs(first ? "" : ", ", f);
-				mermaid_label(f, l->row[i]);
-				first = false;
+			for (size_t k = 0; k < bars; k++) {
+				fputs(k ? ", " : "", f);
+				mermaid_label(f, l->row[b[k]]);
 			}
 			fprintf(f, "]\n    y-axis \"median total (s)\" 0 --> %.3f\n    bar [",
 				max * 1.1);
-			first = true;
-			for (size_t i = 0; i < r->n_cells; i++) {
-				if (l->group[i] != g || !STREQ(l->col[i], cols.v[c]) ||
-				    !has_stats(&r->cells[i]))
-					continue;
-				fprintf(f, "%s%.3f", first ? "" : ", ",
-					r->cells[i].stats.total.median);
-				first = false;
-			}
+			for (size_t k = 0; k < bars; k++)
+				fprintf(f, "%s%.3f", k ? ", " : "",
+					r->cells[b[k]].stats.total.median);
 			fputs("]\n```\n\n", f);
 		}
-		free(cols.v);
+		free(col_of);
+		free(start);
+		free(bucket);
+		strset_free(&cols);
 	}
 }
 
