@@ -10,6 +10,7 @@
 #include "dataset-plan.h"
 #include "exec-int.h"
 #include "keys.h"
+#include "rules.h"
 
 static unsigned ns_to_ms(uint64_t ns)
 {
@@ -65,13 +66,9 @@ static char *skip_reason(const struct xcell *c)
 	if (!c->ops)
 		return xasprintf("method type '%s' is not built into this ferry",
 				 key_find(&plan_method_keys, "type")->values[c->pc.method->type]);
-	if (c->pc.disk->kind == PLAN_DISK_IMAGE && c->pc.disk->filesystem != PLAN_DISK_FS_EXT4)
-		return xstrdup(c->pc.disk->filesystem == PLAN_DISK_FS_VFAT
-				   ? "vfat target disks are not supported yet: ferry formats "
-				     "targets ext4 on the host"
-				   : "ntfs target disks need a Windows guest");
-	/* host-dependent rules of the plan's rules table go here */
-	return NULL;
+	/* what no host can do (vfat/ntfs targets, guest OS, archives): the plan's rules table;
+	 * what the host lacks, the method's supports() says next */
+	return plan_rules_skip(NULL, &c->pc);
 }
 
 static void dataset_provenance(struct exec *x, const struct xcell *c)

@@ -356,6 +356,7 @@ static void pl_parse_named(struct ctx *c, const struct key_def *k, void *obj, ya
 		else
 			pl_walk_mapping(c, k->sub, e, ev, kn);
 	}
+	strmap_free(&names);
 }
 
 static void pl_parse_list(struct ctx *c, const struct key_def *k, void *obj, yaml_node_t *v)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer harness for the plan parser: any bytes go through plan_parse_buffer() (YAML, key
- * tables, units, ${VAR}, names, the matrix section) and, when they parse, through
- * plan_expand() with a small cap. Built with -fsanitize=fuzzer only with -Dfuzzing=true;
+ * libFuzzer harness for the plan parser: any bytes go through plan_parse_buffer() (YAML with
+ * its limits, key tables, units, ${VAR}, names, the matrix section, the trust checks, the
+ * rules table) and, when they parse, through plan_expand() with a small cap and the rules
+ * table's skip reason of every cell. Built with -fsanitize=fuzzer only with -Dfuzzing=true;
  * tests/fuzz/replay.c runs the corpus through the same function as an ordinary unit test.
  */
 #include <stddef.h>
@@ -10,6 +11,7 @@
 
 #include "matrix.h"
 #include "plan.h"
+#include "rules.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -27,6 +29,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (size_t i = 0; i < matrix_n_cells(m); i++) {
 				struct plan_cell cell;
 				plan_cell(p, m, i, &cell);
+				/* what the executor asks before each cell */
+				free(plan_rules_skip(p, &cell));
 			}
 			matrix_free(m);
 		}
