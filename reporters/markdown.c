@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "md-layout.h"
 #include "reporters.h"
 #include "strmap.h"
 
@@ -146,187 +147,6 @@ static void cell_seconds(FILE *f, double s)
 		fputs("\xe2\x80\x94", f);
 }
 
-static const char *axis_value(const struct result_cell *c, const char *key)
-{
-	if (!key)
-		return "";
-	for (size_t i = 0; i < c->n_axes; i++)
-		if (STREQ(c->axes[i].key, key))
-			return c->axes[i].value;
-	return NULL;
-}
-
-/* An ordered set of borrowed strings, indexed by a hash map: every lookup is O(1), so a results
- * file with tens of thousands of cells or axes renders in linear time. */
-struct strset {
-	const char **v;
-	size_t n, cap;
-	struct strmap idx;
-};
-
-static size_t strset_add(struct strset *s, const char *x)
-{
-	if (!s->idx.slots)
-		strmap_init(&s->idx, 16);
-	uint32_t k = strmap_put(&s->idx, x, 0, (uint32_t)s->n);
-	if (k != STRMAP_NONE)
-		return k;
-	s->v = xgrow(s->v, &s->cap, s->n + 1, sizeof(*s->v));
-	s->v[s->n] = x;
-	return s->n++;
-}
-
-/* The index of x, or -1. */
-static long strset_find(const struct strset *s, const char *x)
-{
-	uint32_t k = s->idx.slots ? strmap_get(&s->idx, x, 0) : STRMAP_NONE;
-	return k == STRMAP_NONE ? -1 : (long)k;
-}
-
-static void strset_free(struct strset *s)
-{
-	free(s->v);
-	strmap_free(&s->idx);
-	*s = (struct strset){ 0 };
-}
-
-/* A growing string (the group labels, built from any number of axes in linear time). */
-struct strbuf {
-	char *s;
-	size_t n, cap;
-};
-
-static void strbuf_add(struct strbuf *b, const char *x)
-{
-	size_t l = strlen(x);
-	b->s = xgrow(b->s, &b->cap, b->n + l + 1, 1);
-	memcpy(b->s + b->n, x, l + 1);
-	b->n += l;
-}
-
-static bool has_stats(const struct result_cell *c)
-{
-	return c->has_stats && c->stats.total.n > 0 && isfinite(c->stats.total.median);
-}
-
-/* Where each cell sits in the tables. */
-struct layout {
-	const char *rows, *cols; /* axis keys; cols may be NULL (one column) */
-	struct strset keys;      /* every axis key, in order of first appearance */
-	struct strset groups;    /* labels of the combinations of the other axes */
-	size_t *group;           /* per cell: index into groups */
-	char **group_label;      /* per cell: owned label ("" when there are no other axes) */
-	const char **row, **col; /* per cell: row and column value (borrowed, "(none)" if unset) */
-	size_t *order;           /* cell indices grouped by group, in cell order within each */
-	size_t *group_start;     /* group g's cells are order[group_start[g] .. group_start[g+1]) */
-};
-
-static void layout_free(struct layout *l, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(l->group_label ? l->group_label[i] : NULL);
-	free(l->group_label);
-	free(l->group);
-	free(l->row);
-	free(l->col);
-	free(l->order);
-	free(l->group_start);
-	strset_free(&l->keys);
-	strset_free(&l->groups);
-}
-
-static int layout_build(struct layout *l, const struct results *r,
-			const struct report_markdown_opts *o, char **err)
-{
-	for (size_t i = 0; i < r->n_cells; i++)
-		for (size_t a = 0; a < r->cells[i].n_axes; a++)
-			strset_add(&l->keys, r->cells[i].axes[a].key);
-
-	bool have_rows = o->rows && strset_find(&l->keys, o->rows) >= 0;
-	bool have_cols = o->cols && strset_find(&l->keys, o->cols) >= 0;
-	if (o->rows && !have_rows && r->n_cells) {
-		const char *hint = closest_match(o->rows, l->keys.v, l->keys.n);
-		*err = hint ? xasprintf("unknown axis '%s' for rows (did you mean '%s'?)", o->rows,
-					hint)
-			    : xasprintf("unknown axis '%s' for rows", o->rows);
-		return -1;
-	}
-	if (o->cols && !have_cols && r->n_cells) {
-		const char *hint = closest_match(o->cols, l->keys.v, l->keys.n);
-		*err = hint ? xasprintf("unknown axis '%s' for columns (did you mean '%s'?)",
-					o->cols, hint)
-			    : xasprintf("unknown axis '%s' for columns", o->cols);
-		return -1;
-	}
-	if (o->rows && o->cols && STREQ(o->rows, o->cols)) {
-		*err = xasprintf("rows and columns are the same axis '%s'", o->rows);
-		return -1;
-	}
-
-	/* defaults: methods down, datasets across, as people draw it */
-	l->rows = o->rows;
-	l->cols = o->cols;
-	for (size_t k = 0; k < l->keys.n && !l->rows; k++)
-		if (STREQ(l->keys.v[k], "method") && !(l->cols && STREQ(l->cols, "method")))
-			l->rows = l->keys.v[k];
-	for (size_t k = 0; k < l->keys.n && !l->rows; k++)
-		if (!l->cols || !STREQ(l->keys.v[k], l->cols))
-			l->rows = l->keys.v[k];
-	for (size_t k = 0; k < l->keys.n && !l->cols; k++)
-		if (STREQ(l->keys.v[k], "dataset") && !(l->rows && STREQ(l->rows, "dataset")))
-			l->cols = l->keys.v[k];
-	for (size_t k = 0; k < l->keys.n && !l->cols; k++)
-		if (!l->rows || !STREQ(l->keys.v[k], l->rows))
-			l->cols = l->keys.v[k];
-
-	size_t n = r->n_cells;
-	l->group = xcalloc(n + 1, sizeof(*l->group));
-	l->group_label = xcalloc(n + 1, sizeof(*l->group_label));
-	l->row = xcalloc(n + 1, sizeof(*l->row));
-	l->col = xcalloc(n + 1, sizeof(*l->col));
-	for (size_t i = 0; i < n; i++) {
-		const struct result_cell *c = &r->cells[i];
-		const char *v;
-		l->row[i] = l->rows ? ((v = axis_value(c, l->rows)) ? v : "(none)") : c->id;
-		l->col[i] = l->cols ? ((v = axis_value(c, l->cols)) ? v : "(none)") : "";
-		struct strbuf label = { 0 };
-		strbuf_add(&label, "");
-		for (size_t a = 0; a < c->n_axes; a++) {
-			const char *k = c->axes[a].key;
-			if ((l->rows && STREQ(k, l->rows)) || (l->cols && STREQ(k, l->cols)))
-				continue;
-			strbuf_add(&label, label.n ? ", " : "");
-			strbuf_add(&label, k);
-			strbuf_add(&label, "=");
-			strbuf_add(&label, c->axes[a].value);
-		}
-		l->group_label[i] = label.s;
-		l->group[i] = strset_add(&l->groups, label.s);
-	}
-
-	/* the cells of each group, by a counting sort (stable: cell order within a group) */
-	l->group_start = xcalloc(l->groups.n + 2, sizeof(*l->group_start));
-	l->order = xcalloc(n + 1, sizeof(*l->order));
-	for (size_t i = 0; i < n; i++)
-		l->group_start[l->group[i] + 2]++;
-	for (size_t g = 0; g < l->groups.n; g++)
-		l->group_start[g + 2] += l->group_start[g + 1];
-	for (size_t i = 0; i < n; i++)
-		l->order[l->group_start[l->group[i] + 1]++] = i;
-	return 0;
-}
-
-/* The cells of group g: for (size_t *p = group_begin(l, g); p < group_end(l, g); p++) */
-static const size_t *group_begin(const struct layout *l, size_t g)
-{
-	return l->order + l->group_start[g];
-}
-
-static const size_t *group_end(const struct layout *l, size_t g)
-{
-	return l->order + l->group_start[g + 1];
-}
-
 static void write_summary(FILE *f, const struct results *r)
 {
 	size_t counts[STATUS_COUNT];
@@ -362,7 +182,7 @@ static void write_summary(FILE *f, const struct results *r)
 
 static void write_table_cell(FILE *f, const struct result_cell *c, double fastest)
 {
-	if (!has_stats(c)) {
+	if (!md_has_stats(c)) {
 		fputs(status_badge[c->status], f);
 		return;
 	}
@@ -395,19 +215,19 @@ static void write_main_tables(FILE *f, const struct results *r, const struct lay
 		struct strset rows = { 0 }, cols = { 0 };
 		/* (row, column) -> the first cell there; the fastest median of each column */
 		struct strmap at;
-		strmap_init(&at, (size_t)(group_end(l, g) - group_begin(l, g)));
-		for (const size_t *p = group_begin(l, g); p < group_end(l, g); p++) {
-			strset_add(&rows, l->row[*p]);
-			size_t col = strset_add(&cols, l->col[*p]);
+		strmap_init(&at, (size_t)(md_group_end(l, g) - md_group_begin(l, g)));
+		for (const size_t *p = md_group_begin(l, g); p < md_group_end(l, g); p++) {
+			md_strset_add(&rows, l->row[*p]);
+			size_t col = md_strset_add(&cols, l->col[*p]);
 			strmap_put(&at, l->row[*p], (uint32_t)col, (uint32_t)*p);
 		}
 		double *fastest = xcalloc(cols.n + 1, sizeof(*fastest));
 		for (size_t c = 0; c < cols.n; c++)
 			fastest[c] = INFINITY;
-		for (const size_t *p = group_begin(l, g); p < group_end(l, g); p++) {
+		for (const size_t *p = md_group_begin(l, g); p < md_group_end(l, g); p++) {
 			const struct result_cell *c = &r->cells[*p];
-			size_t col = (size_t)strset_find(&cols, l->col[*p]);
-			if (has_stats(c) && c->stats.total.median < fastest[col])
+			size_t col = (size_t)md_strset_find(&cols, l->col[*p]);
+			if (md_has_stats(c) && c->stats.total.median < fastest[col])
 				fastest[col] = c->stats.total.median;
 		}
 		if (*l->groups.v[g]) {
@@ -449,8 +269,8 @@ static void write_main_tables(FILE *f, const struct results *r, const struct lay
 		fputc('\n', f);
 		free(fastest);
 		strmap_free(&at);
-		strset_free(&rows);
-		strset_free(&cols);
+		md_strset_free(&rows);
+		md_strset_free(&cols);
 	}
 	fputs("Median of the measured runs' total (prepare + transfer + finalize); \xc2\xb1 is the "
 	      "half-width of the 95% confidence interval of the mean; **bold** is the fastest of "
@@ -462,7 +282,7 @@ static void write_phase_table(FILE *f, const struct results *r, const struct lay
 {
 	bool any = false;
 	for (size_t i = 0; i < r->n_cells; i++)
-		any |= has_stats(&r->cells[i]);
+		any |= md_has_stats(&r->cells[i]);
 	if (!any)
 		return;
 	fputs("### Phases\n\nMedian time per phase of the measured runs (verify is timed but is "
@@ -489,11 +309,11 @@ static void write_phase_table(FILE *f, const struct results *r, const struct lay
 	const char **val = xcalloc(l->keys.n + 1, sizeof(*val));
 	for (size_t i = 0; i < r->n_cells; i++) {
 		const struct result_cell *c = &r->cells[i];
-		if (!has_stats(c))
+		if (!md_has_stats(c))
 			continue;
 		for (size_t a = c->n_axes;
 		     a-- > 0;) /* backwards: the first of a repeated key wins */
-			val[strset_find(&l->keys, c->axes[a].key)] = c->axes[a].value;
+			val[md_strset_find(&l->keys, c->axes[a].key)] = c->axes[a].value;
 		fputc('|', f);
 		for (size_t k = 0; k < l->keys.n; k++) {
 			fputc(' ', f);
@@ -542,20 +362,20 @@ static void write_charts(FILE *f, const struct results *r, const struct layout *
 	for (size_t g = 0; g < l->groups.n; g++) {
 		/* the group's cells with statistics, bucketed by column (stable: cell order) */
 		struct strset cols = { 0 };
-		size_t n = (size_t)(group_end(l, g) - group_begin(l, g));
+		size_t n = (size_t)(md_group_end(l, g) - md_group_begin(l, g));
 		size_t *col_of = xcalloc(n + 1, sizeof(*col_of));
 		for (size_t k = 0; k < n; k++)
-			col_of[k] = strset_add(&cols, l->col[group_begin(l, g)[k]]);
+			col_of[k] = md_strset_add(&cols, l->col[md_group_begin(l, g)[k]]);
 		size_t *start = xcalloc(cols.n + 2, sizeof(*start));
 		size_t *bucket = xcalloc(n + 1, sizeof(*bucket));
 		for (size_t k = 0; k < n; k++)
-			if (has_stats(&r->cells[group_begin(l, g)[k]]))
+			if (md_has_stats(&r->cells[md_group_begin(l, g)[k]]))
 				start[col_of[k] + 2]++;
 		for (size_t c = 0; c < cols.n; c++)
 			start[c + 2] += start[c + 1];
 		for (size_t k = 0; k < n; k++)
-			if (has_stats(&r->cells[group_begin(l, g)[k]]))
-				bucket[start[col_of[k] + 1]++] = group_begin(l, g)[k];
+			if (md_has_stats(&r->cells[md_group_begin(l, g)[k]]))
+				bucket[start[col_of[k] + 1]++] = md_group_begin(l, g)[k];
 		for (size_t c = 0; c < cols.n; c++) {
 			const size_t *b = bucket + start[c], bars = start[c + 1] - start[c];
 			/* one bar says nothing a table cell does not */
@@ -590,7 +410,7 @@ static void write_charts(FILE *f, const struct results *r, const struct layout *
 		free(col_of);
 		free(start);
 		free(bucket);
-		strset_free(&cols);
+		md_strset_free(&cols);
 	}
 }
 
@@ -804,8 +624,8 @@ int report_markdown(const struct results *r, const struct report_markdown_opts *
 	size_t max = o->max_bytes ? o->max_bytes : REPORT_MARKDOWN_MAX;
 
 	struct layout l = { 0 };
-	if (layout_build(&l, r, o, err) < 0) {
-		layout_free(&l, r->n_cells);
+	if (md_layout_build(&l, r, o, err) < 0) {
+		md_layout_free(&l, r->n_cells);
 		return -1;
 	}
 
@@ -819,7 +639,7 @@ int report_markdown(const struct results *r, const struct report_markdown_opts *
 		free(body.data);
 		free(prov.data);
 		report_locale_leave(&loc);
-		layout_free(&l, r->n_cells);
+		md_layout_free(&l, r->n_cells);
 		*err = xstrdup("out of memory for the Markdown report");
 		return -1;
 	}
@@ -837,7 +657,7 @@ int report_markdown(const struct results *r, const struct report_markdown_opts *
 	size_t header = 0;
 	size_t rows = write_raw_runs(raw.f, r, &row_end, &header);
 	membuf_close(&raw);
-	layout_free(&l, r->n_cells);
+	md_layout_free(&l, r->n_cells);
 
 	/* room for the <details> wrapper and the truncation notes */
 	const size_t reserve = 600;

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The Markdown report's layout: which axis goes down, which across, and how the cells fall into
+ * tables (one per combination of the other axes). Computed once (md-layout.c), then rendered by
+ * markdown.c. Internal to the reporters.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "reporters.h"
+#include "strmap.h"
+
+/* An ordered set of borrowed strings, indexed by a hash map: every lookup is O(1), so a results
+ * file with tens of thousands of cells or axes renders in linear time. */
+struct strset {
+	const char **v;
+	size_t n, cap;
+	struct strmap idx;
+};
+
+/* Where each cell sits in the tables. */
+struct layout {
+	const char *rows, *cols; /* axis keys; cols may be NULL (one column) */
+	struct strset keys;      /* every axis key, in order of first appearance */
+	struct strset groups;    /* labels of the combinations of the other axes */
+	size_t *group;           /* per cell: index into groups */
+	char **group_label;      /* per cell: owned label ("" when there are no other axes) */
+	const char **row, **col; /* per cell: row and column value (borrowed, "(none)" if unset) */
+	size_t *order;           /* cell indices grouped by group, in cell order within each */
+	size_t *group_start;     /* group g's cells are order[group_start[g] .. group_start[g+1]) */
+};
+
+/* The value of axis key in cell c, or NULL if the cell has no such axis ("" for a NULL key). */
+const char *md_axis_value(const struct result_cell *c, const char *key);
+/* Add x (borrowed) if new; its index either way. */
+size_t md_strset_add(struct strset *s, const char *x);
+/* The index of x, or -1. */
+long md_strset_find(const struct strset *s, const char *x);
+void md_strset_free(struct strset *s);
+/* The cell has a usable total (measured runs and a finite median). */
+bool md_has_stats(const struct result_cell *c);
+/* Compute the pivot for r under the options; -1 with *err set for an unknown or clashing axis.
+ * Free with md_layout_free(l, r->n_cells) either way. */
+int md_layout_build(struct layout *l, const struct results *r, const struct report_markdown_opts *o,
+		    char **err);
+void md_layout_free(struct layout *l, size_t n);
+/* The cells of group g: for (p = md_group_begin(l, g); p < md_group_end(l, g); p++) */
+const size_t *md_group_begin(const struct layout *l, size_t g);
+const size_t *md_group_end(const struct layout *l, size_t g);
