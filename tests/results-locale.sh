@@ -5,7 +5,7 @@
 set -euo pipefail
 
 build="${FERRY_BUILD_DIR:?}"
-helper="$build/tests/test-results"
+helper="$build/tests/test-results-model"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 

@@ -14,7 +14,7 @@ if ! "$py" -c 'import jsonschema' 2>/dev/null; then
 fi
 
 out="$build/tests/sample-results.json"
-"$build/tests/test-results" --write-sample "$out"
+"$build/tests/test-results-model" --write-sample "$out"
 
 "$py" - "$src/schema/ferry-results.schema.json" "$out" <<'PY'
 import copy, json, sys

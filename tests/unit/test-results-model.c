@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The results model and its file: lossless round trip, atomic rewrite, reader errors.
- * `test-results --write-sample PATH` writes the sample document (tests/results-schema.sh
+ * `test-results-model --write-sample PATH` writes the sample document (tests/results-schema.sh
  * validates it against schema/ferry-results.schema.json).
  */
 #include <errno.h>
@@ -792,7 +792,7 @@ int main(int argc, char **argv)
 		} else if (argc == 3) {
 			r = sample();
 		} else {
-			fputs("usage: test-results --write-sample OUT | --rewrite IN OUT\n",
+			fputs("usage: test-results-model --write-sample OUT | --rewrite IN OUT\n",
 			      stderr);
 			return 2;
 		}
