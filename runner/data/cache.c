@@ -71,9 +71,33 @@ static ssize_t count_entries(int dfd)
 	return n;
 }
 
-static bool ts_after(const struct timespec *a, const struct timespec *b)
+/* a is at or after b: file timestamps come from a coarse clock, so a change made in the tick
+   that sealed the manifest carries the seal's own time and must count as after it */
+static bool ts_not_before(const struct timespec *a, const struct timespec *b)
 {
-	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec > b->tv_nsec);
+	return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec >= b->tv_nsec);
+}
+
+/*
+ * Seal the manifest: give it an mtime strictly later than the ctime of every file written or
+ * checked before this call, so that only a later change of a file counts as a change
+ * (ts_not_before). Every such ctime is at most the time of a touch now; touching again until
+ * the filesystem's clock has moved on takes at most one clock tick (~4 ms).
+ */
+static void seal_manifest(const char *mpath)
+{
+	struct stat st0, st;
+	if (utimensat(AT_FDCWD, mpath, NULL, AT_SYMLINK_NOFOLLOW) < 0 || lstat(mpath, &st0) < 0)
+		return;
+	for (int i = 0; i < 1000; i++) {
+		const struct timespec tick = { .tv_sec = 0, .tv_nsec = 1000000 };
+		nanosleep(&tick, NULL);
+		if (utimensat(AT_FDCWD, mpath, NULL, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    lstat(mpath, &st) < 0)
+			return;
+		if (!ts_not_before(&st0.st_mtim, &st.st_mtim))
+			return;
+	}
 }
 
 /*
@@ -104,7 +128,7 @@ static bool check_intact(const struct manifest *m, struct manifest *rec, const c
 					 (long long)st.st_size, (unsigned long long)e->size);
 			ok = false;
 		} else if (e->type == MANIFEST_FILE &&
-			   (rehash || (sealed && ts_after(&st.st_ctim, sealed)))) {
+			   (rehash || (sealed && ts_not_before(&st.st_ctim, sealed)))) {
 			_cleanup_close_ int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 			unsigned char sha[32];
 			struct stat fst;
@@ -267,7 +291,7 @@ int dataset_get(const struct dataset_spec *spec, const struct dataset_get_opts *
 			/* files whose inode changed after the manifest was written were re-hashed
 			   and are whole: seal them again, so the next use trusts them */
 			if (rehashed && !opts->rehash)
-				(void)utimensat(AT_FDCWD, mpath, NULL, AT_SYMLINK_NOFOLLOW);
+				seal_manifest(mpath);
 			info->rehashed = rehashed;
 			if (hold_for_use(dir, info, err) < 0) {
 				manifest_free(m);
@@ -303,6 +327,7 @@ int dataset_get(const struct dataset_spec *spec, const struct dataset_get_opts *
 		manifest_free(m);
 		return -1;
 	}
+	seal_manifest(mpath);
 	/* the cache grew: bring it under its limit (this entry is held, so it stays) */
 	struct evict_result ev;
 	_cleanup_free_ char *everr = NULL;
