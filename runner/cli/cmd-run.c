@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 
 #include "../reporters/reporters.h"
-#include "capacity.h"
+#include "capacity-plan.h"
 #include "commands.h"
 #include "dataset.h"
 #include "fs.h"

@@ -13,10 +13,7 @@
 
 #include "cleanup.h"
 #include "dataset.h"
-#include "dataset-plan.h"
 #include "fs.h"
-#include "matrix.h"
-#include "plan.h"
 #include "util.h"
 
 /* A size for people: "16TiB", "78.6GiB", "512MiB" (one decimal when it is not whole). */
@@ -34,9 +31,6 @@ static char *human_size(uint64_t b)
 		return xasprintf("%lld%s", (long long)r, unit[u]);
 	return xasprintf("%.1f%s", r, unit[u]);
 }
-
-/* What QEMU and the guest's page tables take beyond the guest's RAM (measured: ~150 MiB). */
-#define QEMU_OVERHEAD (UINT64_C(256) << 20)
 
 int capacity_check(const struct capacity_need *needs, size_t n_needs,
 		   const struct capacity_space *space, size_t n_space, char **err)
@@ -107,7 +101,7 @@ uint64_t capacity_fs_of(const char *path)
 	return (uint64_t)st.st_dev + 1; /* never 0, which stands for memory */
 }
 
-static uint64_t fs_avail(const char *path)
+uint64_t capacity_fs_avail(const char *path)
 {
 	_cleanup_free_ char *p = xstrdup(path);
 	struct statvfs sv;
@@ -120,7 +114,7 @@ static uint64_t fs_avail(const char *path)
 	return (uint64_t)sv.f_bavail * sv.f_frsize;
 }
 
-static uint64_t mem_available(void)
+uint64_t capacity_mem_available(void)
 {
 	_cleanup_fclose_ FILE *f = fopen("/proc/meminfo", "re");
 	char line[256];
@@ -131,8 +125,7 @@ static uint64_t mem_available(void)
 	return UINT64_MAX;
 }
 
-/* The bytes a generated dataset takes on disk (each file rounded up to 4 KiB blocks). */
-static uint64_t spec_disk_bytes(const struct dataset_spec *s)
+uint64_t capacity_dataset_bytes(const struct dataset_spec *s)
 {
 	uint64_t total = 0;
 	for (uint64_t i = 0; i < s->files; i++) {
@@ -143,9 +136,7 @@ static uint64_t spec_disk_bytes(const struct dataset_spec *s)
 	return total;
 }
 
-/* Whether the cache holds a complete copy of spec (its manifest says so; dataset_get() checks
- * the rest when it hands it out). */
-static bool cached(const struct dataset_spec *s, const char *cache_dir)
+bool capacity_dataset_cached(const struct dataset_spec *s, const char *cache_dir)
 {
 	_cleanup_free_ char *hash = dataset_spec_hash(s);
 	_cleanup_free_ char *mpath = xasprintf("%s/datasets/%s.manifest.json", cache_dir, hash);
@@ -156,68 +147,9 @@ static bool cached(const struct dataset_spec *s, const char *cache_dir)
 int capacity_dataset(const struct dataset_spec *spec, const char *dir, char **err)
 {
 	uint64_t fs = capacity_fs_of(dir);
-	const struct capacity_need need = { "the dataset", fs, spec_disk_bytes(spec) };
-	const struct capacity_space space = { fs, dir, fs_avail(dir) };
+	const struct capacity_need need = { "the dataset", fs, capacity_dataset_bytes(spec) };
+	const struct capacity_space space = { fs, dir, capacity_fs_avail(dir) };
 	return capacity_check(&need, 1, &space, 1, err);
-}
-
-int capacity_plan(const struct plan *p, const struct matrix *m, const char *cache_dir,
-		  const char *run_root, char **err)
-{
-	uint64_t cache_fs = capacity_fs_of(cache_dir), run_fs = capacity_fs_of(run_root);
-	uint64_t gen = 0, cell_max = 0, mem_max = 0;
-	size_t n = matrix_n_cells(m);
-	const struct plan_dataset **seen = xcalloc(n ? n : 1, sizeof(*seen));
-	size_t n_seen = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct plan_cell c;
-		plan_cell(p, m, i, &c);
-		struct dataset_spec s;
-		dataset_spec_from_plan(c.dataset, &s);
-		uint64_t data = s.path ? 0 : spec_disk_bytes(&s);
-		bool dup = false;
-		for (size_t k = 0; k < n_seen && !dup; k++)
-			dup = seen[k] == c.dataset;
-		if (!dup) {
-			seen[n_seen++] = c.dataset;
-			if (!s.path && !cached(&s, cache_dir) && !add_u64(gen, data, &gen))
-				gen = UINT64_MAX;
-		}
-		/* the cell's own files in the run directory: the target disk (written out, or as
-		   far as the data fills it), and what its method builds or copies there */
-		uint64_t need = 0;
-		if (c.disk->kind == PLAN_DISK_IMAGE)
-			need = c.disk->allocation == PLAN_ALLOC_SPARSE && data < c.disk->size
-				   ? data
-				   : c.disk->size;
-		uint64_t extra = 0;
-		switch (c.method->type) {
-		case PLAN_METHOD_DISK_IMAGE: extra = data + data / 8 + (UINT64_C(16) << 20); break;
-		case PLAN_METHOD_SHARE: extra = data; break;
-		default: break;
-		}
-		if (!add_u64(need, extra, &need))
-			need = UINT64_MAX;
-		if (need > cell_max)
-			cell_max = need;
-		uint64_t mem = c.vm->memory + QEMU_OVERHEAD;
-		if (mem > mem_max)
-			mem_max = mem;
-	}
-	free(seen);
-	struct capacity_need needs[] = {
-		{ "datasets to generate", cache_fs, gen },
-		{ "target disks and method images of the largest cell", run_fs, cell_max },
-		{ "the largest VM", 0, mem_max },
-	};
-	struct capacity_space space[3] = {
-		{ cache_fs, cache_dir, fs_avail(cache_dir) },
-		{ 0, "memory", mem_available() },
-	};
-	size_t n_space = 2;
-	if (run_fs != cache_fs)
-		space[n_space++] = (struct capacity_space){ run_fs, run_root, fs_avail(run_root) };
-	return capacity_check(needs, ELEMENTSOF(needs), space, n_space, err);
 }
 
 /* ---- cache size limit ---- */

@@ -4,8 +4,9 @@
  * is generated or booted, and the dataset cache's size limit with least-recently-used eviction.
  *
  * capacity_check() is pure: it gets what each part of the run needs on which filesystem and what
- * is free there, and says yes or why not. capacity_plan() works out the needs of a plan's cells
- * (the probes: statvfs(2), /proc/meminfo, the cache's manifests) and calls it.
+ * is free there, and says yes or why not. The probes (statvfs(2), /proc/meminfo, the cache's
+ * manifests) are here too; capacity_plan() (runner/exec/capacity-plan.h) works out the needs of a
+ * plan's cells with them and calls capacity_check().
  */
 #pragma once
 
@@ -13,8 +14,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct plan;
-struct matrix;
 struct dataset_spec;
 
 /* One need: `bytes` on the filesystem `fs` (an id from capacity_fs_of(); 0: memory). */
@@ -43,14 +42,19 @@ int capacity_check(const struct capacity_need *needs, size_t n_needs,
 /* The id of the filesystem holding path (its nearest existing ancestor), 0 when unknown. */
 uint64_t capacity_fs_of(const char *path);
 
-/*
- * The needs of expanding `m` of `p` here: generated datasets missing from the cache (on the
- * cache's filesystem), the largest cell's target disk and method copies (on the run directory's
- * filesystem, run_root), the largest VM's memory (plus what QEMU itself takes). Then
- * capacity_check() against statvfs(2) and /proc/meminfo. Returns 0 or -1 with *err.
- */
-int capacity_plan(const struct plan *p, const struct matrix *m, const char *cache_dir,
-		  const char *run_root, char **err);
+/* Bytes free for an unprivileged writer on the filesystem of path (its nearest existing
+ * ancestor), UINT64_MAX when unknown. */
+uint64_t capacity_fs_avail(const char *path);
+
+/* MemAvailable from /proc/meminfo in bytes, UINT64_MAX when unknown. */
+uint64_t capacity_mem_available(void);
+
+/* The bytes a generated dataset takes on disk (each file rounded up to 4 KiB blocks). */
+uint64_t capacity_dataset_bytes(const struct dataset_spec *spec);
+
+/* Whether the cache holds a complete copy of spec (its manifest says so; dataset_get() checks
+ * the rest when it hands it out). */
+bool capacity_dataset_cached(const struct dataset_spec *spec, const char *cache_dir);
 
 /*
  * Whether the filesystem of `dir` (or its nearest existing parent) has room to generate spec

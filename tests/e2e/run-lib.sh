@@ -45,11 +45,12 @@ check_clean() {
 	if virsh -c qemu:///system list --all --name | grep -q -- "-$pid-"; then
 		fail "domains of ferry pid $pid are left: $(virsh -c qemu:///system list --all --name | grep -- "-$pid-")"
 	fi
-	# libvirt's pid file of a virtiofsd it started for a domain: <id>-<domain>-fsN-fs.pid, removed
-	# once it killed the daemon with the domain
-	if ls /run/libvirt/qemu/ 2>/dev/null | grep -q -- "-$pid-.*-fs\.pid$"; then
-		fail "virtiofsd of ferry pid $pid is left: $(ls /run/libvirt/qemu/ | grep -- "-$pid-.*-fs\.pid$")"
-	fi
+	# a virtiofsd that libvirt started for a domain of this run: it serves a directory inside the
+	# run directory (libvirt's pid file names are cut to 20 characters, so they cannot be matched
+	# to the run); libvirt stops it with the domain
+	local fsd
+	fsd="$(pgrep -af virtiofsd | grep -F -- "$FERRY_RUN_DIR/" || true)"
+	[ -z "$fsd" ] || fail "virtiofsd of ferry pid $pid is left: $fsd"
 	if [ -n "$(ls -A "$FERRY_RUN_DIR")" ]; then
 		fail "run directories left behind: $(ls -A "$FERRY_RUN_DIR")"
 	fi

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/* Whether this host can hold a plan's run: its cells' needs against the probes (capacity-plan.h).
+ */
+#include "capacity-plan.h"
+
+#include "capacity.h"
+#include "dataset-plan.h"
+#include "dataset.h"
+#include "matrix.h"
+#include "plan.h"
+#include "util.h"
+
+/* What QEMU and the guest's page tables take beyond the guest's RAM (measured: ~150 MiB). */
+#define QEMU_OVERHEAD (UINT64_C(256) << 20)
+
+int capacity_plan(const struct plan *p, const struct matrix *m, const char *cache_dir,
+		  const char *run_root, char **err)
+{
+	uint64_t cache_fs = capacity_fs_of(cache_dir), run_fs = capacity_fs_of(run_root);
+	uint64_t gen = 0, cell_max = 0, mem_max = 0;
+	size_t n = matrix_n_cells(m);
+	const struct plan_dataset **seen = xcalloc(n ? n : 1, sizeof(*seen));
+	size_t n_seen = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct plan_cell c;
+		plan_cell(p, m, i, &c);
+		struct dataset_spec s;
+		dataset_spec_from_plan(c.dataset, &s);
+		uint64_t data = s.path ? 0 : capacity_dataset_bytes(&s);
+		bool dup = false;
+		for (size_t k = 0; k < n_seen && !dup; k++)
+			dup = seen[k] == c.dataset;
+		if (!dup) {
+			seen[n_seen++] = c.dataset;
+			if (!s.path && !capacity_dataset_cached(&s, cache_dir) &&
+			    !add_u64(gen, data, &gen))
+				gen = UINT64_MAX;
+		}
+		/* the cell's own files in the run directory: the target disk (written out, or as
+		   far as the data fills it), and what its method builds or copies there */
+		uint64_t need = 0;
+		if (c.disk->kind == PLAN_DISK_IMAGE)
+			need = c.disk->allocation == PLAN_ALLOC_SPARSE && data < c.disk->size
+				   ? data
+				   : c.disk->size;
+		uint64_t extra = 0;
+		switch (c.method->type) {
+		case PLAN_METHOD_DISK_IMAGE: extra = data + data / 8 + (UINT64_C(16) << 20); break;
+		case PLAN_METHOD_SHARE: extra = data; break;
+		default: break;
+		}
+		if (!add_u64(need, extra, &need))
+			need = UINT64_MAX;
+		if (need > cell_max)
+			cell_max = need;
+		uint64_t mem = c.vm->memory + QEMU_OVERHEAD;
+		if (mem > mem_max)
+			mem_max = mem;
+	}
+	free(seen);
+	struct capacity_need needs[] = {
+		{ "datasets to generate", cache_fs, gen },
+		{ "target disks and method images of the largest cell", run_fs, cell_max },
+		{ "the largest VM", 0, mem_max },
+	};
+	struct capacity_space space[3] = {
+		{ cache_fs, cache_dir, capacity_fs_avail(cache_dir) },
+		{ 0, "memory", capacity_mem_available() },
+	};
+	size_t n_space = 2;
+	if (run_fs != cache_fs)
+		space[n_space++] =
+		    (struct capacity_space){ run_fs, run_root, capacity_fs_avail(run_root) };
+	return capacity_check(needs, ELEMENTSOF(needs), space, n_space, err);
+}
