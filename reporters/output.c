@@ -139,8 +139,12 @@ int report_set_write(struct report_set *s, const struct results *r, char **err, 
 		if (!s->out[i].f && !(i == REPORT_MARKDOWN && md))
 			continue;
 		FILE *m = open_memstream(&text[i], &len[i]);
-		if (!m)
-			abort();
+		if (!m) {
+			*err = xasprintf("%s report: cannot allocate a buffer: %s", format_names[i],
+					 strerror(errno));
+			rc = -1;
+			break;
+		}
 		_cleanup_free_ char *e = NULL;
 		rc = report_render((enum report_format)i, r, &s->markdown, m, &e);
 		fclose(m);
