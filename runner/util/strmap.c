@@ -2,19 +2,46 @@
 #include "strmap.h"
 
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 #include "util.h"
 
+/*
+ * A per-process random seed: the strings come from plans and results files, which may come from
+ * anyone, and a fixed hash would let a crafted file put every key in one bucket (quadratic
+ * probing). Nothing iterates the map, so the seed changes no output.
+ */
+static uint64_t seed(void)
+{
+	static uint64_t s;
+	if (s == 0) {
+		uint64_t r = 0;
+		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			r = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+		}
+		s = r | 1;
+	}
+	return s;
+}
+
 static uint64_t hash_str(const char *s, uint32_t tag)
 {
-	/* FNV-1a, then a final mix so the low bits (the bucket) depend on every byte */
-	uint64_t h = 1469598103934665603ull ^ ((uint64_t)tag * 0x9e3779b97f4a7c15ull);
+	/* FNV-1a from a seeded basis, then a seeded final mix so the low bits (the bucket) depend
+	   on every byte and on the seed */
+	uint64_t k = seed();
+	uint64_t h = (1469598103934665603ull ^ k) ^ ((uint64_t)tag * 0x9e3779b97f4a7c15ull);
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		h ^= *p;
 		h *= 1099511628211ull;
 	}
+	h ^= k >> 7;
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
 	h ^= h >> 33;
 	return h;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A small open-addressing map from (string, tag) to uint32, for linear-time lookups in the
- * plan reader (duplicate keys, names) and the matrix expansion (value ids). The map borrows
- * its strings: each must outlive the map.
+ * plan reader (duplicate keys, names), the matrix expansion (value ids), the results reader and
+ * the reporters. Its hash is seeded per process, so that a crafted file cannot carry precomputed
+ * collisions. The map borrows its strings: each must outlive the map.
  */
 #pragma once
 
