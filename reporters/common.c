@@ -29,62 +29,47 @@ void report_locale_leave(struct report_locale *l)
 	}
 }
 
-/* Length of the ANSI escape sequence starting with ESC at s (ECMA-48: CSI "ESC [" parameters
- * and a final byte 0x40-0x7e; OSC "ESC ]" up to BEL or ESC \; otherwise ESC and one byte). */
-static size_t ansi_sequence(const unsigned char *s)
-{
-	size_t i = 1;
-	if (s[1] == '[') {
-		for (i = 2; s[i] >= 0x20 && s[i] <= 0x3f; i++)
-			;
-		return s[i] >= 0x40 && s[i] <= 0x7e ? i + 1 : i;
-	}
-	if (s[1] == ']') {
-		for (i = 2; s[i]; i++) {
-			if (s[i] == 0x07)
-				return i + 1;
-			if (s[i] == 0x1b && s[i + 1] == '\\')
-				return i + 2;
-		}
-		return i;
-	}
-	return s[1] >= 0x20 && s[1] <= 0x7e ? 2 : 1;
-}
-
 char *report_clean_text(const char *str)
 {
 	if (!str)
 		return xstrdup("");
 	const unsigned char *s = (const unsigned char *)str;
 	size_t n = strlen(str);
-	/* each input byte gives at most 3 output bytes (U+FFFD) */
-	char *out = xmalloc(3 * n + 1);
+	/* each input byte gives at most 4 output bytes ("\\xNN") */
+	char *out = xmalloc(4 * n + 1);
 	size_t o = 0;
 
 	for (size_t i = 0; i < n;) {
-		uint32_t cp;
-		if (s[i] == 0x1b) {
-			i += ansi_sequence(s + i);
-			continue;
-		}
+		uint32_t cp = 0;
 		if (s[i] == '\r' && s[i + 1] == '\n') {
 			/* serial consoles end lines with CR LF; XML would keep the CR as &#13; */
 			i++;
 			continue;
 		}
-		size_t len = utf8_decode(str + i, n - i, &cp);
-		if (len == 0) {
-			memcpy(out + o, "\xef\xbf\xbd", 3);
-			o += 3;
-			i++;
+		if (s[i] == '\n' || s[i] == '\t') {
+			out[o++] = (char)s[i++];
 			continue;
 		}
-		bool keep = cp == '\t' || cp == '\n' || cp == '\r' || (cp >= 0x20 && cp < 0x7f) ||
-			    (cp >= 0xa0 && cp != 0xfffe && cp != 0xffff);
-		if (keep) {
-			memcpy(out + o, s + i, len);
-			o += len;
+		/* every other control shows as its escape (escape_controls()), never vanishes */
+		size_t len = s[i] < 0x80 ? 1 : utf8_decode(str + i, n - i, &cp);
+		if (cp == 0xfffe || cp == 0xffff) { /* not characters in XML */
+			o += (size_t)sprintf(out + o, "\\u%04x", (unsigned)cp);
+			i += len;
+			continue;
 		}
+		bool ctl = s[i] < 0x20 || s[i] == 0x7f || len == 0 || (len == 2 && cp <= 0x9f);
+		if (ctl) {
+			size_t l = len ? len : 1;
+			_cleanup_free_ char *piece = xstrndup(str + i, l);
+			_cleanup_free_ char *esc = escape_controls(piece);
+			size_t el = strlen(esc);
+			memcpy(out + o, esc, el);
+			o += el;
+			i += l;
+			continue;
+		}
+		memcpy(out + o, s + i, len);
+		o += len;
 		i += len;
 	}
 	out[o] = '\0';

@@ -86,10 +86,11 @@ void report_locale_enter(struct report_locale *l);
 void report_locale_leave(struct report_locale *l);
 
 /*
- * A copy of s that is valid UTF-8 and holds only characters allowed in XML 1.0: ANSI escape
- * sequences (colour codes) are removed whole, CR LF becomes LF, other control characters except \t
- * \n \r are removed, as are DEL, C1 controls and U+FFFE/U+FFFF; each byte of an invalid UTF-8
- * sequence becomes U+FFFD. NULL gives "". Free the result.
+ * A copy of s that is valid UTF-8 and holds only characters allowed in XML 1.0, with nothing
+ * dropped silently: CR LF becomes LF (serial consoles); \t and \n stay; every other control
+ * character (ESC of colour codes, a lone CR, BEL, DEL) and every byte of an invalid UTF-8 sequence
+ * is shown as its escape (escape_controls(): \x1b, \r, \xNN), C1 controls as \u0080-\u009f,
+ * U+FFFE/U+FFFF as \ufffe/\uffff. NULL gives "". Free the result.
  */
 char *report_clean_text(const char *s);
 

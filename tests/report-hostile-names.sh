@@ -30,3 +30,12 @@ for f in r.xml r.md r.json r.bmf.json r.gab.json summary.md stderr; do
 done
 # the JSON export is the results file: the strings are kept, escaped by JSON
 grep -qi '\\u001b\[31m' "$tmp/r.json" || { echo "FAIL: the JSON export lost the plan name"; exit 1; }
+# and the other reports show what was there instead of dropping it: ESC as \x1b (Markdown
+# escapes the backslash and the bracket), so a reader can see that a name carried controls
+grep -qF '\x1b[31m' "$tmp/r.xml" || { echo "FAIL: JUnit dropped the ESC instead of showing it"; exit 1; }
+grep -qF '\\x1b\[31m' "$tmp/r.md" || { echo "FAIL: Markdown dropped the ESC instead of showing it"; exit 1; }
+grep -qF '\\x1b\[31m' "$tmp/summary.md" || { echo "FAIL: the step summary dropped the ESC"; exit 1; }
+for x in "$src/fixtures/xsd/junit-10.xsd" "$src/fixtures/xsd/ant-junit.xsd"; do
+	xmllint --noout --schema "$x" "$tmp/r.xml" 2>/dev/null || { echo "FAIL: r.xml not valid against $x"; exit 1; }
+done
+echo "ok: controls are shown escaped (\\x1b) in JUnit, Markdown and the step summary"

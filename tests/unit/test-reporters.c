@@ -241,36 +241,41 @@ static void test_clean_text(void)
 		const char *in, *out;
 	} cases[] = {
 		{ "plain", "plain" },
-		{ "tab\tnl\ncr\r", "tab\tnl\ncr\r" },
-		{ "crlf\r\nlone\rcr", "crlf\nlone\rcr" },
-		{ "\x1b[31mred\x1b[0m", "red" },
-		{ "\x1b[1;38;5;208mbold\x1b[m", "bold" },
+		/* LF and TAB stay (Markdown and XML handle them); CR LF of serial consoles is LF */
+		{ "tab\tnl\ncr\r", "tab\tnl\ncr\\r" },
+		{ "crlf\r\nlone\rcr", "crlf\nlone\\rcr" },
+		/* every other control is shown as its escape, never dropped nor passed through */
+		{ "\x1b[31mred\x1b[0m", "\\x1b[31mred\\x1b[0m" },
+		{ "\x1b[1;38;5;208mbold\x1b[m", "\\x1b[1;38;5;208mbold\\x1b[m" },
 		{ "\x1b]0;title\x07"
 		  "after",
-		  "after" },
-		{ "\x1b]8;;http://x\x1b\\link", "link" },
-		{ "esc\x1b", "esc" },
+		  "\\x1b]0;title\\x07after" },
+		{ "\x1b]8;;http://x\x1b\\link", "\\x1b]8;;http://x\\x1b\\link" },
+		{ "esc\x1b", "esc\\x1b" },
 		{ "\x1b"
 		  "7saved",
-		  "saved" },
+		  "\\x1b"
+		  "7saved" },
 		{ "a\x01\x02\x08\x0b\x0c\x1f"
 		  "b",
-		  "ab" },
-		{ "del\x7f", "del" },
-		{ "c1\xc2\x80\xc2\x9f", "c1" },
+		  "a\\x01\\x02\\x08\\x0b\\x0c\\x1f"
+		  "b" },
+		{ "del\x7f", "del\\x7f" },
+		{ "c1\xc2\x80\xc2\x9f", "c1\\u0080\\u009f" },
 		{ "nbsp\xc2\xa0", "nbsp\xc2\xa0" },
 		{ "\xc3\xa9t\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
 		  "\xc3\xa9t\xc3\xa9 \xe2\x82\xac "
 		  "\xf0\x9f\x98\x80" },
-		{ "bad\xff", "bad\xef\xbf\xbd" },
-		{ "trunc\xc3", "trunc\xef\xbf\xbd" },
-		{ "overlong\xc0\xaf", "overlong\xef\xbf\xbd\xef\xbf\xbd" },
-		{ "surrogate\xed\xa0\x80", "surrogate\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },
-		{ "nonchar\xef\xbf\xbe\xef\xbf\xbf!", "nonchar!" },
+		/* bytes that are not UTF-8 are shown as their values */
+		{ "bad\xff", "bad\\xff" },
+		{ "trunc\xc3", "trunc\\xc3" },
+		{ "overlong\xc0\xaf", "overlong\\xc0\\xaf" },
+		{ "surrogate\xed\xa0\x80", "surrogate\\xed\\xa0\\x80" },
+		/* noncharacters XML does not allow */
+		{ "nonchar\xef\xbf\xbe\xef\xbf\xbf!", "nonchar\\ufffe\\uffff!" },
 		{ "fffd\xef\xbf\xbd", "fffd\xef\xbf\xbd" },
 		{ "max\xf4\x8f\xbf\xbf", "max\xf4\x8f\xbf\xbf" },
-		{ "beyond\xf4\x90\x80\x80",
-		  "beyond\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },
+		{ "beyond\xf4\x90\x80\x80", "beyond\\xf4\\x90\\x80\\x80" },
 		{ "", "" },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
