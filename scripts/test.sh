@@ -14,8 +14,9 @@ log "setup"
 bash scripts/setup.sh
 
 passed=0 failed=0 skipped=0
-tally() { # builddir: add the counts of its last meson test run
-	local j="$1/meson-logs/testlog.json"
+tally() { # builddir [setup]: add the counts of its last meson test run (a --setup run logs to
+	# testlog-SETUP.json; reading testlog.json there would count the previous run twice)
+	local j="$1/meson-logs/testlog${2:+-$2}.json"
 	[ -f "$j" ] || return 0
 	local p f s
 	read -r p f s < <(/usr/bin/python3 - "$j" <<'PY'
@@ -35,8 +36,14 @@ PY
 status=0
 run_suite() { # builddir, meson test args...
 	local b="$1"; shift
+	local setup="" a prev=""
+	for a in "$@"; do
+		[ "$prev" = --setup ] && setup="$a"
+		prev="$a"
+	done
+	rm -f "$b/meson-logs/testlog${setup:+-$setup}.json"
 	meson test -C "$b" --print-errorlogs "$@" || status=1
-	tally "$b"
+	tally "$b" "$setup"
 }
 
 log "build (-Werror)"

@@ -11,9 +11,18 @@ virsh_names() { virsh -c qemu:///system list --all --name; }
 pid=$!
 # virtiofsd processes serving this test's run directory (libvirt passes them the shared dir)
 virtiofsds() { pgrep -af virtiofsd | grep -F -- "$FERRY_RUN_DIR/" || true; }
-# wait until the domain runs with its virtiofsd, then kill ferry outright
+# The guest's agent answers only once the guest booted, long after libvirt registered the
+# domain's auto-destroy (that happens while the domain starts). A kill during the start itself
+# would race libvirt: a connection closed before the registration leaves the domain to
+# `ferry doctor --reap`, which is not what this test is about.
+agent_up() {
+	virsh -c qemu:///system qemu-agent-command "$1" '{"execute":"guest-ping"}' >/dev/null 2>&1
+}
+# wait until the domain runs with its virtiofsd and its agent answers, then kill ferry outright
 for _ in $(seq 1 900); do
-	if virsh_names | grep -q -- "-$pid-" && [ -n "$(virtiofsds)" ]; then
+	d="$(virsh_names | grep -- "-$pid-" || true)"
+	if [ -n "$d" ] && [ -n "$(virtiofsds)" ] &&
+		[ "$(virsh -c qemu:///system domstate "$d" 2>/dev/null)" = running ] && agent_up "$d"; then
 		break
 	fi
 	kill -0 "$pid" 2>/dev/null || { cat "$work/log" >&2; fail "ferry ended before it could be killed"; }
