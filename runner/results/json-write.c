@@ -97,11 +97,13 @@ static json_t *cell_to_json(const struct result_cell *c)
 	for (size_t i = 0; i < c->n_runs; i++) {
 		const struct result_run *r = &c->runs[i];
 		json_array_append_new(
-		    runs, json_pack("{s:I, s:b, s:o, s:o, s:o, s:o, s:b, s:b}", "index",
+		    runs, json_pack("{s:I, s:b, s:o, s:o, s:o, s:o, s:b, s:b, s:o, s:o}", "index",
 				    (json_int_t)r->index, "warmup", r->warmup, "phases",
 				    phases_to_json(r->phase), "total", jnum(r->total), "bytes",
 				    juint(r->bytes), "files", juint(r->files), "integrity_ok",
-				    r->integrity_ok, "outlier", r->outlier));
+				    r->integrity_ok, "outlier", r->outlier, "boot",
+				    r->boot > 0 ? json_integer(r->boot) : json_null(), "metrics",
+				    jobj_or_null(r->metrics)));
 	}
 
 	json_t *stats = json_null();
@@ -155,9 +157,19 @@ static json_t *head_to_json(const struct results *r)
 	    "guest_initramfs_sha256", jstr(p->guest_initramfs_sha256), "datasets", datasets,
 	    "started", jtime(p->started_ms), "finished", jtime(p->finished_ms));
 
-	return json_pack("{s:i, s:{s:o, s:o, s:o, s:o}, s:o}", "ferry_results", RESULTS_VERSION,
-			 "plan", "name", jstr(r->plan.name), "path", jstr(r->plan.path), "sha256",
-			 jstr(r->plan.sha256), "text", jstr(r->plan.text), "provenance", prov);
+	json_t *metrics = json_object();
+	for (size_t i = 0; i < r->n_metrics; i++) {
+		_cleanup_free_ char *name = utf8_sanitize(r->metrics[i].name);
+		json_object_set_new(metrics, name,
+				    json_pack("{s:o, s:s}", "unit", jstr(r->metrics[i].unit),
+					      "better",
+					      r->metrics[i].higher_better ? "higher" : "lower"));
+	}
+
+	return json_pack("{s:i, s:{s:o, s:o, s:o, s:o}, s:o, s:o}", "ferry_results",
+			 RESULTS_VERSION, "plan", "name", jstr(r->plan.name), "path",
+			 jstr(r->plan.path), "sha256", jstr(r->plan.sha256), "text",
+			 jstr(r->plan.text), "provenance", prov, "metrics", metrics);
 }
 
 json_t *results_to_json(const struct results *r)

@@ -19,7 +19,18 @@
 #include "stats.h"
 #include "util.h"
 
-#define RESULTS_VERSION 1
+/*
+ * The format version written ("ferry_results"). The reader takes every version from
+ * RESULTS_VERSION_MIN on: last month's file stays readable after an upgrade. History:
+ *   1  the first format;
+ *   2  adds per run the boot it happened in ("boot", which VM boot: runs of one boot are not
+ *      independent samples) and its method-reported metrics ("metrics"), and per file the
+ *      unit and direction of every metric ("metrics": {"total": {"unit": "s", "better":
+ *      "lower"}, ...}). A version 1 file reads with boot unknown (-1) and the built-in
+ *      metric descriptions.
+ */
+#define RESULTS_VERSION     2
+#define RESULTS_VERSION_MIN 1
 /* Limits of the reader: a results file is untrusted input. 256 MiB holds about 80,000 cells of
  * ten runs; the document is never nested deeper than a handful of levels. */
 #define RESULTS_MAX_BYTES (256 << 20)
@@ -80,6 +91,17 @@ struct result_run {
 	bool
 	    integrity_ok; /* verified against the manifest (true when there is nothing to verify) */
 	bool outlier;     /* set by results_cell_compute_stats() on measured runs */
+	int64_t boot;     /* which VM boot of the file the run happened in (ids unique within one
+			   * results file, from 1); -1 when unknown (a version 1 file) */
+	json_t *metrics;  /* method-reported metrics {"name": number} (owned), or NULL */
+};
+
+/* A metric's unit and direction (results.metrics): "total", "phase.NAME", "throughput",
+ * "files_per_s" are built in; a method may report more (result_run.metrics). */
+struct result_metric {
+	char *name;
+	char *unit;         /* "s", "B/s", "files/s", ... */
+	bool higher_better; /* false: lower is better (times) */
 };
 
 struct result_axis {
@@ -152,11 +174,14 @@ struct results {
 		char *text;   /* the plan file's text */
 	} plan;
 	struct result_provenance provenance;
+	struct result_metric *metrics; /* built-ins first (results_new()), then method metrics */
+	size_t n_metrics, metrics_cap;
 	struct result_cell *cells;
 	size_t n_cells, cells_cap;
 };
 
-/* A new, empty results model (version set). Free with results_free(). */
+/* A new, empty results model (version set, the built-in metrics described). Free with
+ * results_free(). */
 struct results *results_new(void);
 void results_free(struct results *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct results *, results_free)
@@ -185,6 +210,15 @@ struct result_error *result_cell_add_error(struct result_cell *c, enum result_er
 /* Append a dataset to the provenance (strings copied, spec reference taken over). */
 void results_add_dataset(struct results *r, const char *name, const char *manifest_sha256,
 			 json_t *spec);
+
+/* Describe a metric (name and unit copied); replaces the description of a metric of that name.
+ * Returns it (valid until the next call). */
+struct result_metric *results_set_metric(struct results *r, const char *name, const char *unit,
+					 bool higher_better);
+/* The description of a metric, or NULL. */
+const struct result_metric *results_find_metric(const struct results *r, const char *name);
+/* The highest boot id of any run in r (0 when none is known). */
+int64_t results_max_boot(const struct results *r);
 
 /* total = prepare + transfer + finalize (a NAN phase counts as 0). */
 double result_run_total(const struct result_run *run);
