@@ -261,6 +261,7 @@ static void rd_cell(struct reader *rd, const char *where, const json_t *o, struc
 		}
 	}
 	rd_object(rd, where, o, "params", &c->params);
+	rd_object(rd, where, o, "observed", &c->observed);
 	rd_enum(rd, where, o, "status", status_name, STATUS_COUNT, true, &v);
 	c->status = v < 0 ? STATUS_PENDING : (enum result_status)v;
 	rd_str(rd, where, o, "skip_reason", false, &c->skip_reason);

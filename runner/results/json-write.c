@@ -119,7 +119,7 @@ static json_t *cell_to_json(const struct result_cell *c)
 		    jnum(c->stats.files_per_s), "outliers", (json_int_t)c->stats.outliers);
 	}
 
-	return json_pack(
+	json_t *cell = json_pack(
 	    "{s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:{s:o, s:o}, s:o, s:o}", "id",
 	    jstr(c->id), "axes", axes, "params", jobj_or_null(c->params), "status",
 	    result_status_name(c->status), "skip_reason", jstr(c->skip_reason), "errors", errors,
@@ -128,6 +128,11 @@ static json_t *cell_to_json(const struct result_cell *c)
 					     : json_null(),
 	    "cpu", "user_s", jnum(c->cpu_user_s), "sys_s", jnum(c->cpu_sys_s), "started",
 	    jtime(c->started_ms), "finished", jtime(c->finished_ms));
+	/* only when there is something: results of methods that observe nothing stay as they were
+	 */
+	if (cell && c->observed)
+		json_object_set(cell, "observed", c->observed);
+	return cell;
 }
 
 /* Everything but the cells. */

@@ -135,6 +135,7 @@ static void cell_clear_outcome(struct result_cell *c)
 	for (size_t i = 0; i < c->n_runs; i++)
 		json_decref(c->runs[i].metrics);
 	free(c->runs);
+	json_decref(c->observed);
 }
 
 static void cell_clear(struct result_cell *c)
@@ -157,6 +158,7 @@ void result_cell_reset(struct result_cell *c)
 	c->n_errors = c->errors_cap = 0;
 	c->runs = NULL;
 	c->n_runs = c->runs_cap = 0;
+	c->observed = NULL;
 	c->has_stats = false;
 	memset(&c->stats, 0, sizeof(c->stats));
 	c->status = STATUS_PENDING;

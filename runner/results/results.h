@@ -129,6 +129,9 @@ struct result_cell {
 	size_t n_errors, errors_cap;
 	struct result_run *runs;
 	size_t n_runs, runs_cap;
+	/* what the method saw of the guest during the runs (method_ctx.observed), a JSON object
+	 * passed through (owned; may be NULL) */
+	json_t *observed;
 	bool has_stats; /* stats is valid (computed or read) */
 	struct result_stats stats;
 	int stop_reason;   /* enum stats_stop; STATS_CONTINUE (written as null) when not stopped */
