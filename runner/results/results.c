@@ -203,6 +203,7 @@ void results_free(struct results *r)
 	for (size_t i = 0; i < r->n_cells; i++)
 		cell_clear(&r->cells[i]);
 	free(r->cells);
+	strmap_free(&r->ids);
 	free(r);
 }
 
@@ -238,15 +239,18 @@ struct result_cell *results_add_cell(struct results *r, const char *id)
 		.cpu_user_s = NAN,
 		.cpu_sys_s = NAN,
 	};
+	/* the map borrows c->id, which stays put when the array of cells moves */
+	if (!r->ids.slots)
+		strmap_init(&r->ids, 64);
+	strmap_put(&r->ids, c->id, 0, (uint32_t)(r->n_cells - 1));
 	return c;
 }
 
 struct result_cell *results_find_cell(const struct results *r, const char *id)
 {
-	for (size_t i = 0; i < r->n_cells; i++)
-		if (STREQ(r->cells[i].id, id))
-			return &r->cells[i];
-	return NULL;
+	/* hashed: --resume and --rerun-failed look up every cell of the plan */
+	uint32_t i = r->ids.slots ? strmap_get(&r->ids, id, 0) : STRMAP_NONE;
+	return i != STRMAP_NONE && i < r->n_cells ? &r->cells[i] : NULL;
 }
 
 void result_cell_add_axis(struct result_cell *c, const char *key, const char *value)

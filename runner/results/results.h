@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "stats.h"
+#include "strmap.h"
 #include "util.h"
 
 /*
@@ -178,6 +179,7 @@ struct results {
 	size_t n_metrics, metrics_cap;
 	struct result_cell *cells;
 	size_t n_cells, cells_cap;
+	struct strmap ids; /* cell id -> index into cells (the first cell of an id); borrows ids */
 };
 
 /* A new, empty results model (version set, the built-in metrics described). Free with
@@ -193,7 +195,7 @@ void results_set_plan(struct results *r, const char *name, const char *path, con
 /* Append a cell with the given id (copied), status pending; returns it (valid until the next
  * results_add_cell()). */
 struct result_cell *results_add_cell(struct results *r, const char *id);
-/* The cell with this id, or NULL. */
+/* The cell with this id (the first added with it), or NULL; a hash lookup, not a scan. */
 struct result_cell *results_find_cell(const struct results *r, const char *id);
 /* Forget what a cell measured, to run it again (`--rerun-failed`): runs, errors, statistics,
  * skip and stop reasons, CPU and wall times go; id, axes and params stay; status is pending. */
