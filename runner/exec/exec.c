@@ -100,6 +100,7 @@ int exec_plan(const struct plan *p, const struct matrix *m, const struct exec_op
 	*res = (struct exec_result){ 0 };
 	x->t0 = now_ns();
 	x->r = o->resume ? o->resume : results_new();
+	x->last_boot = results_max_boot(x->r); /* a resumed file keeps its boot ids unique */
 	*out = x->r;
 	results_start(x);
 	x->run = run_open(err);

@@ -28,6 +28,8 @@ static int group_boot(struct exec *x, struct xgroup *g, char **err, char **detai
 	x->res->boots++;
 	if (machine_boot(x->machine, &g->cfg, &g->guest, err, detail) < 0)
 		return -1;
+	/* runs of one boot share its luck: `ferry compare` takes a boot, not a run, as a sample */
+	g->boot = ++x->last_boot;
 	machine_describe(x->machine, g->guest, &x->r->provenance);
 	if (x->o->verbose)
 		progress_line(x, "booted %s in %.1f s (%s)", g->guest->name,
@@ -222,6 +224,11 @@ int do_run(struct exec *x, struct xcell *c)
 	rr->bytes = c->ctx.bytes;
 	rr->files = c->ctx.files;
 	rr->integrity_ok = integrity_ok && failed < 0;
+	rr->boot = c->group->boot;
+	if (c->ctx.observed) {
+		json_decref(rcell(x, c)->observed);
+		rcell(x, c)->observed = json_deep_copy(c->ctx.observed);
+	}
 	results_cpu_now(&cu1, &cs1);
 	rcell(x, c)->cpu_user_s += cu1 - cu0;
 	rcell(x, c)->cpu_sys_s += cs1 - cs0;

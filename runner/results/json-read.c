@@ -262,6 +262,7 @@ static void rd_cell(struct reader *rd, const char *where, const json_t *o, struc
 		}
 	}
 	rd_object(rd, where, o, "params", &c->params);
+	rd_object(rd, where, o, "observed", &c->observed);
 	rd_enum(rd, where, o, "status", status_name, STATUS_COUNT, true, &v);
 	c->status = v < 0 ? STATUS_PENDING : (enum result_status)v;
 	rd_str(rd, where, o, "skip_reason", false, &c->skip_reason);
@@ -320,6 +321,24 @@ static void rd_cell(struct reader *rd, const char *where, const json_t *o, struc
 		rd_uint(rd, w, jr, "files", INT64_MAX, &run->files);
 		rd_bool(rd, w, jr, "integrity_ok", &run->integrity_ok);
 		rd_bool(rd, w, jr, "outlier", &run->outlier);
+		const json_t *jb = get(jr, "boot");
+		if (jb && !json_is_null(jb)) {
+			uint64_t boot;
+			rd_uint(rd, w, jr, "boot", INT64_MAX, &boot);
+			run->boot = boot > 0 ? (int64_t)boot : -1;
+		}
+		rd_object(rd, w, jr, "metrics", &run->metrics);
+		const char *mk;
+		const json_t *mv;
+		if (run->metrics)
+			json_object_foreach(run->metrics, mk, mv)
+			{
+				if (!json_is_number(mv) && !json_is_null(mv)) {
+					_cleanup_free_ char *shown = quote_value(mk);
+					fail(rd, w, "metric %s must be a number or null", shown);
+					return;
+				}
+			}
 	}
 
 	const json_t *st = get(o, "stats");
@@ -464,12 +483,15 @@ static struct results *from_json(json_t *root, bool consume, char **err)
 		return NULL;
 	}
 	json_int_t version = json_integer_value(ver);
-	if (version != RESULTS_VERSION) {
-		*err = xasprintf("unsupported results version %lld (this ferry reads version %d%s)",
-				 (long long)version, RESULTS_VERSION,
-				 version > RESULTS_VERSION ? "; written by a newer ferry" : "");
+	if (version < RESULTS_VERSION_MIN || version > RESULTS_VERSION) {
+		*err = xasprintf(
+		    "unsupported results version %lld (this ferry reads versions %d to %d%s)",
+		    (long long)version, RESULTS_VERSION_MIN, RESULTS_VERSION,
+		    version > RESULTS_VERSION ? "; written by a newer ferry" : "");
 		return NULL;
 	}
+	/* an older file is upgraded as it is read: written back, it is the current version */
+	r->version = (int)version;
 
 	const json_t *plan = get(root, "plan");
 	if (plan && !json_is_null(plan) && !json_is_object(plan))
@@ -498,6 +520,37 @@ static struct results *from_json(json_t *root, bool consume, char **err)
 		result_provenance_clear(&pv);
 	}
 	rd.n_origins = r->n_origins;
+
+	/* metric descriptions (version 2): the built-ins stay unless the file says otherwise */
+	const json_t *metrics = get(root, "metrics");
+	if (metrics && !json_is_null(metrics) && !json_is_object(metrics))
+		fail(&rd, NULL, "'metrics' must be an object");
+	const char *mname;
+	const json_t *mdesc;
+	if (json_is_object(metrics) && !rd.err)
+		json_object_foreach((json_t *)metrics, mname, mdesc)
+		{
+			_cleanup_free_ char *shown = quote_value(mname);
+			_cleanup_free_ char *w = xasprintf("metrics.%s", shown);
+			_cleanup_free_ char *unit = NULL, *better = NULL;
+			if (!json_is_object(mdesc)) {
+				fail(&rd, w, "must be an object");
+				break;
+			}
+			if (rd_str(&rd, w, mdesc, "unit", false, &unit) < 0 ||
+			    rd_str(&rd, w, mdesc, "better", true, &better) < 0)
+				break;
+			if (!STREQ(better, "lower") && !STREQ(better, "higher")) {
+				_cleanup_free_ char *b = quote_value(better);
+				fail(&rd, w, "'better' is %s, expected lower or higher", b);
+				break;
+			}
+			if (r->n_metrics >= 1024) {
+				fail(&rd, NULL, "more than 1024 metrics");
+				break;
+			}
+			results_set_metric(r, mname, unit, STREQ(better, "higher"));
+		}
 
 	json_t *cells = (json_t *)get(root, "cells");
 	if (!cells || !json_is_array(cells))

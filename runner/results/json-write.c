@@ -97,11 +97,13 @@ static json_t *cell_to_json(const struct result_cell *c)
 	for (size_t i = 0; i < c->n_runs; i++) {
 		const struct result_run *r = &c->runs[i];
 		json_array_append_new(
-		    runs, json_pack("{s:I, s:b, s:o, s:o, s:o, s:o, s:b, s:b}", "index",
+		    runs, json_pack("{s:I, s:b, s:o, s:o, s:o, s:o, s:b, s:b, s:o, s:o}", "index",
 				    (json_int_t)r->index, "warmup", r->warmup, "phases",
 				    phases_to_json(r->phase), "total", jnum(r->total), "bytes",
 				    juint(r->bytes), "files", juint(r->files), "integrity_ok",
-				    r->integrity_ok, "outlier", r->outlier));
+				    r->integrity_ok, "outlier", r->outlier, "boot",
+				    r->boot > 0 ? json_integer(r->boot) : json_null(), "metrics",
+				    jobj_or_null(r->metrics)));
 	}
 
 	json_t *stats = json_null();
@@ -128,6 +130,10 @@ static json_t *cell_to_json(const struct result_cell *c)
 	    jtime(c->started_ms), "finished", jtime(c->finished_ms));
 	if (cell && c->origin >= 0)
 		json_object_set_new(cell, "origin", json_integer(c->origin));
+	/* only when there is something: results of methods that observe nothing stay as they were
+	 */
+	if (cell && c->observed)
+		json_object_set(cell, "observed", c->observed);
 	return cell;
 }
 
@@ -163,10 +169,20 @@ static json_t *shard_to_json(unsigned k, unsigned n)
  * that the file of an unsharded run is what it always was. */
 static json_t *head_to_json(const struct results *r)
 {
-	json_t *head = json_pack(
-	    "{s:i, s:{s:o, s:o, s:o, s:o}, s:o}", "ferry_results", RESULTS_VERSION, "plan", "name",
-	    jstr(r->plan.name), "path", jstr(r->plan.path), "sha256", jstr(r->plan.sha256), "text",
-	    jstr(r->plan.text), "provenance", provenance_to_json(&r->provenance));
+	json_t *metrics = json_object();
+	for (size_t i = 0; i < r->n_metrics; i++) {
+		_cleanup_free_ char *name = utf8_sanitize(r->metrics[i].name);
+		json_object_set_new(metrics, name,
+				    json_pack("{s:o, s:s}", "unit", jstr(r->metrics[i].unit),
+					      "better",
+					      r->metrics[i].higher_better ? "higher" : "lower"));
+	}
+
+	json_t *head =
+	    json_pack("{s:i, s:{s:o, s:o, s:o, s:o}, s:o, s:o}", "ferry_results", RESULTS_VERSION,
+		      "plan", "name", jstr(r->plan.name), "path", jstr(r->plan.path), "sha256",
+		      jstr(r->plan.sha256), "text", jstr(r->plan.text), "provenance",
+		      provenance_to_json(&r->provenance), "metrics", metrics);
 	if (head && r->shard_n)
 		json_object_set_new(head, "shard", shard_to_json(r->shard_k, r->shard_n));
 	if (head && r->n_origins) {

@@ -221,6 +221,25 @@ struct results *results_merge(struct results *const *in, const char *const *name
 			own_origin(out, in[i], &own[i]);
 	}
 
+	/* the metrics every input describes (built-ins and those of its methods) */
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < in[i]->n_metrics; j++)
+			results_set_metric(out, in[i]->metrics[j].name, in[i]->metrics[j].unit,
+					   in[i]->metrics[j].higher_better);
+
+	/* boot ids are unique within a file: each input's follow those of the inputs before it
+	 * (in shard order), so that runs of different hosts never look like one boot */
+	_cleanup_free_ int64_t *boot_base = xcalloc(n, sizeof(*boot_base));
+	for (size_t j = 0, next = 0; j < n; j++) {
+		boot_base[order[j]] = (int64_t)next;
+		next += (size_t)results_max_boot(in[order[j]]);
+	}
+	for (size_t i = 0; i < n; i++)
+		for (size_t c = 0; c < in[i]->n_cells; c++)
+			for (size_t j = 0; j < in[i]->cells[c].n_runs; j++)
+				if (in[i]->cells[c].runs[j].boot > 0)
+					in[i]->cells[c].runs[j].boot += boot_base[i];
+
 	/* move the cells: the inputs keep none */
 	out->cells = xcalloc(total ? total : 1, sizeof(*out->cells));
 	out->cells_cap = total ? total : 1;

@@ -76,7 +76,48 @@ struct results *results_new(void)
 {
 	struct results *r = xcalloc(1, sizeof(*r));
 	r->version = RESULTS_VERSION;
+	results_set_metric(r, "total", "s", false);
+	for (size_t p = 0; p < PHASE_COUNT; p++) {
+		_cleanup_free_ char *name = xasprintf("phase.%s", phase_names[p]);
+		results_set_metric(r, name, "s", false);
+	}
+	results_set_metric(r, "throughput", "B/s", true);
+	results_set_metric(r, "files_per_s", "files/s", true);
 	return r;
+}
+
+struct result_metric *results_set_metric(struct results *r, const char *name, const char *unit,
+					 bool higher_better)
+{
+	struct result_metric *m = (struct result_metric *)results_find_metric(r, name);
+	if (!m) {
+		r->metrics =
+		    xgrow(r->metrics, &r->metrics_cap, r->n_metrics + 1, sizeof(*r->metrics));
+		m = &r->metrics[r->n_metrics++];
+		*m = (struct result_metric){ .name = xstrdup(name) };
+	}
+	free(m->unit);
+	m->unit = xstrdup(unit ? unit : "");
+	m->higher_better = higher_better;
+	return m;
+}
+
+const struct result_metric *results_find_metric(const struct results *r, const char *name)
+{
+	for (size_t i = 0; i < r->n_metrics; i++)
+		if (STREQ(r->metrics[i].name, name))
+			return &r->metrics[i];
+	return NULL;
+}
+
+int64_t results_max_boot(const struct results *r)
+{
+	int64_t max = 0;
+	for (size_t i = 0; i < r->n_cells; i++)
+		for (size_t j = 0; j < r->cells[i].n_runs; j++)
+			if (r->cells[i].runs[j].boot > max)
+				max = r->cells[i].runs[j].boot;
+	return max;
 }
 
 /* what a run of the cell produced, as opposed to what defines it (id, axes, params) */
@@ -91,7 +132,10 @@ static void cell_clear_outcome(struct result_cell *c)
 		free(e->serial_tail);
 	}
 	free(c->errors);
+	for (size_t i = 0; i < c->n_runs; i++)
+		json_decref(c->runs[i].metrics);
 	free(c->runs);
+	json_decref(c->observed);
 }
 
 static void cell_clear(struct result_cell *c)
@@ -114,6 +158,7 @@ void result_cell_reset(struct result_cell *c)
 	c->n_errors = c->errors_cap = 0;
 	c->runs = NULL;
 	c->n_runs = c->runs_cap = 0;
+	c->observed = NULL;
 	c->has_stats = false;
 	memset(&c->stats, 0, sizeof(c->stats));
 	c->status = STATUS_PENDING;
@@ -151,6 +196,11 @@ void results_free(struct results *r)
 	free(r->plan.sha256);
 	free(r->plan.text);
 	result_provenance_clear(&r->provenance);
+	for (size_t i = 0; i < r->n_metrics; i++) {
+		free(r->metrics[i].name);
+		free(r->metrics[i].unit);
+	}
+	free(r->metrics);
 	for (size_t i = 0; i < r->n_cells; i++)
 		cell_clear(&r->cells[i]);
 	free(r->cells);
@@ -214,7 +264,9 @@ struct result_run *result_cell_add_run(struct result_cell *c, bool warmup)
 {
 	c->runs = xgrow(c->runs, &c->runs_cap, c->n_runs + 1, sizeof(*c->runs));
 	struct result_run *run = &c->runs[c->n_runs];
-	*run = (struct result_run){ .index = (unsigned)c->n_runs, .warmup = warmup, .total = NAN };
+	*run = (struct result_run){
+		.index = (unsigned)c->n_runs, .warmup = warmup, .total = NAN, .boot = -1
+	};
 	for (size_t p = 0; p < PHASE_COUNT; p++)
 		run->phase[p] = NAN;
 	c->n_runs++;

@@ -41,6 +41,7 @@ static struct results *shard(unsigned k, unsigned n, const char *text)
 			run->phase[PHASE_TRANSFER] = 1.0 + (double)i + 0.1 * j;
 			run->total = result_run_total(run);
 			run->integrity_ok = true;
+			run->boot = (int64_t)(r->n_cells); /* one boot per cell, from 1 in each file */
 		}
 		results_cell_compute_stats(c);
 	}
@@ -89,6 +90,12 @@ static void test_three_shards(void)
 		g_assert_cmpint(c->origin, >=, 0);
 		g_assert_cmpuint(m->origins[c->origin].shard_k, ==, i % 3 + 1);
 	}
+	/* boot ids stay unique in the file: no two cells of different shards share one */
+	for (size_t i = 0; i < m->n_cells; i++)
+		for (size_t j = i + 1; j < m->n_cells; j++)
+			g_assert_cmpint(m->cells[i].runs[0].boot, !=, m->cells[j].runs[0].boot);
+	g_assert_cmpint(results_max_boot(m), ==, N_CELLS);
+
 	/* the top-level provenance: the first shard's, from the earliest start to the latest end */
 	g_assert_cmpstr(m->provenance.hostname, ==, "host-1");
 	g_assert_cmpint(m->provenance.started_ms, ==, 1000010);
