@@ -161,9 +161,11 @@ struct report_set {
 /* Open every output. Returns 0, or -1 with *err (and nothing left open or created). */
 int report_set_open(struct report_set *s, char **err);
 /*
- * Render every report into memory (a rendering error, such as an unknown --rows axis, leaves
- * every file untouched), then write and rename each, then append the Markdown to the step
- * summary if asked (rendering it for that even when no Markdown file is wanted). Returns 0, or
+ * Render every report into its temporary file (the Markdown first, into a capped buffer; the
+ * others streamed, so memory does not grow with the report; standard output last), then rename
+ * each into place: a rendering error, such as an unknown --rows axis, leaves every file
+ * untouched. Then append the Markdown to the step summary if asked (rendering it for that even
+ * when no Markdown file is wanted). Returns 0, or
  * -1 with *err. A step summary that cannot be written is not an error: *warning says why.
  * Every output is closed afterwards.
  */
