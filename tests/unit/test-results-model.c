@@ -716,6 +716,18 @@ static void test_find_cell_hashed(void)
 	g_assert_null(results_find_cell(r, "vm=small,dataset=d2000,method=agent"));
 	g_assert_null(results_find_cell(r, ""));
 	munmap(guard, (size_t)page);
+
+	/* cells moved behind results_add_cell()'s back (as merge does) are still found */
+	struct result_cell tmp = r->cells[0];
+	r->cells[0] = r->cells[1];
+	r->cells[1] = tmp;
+	g_assert_true(results_find_cell(r, "vm=small,dataset=d0,method=agent") == &r->cells[1]);
+	g_assert_true(results_find_cell(r, "vm=small,dataset=d1,method=agent") == &r->cells[0]);
+	size_t n = r->n_cells;
+	r->n_cells = 1;
+	g_assert_null(results_find_cell(r, "vm=small,dataset=d0,method=agent"));
+	r->n_cells = n;
+	g_assert_true(results_find_cell(r, "vm=small,dataset=d0,method=agent") == &r->cells[1]);
 }
 
 static void test_find_names(void)
