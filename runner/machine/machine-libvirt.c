@@ -162,6 +162,8 @@ static void domain_config(struct lv_machine *lm, struct lv_guest *g, struct vm_c
 	   disk can be swapped in by detach + attach */
 	if (is_image(g) && !hotpluggable(&g->target))
 		disks[nd++] = g->target;
+	else if (is_image(g))
+		c->hotplug_buses |= 1u << g->target.bus;
 	for (size_t i = 0; i < n->n_disks; i++)
 		disks[nd++] = n->disks[i];
 	c->disks = disks;

@@ -83,6 +83,8 @@ struct vm {
 	bool kvm;
 	double boot_ms;
 	unsigned next[3];
+	/* the built-in guest, and whether its SCSI drivers are loaded (vm_guest_modules()) */
+	bool builtin, scsi_loaded;
 	struct attached *att;
 	size_t n_att, cap_att;
 };
@@ -267,6 +269,9 @@ static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_conf
 	vm->machine = c->machine;
 	vm->os = c->os;
 	vm->kvm = kvm;
+	vm->builtin = c->kernel != NULL;
+	_cleanup_free_ char *mods = vm->builtin ? vm_guest_modules(&cc) : NULL;
+	vm->scsi_loaded = mods && strstr(mods, "virtio_scsi");
 	/* hot-plugged targets follow the boot-time ones */
 	if (c->image)
 		vm->next[c->os == VM_OS_WINDOWS ? 1 : 0]++;
@@ -550,6 +555,18 @@ int vm_disk_attach(struct vm *vm, const struct disk_config *d, unsigned timeout_
 			*err = xasprintf("a disk with serial '%s' is already attached", d->serial);
 			return -1;
 		}
+	if (vm->builtin && d->bus == DISK_BUS_SCSI && !vm->scsi_loaded) {
+		/* the built-in guest loads the SCSI drivers at boot only for a VM configured with
+		   SCSI disks (vm_guest_modules()): load them before the first SCSI hot-plug */
+		const char *argv[] = { "modprobe", "-a", "virtio_scsi", "sd_mod", NULL };
+		_cleanup_free_ char *e = NULL;
+		if (agent_run(vm->dom, argv, timeout_ms, NULL, &e) < 0) {
+			*err = xasprintf("cannot load the SCSI drivers in domain '%s': %s",
+					 vm->name, e);
+			return -1;
+		}
+		vm->scsi_loaded = true;
+	}
 	unsigned *slot = &vm->next[d->bus == DISK_BUS_VIRTIO ? 0 : 1];
 	_cleanup_free_ char *target = vm_disk_target_name(d->bus, *slot);
 	_cleanup_free_ char *xml = vm_disk_xml(d, target, err);
