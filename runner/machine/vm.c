@@ -82,6 +82,7 @@ struct vm {
 	enum vm_os os;
 	bool kvm;
 	double boot_ms;
+	double probe_ms; /* the KVM probe vm_boot() ran before the boot, or 0 */
 	unsigned next[3];
 	/* the built-in guest, and whether its SCSI drivers are loaded (vm_guest_modules()) */
 	bool builtin, scsi_loaded;
@@ -107,6 +108,11 @@ const char *vm_accel_used(const struct vm *vm)
 double vm_boot_ms(const struct vm *vm)
 {
 	return vm->boot_ms;
+}
+
+double vm_probe_ms(const struct vm *vm)
+{
+	return vm->probe_ms;
 }
 
 const char *vm_console_log(const struct vm *vm)
@@ -418,10 +424,13 @@ int vm_boot(struct run *run, virConnectPtr conn, const struct vm_config *c, unsi
 		return -1;
 	}
 	bool kvm = c->accel == VM_ACCEL_KVM;
+	uint64_t probe_ns = 0;
 	if (c->accel == VM_ACCEL_AUTO) {
 		int r = kvm_probe_remembered(conn);
 		if (r < 0) {
+			uint64_t t = now_ns();
 			r = vm_probe_kvm(run, conn, c, VM_KVM_PROBE_TIMEOUT_MS, &why);
+			probe_ns = now_ns() - t;
 			if (r < 0) {
 				*err = TAKE_PTR(why);
 				return -1;
@@ -430,7 +439,10 @@ int vm_boot(struct run *run, virConnectPtr conn, const struct vm_config *c, unsi
 		}
 		kvm = r == 1;
 	}
-	return boot_domain(run, conn, c, kvm, timeout_ms, out, err);
+	if (boot_domain(run, conn, c, kvm, timeout_ms, out, err) < 0)
+		return -1;
+	(*out)->probe_ms = (double)probe_ns / 1e6;
+	return 0;
 }
 
 void vm_destroy(struct vm *vm)

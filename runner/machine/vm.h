@@ -207,6 +207,8 @@ const char *vm_name(const struct vm *vm);
 const char *vm_accel_used(const struct vm *vm);
 /* Milliseconds from virDomainCreateXML to the first answered guest-ping. */
 double vm_boot_ms(const struct vm *vm);
+/* Of that boot: the KVM boot probe vm_boot() ran first (accel auto, not remembered), or 0. */
+double vm_probe_ms(const struct vm *vm);
 /* The serial console log path and its last max_lines lines (caller frees; "" when empty). */
 const char *vm_console_log(const struct vm *vm);
 /* Console lines an error carries: a kernel panic with its call trace fits. */
