@@ -35,6 +35,8 @@ static int group_boot(struct exec *x, struct xgroup *g, char **err, char **detai
 	x->res->time.boots += s - probe;
 	if (rc < 0)
 		return -1;
+	/* runs of one boot share its luck: `ferry compare` takes a boot, not a run, as a sample */
+	g->boot = ++x->last_boot;
 	machine_describe(x->machine, g->guest, &x->r->provenance);
 	if (x->o->verbose)
 		progress_line(x, "booted %s in %.1f s (%s)", g->guest->name,
@@ -238,6 +240,11 @@ int do_run(struct exec *x, struct xcell *c)
 			*(failed < 0 && !warmup ? &tm->measured : &tm->unmeasured) += ph[i];
 	tm->verify += isnan(ph[PHASE_VERIFY]) ? 0.0 : ph[PHASE_VERIFY];
 	tm->cleanup += isnan(ph[PHASE_CLEANUP]) ? 0.0 : ph[PHASE_CLEANUP];
+	rr->boot = c->group->boot;
+	if (c->ctx.observed) {
+		json_decref(rcell(x, c)->observed);
+		rcell(x, c)->observed = json_deep_copy(c->ctx.observed);
+	}
 	results_cpu_now(&cu1, &cs1);
 	rcell(x, c)->cpu_user_s += cu1 - cu0;
 	rcell(x, c)->cpu_sys_s += cs1 - cs0;
