@@ -7,7 +7,8 @@
 
 enum ferry_exit {
 	EXIT_OK = 0,
-	EXIT_FAILED = 1, /* a criterion or regression failed */
+	EXIT_FAILED = 1, /* a criterion failed, or `compare` (or `run --baseline`) found a
+			  * regression */
 	EXIT_PLAN = 2,   /* plan or usage errors */
 	EXIT_INFRA = 3,  /* infrastructure errors (libvirt, guest, host) */
 	EXIT_SIGINT = 130,
@@ -21,6 +22,7 @@ struct command {
 };
 
 /* One declaration per subcommand; keep alphabetical so parallel work merges cleanly. */
+int cmd_compare(int argc, char **argv);
 int cmd_dataset(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_expand(int argc, char **argv);
@@ -29,6 +31,11 @@ int cmd_report(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_schema(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
+
+/* The exit status of a comparison (cmd-compare.c): EXIT_PLAN refused, EXIT_FAILED a regression,
+ * else EXIT_OK. */
+struct comparison;
+int compare_exit_code(const struct comparison *c);
 
 /*
  * What the command line allows a plan (ferry(1) SECURITY), shared by validate, expand and run
