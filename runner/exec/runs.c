@@ -225,6 +225,10 @@ int do_run(struct exec *x, struct xcell *c)
 	rr->files = c->ctx.files;
 	rr->integrity_ok = integrity_ok && failed < 0;
 	rr->boot = c->group->boot;
+	if (c->ctx.observed) {
+		json_decref(rcell(x, c)->observed);
+		rcell(x, c)->observed = json_deep_copy(c->ctx.observed);
+	}
 	results_cpu_now(&cu1, &cs1);
 	rcell(x, c)->cpu_user_s += cu1 - cu0;
 	rcell(x, c)->cpu_sys_s += cs1 - cs0;

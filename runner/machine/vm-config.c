@@ -19,7 +19,8 @@ const char *const vm_firmware_names[] = { "bios", "uefi", NULL };
 const char *const vm_accel_names[] = { "auto", "kvm", "tcg", NULL };
 const char *const vm_os_names[] = { "linux", "windows", NULL };
 const char *const nic_model_names[] = { "virtio", "e1000", NULL };
-const char *const nic_backend_names[] = { "none", "user", "network", "bridge", "ethernet", NULL };
+const char *const nic_backend_names[] = { "none",     "user",    "network", "bridge",
+					  "ethernet", "private", NULL };
 const char *const share_mode_names[] = { "mapped", "passthrough", NULL };
 const char *const share_driver_names[] = { "9p", "virtiofs", NULL };
 const char *const disk_kind_names[] = { "image", "tmpfs", NULL };
@@ -50,6 +51,11 @@ void vm_config_init(struct vm_config *c)
 		.nic = { .model = NIC_MODEL_VIRTIO, .queues = 1, .backend = NIC_BACKEND_USER },
 		.share = { .mode = SHARE_MODE_MAPPED },
 	};
+}
+
+bool vm_vhost_net_available(void)
+{
+	return access("/dev/vhost-net", R_OK | W_OK) == 0;
 }
 
 const char *vm_virtiofsd_path(void)
@@ -159,6 +165,11 @@ int vm_config_validate(const struct vm_config *c, char **why)
 		}
 		if (n->queues > 256) {
 			*why = xstrdup("nic queues must be at most 256");
+			return -1;
+		}
+		if (n->backend == NIC_BACKEND_PRIVATE && c->image) {
+			*why = xstrdup("nic backend 'private' needs the built-in guest (ferry sets "
+				       "the guest's address on the private network itself)");
 			return -1;
 		}
 		if ((n->backend == NIC_BACKEND_NETWORK || n->backend == NIC_BACKEND_BRIDGE) &&
@@ -465,7 +476,8 @@ char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const
 
 	const struct nic_config *n = &c->nic;
 	if (n->backend != NIC_BACKEND_NONE) {
-		static const char *const iftype[] = { "", "user", "network", "bridge", "ethernet" };
+		static const char *const iftype[] = { "",       "user",     "network",
+						      "bridge", "ethernet", "ethernet" };
 		xmlNodePtr nif = add(dev, "interface", NULL);
 		prop(nif, "type", iftype[n->backend]);
 		if (n->backend == NIC_BACKEND_NETWORK)
@@ -474,11 +486,28 @@ char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const
 			prop(add(nif, "source", NULL), "bridge", n->source);
 		else if (n->backend == NIC_BACKEND_ETHERNET && n->source)
 			prop(add(nif, "target", NULL), "dev", n->source);
+		if (n->backend == NIC_BACKEND_PRIVATE) {
+			/* ferry's own tap (netns.h): libvirt opens it, never configures it */
+			if (!n->source) {
+				*err = xstrdup("a private NIC needs its tap");
+				return NULL;
+			}
+			xmlNodePtr t = add(nif, "target", NULL);
+			prop(t, "dev", n->source);
+			prop(t, "managed", "no");
+		}
 		prop(add(nif, "model", NULL), "type", nic_model_names[n->model]);
-		if (n->queues > 1) {
+		bool priv_virtio =
+		    n->backend == NIC_BACKEND_PRIVATE && n->model == NIC_MODEL_VIRTIO;
+		if (n->queues > 1 || priv_virtio) {
 			xmlNodePtr drv = add(nif, "driver", NULL);
-			snprintf(num, sizeof(num), "%u", n->queues);
-			prop(drv, "queues", num);
+			/* explicit on the private network: the results say which back end ran */
+			if (priv_virtio)
+				prop(drv, "name", n->vhost ? "vhost" : "qemu");
+			if (n->queues > 1) {
+				snprintf(num, sizeof(num), "%u", n->queues);
+				prop(drv, "queues", num);
+			}
 		}
 	}
 	if (c->share.host_dir) {

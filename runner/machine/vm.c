@@ -20,6 +20,7 @@
 #include "cleanup.h"
 #include "fs.h"
 #include "guest.h"
+#include "netns.h"
 #include "plan-limits.h"
 #include "proc.h"
 #include "util.h"
@@ -83,6 +84,9 @@ struct vm {
 	bool kvm;
 	double boot_ms;
 	unsigned next[3];
+	char *tap;        /* private NIC: ferry's tap (netns.h), removed with the domain */
+	char *guest_addr; /* private NIC: the guest's address there */
+	bool no_vhost;    /* private virtio NIC without vhost-net */
 	struct attached *att;
 	size_t n_att, cap_att;
 };
@@ -95,6 +99,17 @@ virDomainPtr vm_domain(const struct vm *vm)
 const char *vm_name(const struct vm *vm)
 {
 	return vm->name;
+}
+
+const char *vm_nic_guest_addr(const struct vm *vm)
+{
+	return vm->guest_addr;
+}
+
+const char *vm_nic_no_vhost_reason(const struct vm *vm)
+{
+	return vm->no_vhost ? "the host has no /dev/vhost-net: QEMU's own virtio-net back end"
+			    : NULL;
 }
 
 const char *vm_accel_used(const struct vm *vm)
@@ -213,6 +228,24 @@ static char *image_format(const char *path, char **err)
 	return xstrdup(fmt);
 }
 
+/* The built-in guest brings eth0 up as 10.0.2.15 (user networking); on the private network
+ * every guest gets its own address, the gateway stays 10.0.2.2 (the bridge in the namespace). */
+static int private_address(struct vm *vm, char **err)
+{
+	_cleanup_free_ char *cmd = xasprintf(
+	    "ip link set eth0 up && ip addr flush dev eth0 && ip addr add %s/24 dev eth0 && "
+	    "ip route replace default via " NETNS_HOST_ADDR,
+	    vm->guest_addr);
+	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	_cleanup_free_ char *e = NULL;
+	if (agent_run(vm->dom, argv, 30000, NULL, &e) < 0) {
+		*err = xasprintf("cannot give the guest of domain '%s' its address %s: %s",
+				 vm->name, vm->guest_addr, e);
+		return -1;
+	}
+	return 0;
+}
+
 static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_config *c, bool kvm,
 		       unsigned timeout_ms, struct vm **out, char **err)
 {
@@ -246,18 +279,37 @@ static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_conf
 	}
 	cc.owner_run = run_id(run);
 	cc.owner_pid = (long)getpid();
+	/* the private network: ferry's tap, still in the root namespace, down, no address */
+	struct netns *ns = NULL;
+	_cleanup_free_ char *tap = NULL, *guest_addr = NULL;
+	if (cc.nic.backend == NIC_BACKEND_PRIVATE) {
+		ns = netns_of_run(run, err);
+		if (!ns || netns_tap_create(ns, cc.nic.queues, &tap, &guest_addr, err) < 0)
+			return -1;
+		cc.nic.source = tap;
+		cc.nic.vhost = cc.nic.model == NIC_MODEL_VIRTIO && vm_vhost_net_available();
+	}
 	_cleanup_free_ char *xml = vm_domain_xml(&cc, name, kvm, log, err);
-	if (!xml)
+	if (!xml) {
+		if (tap)
+			netns_tap_remove(ns, tap);
 		return -1;
+	}
 	uint64_t t0 = now_ns();
 	/* auto-destroy: a ferry killed by SIGKILL or an abort leaves no running domain */
 	virDomainPtr dom = virDomainCreateXML(conn, xml, VIR_DOMAIN_START_AUTODESTROY);
 	if (!dom) {
 		*err = xasprintf("cannot start domain '%s': %s", name, virGetLastErrorMessage());
+		if (tap)
+			netns_tap_remove(ns, tap);
 		return -1;
 	}
 	run_own_domain(run, conn, name);
 	struct vm *vm = xcalloc(1, sizeof(*vm));
+	vm->tap = TAKE_PTR(tap);
+	vm->guest_addr = TAKE_PTR(guest_addr);
+	vm->no_vhost = cc.nic.backend == NIC_BACKEND_PRIVATE && cc.nic.model == NIC_MODEL_VIRTIO &&
+		       !cc.nic.vhost;
 	virConnectRef(conn);
 	vm->conn = conn;
 	vm->dom = dom;
@@ -275,11 +327,20 @@ static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_conf
 			vm->next[c->disks[i].bus == DISK_BUS_VIRTIO ? 0
 				 : c->disks[i].bus == DISK_BUS_IDE  ? 2
 								    : 1]++;
+	/* QEMU holds the tap's descriptors now: its host end moves into the namespace */
+	if (vm->tap && netns_tap_adopt(ns, vm->tap, err) < 0) {
+		vm_destroy(vm);
+		return -1;
+	}
 	if (wait_agent(dom, vm->name, vm->console_log, timeout_ms, err) < 0) {
 		vm_destroy(vm);
 		return -1;
 	}
 	vm->boot_ms = (double)(now_ns() - t0) / 1e6;
+	if (vm->guest_addr && private_address(vm, err) < 0) {
+		vm_destroy(vm);
+		return -1;
+	}
 	*out = vm;
 	return 0;
 }
@@ -438,6 +499,14 @@ void vm_destroy(struct vm *vm)
 		virDomainFree(vm->dom);
 	}
 	run_disown_domain(vm->run, vm->name);
+	if (vm->tap) {
+		/* nothing when run_close removed the whole private network already */
+		struct netns *ns = netns_find(vm->run);
+		if (ns)
+			netns_tap_remove(ns, vm->tap);
+		free(vm->tap);
+	}
+	free(vm->guest_addr);
 	virConnectClose(vm->conn);
 	for (size_t i = 0; i < vm->n_att; i++) {
 		free(vm->att[i].serial);

@@ -30,6 +30,9 @@ enum nic_backend {
 	NIC_BACKEND_NETWORK,  /* a libvirt network named by source */
 	NIC_BACKEND_BRIDGE,   /* a host bridge named by source */
 	NIC_BACKEND_ETHERNET, /* a tap libvirt creates (source: its name, or NULL for vnetN) */
+	/* ferry's private network of the run (netns.h): vm_boot() creates the tap, libvirt attaches
+	 * it unmanaged (source: its name, set by vm_boot), then it moves into the namespace */
+	NIC_BACKEND_PRIVATE,
 };
 enum share_mode { SHARE_MODE_MAPPED, SHARE_MODE_PASSTHROUGH };
 enum share_driver { SHARE_DRIVER_9P, SHARE_DRIVER_VIRTIOFS };
@@ -88,6 +91,8 @@ struct nic_config {
 	unsigned queues; /* 0 or 1: single queue; > 1 needs a tap (ethernet/network/bridge) */
 	enum nic_backend backend;
 	const char *source; /* network or bridge name; tap name for ethernet (optional) */
+	bool vhost; /* private, virtio: <driver name='vhost'> (the host has /dev/vhost-net), else
+		       QEMU's own virtio-net back end (name='qemu') */
 };
 
 struct share_config {
@@ -236,6 +241,13 @@ int vm_find_disk(struct vm *vm, const char *serial, char **dev, char **err);
 
 /* The host end (a unix socket libvirt created) of the virtio-serial channel named name. */
 int vm_channel_path(struct vm *vm, const char *name, char **path, char **err);
+/* The guest's address on the private network (NIC backend private), or NULL on any other. */
+const char *vm_nic_guest_addr(const struct vm *vm);
+/* Why the NIC runs without vhost-net (private virtio NIC on a host without /dev/vhost-net), or
+ * NULL when it uses vhost-net or is not such a NIC. */
+const char *vm_nic_no_vhost_reason(const struct vm *vm);
+/* Whether the host has vhost-net (/dev/vhost-net opens read-write). */
+bool vm_vhost_net_available(void);
 /* The host device of the first NIC (the tap, e.g. "vnet3"; caller frees). */
 int vm_nic_device(struct vm *vm, char **dev, char **err);
 /*

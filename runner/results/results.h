@@ -129,6 +129,9 @@ struct result_cell {
 	size_t n_errors, errors_cap;
 	struct result_run *runs;
 	size_t n_runs, runs_cap;
+	/* what the method saw of the guest during the runs (method_ctx.observed), a JSON object
+	 * passed through (owned; may be NULL) */
+	json_t *observed;
 	bool has_stats; /* stats is valid (computed or read) */
 	struct result_stats stats;
 	int stop_reason;   /* enum stats_stop; STATS_CONTINUE (written as null) when not stopped */
@@ -136,6 +139,9 @@ struct result_cell {
 	double cpu_sys_s;
 	int64_t started_ms; /* wall-clock start and end of the cell */
 	int64_t finished_ms;
+	/* In a merged file (`ferry merge`): the index into results.origins of the shard that ran
+	 * this cell; -1 (not written) when the cell was run by the run that wrote the file. */
+	int origin;
 };
 
 struct result_dataset {
@@ -162,6 +168,16 @@ struct result_provenance {
 	int64_t finished_ms;
 };
 
+/*
+ * Where the cells of a merged file came from (`ferry merge`): one entry per results file merged
+ * (or per shard of a merged file merged again), with the shard it ran and its provenance, so
+ * that every cell knows which host, QEMU and guest measured it.
+ */
+struct result_origin {
+	unsigned shard_k, shard_n; /* `--shard K/N` of that run; 0/0: it ran every cell */
+	struct result_provenance provenance;
+};
+
 struct results {
 	int version; /* RESULTS_VERSION */
 	struct {
@@ -175,6 +191,12 @@ struct results {
 	size_t n_metrics, metrics_cap;
 	struct result_cell *cells;
 	size_t n_cells, cells_cap;
+	/* `ferry run --shard K/N` ran this slice of the plan's cells; 0/0: every cell (also a
+	 * merged file, whose origins name the shards). Written only when set. */
+	unsigned shard_k, shard_n;
+	/* A merged file: where its cells came from (cell.origin indexes this); none otherwise. */
+	struct result_origin *origins;
+	size_t n_origins, origins_cap;
 };
 
 /* A new, empty results model (version set, the built-in metrics described). Free with
@@ -208,6 +230,16 @@ struct result_error *result_cell_add_error(struct result_cell *c, enum result_er
 void results_add_dataset(struct results *r, const char *name, const char *manifest_sha256,
 			 json_t *spec);
 
+/* Append a dataset to a provenance (strings copied, spec reference taken over). */
+void result_provenance_add_dataset(struct result_provenance *p, const char *name,
+				   const char *manifest_sha256, json_t *spec);
+/* Free what a provenance holds and zero it. */
+void result_provenance_clear(struct result_provenance *p);
+/* Deep copy of a provenance into *dst (which is overwritten, not freed). */
+void result_provenance_copy(struct result_provenance *dst, const struct result_provenance *src);
+/* Append an origin (the provenance is deep-copied); returns its index. */
+size_t results_add_origin(struct results *r, unsigned shard_k, unsigned shard_n,
+			  const struct result_provenance *p);
 /* Describe a metric (name and unit copied); replaces the description of a metric of that name.
  * Returns it (valid until the next call). */
 struct result_metric *results_set_metric(struct results *r, const char *name, const char *unit,
