@@ -350,3 +350,7 @@ struct results *results_read(const char *path, char **err);
  * parameters, e.g. "cell 'vm=a,...': parameter 'dataset.size' was '1MiB', now '2MiB'").
  */
 int results_check_resume(const struct results *earlier, const struct results *now, char **why);
+
+/* The first difference between two JSON values under `path` ("" at the top), as
+ * "parameter 'dataset.size' was \"1MiB\", now \"2MiB\""; NULL when equal. Caller frees. */
+char *results_first_difference(const char *path, const json_t *was, const json_t *now);
