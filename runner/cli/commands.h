@@ -33,6 +33,7 @@ int cmd_merge(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_schema(int argc, char **argv);
+int cmd_trend(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 
 /*
