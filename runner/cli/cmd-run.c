@@ -116,6 +116,43 @@ static int exit_code(const struct exec_result *st, const struct results *r, bool
 	return EXIT_OK;
 }
 
+/* --verbose: where the wall time went (exec_result.time). */
+static void print_time_breakdown(const struct exec_result *st)
+{
+	const struct exec_time *t = &st->time;
+	_cleanup_free_ char *boots = xasprintf("boots (%u)", st->boots);
+	struct {
+		const char *what;
+		double s;
+	} rows[] = {
+		{ "measured phases", t->measured },
+		{ "setup", t->setup },
+		{ boots, t->boots },
+		{ "KVM probe", t->kvm_probe },
+		{ "datasets", t->datasets },
+		{ "reset, cache drop", t->resets },
+		{ "verify", t->verify },
+		{ "cleanup", t->cleanup },
+		{ "warmup, failed runs", t->unmeasured },
+		{ "guests destroyed", t->teardown },
+		{ "results file", t->results },
+		{ "other", 0 },
+	};
+	size_t n = ELEMENTSOF(rows);
+	double sum = 0;
+	for (size_t i = 0; i + 1 < n; i++)
+		sum += rows[i].s;
+	rows[n - 1].s = st->wall_s > sum ? st->wall_s - sum : 0.0;
+	fprintf(stderr, "ferry: where the wall time of %.1f s went:\n", st->wall_s);
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].s > 0 || i == 0)
+			fprintf(stderr, "ferry:   %-20s %8.1f s %5.1f%%\n", rows[i].what, rows[i].s,
+				st->wall_s > 0 ? 100.0 * rows[i].s / st->wall_s : 0.0);
+	double w = st->wall_s - t->kvm_probe;
+	fprintf(stderr, "ferry: measured phases / wall (less the KVM probe): %.2f\n",
+		w > 0 ? t->measured / w : 0.0);
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -288,6 +325,8 @@ int cmd_run(int argc, char **argv)
 	if (warning)
 		warnf("%s", warning);
 	const size_t *counts = st.counts;
+	if (!quiet && eo.verbose)
+		print_time_breakdown(&st);
 	if (!quiet) {
 		fprintf(stderr,
 			"ferry: %zu passed, %zu failed, %zu errors, %zu skipped, %zu pending; %u "

@@ -115,15 +115,20 @@ int exec_plan(const struct plan *p, const struct matrix *m, const struct exec_op
 	provenance(x);
 	select_cells(x);
 	write_results(x);
+	uint64_t t = now_ns();
+	res->time.setup = secs(t - x->t0);
 	for (size_t i = 0; i < x->n_cells && !run_interrupted(); i++)
 		if (x->cells[i].active)
 			prepare_cell(x, &x->cells[i]);
+	res->time.datasets = secs(now_ns() - t);
 	for (size_t i = 0; i < x->n_groups && !x->stop && !run_interrupted(); i++)
 		run_group(x, x->groups[i]);
 
 	res->signal = run_interrupted();
 	reset_unfinished(x);
+	t = now_ns();
 	teardown(x);
+	res->time.teardown += secs(now_ns() - t);
 	res->wall_s = secs(now_ns() - x->t0);
 	write_results(x);
 	results_count_status(x->r, res->counts);

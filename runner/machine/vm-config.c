@@ -253,6 +253,41 @@ int vm_config_validate(const struct vm_config *c, char **why)
 	return 0;
 }
 
+/* Append name to the comma-separated list *s unless it is there already. */
+static void mods_add(char **s, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = *s; p && *p; p += strcspn(p, ","), p += *p == ',')
+		if (strncmp(p, name, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+			return;
+	char *t = *s ? xasprintf("%s,%s", *s, name) : xstrdup(name);
+	free(*s);
+	*s = t;
+}
+
+char *vm_guest_modules(const struct vm_config *c)
+{
+	/* sd_mod: the disk driver of every SCSI-like bus (virtio-scsi, AHCI, PIIX IDE) */
+	static const char *const bus_mods[][2] = {
+		[DISK_BUS_VIRTIO] = { "virtio_blk", NULL },
+		[DISK_BUS_SCSI] = { "virtio_scsi", "sd_mod" },
+		[DISK_BUS_SATA] = { "ahci", "sd_mod" },
+		[DISK_BUS_IDE] = { "ata_piix", "sd_mod" },
+	};
+	unsigned buses = c->hotplug_buses | 1u << DISK_BUS_VIRTIO;
+	for (size_t i = 0; i < c->n_disks; i++)
+		if (c->disks[i].kind == DISK_KIND_IMAGE)
+			buses |= 1u << c->disks[i].bus;
+	char *s = NULL;
+	for (size_t b = 0; b < ELEMENTSOF(bus_mods); b++)
+		for (size_t k = 0; k < 2 && (buses & (1u << b)); k++)
+			if (bus_mods[b][k])
+				mods_add(&s, bus_mods[b][k]);
+	if (c->nic.backend != NIC_BACKEND_NONE)
+		mods_add(&s, c->nic.model == NIC_MODEL_E1000 ? "e1000" : "virtio_net");
+	return s;
+}
+
 /* ---- domain XML (libxml2 tree API) ---- */
 
 static xmlNodePtr add(xmlNodePtr parent, const char *name, const char *text)
@@ -387,8 +422,12 @@ char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const
 	if (c->kernel) {
 		add(os, "kernel", c->kernel);
 		add(os, "initrd", c->initrd);
-		if (c->cmdline)
-			add(os, "cmdline", c->cmdline);
+		/* the drivers the devices need (the built-in guest's init reads it) */
+		_cleanup_free_ char *mods = vm_guest_modules(c);
+		_cleanup_free_ char *cmdline =
+		    xasprintf("%s%sferry.modules=%s", c->cmdline ? c->cmdline : "",
+			      c->cmdline && *c->cmdline ? " " : "", mods);
+		add(os, "cmdline", cmdline);
 	} else {
 		prop(add(os, "boot", NULL), "dev", "hd");
 	}

@@ -83,7 +83,10 @@ struct vm {
 	enum vm_os os;
 	bool kvm;
 	double boot_ms;
+	double probe_ms; /* the KVM probe vm_boot() ran before the boot, or 0 */
 	unsigned next[3];
+	/* the built-in guest, and whether its SCSI drivers are loaded (vm_guest_modules()) */
+	bool builtin, scsi_loaded;
 	char *tap;        /* private NIC: ferry's tap (netns.h), removed with the domain */
 	char *guest_addr; /* private NIC: the guest's address there */
 	bool no_vhost;    /* private virtio NIC without vhost-net */
@@ -120,6 +123,11 @@ const char *vm_accel_used(const struct vm *vm)
 double vm_boot_ms(const struct vm *vm)
 {
 	return vm->boot_ms;
+}
+
+double vm_probe_ms(const struct vm *vm)
+{
+	return vm->probe_ms;
 }
 
 const char *vm_console_log(const struct vm *vm)
@@ -319,6 +327,9 @@ static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_conf
 	vm->machine = c->machine;
 	vm->os = c->os;
 	vm->kvm = kvm;
+	vm->builtin = c->kernel != NULL;
+	_cleanup_free_ char *mods = vm->builtin ? vm_guest_modules(&cc) : NULL;
+	vm->scsi_loaded = mods && strstr(mods, "virtio_scsi");
 	/* hot-plugged targets follow the boot-time ones */
 	if (c->image)
 		vm->next[c->os == VM_OS_WINDOWS ? 1 : 0]++;
@@ -474,10 +485,13 @@ int vm_boot(struct run *run, virConnectPtr conn, const struct vm_config *c, unsi
 		return -1;
 	}
 	bool kvm = c->accel == VM_ACCEL_KVM;
+	uint64_t probe_ns = 0;
 	if (c->accel == VM_ACCEL_AUTO) {
 		int r = kvm_probe_remembered(conn);
 		if (r < 0) {
+			uint64_t t = now_ns();
 			r = vm_probe_kvm(run, conn, c, VM_KVM_PROBE_TIMEOUT_MS, &why);
+			probe_ns = now_ns() - t;
 			if (r < 0) {
 				*err = TAKE_PTR(why);
 				return -1;
@@ -486,7 +500,10 @@ int vm_boot(struct run *run, virConnectPtr conn, const struct vm_config *c, unsi
 		}
 		kvm = r == 1;
 	}
-	return boot_domain(run, conn, c, kvm, timeout_ms, out, err);
+	if (boot_domain(run, conn, c, kvm, timeout_ms, out, err) < 0)
+		return -1;
+	(*out)->probe_ms = (double)probe_ns / 1e6;
+	return 0;
 }
 
 void vm_destroy(struct vm *vm)
@@ -619,6 +636,18 @@ int vm_disk_attach(struct vm *vm, const struct disk_config *d, unsigned timeout_
 			*err = xasprintf("a disk with serial '%s' is already attached", d->serial);
 			return -1;
 		}
+	if (vm->builtin && d->bus == DISK_BUS_SCSI && !vm->scsi_loaded) {
+		/* the built-in guest loads the SCSI drivers at boot only for a VM configured with
+		   SCSI disks (vm_guest_modules()): load them before the first SCSI hot-plug */
+		const char *argv[] = { "modprobe", "-a", "virtio_scsi", "sd_mod", NULL };
+		_cleanup_free_ char *e = NULL;
+		if (agent_run(vm->dom, argv, timeout_ms, NULL, &e) < 0) {
+			*err = xasprintf("cannot load the SCSI drivers in domain '%s': %s",
+					 vm->name, e);
+			return -1;
+		}
+		vm->scsi_loaded = true;
+	}
 	unsigned *slot = &vm->next[d->bus == DISK_BUS_VIRTIO ? 0 : 1];
 	_cleanup_free_ char *target = vm_disk_target_name(d->bus, *slot);
 	_cleanup_free_ char *xml = vm_disk_xml(d, target, err);

@@ -132,6 +132,9 @@ struct vm_config {
 	size_t n_channels;
 	const struct disk_config *disks; /* disks present at boot */
 	size_t n_disks;
+	/* buses (bits 1 << enum disk_bus) of disks hot-plugged after boot: the built-in guest loads
+	 * their drivers at boot (vm_guest_modules()) */
+	unsigned hotplug_buses;
 };
 
 /* The host's virtiofsd (Debian: /usr/lib/qemu/virtiofsd), or NULL when there is none. */
@@ -163,6 +166,14 @@ int vm_config_validate(const struct vm_config *c, char **why);
  */
 char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const char *console_log,
 		    char **err);
+/*
+ * The kernel modules the built-in guest loads at boot for c's devices, comma-separated, passed as
+ * ferry.modules= on its command line (the guest always loads virtio_pci and virtio_console for
+ * the agent besides): virtio_blk always (cheap; methods hot-plug virtio disks), the SCSI, SATA or
+ * IDE drivers only for disks on those buses (at boot or in c->hotplug_buses), the NIC model's
+ * driver only with a NIC. Every driver left out is boot time saved under TCG. Caller frees.
+ */
+char *vm_guest_modules(const struct vm_config *c);
 /* The guest target name of the idx-th disk (0-based) on bus: "vda", "sdb", "hdc". Caller frees. */
 char *vm_disk_target_name(enum disk_bus bus, unsigned idx);
 /* The <disk> element alone, for hot-plug; target is e.g. "vdb". Caller frees. */
@@ -201,6 +212,8 @@ const char *vm_name(const struct vm *vm);
 const char *vm_accel_used(const struct vm *vm);
 /* Milliseconds from virDomainCreateXML to the first answered guest-ping. */
 double vm_boot_ms(const struct vm *vm);
+/* Of that boot: the KVM boot probe vm_boot() ran first (accel auto, not remembered), or 0. */
+double vm_probe_ms(const struct vm *vm);
 /* The serial console log path and its last max_lines lines (caller frees; "" when empty). */
 const char *vm_console_log(const struct vm *vm);
 /* Console lines an error carries: a kernel panic with its call trace fits. */

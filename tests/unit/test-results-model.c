@@ -55,6 +55,8 @@ static struct results *sample(void)
 	result_cell_add_axis(c, "dataset", "few-large");
 	c->params = json_pack("{s:{s:s, s:i}, s:{s:s}, s:b, s:f}", "vm", "memory", "1GiB", "vcpus",
 			      2, "method", "archive", "tar", "fresh", 1, "ratio", 0.1);
+	c->observed = json_pack("{s:{s:s, s:i, s:[i,i]}}", "nic", "backend", "private",
+				"queues_used", 2, "rx_interrupts", 40, 12);
 	c->status = STATUS_PASSED;
 	static const double times[][PHASE_COUNT] = {
 		{ 0.5, 3.0, 1.0, 0.25, 0.125 },             /* warmup */
@@ -222,6 +224,7 @@ static void assert_same_results(const struct results *a, const struct results *b
 			assert_same_str(c->axes[k].value, d->axes[k].value);
 		}
 		assert_same_json(c->params, d->params);
+		assert_same_json(c->observed, d->observed);
 		g_assert_cmpint(c->status, ==, d->status);
 		assert_same_str(c->skip_reason, d->skip_reason);
 		g_assert_cmpuint(c->n_errors, ==, d->n_errors);

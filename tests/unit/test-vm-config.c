@@ -77,6 +77,44 @@ static void builtin(struct vm_config *c)
 }
 
 /* Define the XML against test:///default and start it as a transient domain too. */
+/* The drivers named on the built-in guest's command line follow the devices: none for a bus
+ * or NIC the VM does not have. */
+static void test_guest_modules(void)
+{
+	struct vm_config c;
+	builtin(&c);
+	c.nic.backend = NIC_BACKEND_NONE;
+	char *m = vm_guest_modules(&c);
+	g_assert_cmpstr(m, ==, "virtio_blk");
+	g_free(m);
+
+	c.nic.backend = NIC_BACKEND_USER;
+	c.nic.model = NIC_MODEL_E1000;
+	c.hotplug_buses = 1u << DISK_BUS_SCSI;
+	m = vm_guest_modules(&c);
+	g_assert_cmpstr(m, ==, "virtio_blk,virtio_scsi,sd_mod,e1000");
+	g_free(m);
+
+	struct disk_config d[2] = {
+		{ .kind = DISK_KIND_IMAGE, .bus = DISK_BUS_IDE, .path = "/x.raw" },
+		{ .kind = DISK_KIND_IMAGE, .bus = DISK_BUS_SATA, .path = "/y.raw" },
+	};
+	c.disks = d;
+	c.n_disks = 2;
+	c.hotplug_buses = 0;
+	c.nic.model = NIC_MODEL_VIRTIO;
+	m = vm_guest_modules(&c);
+	g_assert_cmpstr(m, ==, "virtio_blk,ahci,sd_mod,ata_piix,virtio_net");
+	g_free(m);
+
+	/* a tmpfs "disk" is no device */
+	d[0].kind = d[1].kind = DISK_KIND_TMPFS;
+	c.nic.backend = NIC_BACKEND_NONE;
+	m = vm_guest_modules(&c);
+	g_assert_cmpstr(m, ==, "virtio_blk");
+	g_free(m);
+}
+
 static void define_on_test_driver(const char *xml, const char *name)
 {
 	char *err = NULL;
@@ -182,7 +220,9 @@ static void test_builtin_xml(void)
 	assert_x(&p, "string(/domain/os/type/@arch)", "x86_64");
 	assert_x(&p, "string(/domain/os/kernel)", c.kernel);
 	assert_x(&p, "string(/domain/os/initrd)", c.initrd);
-	assert_x(&p, "string(/domain/os/cmdline)", c.cmdline);
+	/* the default VM has a virtio NIC on user networking and no disks */
+	assert_x(&p, "string(/domain/os/cmdline)",
+		 "console=ttyS0 panic=-1 quiet ferry.modules=virtio_blk,virtio_net");
 	g_assert_cmpfloat(xn(&p, "count(/domain/os/@firmware)"), ==, 0);
 	g_assert_cmpfloat(xn(&p, "count(/domain/features/acpi)"), ==, 1);
 	assert_x(&p, "string(/domain/devices/controller[@type='usb']/@model)", "none");
@@ -760,6 +800,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/vm/xml/nic-share-channels", test_nic_share_channels_xml);
 	g_test_add_func("/vm/xml/virtiofs", test_virtiofs_xml);
 	g_test_add_func("/vm/xml/image", test_image_xml);
+	g_test_add_func("/vm/guest-modules", test_guest_modules);
 	g_test_add_func("/vm/validate/disk", test_validate);
 	g_test_add_func("/vm/validate/vm", test_validate_vm);
 	g_test_add_func("/vm/enum-names", test_enum_names);
