@@ -24,6 +24,7 @@ static const struct command commands[] = {
 	{ "validate", cmd_validate, "check plan files without running anything" },
 	{ "expand", cmd_expand, "list the cells of a plan with their resolved settings" },
 	{ "report", cmd_report, "render a results file as JUnit, Markdown or JSON" },
+	{ "compare", cmd_compare, "did it get slower? a noise-aware verdict per cell" },
 	{ "merge", cmd_merge, "join the results files of a sharded run into one" },
 	{ "trend", cmd_trend, "the history of every cell over many runs, with changes" },
 	{ "guest", cmd_guest, "build the built-in guest, show what is in it" },
