@@ -576,29 +576,45 @@ struct results *results_from_json(const json_t *root, char **err)
 	return from_json((json_t *)root, false, err);
 }
 
-/* The deepest nesting of arrays and objects in JSON text (strings skipped), stopping early
- * past max: jansson recurses per level, and a results file is never deeper than a few levels. */
-static size_t json_depth(const char *buf, size_t len, size_t max)
+/* The nesting of arrays and objects in JSON text, scanned a piece at a time (strings skipped):
+ * jansson recurses per level, and a results file is never deeper than a few levels. */
+struct depth_scan {
+	size_t depth, deepest;
+	bool in_str, escaped;
+};
+
+static void depth_scan(struct depth_scan *d, const char *buf, size_t len)
 {
-	size_t depth = 0, deepest = 0;
-	bool in_str = false;
-	for (size_t i = 0; i < len && deepest <= max; i++) {
+	for (size_t i = 0; i < len; i++) {
 		char c = buf[i];
-		if (in_str) {
+		if (d->escaped) {
+			d->escaped = false;
+		} else if (d->in_str) {
 			if (c == '\\')
-				i++;
+				d->escaped = true;
 			else if (c == '"')
-				in_str = false;
+				d->in_str = false;
 		} else if (c == '"') {
-			in_str = true;
+			d->in_str = true;
 		} else if (c == '[' || c == '{') {
-			if (++depth > deepest)
-				deepest = depth;
-		} else if ((c == ']' || c == '}') && depth > 0) {
-			depth--;
+			if (++d->depth > d->deepest)
+				d->deepest = d->depth;
+		} else if ((c == ']' || c == '}') && d->depth > 0) {
+			d->depth--;
 		}
 	}
-	return deepest;
+}
+
+static char *too_deep(void)
+{
+	return xasprintf("nested more than %d levels deep (not a ferry results file)",
+			 RESULTS_MAX_DEPTH);
+}
+
+static char *jansson_error(const json_error_t *jerr)
+{
+	return jerr->line > 0 ? xasprintf("%d:%d: %s", jerr->line, jerr->column, jerr->text)
+			      : xstrdup(jerr->text);
 }
 
 struct results *results_parse(const char *buf, size_t len, char **err)
@@ -610,79 +626,102 @@ struct results *results_parse(const char *buf, size_t len, char **err)
 				 RESULTS_MAX_BYTES >> 20);
 		return NULL;
 	}
-	if (json_depth(buf, len, RESULTS_MAX_DEPTH) > RESULTS_MAX_DEPTH) {
-		*err = xasprintf("nested more than %d levels deep (not a ferry results file)",
-				 RESULTS_MAX_DEPTH);
+	struct depth_scan d = { 0 };
+	depth_scan(&d, buf, len);
+	if (d.deepest > RESULTS_MAX_DEPTH) {
+		*err = too_deep();
 		return NULL;
 	}
 	_cleanup_(json_decrefp) json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root) {
-		if (jerr.line > 0)
-			*err = xasprintf("%d:%d: %s", jerr.line, jerr.column, jerr.text);
-		else
-			*err = xstrdup(jerr.text);
+		*err = jansson_error(&jerr);
 		return NULL;
 	}
 	return from_json(root, true, err);
 }
 
-/* The file's bytes, refusing what is not a regular file (a FIFO would block the read) or is
- * larger than a results file may be; NULL with *err ("why", without the path). */
-static char *read_regular(const char *path, size_t *len, char **err)
+/* The file opened for reading, refusing what is not a regular file (a FIFO would block the
+ * read) or is larger than a results file may be; -1 with *err ("why", without the path). */
+static int open_regular(const char *path, char **err)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		*err = xstrdup(strerror(errno));
-		return NULL;
+		if (fd >= 0)
+			close(fd);
+		return -1;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		*err = xstrdup(S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
-		return NULL;
+		close(fd);
+		return -1;
 	}
 	if (st.st_size > RESULTS_MAX_BYTES) {
 		*err = xasprintf("too large: %lld bytes (a results file has at most %d MiB)",
 				 (long long)st.st_size, RESULTS_MAX_BYTES >> 20);
-		return NULL;
+		close(fd);
+		return -1;
 	}
-	/* read to the end rather than trusting st_size: the file may grow or shrink meanwhile */
-	size_t cap = (size_t)st.st_size + 1, n = 0;
-	_cleanup_free_ char *buf = xmalloc(cap + 1);
-	for (;;) {
-		if (n == cap)
-			buf = xgrow(buf, &cap, cap + 65536, 1);
-		ssize_t r = read(fd, buf + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			*err = xstrdup(strerror(errno));
-			return NULL;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-		if (n > RESULTS_MAX_BYTES) {
-			*err = xasprintf("too large (a results file has at most %d MiB)",
-					 RESULTS_MAX_BYTES >> 20);
-			return NULL;
-		}
+	return fd;
+}
+
+/* jansson's reader, fed from the file a buffer at a time, so the file's text is never whole in
+ * memory next to its tree; the limits (size, depth) are checked on each piece before jansson
+ * parses it. */
+struct feed {
+	int fd;
+	size_t total;
+	struct depth_scan depth;
+	char *why; /* why the feed stopped (then jansson's own error is not the story) */
+};
+
+static size_t feed_cb(void *buffer, size_t buflen, void *data)
+{
+	struct feed *f = data;
+	ssize_t n;
+	do
+		n = read(f->fd, buffer, buflen);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		f->why = xstrdup(strerror(errno));
+		return (size_t)-1;
 	}
-	buf = xgrow(buf, &cap, n + 1, 1);
-	buf[n] = '\0';
-	*len = n;
-	return TAKE_PTR(buf);
+	f->total += (size_t)n;
+	if (f->total > RESULTS_MAX_BYTES) {
+		f->why = xasprintf("too large (a results file has at most %d MiB)",
+				   RESULTS_MAX_BYTES >> 20);
+		return (size_t)-1;
+	}
+	depth_scan(&f->depth, buffer, (size_t)n);
+	if (f->depth.deepest > RESULTS_MAX_DEPTH) {
+		f->why = too_deep();
+		return (size_t)-1;
+	}
+	return (size_t)n;
 }
 
 struct results *results_read(const char *path, char **err)
 {
-	size_t len = 0;
 	_cleanup_free_ char *why = NULL;
-	_cleanup_free_ char *buf = read_regular(path, &len, &why);
-	if (!buf) {
+	struct feed f = { .fd = open_regular(path, &why) };
+	if (f.fd < 0) {
 		*err = xasprintf("%s: %s", path, why);
 		return NULL;
 	}
-	struct results *r = results_parse(buf, len, &why);
+	json_error_t jerr;
+	json_t *root = json_load_callback(feed_cb, &f, JSON_REJECT_DUPLICATES, &jerr);
+	close(f.fd);
+	struct results *r = NULL;
+	if (!root) {
+		why = f.why ? f.why : jansson_error(&jerr);
+		f.why = NULL;
+	} else {
+		free(f.why);
+		/* the tree is consumed cell by cell as the model is built */
+		r = from_json(root, true, &why);
+		json_decref(root);
+	}
 	if (!r) {
 		/* a JSON syntax error starts with LINE:COL */
 		*err = xasprintf("%s%s%s", path, why[0] >= '0' && why[0] <= '9' ? ":" : ": ", why);
