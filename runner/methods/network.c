@@ -126,7 +126,8 @@ static int pull(struct method_ctx *ctx, struct network_state *s)
 static bool guest_listening(struct method_ctx *ctx)
 {
 	_cleanup_free_ char *cmd =
-	    xasprintf("netstat -ltn 2>/dev/null | grep -q ':%d '", PUSH_GUEST_PORT);
+	    xasprintf("{ ss -ltn 2>/dev/null || netstat -ltn 2>/dev/null; } | grep -q ':%d '",
+		      PUSH_GUEST_PORT);
 	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
 	struct agent_exec_result r = { 0 };
 	_cleanup_free_ char *err = NULL;
