@@ -35,6 +35,18 @@
 #define MODULES_WAIT METHOD_GUEST_MODULES_WAIT
 #define DROP_CMD     "sync && echo 3 > /proc/sys/vm/drop_caches"
 #define EMPTY_CMD    "rm -rf " MACHINE_LANDING " && mkdir -p " MACHINE_LANDING
+/*
+ * For a method that uses the NIC: wait until the guest can reach the host (10.0.2.2 on QEMU user
+ * networking). The built-in guest's init configures eth0 before the agent starts; systemd guests
+ * start the agent (udev) before systemd-networkd or DHCP has configured it, and a user image may
+ * take long for DHCP. Outside the timed phases; a guest without `ip` is taken as it is.
+ */
+#define NET_WAIT                                                                                   \
+	"command -v ip >/dev/null || exit 0; i=0; "                                                \
+	"until ip route get 10.0.2.2 >/dev/null 2>&1; do if [ $i -ge 600 ]; then "                 \
+	"echo 'no route to 10.0.2.2 within 60 s: the guest did not configure its network card "    \
+	"(QEMU user networking: 10.0.2.15/24 or DHCP)' >&2; exit 1; fi; sleep 0.1; i=$((i+1)); "   \
+	"done"
 
 struct lv_machine {
 	struct machine base;
@@ -277,6 +289,11 @@ static int lv_boot_into(struct lv_machine *lm, struct lv_guest *g, char **err)
 		return -1;
 	}
 	if (mount_target(g, err) < 0) {
+		lv_teardown(g);
+		return -1;
+	}
+	if (g->cfg.needs->nic && c.nic.backend == NIC_BACKEND_USER &&
+	    guest_sh(g, NET_WAIT, err) < 0) {
 		lv_teardown(g);
 		return -1;
 	}

@@ -184,11 +184,26 @@ static int wait_agent(virDomainPtr dom, const char *name, const char *log, unsig
 			return -1;
 		}
 		if (now_ns() >= deadline) {
-			*err =
-			    with_console(xasprintf("the guest agent of domain '%s' did not answer "
-						   "within %u ms (last: %s)",
-						   name, timeout_ms, e),
-					 log);
+			/* what to check: libvirt knows whether anything in the guest opened the
+			   agent's port; an empty console means nothing printed to ttyS0 */
+			struct stat st;
+			bool quiet = !log || stat(log, &st) < 0 || st.st_size == 0;
+			const char *hint =
+			    e && strstr(e, "not connected")
+				? "nothing in the guest opened the agent's virtio port "
+				  "org.qemu.guest_agent.0: is qemu-guest-agent installed and "
+				  "started "
+				  "(a stock cloud image: a seed whose user-data installs and "
+				  "starts it)?"
+				: "the agent's port is open but the agent does not answer";
+			*err = with_console(
+			    xasprintf("the guest agent of domain '%s' did not answer within %u ms "
+				      "(last: %s); %s%s",
+				      name, timeout_ms, e, hint,
+				      quiet ? "; the serial console is empty: does the guest boot "
+					      "and print to ttyS0 (console=ttyS0)?"
+					    : ""),
+			    log);
 			return -1;
 		}
 		sleep_ms(20);
