@@ -125,49 +125,91 @@ void report_set_abort(struct report_set *s)
 		report_output_abort(&s->out[i]);
 }
 
+/* Render one format straight into its output (the temporary file, or standard output). */
+static int render_into(struct report_set *s, enum report_format f, const struct results *r,
+		       char **err)
+{
+	_cleanup_free_ char *e = NULL;
+	if (report_render(f, r, &s->markdown, s->out[f].f, &e) < 0) {
+		*err = xasprintf("%s report: %s", format_names[f], e);
+		return -1;
+	}
+	return 0;
+}
+
+static int write_text(struct report_output *o, const char *text, size_t len, char **err)
+{
+	if (fwrite(text, 1, len, o->f) != len) {
+		*err = xasprintf("%s: %s", o->path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 int report_set_write(struct report_set *s, const struct results *r, char **err, char **warning)
 {
 	const char *summary = getenv("GITHUB_STEP_SUMMARY");
 	bool want_summary = s->step_summary && summary && *summary;
-	char *text[REPORT_FORMAT_COUNT] = { 0 };
-	size_t len[REPORT_FORMAT_COUNT] = { 0 };
+	_cleanup_free_ char *md = NULL;
+	size_t md_len = 0;
 	int rc = 0;
 
-	for (int i = 0; i < REPORT_FORMAT_COUNT && rc == 0; i++) {
-		/* Markdown is also rendered for the step summary, and to check rows and cols */
-		bool md = want_summary || s->markdown.rows || s->markdown.cols;
-		if (!s->out[i].f && !(i == REPORT_MARKDOWN && md))
-			continue;
-		FILE *m = open_memstream(&text[i], &len[i]);
+	/*
+	 * Markdown first, into memory: it is the one report whose rendering can fail on the input
+	 * (an unknown --rows axis), it is needed for the step summary too, and it is capped
+	 * (REPORT_MARKDOWN_MAX), so the buffer does not grow with the cells.
+	 */
+	bool md_wanted =
+	    want_summary || s->markdown.rows || s->markdown.cols || s->out[REPORT_MARKDOWN].f;
+	if (md_wanted) {
+		FILE *m = open_memstream(&md, &md_len);
 		if (!m) {
-			*err = xasprintf("%s report: cannot allocate a buffer: %s", format_names[i],
+			*err = xasprintf("markdown report: cannot allocate a buffer: %s",
 					 strerror(errno));
 			rc = -1;
-			break;
+		} else {
+			_cleanup_free_ char *e = NULL;
+			rc = report_render(REPORT_MARKDOWN, r, &s->markdown, m, &e);
+			fclose(m);
+			if (rc < 0)
+				*err = xasprintf("markdown report: %s", e);
 		}
-		_cleanup_free_ char *e = NULL;
-		rc = report_render((enum report_format)i, r, &s->markdown, m, &e);
-		fclose(m);
-		if (rc < 0)
-			*err = xasprintf("%s report: %s", format_names[i], e);
 	}
+
+	/*
+	 * The others stream into their temporary files, so that memory does not grow with the
+	 * size of a report; a failure leaves every target untouched, because nothing is renamed
+	 * into place before all have rendered. Standard output, which cannot be taken back, is
+	 * written last.
+	 */
+	int to_stdout = -1;
+	for (int i = 0; i < REPORT_FORMAT_COUNT && rc == 0; i++) {
+		if (!s->out[i].f)
+			continue;
+		if (s->out[i].af.fd < 0)
+			to_stdout = i;
+		else if (i == REPORT_MARKDOWN)
+			rc = write_text(&s->out[i], md, md_len, err);
+		else
+			rc = render_into(s, (enum report_format)i, r, err);
+	}
+	if (rc == 0 && to_stdout == REPORT_MARKDOWN)
+		rc = write_text(&s->out[to_stdout], md, md_len, err);
+	else if (rc == 0 && to_stdout >= 0)
+		rc = render_into(s, (enum report_format)to_stdout, r, err);
+
 	for (int i = 0; i < REPORT_FORMAT_COUNT; i++) {
 		if (!s->out[i].f)
 			continue;
-		if (rc < 0) {
+		if (rc < 0)
 			report_output_abort(&s->out[i]);
-			continue;
-		}
-		fwrite(text[i], 1, len[i], s->out[i].f);
-		if (report_output_commit(&s->out[i], err) < 0)
+		else if (report_output_commit(&s->out[i], err) < 0)
 			rc = -1;
 	}
 	if (rc == 0 && want_summary) {
 		_cleanup_free_ char *e = NULL;
-		if (report_step_summary_append(text[REPORT_MARKDOWN], len[REPORT_MARKDOWN], &e) < 0)
+		if (report_step_summary_append(md, md_len, &e) < 0)
 			*warning = xasprintf("cannot append to GITHUB_STEP_SUMMARY: %s", e);
 	}
-	for (int i = 0; i < REPORT_FORMAT_COUNT; i++)
-		free(text[i]);
 	return rc;
 }

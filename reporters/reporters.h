@@ -68,6 +68,26 @@ int report_bmf(const struct results *r, FILE *out, char **err);
  */
 int report_gab(const struct results *r, FILE *out, char **err);
 
+/* Where an annotation points: a plan file and a 1-based line and column (0: unknown). */
+struct report_where {
+	const char *file;
+	int line, col;
+};
+/* Sets *w for an error of a cell (e is NULL for a failed cell without errors); w->file starts
+ * as the results' plan path. */
+typedef void (*report_locate_fn)(void *ud, const struct result_cell *c,
+				 const struct result_error *e, struct report_where *w);
+
+/*
+ * GitHub Actions annotations: one "::error file=F,line=L,col=C,title=ferry: WHAT: CELL::cell
+ * CELL: MESSAGE" workflow command per error of every failed or errored cell, in cell order, at
+ * most max (then one "::warning" saying how many more), escaped as GitHub requires
+ * (gh_annotation()). locate (may be NULL) says where in the plan each one points. Returns how
+ * many errors were annotated.
+ */
+size_t report_annotations(const struct results *r, report_locate_fn locate, void *ud, size_t max,
+			  FILE *out);
+
 /*
  * Append text to the file named by $GITHUB_STEP_SUMMARY (GitHub Actions shows it on the run's
  * page). Returns 0 when the variable is unset or empty (nothing done), 1 when appended, -1 with
@@ -161,9 +181,11 @@ struct report_set {
 /* Open every output. Returns 0, or -1 with *err (and nothing left open or created). */
 int report_set_open(struct report_set *s, char **err);
 /*
- * Render every report into memory (a rendering error, such as an unknown --rows axis, leaves
- * every file untouched), then write and rename each, then append the Markdown to the step
- * summary if asked (rendering it for that even when no Markdown file is wanted). Returns 0, or
+ * Render every report into its temporary file (the Markdown first, into a capped buffer; the
+ * others streamed, so memory does not grow with the report; standard output last), then rename
+ * each into place: a rendering error, such as an unknown --rows axis, leaves every file
+ * untouched. Then append the Markdown to the step summary if asked (rendering it for that even
+ * when no Markdown file is wanted). Returns 0, or
  * -1 with *err. A step summary that cannot be written is not an error: *warning says why.
  * Every output is closed afterwards.
  */

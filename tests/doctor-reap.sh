@@ -51,3 +51,46 @@ case "$line" in
 *) echo "FAIL: reap: $line"; exit 1 ;;
 esac
 echo "ok: --reap destroys the 2 marked domains of the dead ferry, not the user's look-alike"
+
+# ferry's private networks (nic backend private): a namespace counts only with ferry's marked
+# bridge inside and a dead owner; a tap only with ferry's alias and name. Root only; no address is
+# put anywhere, the links stay down.
+if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null || [ ! -c /dev/net/tun ]; then
+	echo "ok: # SKIP private networks: needs root, ip and /dev/net/tun"
+	exit 0
+fi
+stale_ns="ferry-20200101T000000-$dead-net"
+alike_ns="ferry-20200101T000001-$dead-net" # named like ferry's, no marker
+live_ns="ferry-20200101T000002-$live-net"
+tap="fy${dead}n9"
+alike_tap="fy${dead}n8" # ferry's name, no alias
+net_cleanup() {
+	for n in "$stale_ns" "$alike_ns" "$live_ns"; do ip netns del "$n" 2>/dev/null || true; done
+	for t in "$tap" "$alike_tap"; do ip link del dev "$t" 2>/dev/null || true; done
+	rm -rf "$tmp"
+}
+trap net_cleanup EXIT
+bridge() { # namespace [alias]
+	ip netns add "$1"
+	ip -n "$1" link add ferrybr0 type bridge
+	[ -z "${2:-}" ] || ip -n "$1" link set dev ferrybr0 alias "$2"
+}
+bridge "$stale_ns" "ferry-run 20200101T000000-$dead $dead"
+bridge "$alike_ns"
+bridge "$live_ns" "ferry-run 20200101T000002-$live $live"
+ip tuntap add dev "$tap" mode tap
+ip link set dev "$tap" alias "ferry-run 20200101T000000-$dead $dead"
+ip tuntap add dev "$alike_tap" mode tap
+
+"$ferry" doctor --connect "$uri" >"$tmp/out" 2>&1 || true
+line="$(grep '^warn  networks' "$tmp/out")" || { echo "FAIL: no networks warning"; cat "$tmp/out"; exit 1; }
+echo "ok: doctor warns about the stale private network: $line"
+"$ferry" doctor --reap --connect "$uri" >"$tmp/out" 2>&1 || true
+grep -q 'networks.*reaped [1-9][0-9]* stale network namespace.* and [1-9][0-9]* tap' "$tmp/out" ||
+	{ echo "FAIL: reap networks:"; cat "$tmp/out"; exit 1; }
+[ ! -e "/run/netns/$stale_ns" ] || { echo "FAIL: $stale_ns is still there"; exit 1; }
+! ip link show dev "$tap" >/dev/null 2>&1 || { echo "FAIL: tap $tap is still there"; exit 1; }
+[ -e "/run/netns/$alike_ns" ] || { echo "FAIL: the unmarked $alike_ns was removed"; exit 1; }
+[ -e "/run/netns/$live_ns" ] || { echo "FAIL: $live_ns of a running ferry was removed"; exit 1; }
+ip link show dev "$alike_tap" >/dev/null 2>&1 || { echo "FAIL: the unmarked tap was removed"; exit 1; }
+echo "ok: --reap removes the marked namespace and tap of the dead ferry only"

@@ -46,7 +46,9 @@ def must_fail(what, mutate):
         sys.exit(1)
     print("ok: rejected " + what)
 
-must_fail("version 2", lambda d: d.__setitem__("ferry_results", 2))
+must_fail("version 3", lambda d: d.__setitem__("ferry_results", 3))
+must_fail("a boot id 0", lambda d: d["cells"][0]["runs"][0].__setitem__("boot", 0))
+must_fail("a metric direction 'up'", lambda d: d["metrics"]["total"].__setitem__("better", "up"))
 must_fail("status 'great'", lambda d: d["cells"][0].__setitem__("status", "great"))
 must_fail("a stray key in a run", lambda d: d["cells"][0]["runs"][0].__setitem__("totl", 1))
 must_fail("a negative phase time",

@@ -19,6 +19,7 @@
 #include "commands.h"
 #include "fs.h"
 #include "guest.h"
+#include "netns.h"
 #include "proc.h"
 #include "run.h"
 #include "util.h"
@@ -220,12 +221,41 @@ static void check_leftovers(struct doctor *d, virConnectPtr conn, bool reap)
 		     live ? " (some in use by running ferry)" : "");
 }
 
+/* The private networks (nic backend private, netns.h) of ferry runs whose process is gone. */
+static void check_networks(struct doctor *d, bool reap)
+{
+	if (geteuid() != 0) {
+		line(d, SKIP, "networks", NULL,
+		     "not root: ferry's private networks (namespaces, taps) are root's");
+		return;
+	}
+	struct netns_leftovers o;
+	_cleanup_free_ char *err = NULL;
+	if (netns_leftovers(reap, &o, &err) < 0) {
+		line(d, SKIP, "networks", NULL, "%s", err);
+		return;
+	}
+	if (reap)
+		line(d, OK, "networks", NULL,
+		     "reaped %u stale network namespace%s and %u tap%s; %u in use by running ferry",
+		     o.reaped_ns, o.reaped_ns == 1 ? "" : "s", o.reaped_taps,
+		     o.reaped_taps == 1 ? "" : "s", o.live);
+	else if (o.stale_ns || o.stale_taps)
+		line(d, WARN, "networks", "ferry doctor --reap",
+		     "%u stale ferry network namespace%s and %u stale tap%s", o.stale_ns,
+		     o.stale_ns == 1 ? "" : "s", o.stale_taps, o.stale_taps == 1 ? "" : "s");
+	else
+		line(d, OK, "networks", NULL, "no stale ferry network namespaces or taps%s",
+		     o.live ? " (some in use by running ferry)" : "");
+}
+
 static void usage(FILE *out)
 {
 	fputs("usage: ferry doctor [--reap] [--connect URI]\n"
 	      "\n"
 	      "Check that this host can run ferry plans: one line per check, with the fix.\n"
-	      "  --reap          destroy leftover ferry domains and stale run directories\n"
+	      "  --reap          destroy leftover ferry domains, stale run directories and the\n"
+	      "                  private networks (namespaces, taps) of dead ferry runs\n"
 	      "  -c, --connect   libvirt URI (default qemu:///system)\n",
 	      out);
 }
@@ -362,6 +392,7 @@ int cmd_doctor(int argc, char **argv)
 	check_traversable(&d, "cache-dir", cache);
 	check_free(&d, "cache-free", cache);
 	check_leftovers(&d, conn, reap);
+	check_networks(&d, reap);
 	virConnectClose(conn);
 	return d.failed ? EXIT_INFRA : EXIT_OK;
 }

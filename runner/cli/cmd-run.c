@@ -20,13 +20,16 @@ static void usage(FILE *out)
 	      "                 [--markdown F] [--json F] [--bmf F] [--gab F] [--results F]\n"
 	      "                 [--resume F] [--rerun-failed] [--fail-fast] [--quiet] [--verbose]\n"
 	      "                 [--allow-env NAME] [--var NAME=VALUE] [--allow-output DIR]\n"
-	      "                 [--no-capacity-check] PLAN\n"
+	      "                 [--no-capacity-check] [--allow-empty] PLAN\n"
 	      "\n"
 	      "Run every cell of a plan against real guests, verify every run, and write the\n"
 	      "results file (after every cell) and the reports the plan or the options name.\n"
 	      "Exit: 0 all passed, 1 a criterion or integrity check failed, 2 plan errors,\n"
-	      "3 infrastructure errors, 128+N interrupted by signal N: 129 SIGHUP, 130 SIGINT,\n"
-	      "131 SIGQUIT, 143 SIGTERM (results written, domains and run directory removed).\n",
+	      "3 infrastructure errors, 4 nothing measured (no cell has a measured run: all\n"
+	      "skipped, or an empty shard; --allow-empty makes that 0), 128+N interrupted by\n"
+	      "signal N: 129 SIGHUP, 130 SIGINT, 131 SIGQUIT, 143 SIGTERM (results written,\n"
+	      "domains and run directory removed). Under GitHub Actions, failed cells and\n"
+	      "broken criteria are also printed as ::error annotations.\n",
 	      out);
 }
 
@@ -88,8 +91,19 @@ static void show_error(void *ud, const char *text)
 	errorf("%s", text);
 }
 
-/* The exit status of a run that happened (ferry(1) EXIT STATUS). */
-static int exit_code(const struct exec_result *st)
+/* The cells with at least one measured run (counted in their statistics). */
+static size_t measured_cells(const struct results *r)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < r->n_cells; i++)
+		n += r->cells[i].has_stats && r->cells[i].stats.total.n > 0;
+	return n;
+}
+
+/* The exit status of a run that happened (ferry(1) EXIT STATUS). A run that would pass but
+ * measured nothing (every cell skipped, an empty shard) is EXIT_EMPTY: a CI job that measured
+ * nothing must not pass unless --allow-empty says that is expected. */
+static int exit_code(const struct exec_result *st, const struct results *r, bool allow_empty)
 {
 	if (st->signal) /* 129 SIGHUP, 130 SIGINT, 131 SIGQUIT, 143 SIGTERM */
 		return 128 + st->signal;
@@ -97,7 +111,46 @@ static int exit_code(const struct exec_result *st)
 		return EXIT_INFRA;
 	if (st->counts[STATUS_FAILED])
 		return EXIT_FAILED;
+	if (!allow_empty && measured_cells(r) == 0)
+		return EXIT_EMPTY;
 	return EXIT_OK;
+}
+
+/* --verbose: where the wall time went (exec_result.time). */
+static void print_time_breakdown(const struct exec_result *st)
+{
+	const struct exec_time *t = &st->time;
+	_cleanup_free_ char *boots = xasprintf("boots (%u)", st->boots);
+	struct {
+		const char *what;
+		double s;
+	} rows[] = {
+		{ "measured phases", t->measured },
+		{ "setup", t->setup },
+		{ boots, t->boots },
+		{ "KVM probe", t->kvm_probe },
+		{ "datasets", t->datasets },
+		{ "reset, cache drop", t->resets },
+		{ "verify", t->verify },
+		{ "cleanup", t->cleanup },
+		{ "warmup, failed runs", t->unmeasured },
+		{ "guests destroyed", t->teardown },
+		{ "results file", t->results },
+		{ "other", 0 },
+	};
+	size_t n = ELEMENTSOF(rows);
+	double sum = 0;
+	for (size_t i = 0; i + 1 < n; i++)
+		sum += rows[i].s;
+	rows[n - 1].s = st->wall_s > sum ? st->wall_s - sum : 0.0;
+	fprintf(stderr, "ferry: where the wall time of %.1f s went:\n", st->wall_s);
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].s > 0 || i == 0)
+			fprintf(stderr, "ferry:   %-20s %8.1f s %5.1f%%\n", rows[i].what, rows[i].s,
+				st->wall_s > 0 ? 100.0 * rows[i].s / st->wall_s : 0.0);
+	double w = st->wall_s - t->kvm_probe;
+	fprintf(stderr, "ferry: measured phases / wall (less the KVM probe): %.2f\n",
+		w > 0 ? t->measured / w : 0.0);
 }
 
 int cmd_run(int argc, char **argv)
@@ -118,13 +171,14 @@ int cmd_run(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "no-capacity-check", no_argument, NULL, 'K' },
+		{ "allow-empty", no_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		PLAN_TRUST_LONG_OPTIONS,
 		{ 0 },
 	};
 	_cleanup_(plan_trust_free) struct plan_options po = { 0 };
 	struct exec_opts eo = { .error = show_error };
-	bool quiet = false, no_capacity_check = false;
+	bool quiet = false, no_capacity_check = false, allow_empty = false;
 	const char *paths[REPORT_FORMAT_COUNT] = { 0 };
 	const char *resume = NULL;
 	size_t cap = 0;
@@ -165,6 +219,7 @@ int cmd_run(int argc, char **argv)
 		case 'q': quiet = true; break;
 		case 'v': eo.verbose = true; break;
 		case 'K': no_capacity_check = true; break;
+		case 'E': allow_empty = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return EXIT_PLAN;
 		}
@@ -260,7 +315,7 @@ int cmd_run(int argc, char **argv)
 		results_free(r);
 		return EXIT_INFRA;
 	}
-	int code = exit_code(&st);
+	int code = exit_code(&st, r, allow_empty);
 	_cleanup_free_ char *rerr = NULL, *warning = NULL;
 	if (report_set_write(&rs, r, &rerr, &warning) < 0) {
 		errorf("%s", rerr);
@@ -270,6 +325,8 @@ int cmd_run(int argc, char **argv)
 	if (warning)
 		warnf("%s", warning);
 	const size_t *counts = st.counts;
+	if (!quiet && eo.verbose)
+		print_time_breakdown(&st);
 	if (!quiet) {
 		fprintf(stderr,
 			"ferry: %zu passed, %zu failed, %zu errors, %zu skipped, %zu pending; %u "
@@ -286,6 +343,12 @@ int cmd_run(int argc, char **argv)
 		    (!paths[REPORT_JSON] || !STREQ(eo.results_path, paths[REPORT_JSON])))
 			fprintf(stderr, "ferry: results: %s\n", eo.results_path);
 	}
+	if (code == EXIT_EMPTY)
+		errorf("no cell produced a measured run (%zu skipped, %zu pending of %zu): nothing "
+		       "was measured (--allow-empty accepts that)",
+		       counts[STATUS_SKIPPED], counts[STATUS_PENDING], r->n_cells);
+	if (gh_actions())
+		results_annotate(stderr, r, p, m);
 	results_free(r);
 	return code;
 }

@@ -5,11 +5,16 @@
  */
 #pragma once
 
+#include <stddef.h>
+#include <stdio.h>
+
 enum ferry_exit {
 	EXIT_OK = 0,
-	EXIT_FAILED = 1, /* a criterion or regression failed */
+	EXIT_FAILED = 1, /* a criterion failed, or `compare` (or `run --baseline`) found a
+			  * regression */
 	EXIT_PLAN = 2,   /* plan or usage errors */
 	EXIT_INFRA = 3,  /* infrastructure errors (libvirt, guest, host) */
+	EXIT_EMPTY = 4,  /* the run measured nothing: no cell has a measured run (--allow-empty) */
 	EXIT_SIGINT = 130,
 	EXIT_SIGTERM = 143,
 };
@@ -21,14 +26,34 @@ struct command {
 };
 
 /* One declaration per subcommand; keep alphabetical so parallel work merges cleanly. */
+int cmd_compare(int argc, char **argv);
 int cmd_dataset(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_expand(int argc, char **argv);
 int cmd_guest(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_schema(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
+
+/* The exit status of a comparison (cmd-compare.c): EXIT_PLAN refused, EXIT_FAILED a regression,
+ * else EXIT_OK. */
+struct comparison;
+int compare_exit_code(const struct comparison *c);
+
+/*
+ * Under GitHub Actions: one "::error" annotation per error of every failed or errored cell
+ * (a broken criterion points at its line in the plan, other faults at the entry of the cell's
+ * VM or method), at most 50. p and m (the plan that ran, may be NULL) give the positions;
+ * without them the annotation names the results' plan path. Returns how many were printed.
+ * annotate.c.
+ */
+struct matrix;
+struct plan;
+struct results;
+size_t results_annotate(FILE *out, const struct results *r, const struct plan *p,
+			const struct matrix *m);
 
 /*
  * What the command line allows a plan (ferry(1) SECURITY), shared by validate, expand and run

@@ -24,6 +24,8 @@ static const struct command commands[] = {
 	{ "validate", cmd_validate, "check plan files without running anything" },
 	{ "expand", cmd_expand, "list the cells of a plan with their resolved settings" },
 	{ "report", cmd_report, "render a results file as JUnit, Markdown or JSON" },
+	{ "compare", cmd_compare, "did it get slower? a noise-aware verdict per cell" },
+	{ "merge", cmd_merge, "join the results files of a sharded run into one" },
 	{ "guest", cmd_guest, "build the built-in or the Debian guest, show what is in it" },
 	{ "dataset", cmd_dataset, "generate, scan and verify datasets" },
 	{ "doctor", cmd_doctor, "check that this host can run plans" },

@@ -20,6 +20,7 @@ struct xgroup {
 	char *key;
 	struct machine_config cfg;   /* borrowed from the cell that created the group */
 	struct machine_guest *guest; /* NULL: not booted (or destroyed) */
+	int64_t boot;                /* the id of the guest's boot (result_run.boot) */
 };
 
 struct xcell {
@@ -57,7 +58,8 @@ struct exec {
 	struct xgroup **groups;
 	size_t n_groups;
 	size_t n_active, n_finished;
-	bool stop; /* fail-fast or interrupted */
+	bool stop;         /* fail-fast or interrupted */
+	int64_t last_boot; /* the highest boot id in the results so far */
 	uint64_t t0;
 };
 

@@ -10,6 +10,9 @@ static void results_start(struct exec *x)
 	size_t len = 0;
 	_cleanup_free_ char *text = read_file(x->o->plan_path, &len);
 	results_set_plan(x->r, x->p->name, x->o->plan_path, text ? text : "", text ? len : 0);
+	/* which slice of the cells this file holds, for `ferry merge` */
+	x->r->shard_k = x->o->shard_n ? x->o->shard_k : 0;
+	x->r->shard_n = x->o->shard_n;
 }
 
 static void provenance(struct exec *x)
@@ -97,6 +100,7 @@ int exec_plan(const struct plan *p, const struct matrix *m, const struct exec_op
 	*res = (struct exec_result){ 0 };
 	x->t0 = now_ns();
 	x->r = o->resume ? o->resume : results_new();
+	x->last_boot = results_max_boot(x->r); /* a resumed file keeps its boot ids unique */
 	*out = x->r;
 	results_start(x);
 	x->run = run_open(err);
@@ -111,15 +115,20 @@ int exec_plan(const struct plan *p, const struct matrix *m, const struct exec_op
 	provenance(x);
 	select_cells(x);
 	write_results(x);
+	uint64_t t = now_ns();
+	res->time.setup = secs(t - x->t0);
 	for (size_t i = 0; i < x->n_cells && !run_interrupted(); i++)
 		if (x->cells[i].active)
 			prepare_cell(x, &x->cells[i]);
+	res->time.datasets = secs(now_ns() - t);
 	for (size_t i = 0; i < x->n_groups && !x->stop && !run_interrupted(); i++)
 		run_group(x, x->groups[i]);
 
 	res->signal = run_interrupted();
 	reset_unfinished(x);
+	t = now_ns();
 	teardown(x);
+	res->time.teardown += secs(now_ns() - t);
 	res->wall_s = secs(now_ns() - x->t0);
 	write_results(x);
 	results_count_status(x->r, res->counts);

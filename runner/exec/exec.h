@@ -58,6 +58,21 @@ struct exec_result {
 	unsigned boots;
 	double wall_s;     /* from the start to the end */
 	double measured_s; /* sum of prepare+transfer+finalize of every measured run */
+	/* Where wall_s went, in seconds (what is left is wall_s minus their sum). */
+	struct exec_time {
+		double setup;     /* libvirt connection, provenance, run directory */
+		double datasets;  /* generating or checking the datasets */
+		double kvm_probe; /* the one-time KVM boot probe of accel auto, when it ran */
+		double boots;     /* guests booted up to a mounted landing place (less the probe) */
+		double resets;    /* before every run: landing place emptied or a fresh disk,
+				     caches dropped */
+		double unmeasured; /* prepare+transfer+finalize of warmups and failed runs */
+		double measured;   /* == measured_s */
+		double verify;     /* the verify phase of every run */
+		double cleanup;    /* the cleanup phase of every run */
+		double teardown;   /* guests destroyed, run directory removed */
+		double results;    /* the results file written after every cell */
+	} time;
 };
 
 /*

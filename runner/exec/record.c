@@ -65,7 +65,10 @@ int write_results(struct exec *x)
 		return 0;
 	_cleanup_free_ char *err = NULL;
 	x->r->provenance.finished_ms = results_now_ms();
-	if (results_write(x->r, x->o->results_path, &err) < 0) {
+	uint64_t t = now_ns();
+	int rc = results_write(x->r, x->o->results_path, &err);
+	x->res->time.results += secs(now_ns() - t);
+	if (rc < 0) {
 		exec_error(x, "%s", err);
 		return -1;
 	}

@@ -19,15 +19,24 @@ static unsigned ns_to_ms(uint64_t ns)
 
 void group_destroy(struct exec *x, struct xgroup *g)
 {
+	uint64_t t = now_ns();
 	machine_destroy(x->machine, g->guest);
 	g->guest = NULL;
+	x->res->time.teardown += secs(now_ns() - t);
 }
 
 static int group_boot(struct exec *x, struct xgroup *g, char **err, char **detail)
 {
 	x->res->boots++;
-	if (machine_boot(x->machine, &g->cfg, &g->guest, err, detail) < 0)
+	uint64_t t0 = now_ns();
+	int rc = machine_boot(x->machine, &g->cfg, &g->guest, err, detail);
+	double s = secs(now_ns() - t0), probe = rc == 0 ? g->guest->probe_ms / 1000.0 : 0.0;
+	x->res->time.kvm_probe += probe;
+	x->res->time.boots += s - probe;
+	if (rc < 0)
 		return -1;
+	/* runs of one boot share its luck: `ferry compare` takes a boot, not a run, as a sample */
+	g->boot = ++x->last_boot;
 	machine_describe(x->machine, g->guest, &x->r->provenance);
 	if (x->o->verbose)
 		progress_line(x, "booted %s in %.1f s (%s)", g->guest->name,
@@ -61,7 +70,10 @@ static int guest_ready(struct exec *x, struct xcell *c, bool warmup)
 		.fresh_disk = c->pc.run.disk == PLAN_DISK_FRESH,
 		.drop_caches = !warmup && c->pc.run.caches == PLAN_CACHES_DROP,
 	};
-	if (machine_reset(x->machine, g->guest, &r, &err) < 0) {
+	uint64_t t0 = now_ns();
+	int rc = machine_reset(x->machine, g->guest, &r, &err);
+	x->res->time.resets += secs(now_ns() - t0);
+	if (rc < 0) {
 		cell_error(x, c, ERROR_INFRA, -1, -1, err, NULL, NULL);
 		group_check(x, g);
 		return -1;
@@ -222,6 +234,17 @@ int do_run(struct exec *x, struct xcell *c)
 	rr->bytes = c->ctx.bytes;
 	rr->files = c->ctx.files;
 	rr->integrity_ok = integrity_ok && failed < 0;
+	struct exec_time *tm = &x->res->time;
+	for (int i = 0; i < 3; i++)
+		if (!isnan(ph[i]))
+			*(failed < 0 && !warmup ? &tm->measured : &tm->unmeasured) += ph[i];
+	tm->verify += isnan(ph[PHASE_VERIFY]) ? 0.0 : ph[PHASE_VERIFY];
+	tm->cleanup += isnan(ph[PHASE_CLEANUP]) ? 0.0 : ph[PHASE_CLEANUP];
+	rr->boot = c->group->boot;
+	if (c->ctx.observed) {
+		json_decref(rcell(x, c)->observed);
+		rcell(x, c)->observed = json_deep_copy(c->ctx.observed);
+	}
 	results_cpu_now(&cu1, &cs1);
 	rcell(x, c)->cpu_user_s += cu1 - cu0;
 	rcell(x, c)->cpu_sys_s += cs1 - cs0;

@@ -26,8 +26,10 @@
  *
  * What a domain booting this guest gets (the contract with vm.c/agent.c):
  * - /init mounts proc, sysfs, devtmpfs, devpts, tmpfs on /tmp and /run, loads the device driver
- *   modules (virtio pci/console/blk/net/scsi, sd_mod, sr_mod, ata_piix, ahci: a disk given at
- *   boot is visible once the agent answers), links every virtio-serial port to
+ *   modules: virtio_pci and virtio_console, plus those named by ferry.modules=a,b,... on the
+ *   command line (vm_guest_modules(): the drivers of the VM's disk buses and NIC), or without that
+ *   parameter all of virtio blk/net/scsi, e1000, sd_mod, sr_mod, ata_piix, ahci; a disk given at
+ *   boot is visible once the agent answers. It links every virtio-serial port to
  *   /dev/virtio-ports/NAME (there is no udev; afterwards `mdev -d` keeps the links current for
  *   channels hot-plugged or unplugged later), brings up lo and, when a NIC exists, eth0 as
  *   10.0.2.15/24 with a default route via 10.0.2.2 (QEMU user networking), then busybox init

@@ -187,6 +187,8 @@ static void domain_config(struct lv_machine *lm, struct lv_guest *g, struct vm_c
 	   disk can be swapped in by detach + attach */
 	if (is_image(g) && !hotpluggable(&g->target))
 		disks[nd++] = g->target;
+	else if (is_image(g))
+		c->hotplug_buses |= 1u << g->target.bus;
 	for (size_t i = 0; i < n->n_disks; i++)
 		disks[nd++] = n->disks[i];
 	c->disks = disks;
@@ -283,6 +285,7 @@ static int lv_boot_into(struct lv_machine *lm, struct lv_guest *g, char **err)
 	free(g->base.name);
 	g->base.name = xstrdup(vm_name(g->vm));
 	g->base.boot_ms = vm_boot_ms(g->vm);
+	g->base.probe_ms = vm_probe_ms(g->vm);
 	if (is_image(g) && hotpluggable(&g->target) &&
 	    vm_disk_attach(g->vm, &g->target, ATTACH_MS, NULL, err) < 0) {
 		lv_teardown(g);

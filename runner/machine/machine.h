@@ -35,9 +35,10 @@ struct machine_config {
 
 /* A booted guest. Implementations embed it first; the executor reads the fields. */
 struct machine_guest {
-	char *name;     /* e.g. the domain name; caller never frees */
-	double boot_ms; /* from start to the first answer of the guest */
-	bool dirty;     /* the landing place holds data of an earlier run */
+	char *name;      /* e.g. the domain name; caller never frees */
+	double boot_ms;  /* from start to the first answer of the guest */
+	double probe_ms; /* of the boot: the KVM boot probe it ran first (accel auto), or 0 */
+	bool dirty;      /* the landing place holds data of an earlier run */
 };
 
 /* The start state of a run (machine_reset). */

@@ -19,7 +19,8 @@ const char *const vm_firmware_names[] = { "bios", "uefi", NULL };
 const char *const vm_accel_names[] = { "auto", "kvm", "tcg", NULL };
 const char *const vm_os_names[] = { "linux", "windows", NULL };
 const char *const nic_model_names[] = { "virtio", "e1000", NULL };
-const char *const nic_backend_names[] = { "none", "user", "network", "bridge", "ethernet", NULL };
+const char *const nic_backend_names[] = { "none",     "user",    "network", "bridge",
+					  "ethernet", "private", NULL };
 const char *const share_mode_names[] = { "mapped", "passthrough", NULL };
 const char *const share_driver_names[] = { "9p", "virtiofs", NULL };
 const char *const disk_kind_names[] = { "image", "tmpfs", NULL };
@@ -50,6 +51,11 @@ void vm_config_init(struct vm_config *c)
 		.nic = { .model = NIC_MODEL_VIRTIO, .queues = 1, .backend = NIC_BACKEND_USER },
 		.share = { .mode = SHARE_MODE_MAPPED },
 	};
+}
+
+bool vm_vhost_net_available(void)
+{
+	return access("/dev/vhost-net", R_OK | W_OK) == 0;
 }
 
 const char *vm_virtiofsd_path(void)
@@ -168,6 +174,11 @@ int vm_config_validate(const struct vm_config *c, char **why)
 			*why = xstrdup("nic queues must be at most 256");
 			return -1;
 		}
+		if (n->backend == NIC_BACKEND_PRIVATE && c->image) {
+			*why = xstrdup("nic backend 'private' needs the built-in guest (ferry sets "
+				       "the guest's address on the private network itself)");
+			return -1;
+		}
 		if ((n->backend == NIC_BACKEND_NETWORK || n->backend == NIC_BACKEND_BRIDGE) &&
 		    (!n->source || !*n->source)) {
 			*why = xasprintf("nic backend '%s' needs a name",
@@ -247,6 +258,41 @@ int vm_config_validate(const struct vm_config *c, char **why)
 		return -1;
 	}
 	return 0;
+}
+
+/* Append name to the comma-separated list *s unless it is there already. */
+static void mods_add(char **s, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = *s; p && *p; p += strcspn(p, ","), p += *p == ',')
+		if (strncmp(p, name, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+			return;
+	char *t = *s ? xasprintf("%s,%s", *s, name) : xstrdup(name);
+	free(*s);
+	*s = t;
+}
+
+char *vm_guest_modules(const struct vm_config *c)
+{
+	/* sd_mod: the disk driver of every SCSI-like bus (virtio-scsi, AHCI, PIIX IDE) */
+	static const char *const bus_mods[][2] = {
+		[DISK_BUS_VIRTIO] = { "virtio_blk", NULL },
+		[DISK_BUS_SCSI] = { "virtio_scsi", "sd_mod" },
+		[DISK_BUS_SATA] = { "ahci", "sd_mod" },
+		[DISK_BUS_IDE] = { "ata_piix", "sd_mod" },
+	};
+	unsigned buses = c->hotplug_buses | 1u << DISK_BUS_VIRTIO;
+	for (size_t i = 0; i < c->n_disks; i++)
+		if (c->disks[i].kind == DISK_KIND_IMAGE)
+			buses |= 1u << c->disks[i].bus;
+	char *s = NULL;
+	for (size_t b = 0; b < ELEMENTSOF(bus_mods); b++)
+		for (size_t k = 0; k < 2 && (buses & (1u << b)); k++)
+			if (bus_mods[b][k])
+				mods_add(&s, bus_mods[b][k]);
+	if (c->nic.backend != NIC_BACKEND_NONE)
+		mods_add(&s, c->nic.model == NIC_MODEL_E1000 ? "e1000" : "virtio_net");
+	return s;
 }
 
 /* ---- domain XML (libxml2 tree API) ---- */
@@ -384,8 +430,19 @@ char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const
 		add(os, "kernel", c->kernel);
 		if (c->initrd)
 			add(os, "initrd", c->initrd);
-		if (c->cmdline)
-			add(os, "cmdline", c->cmdline);
+		if (c->image) {
+			/* an image's own kernel (the Debian guest, a user's): its command line as
+			   given */
+			if (c->cmdline)
+				add(os, "cmdline", c->cmdline);
+		} else {
+			/* the drivers the devices need (the built-in guest's init reads it) */
+			_cleanup_free_ char *mods = vm_guest_modules(c);
+			_cleanup_free_ char *cmdline =
+			    xasprintf("%s%sferry.modules=%s", c->cmdline ? c->cmdline : "",
+				      c->cmdline && *c->cmdline ? " " : "", mods);
+			add(os, "cmdline", cmdline);
+		}
 	} else {
 		prop(add(os, "boot", NULL), "dev", "hd");
 	}
@@ -490,7 +547,8 @@ char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const
 
 	const struct nic_config *n = &c->nic;
 	if (n->backend != NIC_BACKEND_NONE) {
-		static const char *const iftype[] = { "", "user", "network", "bridge", "ethernet" };
+		static const char *const iftype[] = { "",       "user",     "network",
+						      "bridge", "ethernet", "ethernet" };
 		xmlNodePtr nif = add(dev, "interface", NULL);
 		prop(nif, "type", iftype[n->backend]);
 		if (n->backend == NIC_BACKEND_NETWORK)
@@ -499,11 +557,28 @@ char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const
 			prop(add(nif, "source", NULL), "bridge", n->source);
 		else if (n->backend == NIC_BACKEND_ETHERNET && n->source)
 			prop(add(nif, "target", NULL), "dev", n->source);
+		if (n->backend == NIC_BACKEND_PRIVATE) {
+			/* ferry's own tap (netns.h): libvirt opens it, never configures it */
+			if (!n->source) {
+				*err = xstrdup("a private NIC needs its tap");
+				return NULL;
+			}
+			xmlNodePtr t = add(nif, "target", NULL);
+			prop(t, "dev", n->source);
+			prop(t, "managed", "no");
+		}
 		prop(add(nif, "model", NULL), "type", nic_model_names[n->model]);
-		if (n->queues > 1) {
+		bool priv_virtio =
+		    n->backend == NIC_BACKEND_PRIVATE && n->model == NIC_MODEL_VIRTIO;
+		if (n->queues > 1 || priv_virtio) {
 			xmlNodePtr drv = add(nif, "driver", NULL);
-			snprintf(num, sizeof(num), "%u", n->queues);
-			prop(drv, "queues", num);
+			/* explicit on the private network: the results say which back end ran */
+			if (priv_virtio)
+				prop(drv, "name", n->vhost ? "vhost" : "qemu");
+			if (n->queues > 1) {
+				snprintf(num, sizeof(num), "%u", n->queues);
+				prop(drv, "queues", num);
+			}
 		}
 	}
 	if (c->share.host_dir) {

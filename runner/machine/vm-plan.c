@@ -43,7 +43,9 @@ void vm_config_from_plan(const struct plan_vm *p, const char *kernel, const char
 	}
 	c->nic.model = p->nic.model == PLAN_NIC_E1000 ? NIC_MODEL_E1000 : NIC_MODEL_VIRTIO;
 	c->nic.queues = (unsigned)p->nic.queues;
-	if (p->nic.network) {
+	if (p->nic.backend == PLAN_NIC_PRIVATE) {
+		c->nic.backend = NIC_BACKEND_PRIVATE;
+	} else if (p->nic.network) {
 		c->nic.backend = NIC_BACKEND_NETWORK;
 		c->nic.source = p->nic.network;
 	} else if (p->nic.bridge) {

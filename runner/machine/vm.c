@@ -20,6 +20,7 @@
 #include "cleanup.h"
 #include "fs.h"
 #include "guest.h"
+#include "netns.h"
 #include "plan-limits.h"
 #include "proc.h"
 #include "util.h"
@@ -82,7 +83,13 @@ struct vm {
 	enum vm_os os;
 	bool kvm;
 	double boot_ms;
+	double probe_ms; /* the KVM probe vm_boot() ran before the boot, or 0 */
 	unsigned next[3];
+	/* the built-in guest, and whether its SCSI drivers are loaded (vm_guest_modules()) */
+	bool builtin, scsi_loaded;
+	char *tap;        /* private NIC: ferry's tap (netns.h), removed with the domain */
+	char *guest_addr; /* private NIC: the guest's address there */
+	bool no_vhost;    /* private virtio NIC without vhost-net */
 	struct attached *att;
 	size_t n_att, cap_att;
 };
@@ -97,6 +104,17 @@ const char *vm_name(const struct vm *vm)
 	return vm->name;
 }
 
+const char *vm_nic_guest_addr(const struct vm *vm)
+{
+	return vm->guest_addr;
+}
+
+const char *vm_nic_no_vhost_reason(const struct vm *vm)
+{
+	return vm->no_vhost ? "the host has no /dev/vhost-net: QEMU's own virtio-net back end"
+			    : NULL;
+}
+
 const char *vm_accel_used(const struct vm *vm)
 {
 	return vm->kvm ? "kvm" : "tcg";
@@ -105,6 +123,11 @@ const char *vm_accel_used(const struct vm *vm)
 double vm_boot_ms(const struct vm *vm)
 {
 	return vm->boot_ms;
+}
+
+double vm_probe_ms(const struct vm *vm)
+{
+	return vm->probe_ms;
 }
 
 const char *vm_console_log(const struct vm *vm)
@@ -281,6 +304,24 @@ static int copy_boot_file(const char *what, const char *src, const char *dst, ch
 	return 0;
 }
 
+/* The built-in guest brings eth0 up as 10.0.2.15 (user networking); on the private network
+ * every guest gets its own address, the gateway stays 10.0.2.2 (the bridge in the namespace). */
+static int private_address(struct vm *vm, char **err)
+{
+	_cleanup_free_ char *cmd = xasprintf(
+	    "ip link set eth0 up && ip addr flush dev eth0 && ip addr add %s/24 dev eth0 && "
+	    "ip route replace default via " NETNS_HOST_ADDR,
+	    vm->guest_addr);
+	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	_cleanup_free_ char *e = NULL;
+	if (agent_run(vm->dom, argv, 30000, NULL, &e) < 0) {
+		*err = xasprintf("cannot give the guest of domain '%s' its address %s: %s",
+				 vm->name, vm->guest_addr, e);
+		return -1;
+	}
+	return 0;
+}
+
 static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_config *c, bool kvm,
 		       unsigned timeout_ms, struct vm **out, char **err)
 {
@@ -329,18 +370,37 @@ static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_conf
 	}
 	cc.owner_run = run_id(run);
 	cc.owner_pid = (long)getpid();
+	/* the private network: ferry's tap, still in the root namespace, down, no address */
+	struct netns *ns = NULL;
+	_cleanup_free_ char *tap = NULL, *guest_addr = NULL;
+	if (cc.nic.backend == NIC_BACKEND_PRIVATE) {
+		ns = netns_of_run(run, err);
+		if (!ns || netns_tap_create(ns, cc.nic.queues, &tap, &guest_addr, err) < 0)
+			return -1;
+		cc.nic.source = tap;
+		cc.nic.vhost = cc.nic.model == NIC_MODEL_VIRTIO && vm_vhost_net_available();
+	}
 	_cleanup_free_ char *xml = vm_domain_xml(&cc, name, kvm, log, err);
-	if (!xml)
+	if (!xml) {
+		if (tap)
+			netns_tap_remove(ns, tap);
 		return -1;
+	}
 	uint64_t t0 = now_ns();
 	/* auto-destroy: a ferry killed by SIGKILL or an abort leaves no running domain */
 	virDomainPtr dom = virDomainCreateXML(conn, xml, VIR_DOMAIN_START_AUTODESTROY);
 	if (!dom) {
 		*err = xasprintf("cannot start domain '%s': %s", name, virGetLastErrorMessage());
+		if (tap)
+			netns_tap_remove(ns, tap);
 		return -1;
 	}
 	run_own_domain(run, conn, name);
 	struct vm *vm = xcalloc(1, sizeof(*vm));
+	vm->tap = TAKE_PTR(tap);
+	vm->guest_addr = TAKE_PTR(guest_addr);
+	vm->no_vhost = cc.nic.backend == NIC_BACKEND_PRIVATE && cc.nic.model == NIC_MODEL_VIRTIO &&
+		       !cc.nic.vhost;
 	virConnectRef(conn);
 	vm->conn = conn;
 	vm->dom = dom;
@@ -350,6 +410,9 @@ static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_conf
 	vm->machine = c->machine;
 	vm->os = c->os;
 	vm->kvm = kvm;
+	vm->builtin = c->kernel != NULL;
+	_cleanup_free_ char *mods = vm->builtin ? vm_guest_modules(&cc) : NULL;
+	vm->scsi_loaded = mods && strstr(mods, "virtio_scsi");
 	/* hot-plugged targets follow the boot-time ones */
 	if (c->image)
 		vm->next[c->os == VM_OS_WINDOWS ? 1 : 0]++;
@@ -360,11 +423,20 @@ static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_conf
 			vm->next[c->disks[i].bus == DISK_BUS_VIRTIO ? 0
 				 : c->disks[i].bus == DISK_BUS_IDE  ? 2
 								    : 1]++;
+	/* QEMU holds the tap's descriptors now: its host end moves into the namespace */
+	if (vm->tap && netns_tap_adopt(ns, vm->tap, err) < 0) {
+		vm_destroy(vm);
+		return -1;
+	}
 	if (wait_agent(dom, vm->name, vm->console_log, timeout_ms, err) < 0) {
 		vm_destroy(vm);
 		return -1;
 	}
 	vm->boot_ms = (double)(now_ns() - t0) / 1e6;
+	if (vm->guest_addr && private_address(vm, err) < 0) {
+		vm_destroy(vm);
+		return -1;
+	}
 	*out = vm;
 	return 0;
 }
@@ -500,10 +572,13 @@ int vm_boot(struct run *run, virConnectPtr conn, const struct vm_config *c, unsi
 		return -1;
 	}
 	bool kvm = c->accel == VM_ACCEL_KVM;
+	uint64_t probe_ns = 0;
 	if (c->accel == VM_ACCEL_AUTO) {
 		int r = kvm_probe_remembered(conn);
 		if (r < 0) {
+			uint64_t t = now_ns();
 			r = vm_probe_kvm(run, conn, c, VM_KVM_PROBE_TIMEOUT_MS, &why);
+			probe_ns = now_ns() - t;
 			if (r < 0) {
 				*err = TAKE_PTR(why);
 				return -1;
@@ -512,7 +587,10 @@ int vm_boot(struct run *run, virConnectPtr conn, const struct vm_config *c, unsi
 		}
 		kvm = r == 1;
 	}
-	return boot_domain(run, conn, c, kvm, timeout_ms, out, err);
+	if (boot_domain(run, conn, c, kvm, timeout_ms, out, err) < 0)
+		return -1;
+	(*out)->probe_ms = (double)probe_ns / 1e6;
+	return 0;
 }
 
 void vm_destroy(struct vm *vm)
@@ -525,6 +603,14 @@ void vm_destroy(struct vm *vm)
 		virDomainFree(vm->dom);
 	}
 	run_disown_domain(vm->run, vm->name);
+	if (vm->tap) {
+		/* nothing when run_close removed the whole private network already */
+		struct netns *ns = netns_find(vm->run);
+		if (ns)
+			netns_tap_remove(ns, vm->tap);
+		free(vm->tap);
+	}
+	free(vm->guest_addr);
 	virConnectClose(vm->conn);
 	for (size_t i = 0; i < vm->n_att; i++) {
 		free(vm->att[i].serial);
@@ -637,6 +723,18 @@ int vm_disk_attach(struct vm *vm, const struct disk_config *d, unsigned timeout_
 			*err = xasprintf("a disk with serial '%s' is already attached", d->serial);
 			return -1;
 		}
+	if (vm->builtin && d->bus == DISK_BUS_SCSI && !vm->scsi_loaded) {
+		/* the built-in guest loads the SCSI drivers at boot only for a VM configured with
+		   SCSI disks (vm_guest_modules()): load them before the first SCSI hot-plug */
+		const char *argv[] = { "modprobe", "-a", "virtio_scsi", "sd_mod", NULL };
+		_cleanup_free_ char *e = NULL;
+		if (agent_run(vm->dom, argv, timeout_ms, NULL, &e) < 0) {
+			*err = xasprintf("cannot load the SCSI drivers in domain '%s': %s",
+					 vm->name, e);
+			return -1;
+		}
+		vm->scsi_loaded = true;
+	}
 	unsigned *slot = &vm->next[d->bus == DISK_BUS_VIRTIO ? 0 : 1];
 	_cleanup_free_ char *target = vm_disk_target_name(d->bus, *slot);
 	_cleanup_free_ char *xml = vm_disk_xml(d, target, err);

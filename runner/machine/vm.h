@@ -30,6 +30,9 @@ enum nic_backend {
 	NIC_BACKEND_NETWORK,  /* a libvirt network named by source */
 	NIC_BACKEND_BRIDGE,   /* a host bridge named by source */
 	NIC_BACKEND_ETHERNET, /* a tap libvirt creates (source: its name, or NULL for vnetN) */
+	/* ferry's private network of the run (netns.h): vm_boot() creates the tap, libvirt attaches
+	 * it unmanaged (source: its name, set by vm_boot), then it moves into the namespace */
+	NIC_BACKEND_PRIVATE,
 };
 enum share_mode { SHARE_MODE_MAPPED, SHARE_MODE_PASSTHROUGH };
 enum share_driver { SHARE_DRIVER_9P, SHARE_DRIVER_VIRTIOFS };
@@ -88,6 +91,8 @@ struct nic_config {
 	unsigned queues; /* 0 or 1: single queue; > 1 needs a tap (ethernet/network/bridge) */
 	enum nic_backend backend;
 	const char *source; /* network or bridge name; tap name for ethernet (optional) */
+	bool vhost; /* private, virtio: <driver name='vhost'> (the host has /dev/vhost-net), else
+		       QEMU's own virtio-net back end (name='qemu') */
 };
 
 struct share_config {
@@ -131,6 +136,9 @@ struct vm_config {
 	size_t n_channels;
 	const struct disk_config *disks; /* disks present at boot */
 	size_t n_disks;
+	/* buses (bits 1 << enum disk_bus) of disks hot-plugged after boot: the built-in guest loads
+	 * their drivers at boot (vm_guest_modules()) */
+	unsigned hotplug_buses;
 };
 
 /* The host's virtiofsd (Debian: /usr/lib/qemu/virtiofsd), or NULL when there is none. */
@@ -162,6 +170,14 @@ int vm_config_validate(const struct vm_config *c, char **why);
  */
 char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const char *console_log,
 		    char **err);
+/*
+ * The kernel modules the built-in guest loads at boot for c's devices, comma-separated, passed as
+ * ferry.modules= on its command line (the guest always loads virtio_pci and virtio_console for
+ * the agent besides): virtio_blk always (cheap; methods hot-plug virtio disks), the SCSI, SATA or
+ * IDE drivers only for disks on those buses (at boot or in c->hotplug_buses), the NIC model's
+ * driver only with a NIC. Every driver left out is boot time saved under TCG. Caller frees.
+ */
+char *vm_guest_modules(const struct vm_config *c);
 /* The guest target name of the idx-th disk (0-based) on bus: "vda", "sdb", "hdc". Caller frees. */
 char *vm_disk_target_name(enum disk_bus bus, unsigned idx);
 /* The <disk> element alone, for hot-plug; target is e.g. "vdb". Caller frees. */
@@ -202,6 +218,8 @@ const char *vm_name(const struct vm *vm);
 const char *vm_accel_used(const struct vm *vm);
 /* Milliseconds from virDomainCreateXML to the first answered guest-ping. */
 double vm_boot_ms(const struct vm *vm);
+/* Of that boot: the KVM boot probe vm_boot() ran first (accel auto, not remembered), or 0. */
+double vm_probe_ms(const struct vm *vm);
 /* The serial console log path and its last max_lines lines (caller frees; "" when empty). */
 const char *vm_console_log(const struct vm *vm);
 /* Console lines an error carries: a kernel panic with its call trace fits. */
@@ -242,6 +260,13 @@ int vm_find_disk(struct vm *vm, const char *serial, char **dev, char **err);
 
 /* The host end (a unix socket libvirt created) of the virtio-serial channel named name. */
 int vm_channel_path(struct vm *vm, const char *name, char **path, char **err);
+/* The guest's address on the private network (NIC backend private), or NULL on any other. */
+const char *vm_nic_guest_addr(const struct vm *vm);
+/* Why the NIC runs without vhost-net (private virtio NIC on a host without /dev/vhost-net), or
+ * NULL when it uses vhost-net or is not such a NIC. */
+const char *vm_nic_no_vhost_reason(const struct vm *vm);
+/* Whether the host has vhost-net (/dev/vhost-net opens read-write). */
+bool vm_vhost_net_available(void);
 /* The host device of the first NIC (the tap, e.g. "vnet3"; caller frees). */
 int vm_nic_device(struct vm *vm, char **dev, char **err);
 /*

@@ -114,6 +114,11 @@ struct method_ctx {
 	 * manifest's files and bytes, set by the executor before prepare()) ---- */
 	uint64_t bytes, files;
 
+	/* ---- what the method saw: (method) a JSON object or NULL, owned by the method (free it in
+	 * free_state()); the executor records a copy as the cell's "observed" after every run ----
+	 */
+	json_t *observed;
+
 	/* ---- method-private ---- */
 	void *state; /* (method) anything; kept across the runs of a cell; free in free_state() */
 	struct method_error err; /* (method) filled on failure by method_fail() */

@@ -1,20 +1,34 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * network: over the VM's NIC on QEMU user networking, which maps the guest's 10.0.2.2 to the
- * host's 127.0.0.1: only loopback traffic on the host, never another address.
+ * network: over the VM's NIC, on one of two backends (the vm's `nic: backend`):
  *
- * direction pull: ferry runs a small HTTP server on 127.0.0.1 (a thread of this process) and
- *   the guest fetches with busybox wget: with `archive:` one stream that it unpacks as it
- *   arrives (`wget -O - | tar -x`); without, file by file (a NUL-separated list walked with
- *   xargs -0, then one wget per file).
- * direction push: ferry forwards a host port on 127.0.0.1 into the guest (QEMU HMP hostfwd_add
- *   through libvirt), the guest listens with `nc -l` and unpacks, the host connects and streams
- *   the archive (without `archive:` a plain tar: a push is one stream).
+ * user (the default): QEMU user networking maps the guest's 10.0.2.2 to the host's 127.0.0.1:
+ *   only loopback traffic on the host, never another address. A push goes through a forwarded
+ *   port (QEMU HMP hostfwd_add through libvirt) per stream.
+ * private: the guest's tap lives in the run's network namespace (machine/netns.h) and the sender's
+ *   sockets are created in there (netns_socket()): the server listens on the namespace's bridge
+ *   address (10.0.2.2 again, so the guest side is the same), a push connects to the guest's own
+ *   address on that network. Nothing on the host's network is touched.
+ *
+ * direction pull: ferry runs a small HTTP server (threads of this process, one per stream) and the
+ *   guest fetches with busybox wget: with `archive:` one archive stream per connection that it
+ *   unpacks as it arrives (`wget -O - | tar -x`); without, file by file (a NUL-separated list
+ *   walked with xargs -0, then one wget per file), one walker per stream.
+ * direction push: the guest listens with `nc -l` (one port per stream) and unpacks, the host
+ *   connects and streams the archive (without `archive:` a plain tar: a push is one stream per
+ *   connection).
+ * `streams: N` splits the dataset into N parts of about equal bytes (netserve_split(); every part
+ * has all directories) moved over N TCP connections at once: one flow lands on one NIC queue, so
+ * only several flows can use several queues.
  * 127.0.0.1 is open to every local user: the pull server answers only under a per-run random
  * token, and a push starts with a token line the guest checks before it unpacks (netserve.h).
- * prepare starts the server (pull) or sets up the forward (push, once per cell); transfer moves
- * and unpacks; finalize syncs. The NIC model and queues are the cell's vm entry (nic:), which
- * the results carry as the vm axis.
+ *
+ * What the guest's NIC did is recorded as the cell's "observed" ({"nic": ...}): the queue pairs
+ * the guest enabled (/sys/class/net/eth0/queues), per queue the interrupts of the last run
+ * (virtio-net's per-queue MSI-X vectors in /proc/interrupts: busybox has no ethtool -S), how many
+ * queues carried traffic, and vhost-net or why not. The snapshot before the transfer is taken by
+ * the transfer's own guest command (no extra agent round trip in a timed phase); the one after
+ * in verify, which is timed but never part of the total.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -28,7 +42,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "agent.h"
+#include "proc.h"
 #include "run.h"
 #include "util.h"
 #include "vm.h"
@@ -37,21 +54,58 @@
 #include "archive.h"
 #include "stream.h"
 #include "netserve.h"
+#include "netns.h"
 #include "rules.h"
 
 #define HOST_FROM_GUEST "10.0.2.2"
 #define PUSH_GUEST_PORT 18090
+/* The guest's per-queue interrupt counters of eth0 (virtio-net names its vectors
+ * virtioN-input.Q and virtioN-output.Q), written before the transfer, compared in verify. */
+#define IRQ_BEFORE "/run/ferry-net-irq.before"
+#define IRQ_SNAPSHOT                                                                               \
+	"d=$(readlink /sys/class/net/eth0/device 2>/dev/null); d=${d##*/}; "                       \
+	"grep -E \" ${d:-none}-(input|output)\\.[0-9]+$\" /proc/interrupts"
 
 struct network_state {
 	struct server srv;
-	int fwd_port; /* push: the host end of the forward, 0 until set up */
-	char *fwd_vm; /* the domain the forward was added to (a cell may get a new VM per run) */
+	int fwd_ports[NETSERVE_STREAMS_MAX]; /* push on user networking: the host ends */
+	unsigned n_fwd;
+	char *fwd_vm; /* the domain the forwards were added to (a cell may get a new VM per run) */
+	/* the queues that carried traffic, over the measured runs */
+	unsigned used_min, used_max, n_observed;
 };
+
+static unsigned streams(const struct method_ctx *ctx)
+{
+	return ctx->method->streams ? (unsigned)ctx->method->streams : 1;
+}
+
+/* The guest's address on the private network, or NULL on user networking. */
+static const char *private_addr(const struct method_ctx *ctx)
+{
+	return ctx->vm ? vm_nic_guest_addr(ctx->vm) : NULL;
+}
 
 static char *network_supports(const struct method_ctx *ctx)
 {
-	/* Windows guests, tap NICs, queues, archives: the plan's rules table (rules.c) */
-	return plan_rules_skip(ctx->plan, ctx->cell);
+	/* Windows guests, libvirt networks and bridges, archives: the plan's rules table (rules.c)
+	 */
+	char *why = plan_rules_skip(ctx->plan, ctx->cell);
+	if (why || ctx->cell->vm->nic.backend != PLAN_NIC_PRIVATE)
+		return why;
+	/* the private network: namespaces, taps and bridges need CAP_NET_ADMIN (root) */
+	if (geteuid() != 0)
+		return xstrdup(
+		    "network: nic backend private creates a network namespace and a tap: "
+		    "it needs root (CAP_NET_ADMIN)");
+	if (access("/dev/net/tun", R_OK | W_OK) != 0)
+		return xasprintf("network: nic backend private needs /dev/net/tun: %s",
+				 strerror(errno));
+	const char *argv[] = { "ip", "-V", NULL };
+	_cleanup_free_ char *err = NULL;
+	if (proc_run(argv, NULL, &err) < 0)
+		return xasprintf("network: nic backend private needs iproute2's ip: %s", err);
+	return NULL;
 }
 
 static int network_add_devices(struct method_ctx *ctx, struct method_boot_needs *needs)
@@ -72,46 +126,84 @@ static struct network_state *state(struct method_ctx *ctx)
 
 /* ---- the phases ---- */
 
+static const struct plan_archive *pull_archive(const struct method_ctx *ctx)
+{
+	return ctx->method->archive.format != PLAN_ARCHIVE_NONE ? &ctx->method->archive : NULL;
+}
+
 static int network_prepare(struct method_ctx *ctx)
 {
 	struct network_state *s = state(ctx);
+	_cleanup_free_ char *err = NULL;
 	if (ctx->method->direction == PLAN_DIRECTION_PULL) {
-		_cleanup_free_ char *err = NULL;
-		const struct plan_archive *a =
-		    ctx->method->archive.format != PLAN_ARCHIVE_NONE ? &ctx->method->archive : NULL;
-		if (server_start(&s->srv, a, ctx->dataset_dir, ctx->manifest, ctx->timeout_ms,
-				 &err) < 0)
+		int lfd = -1;
+		if (private_addr(ctx)) {
+			/* the listening socket belongs to the run's namespace: only the guests
+			   there reach it */
+			struct netns *ns = netns_find(ctx->run);
+			if (!ns)
+				return method_fail(ctx, ERROR_INFRA, NULL,
+						   "network: the run has no private network");
+			lfd = netns_socket(ns, AF_INET, SOCK_STREAM | SOCK_CLOEXEC, &err);
+			if (lfd < 0)
+				return method_fail(ctx, ERROR_INFRA, NULL, "network: %s", err);
+		}
+		if (server_start_streams(
+			&s->srv, pull_archive(ctx), ctx->dataset_dir, ctx->manifest, streams(ctx),
+			lfd, lfd >= 0 ? NETNS_HOST_ADDR : NULL, ctx->timeout_ms, &err) < 0)
 			return method_fail(ctx, ERROR_INFRA, NULL, "network: %s", err);
 		return 0;
 	}
-	if (s->fwd_port && s->fwd_vm && STREQ(s->fwd_vm, vm_name(ctx->vm)))
+	if (private_addr(ctx))
+		return 0; /* the host connects to the guest's address directly */
+	if (s->n_fwd == streams(ctx) && s->fwd_vm && STREQ(s->fwd_vm, vm_name(ctx->vm)))
 		return 0;
-	/* a free port on 127.0.0.1, handed to QEMU's forward (QEMU binds it itself) */
-	_cleanup_free_ char *err = NULL;
-	int port = 0;
-	int fd = loopback_socket(false, &port, &err);
-	if (fd < 0)
-		return method_fail(ctx, ERROR_INFRA, NULL, "network: %s", err);
-	close(fd);
-	if (vm_hostfwd_add(ctx->vm, port, PUSH_GUEST_PORT, &err) < 0)
-		return method_fail(ctx, ERROR_INFRA, NULL, "network: %s", err);
-	s->fwd_port = port;
+	/* free ports on 127.0.0.1, handed to QEMU's forwards (QEMU binds them itself) */
+	s->n_fwd = 0;
+	for (unsigned k = 0; k < streams(ctx); k++) {
+		int port = 0;
+		int fd = loopback_socket(false, &port, &err);
+		if (fd < 0)
+			return method_fail(ctx, ERROR_INFRA, NULL, "network: %s", err);
+		close(fd);
+		if (vm_hostfwd_add(ctx->vm, port, PUSH_GUEST_PORT + (int)k, &err) < 0)
+			return method_fail(ctx, ERROR_INFRA, NULL, "network: %s", err);
+		s->fwd_ports[s->n_fwd++] = port;
+	}
 	free(s->fwd_vm);
 	s->fwd_vm = xstrdup(vm_name(ctx->vm));
 	return 0;
 }
 
+/* The guest's command: the interrupt snapshot, then the n stream commands at once. */
+static char *with_snapshot(char **cmds, unsigned n)
+{
+	_cleanup_free_ char *par = netserve_parallel_command(cmds, n);
+	return xasprintf("{ " IRQ_SNAPSHOT "; } > " IRQ_BEFORE " 2>/dev/null; %s", par);
+}
+
+static void free_cmds(char **cmds, unsigned n)
+{
+	for (unsigned k = 0; k < n; k++)
+		free(cmds[k]);
+}
+
 static int pull(struct method_ctx *ctx, struct network_state *s)
 {
-	_cleanup_free_ char *cmd = NULL;
+	unsigned n = streams(ctx);
+	char *cmds[NETSERVE_STREAMS_MAX] = { 0 };
 	_cleanup_free_ char *base =
 	    xasprintf("http://" HOST_FROM_GUEST ":%d/%s", s->srv.port, s->srv.token);
-	if (s->srv.archive) {
-		_cleanup_free_ char *src = xasprintf("wget -q -O - %s/stream", base);
-		cmd = stream_unpack_command(s->srv.archive, src, ctx->landing);
-	} else {
-		cmd = netserve_pull_files_command(base, ctx->landing);
+	for (unsigned k = 0; k < n; k++) {
+		if (s->srv.archive) {
+			_cleanup_free_ char *src = xasprintf("wget -q -O - %s/stream/%u", base, k);
+			cmds[k] = stream_unpack_command(s->srv.archive, src, ctx->landing);
+		} else {
+			cmds[k] = netserve_pull_part_command(base, k, ctx->landing);
+		}
 	}
+	_cleanup_free_ char *cmd = with_snapshot(cmds, n);
+	free_cmds(cmds, n);
 	int rc = method_guest_sh(ctx, "network: pull", cmd, NULL);
 	server_stop(&s->srv);
 	if (rc < 0)
@@ -122,20 +214,88 @@ static int pull(struct method_ctx *ctx, struct network_state *s)
 	return 0;
 }
 
-/* Whether the guest listens on PUSH_GUEST_PORT yet. */
-static bool guest_listening(struct method_ctx *ctx)
+/* How many of the push ports the guest listens on yet. */
+static unsigned guest_listening(struct method_ctx *ctx, unsigned n)
 {
-	_cleanup_free_ char *cmd =
-	    xasprintf("{ ss -ltn 2>/dev/null || netstat -ltn 2>/dev/null; } | grep -q ':%d '",
-		      PUSH_GUEST_PORT);
+	_cleanup_free_ char *cmd = xasprintf("{ ss -ltn 2>/dev/null || netstat -ltn 2>/dev/null; } "
+					     "| awk '{n=split($4,a,\":\"); p=a[n]+0; "
+					     "if (p>=%d && p<%d) c++} END {print c+0}'",
+					     PUSH_GUEST_PORT, PUSH_GUEST_PORT + (int)n);
 	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
 	struct agent_exec_result r = { 0 };
 	_cleanup_free_ char *err = NULL;
 	if (agent_exec(ctx->dom, argv, NULL, 0, 20000, &r, &err) < 0)
-		return false;
-	bool ok = r.exit_code == 0;
+		return 0;
+	unsigned got = r.exit_code == 0 && r.out ? (unsigned)strtoul(r.out, NULL, 10) : 0;
 	agent_exec_result_clear(&r);
-	return ok;
+	return got;
+}
+
+struct push_stream {
+	struct method_ctx *ctx;
+	const struct plan_archive *a;
+	const struct manifest *part;
+	const char *token;
+	int fd; /* connected */
+	pthread_t thread;
+	uint64_t bytes;
+	char *err;
+};
+
+static void *push_main(void *arg)
+{
+	struct push_stream *p = arg;
+	/* the token line first: the guest unpacks nothing from a connection without it */
+	char line[NETSERVE_TOKEN_LEN + 2];
+	snprintf(line, sizeof(line), "%s\n", p->token);
+	if (stream_write_all(p->fd, line, NETSERVE_TOKEN_LEN + 1, p->ctx->timeout_ms, &p->err) <
+		0 ||
+	    stream_pack(p->a, p->ctx->dataset_dir, p->part, p->fd, p->ctx->timeout_ms, &p->bytes,
+			&p->err) < 0) {
+		close(p->fd);
+		p->fd = -1;
+		return NULL;
+	}
+	finish_connection(p->fd);
+	p->fd = -1;
+	return NULL;
+}
+
+/* A connection to the guest's stream k: into the namespace to the guest's address, or through
+ * the forward on 127.0.0.1. */
+static int push_connect(struct method_ctx *ctx, struct network_state *s, unsigned k, char **err)
+{
+	const char *addr = private_addr(ctx);
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	int c;
+	if (addr) {
+		struct netns *ns = netns_find(ctx->run);
+		if (!ns) {
+			*err = xstrdup("the run has no private network");
+			return -1;
+		}
+		c = netns_socket(ns, AF_INET, SOCK_STREAM | SOCK_CLOEXEC, err);
+		if (c < 0)
+			return -1;
+		inet_pton(AF_INET, addr, &sa.sin_addr);
+		sa.sin_port = htons((uint16_t)(PUSH_GUEST_PORT + k));
+	} else {
+		c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		sa.sin_port = htons((uint16_t)s->fwd_ports[k]);
+	}
+	if (c < 0 || connect(c, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+		if (c >= 0)
+			close(c);
+		char a[INET_ADDRSTRLEN] = "?";
+		inet_ntop(AF_INET, &sa.sin_addr, a, sizeof(a));
+		*err = xasprintf("connect %s:%d: %s", a, ntohs(sa.sin_port), strerror(e));
+		return -1;
+	}
+	struct timeval tv = { 1, 0 };
+	setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	return c;
 }
 
 static int push(struct method_ctx *ctx, struct network_state *s)
@@ -143,52 +303,65 @@ static int push(struct method_ctx *ctx, struct network_state *s)
 	static const struct plan_archive tar = { .format = PLAN_ARCHIVE_TAR };
 	const struct plan_archive *a =
 	    ctx->method->archive.format != PLAN_ARCHIVE_NONE ? &ctx->method->archive : &tar;
+	unsigned n = streams(ctx);
 	char token[NETSERVE_TOKEN_LEN + 1];
 	if (netserve_token(token) < 0)
 		return method_fail(ctx, ERROR_INFRA, NULL, "network: random token: %s",
 				   strerror(errno));
-	_cleanup_free_ char *src = netserve_push_source(PUSH_GUEST_PORT, token);
-	_cleanup_free_ char *cmd = stream_unpack_command(a, src, ctx->landing);
+	char *cmds[NETSERVE_STREAMS_MAX] = { 0 };
+	for (unsigned k = 0; k < n; k++) {
+		_cleanup_free_ char *src = netserve_push_source(PUSH_GUEST_PORT + (int)k, token);
+		cmds[k] = stream_unpack_command(a, src, ctx->landing);
+	}
+	_cleanup_free_ char *cmd = with_snapshot(cmds, n);
+	free_cmds(cmds, n);
 	int64_t pid = 0;
 	if (guestproc_start(ctx, "network: push", cmd, &pid) < 0)
 		return -1;
 	uint64_t end = now_ns() + (uint64_t)ctx->timeout_ms * 1000000u;
-	while (!guest_listening(ctx)) {
+	while (guest_listening(ctx, n) < n) {
 		if (run_interrupted() || now_ns() >= end) {
 			guestproc_kill(ctx, pid);
 			return method_fail(ctx, ERROR_TIMEOUT, NULL,
-					   "network: the guest did not listen on port %d",
-					   PUSH_GUEST_PORT);
+					   "network: the guest did not listen on ports %d-%d",
+					   PUSH_GUEST_PORT, PUSH_GUEST_PORT + (int)n - 1);
 		}
 		struct timespec ts = { 0, 20 * 1000000L };
 		nanosleep(&ts, NULL);
 	}
-	int c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET,
-				  .sin_port = htons((uint16_t)s->fwd_port),
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	if (c < 0 || connect(c, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
-		if (c >= 0)
-			close(c);
-		guestproc_kill(ctx, pid);
-		return method_fail(ctx, ERROR_INFRA, NULL, "network: connect 127.0.0.1:%d: %s",
-				   s->fwd_port, strerror(e));
-	}
-	struct timeval tv = { 1, 0 };
-	setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	uint64_t bytes = 0;
+	struct manifest parts[NETSERVE_STREAMS_MAX];
+	netserve_split(ctx->manifest, n, parts, NULL);
+	struct push_stream ps[NETSERVE_STREAMS_MAX];
+	unsigned started = 0;
 	_cleanup_free_ char *err = NULL;
-	/* the token line first: the guest unpacks nothing from a connection without it */
-	char line[NETSERVE_TOKEN_LEN + 2];
-	snprintf(line, sizeof(line), "%s\n", token);
-	if (stream_write_all(c, line, NETSERVE_TOKEN_LEN + 1, ctx->timeout_ms, &err) < 0 ||
-	    stream_pack(a, ctx->dataset_dir, ctx->manifest, c, ctx->timeout_ms, &bytes, &err) < 0) {
-		close(c);
+	for (unsigned k = 0; k < n; k++) {
+		ps[k] = (struct push_stream){
+			.ctx = ctx, .a = a, .part = &parts[k], .token = token, .fd = -1
+		};
+		ps[k].fd = push_connect(ctx, s, k, &err);
+		if (ps[k].fd < 0)
+			break;
+		int r = pthread_create(&ps[k].thread, NULL, push_main, &ps[k]);
+		if (r != 0) {
+			close(ps[k].fd);
+			err = xasprintf("thread: %s", strerror(r));
+			break;
+		}
+		started++;
+	}
+	uint64_t bytes = 0;
+	for (unsigned k = 0; k < started; k++) {
+		pthread_join(ps[k].thread, NULL);
+		bytes += ps[k].bytes;
+		if (ps[k].err && !err)
+			err = TAKE_PTR(ps[k].err);
+		free(ps[k].err);
+	}
+	netserve_parts_clear(parts, NULL, n);
+	if (err) {
 		guestproc_kill(ctx, pid);
 		return method_fail(ctx, ERROR_INFRA, NULL, "network: push: %s", err);
 	}
-	finish_connection(c);
 	if (guestproc_wait(ctx, "network: push", pid, NULL) < 0)
 		return -1;
 	ctx->bytes = bytes;
@@ -199,6 +372,137 @@ static int network_transfer(struct method_ctx *ctx)
 {
 	struct network_state *s = state(ctx);
 	return ctx->method->direction == PLAN_DIRECTION_PULL ? pull(ctx, s) : push(ctx, s);
+}
+
+/* ---- what the NIC did ---- */
+
+#define QUEUES_SEEN_MAX 256
+
+struct irq_counts {
+	uint64_t rx[QUEUES_SEEN_MAX], tx[QUEUES_SEEN_MAX];
+	unsigned n; /* queues seen: 1 + the highest index */
+};
+
+/* Sum the per-CPU counts of "N: c0 c1 ... PCI-MSI ... virtioK-input.Q" lines into c. */
+static void parse_irqs(const char *text, struct irq_counts *c)
+{
+	_cleanup_free_ char *copy = xstrdup(text);
+	char *save = NULL;
+	for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		char *colon = strchr(l, ':');
+		char *name = strrchr(l, ' ');
+		if (!colon || !name)
+			continue;
+		name++;
+		char *dash = strrchr(name, '-');
+		char *dot = strrchr(name, '.');
+		if (!dash || !dot || dot < dash)
+			continue;
+		bool rx = strncmp(dash + 1, "input.", 6) == 0;
+		bool tx = strncmp(dash + 1, "output.", 7) == 0;
+		char *end;
+		unsigned long q = strtoul(dot + 1, &end, 10);
+		if ((!rx && !tx) || *end || q >= QUEUES_SEEN_MAX)
+			continue;
+		uint64_t sum = 0;
+		for (char *p = colon + 1;;) {
+			while (*p == ' ' || *p == '\t')
+				p++;
+			if (*p < '0' || *p > '9')
+				break;
+			sum += strtoull(p, &p, 10);
+		}
+		(rx ? c->rx : c->tx)[q] += sum;
+		if (q + 1 > c->n)
+			c->n = (unsigned)q + 1;
+	}
+}
+
+static void observe_nic(struct method_ctx *ctx, struct network_state *s)
+{
+	const struct plan_nic *pn = &ctx->cell->vm->nic;
+	const char *cmd = "cat " IRQ_BEFORE " 2>/dev/null; echo ---; " IRQ_SNAPSHOT
+			  "; echo ---; ls /sys/class/net/eth0/queues 2>/dev/null | grep -c '^rx-'";
+	_cleanup_free_ char *out = NULL;
+	json_t *nic = json_object();
+	json_object_set_new(nic, "backend",
+			    json_string(pn->backend == PLAN_NIC_PRIVATE ? "private" : "user"));
+	json_object_set_new(nic, "model",
+			    json_string(pn->model == PLAN_NIC_E1000 ? "e1000" : "virtio"));
+	json_object_set_new(nic, "queues", json_integer((json_int_t)pn->queues));
+	json_object_set_new(nic, "streams", json_integer((json_int_t)streams(ctx)));
+	const char *novhost = pn->backend != PLAN_NIC_PRIVATE
+				  ? "QEMU user networking (slirp) has no vhost-net"
+			      : pn->model != PLAN_NIC_VIRTIO ? "only virtio-net uses vhost-net"
+							     : vm_nic_no_vhost_reason(ctx->vm);
+	json_object_set_new(nic, "vhost", json_boolean(!novhost));
+	if (novhost)
+		json_object_set_new(nic, "vhost_reason", json_string(novhost));
+	/* a failure to read the counters costs the observation, not the run */
+	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	_cleanup_free_ char *e = NULL;
+	char *sep1 = NULL, *sep2 = NULL;
+	if (agent_run(ctx->dom, argv, 30000, &out, &e) < 0 || !(sep1 = strstr(out, "---\n")) ||
+	    !(sep2 = strstr(sep1 + 4, "---\n"))) {
+		json_object_set_new(nic, "error",
+				    json_string(e ? e : "cannot read the guest's NIC counters"));
+	} else {
+		*sep1 = *sep2 = '\0';
+		struct irq_counts before = { 0 }, after = { 0 };
+		parse_irqs(out, &before);
+		parse_irqs(sep1 + 4, &after);
+		json_object_set_new(nic, "queues_enabled",
+				    json_integer(strtol(sep2 + 4, NULL, 10)));
+		if (after.n == 0) {
+			/* e1000 and other single-vector NICs: no per-queue counters */
+			json_object_set_new(nic, "per_queue_counters", json_false());
+		} else {
+			json_t *rx = json_array(), *tx = json_array();
+			unsigned used = 0, rx_used = 0, tx_used = 0;
+			for (unsigned q = 0; q < after.n; q++) {
+				uint64_t dr =
+				    after.rx[q] -
+				    (after.rx[q] >= before.rx[q] ? before.rx[q] : after.rx[q]);
+				uint64_t dt =
+				    after.tx[q] -
+				    (after.tx[q] >= before.tx[q] ? before.tx[q] : after.tx[q]);
+				json_array_append_new(rx, json_integer((json_int_t)dr));
+				json_array_append_new(tx, json_integer((json_int_t)dt));
+				used += dr > 0 || dt > 0;
+				rx_used += dr > 0;
+				tx_used += dt > 0;
+			}
+			json_object_set_new(nic, "per_queue_counters", json_true());
+			json_object_set_new(nic, "rx_interrupts", rx);
+			json_object_set_new(nic, "tx_interrupts", tx);
+			json_object_set_new(nic, "queues_used", json_integer(used));
+			json_object_set_new(nic, "rx_queues_used", json_integer(rx_used));
+			json_object_set_new(nic, "tx_queues_used", json_integer(tx_used));
+			if (!ctx->warmup) {
+				if (s->n_observed == 0 || used < s->used_min)
+					s->used_min = used;
+				if (used > s->used_max)
+					s->used_max = used;
+				s->n_observed++;
+			}
+			if (s->n_observed) {
+				json_object_set_new(nic, "queues_used_min",
+						    json_integer(s->used_min));
+				json_object_set_new(nic, "queues_used_max",
+						    json_integer(s->used_max));
+			}
+		}
+	}
+	json_decref(ctx->observed);
+	ctx->observed = json_pack("{s:o}", "nic", nic);
+}
+
+static int network_verify(struct method_ctx *ctx)
+{
+	if (method_verify_dir(ctx, ctx->landing, true) < 0)
+		return -1;
+	observe_nic(ctx, state(ctx));
+	return 0;
 }
 
 static int network_finalize(struct method_ctx *ctx)
@@ -222,6 +526,8 @@ static void network_free_state(struct method_ctx *ctx)
 		free(s);
 	}
 	ctx->state = NULL;
+	json_decref(ctx->observed);
+	ctx->observed = NULL;
 }
 
 const struct method_ops method_network = {
@@ -232,6 +538,7 @@ const struct method_ops method_network = {
 	.prepare = network_prepare,
 	.transfer = network_transfer,
 	.finalize = network_finalize,
+	.verify = network_verify,
 	.cleanup = network_cleanup,
 	.free_state = network_free_state,
 };

@@ -40,8 +40,16 @@ static const struct key_def nic_defs[] = {
 	  .def = "1",
 	  .min = 1,
 	  .max = PLAN_NIC_QUEUES_MAX,
-	  .help = "virtio-net queue pairs; more than 1 needs a tap (set network or bridge): QEMU "
-		  "user networking refuses queues" },
+	  .help = "virtio-net queue pairs, at most vcpus; more than 1 needs a tap (backend "
+		  "private): QEMU user networking refuses queues" },
+	{ .name = "backend",
+	  .type = KEY_ENUM,
+	  .offset = FIELD(plan_nic, backend),
+	  .def = "user",
+	  .values = V("user", "private"),
+	  .help = "user: QEMU user networking (no setup); private: a tap on a network namespace "
+		  "ferry creates for the run and removes after it (nothing on the host's own "
+		  "network); the network method sends from inside it" },
 	{ .name = "network",
 	  .type = KEY_STRING,
 	  .offset = FIELD(plan_nic, network),
@@ -452,7 +460,16 @@ static const struct key_def method_defs[] = {
 	  .values = V("pull", "push"),
 	  .applies = M(NETWORK),
 	  .help = "pull: the guest fetches from a host sender; push: the host connects in "
-		  "through a forwarded port" },
+		  "(through a forwarded port on user networking)" },
+	{ .name = "streams",
+	  .type = KEY_UINT,
+	  .offset = FIELD(plan_method, streams),
+	  .def = "1",
+	  .min = 1,
+	  .max = PLAN_NETWORK_STREAMS_MAX,
+	  .applies = M(NETWORK),
+	  .help = "TCP connections at once, the files split across them (one flow lands on one "
+		  "queue: multi-queue needs several)" },
 	{ .name = "block_size",
 	  .type = KEY_SIZE,
 	  .offset = FIELD(plan_method, block_size),

@@ -21,6 +21,8 @@
 #define PLAN_MEMORY_MAX     (UINT64_C(1) << 42)   /* 4 TiB: refused above */
 #define PLAN_MEMORY_WARN    (UINT64_C(256) << 30) /* warned above: few hosts have it */
 #define PLAN_NIC_QUEUES_MAX 64u
+/* network method: TCP connections at once */
+#define PLAN_NETWORK_STREAMS_MAX 64u
 
 /* ---- disks and datasets ---- */
 #define PLAN_DISK_SIZE_MIN     (UINT64_C(1) << 20) /* 1 MiB */

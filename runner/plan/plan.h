@@ -39,11 +39,15 @@ enum plan_machine { PLAN_MACHINE_PC, PLAN_MACHINE_Q35 };
 enum plan_firmware { PLAN_FIRMWARE_BIOS, PLAN_FIRMWARE_UEFI };
 enum plan_accel { PLAN_ACCEL_AUTO, PLAN_ACCEL_KVM, PLAN_ACCEL_TCG };
 enum plan_nic_model { PLAN_NIC_VIRTIO, PLAN_NIC_E1000 };
+enum plan_nic_backend { PLAN_NIC_USER, PLAN_NIC_PRIVATE };
 
 struct plan_nic {
 	uint64_t set;
 	enum plan_nic_model model;
 	uint64_t queues;
+	/* user: QEMU user networking (or network/bridge when set); private: a tap on ferry's
+	 * own network namespace of the run */
+	enum plan_nic_backend backend;
 	char *network; /* libvirt network name, or NULL */
 	char *bridge;  /* host bridge name, or NULL; neither: QEMU user networking */
 };
@@ -180,6 +184,7 @@ struct plan_method {
 	enum plan_share_mode mode;
 	/* network */
 	enum plan_direction direction;
+	uint64_t streams; /* TCP connections at once */
 	/* block */
 	uint64_t block_size;
 	uint64_t queue_depth;

@@ -137,11 +137,41 @@ static void nic_queues_tap(const struct rule_subject *s, struct rule_out *o)
 {
 	const struct plan_nic *n = &s->vm->nic;
 	/* after nic_queues_model: one message about the queues */
-	if (n->queues > 1 && n->model == PLAN_NIC_VIRTIO && !n->network && !n->bridge)
+	if (n->queues > 1 && n->model == PLAN_NIC_VIRTIO && n->backend == PLAN_NIC_USER &&
+	    !n->network && !n->bridge)
 		rule_fail(o, "nic.queues",
 			  "'queues: %" PRIu64 "' needs a tap device: QEMU user networking refuses "
-			  "multiple queues (set 'network' or 'bridge')",
+			  "multiple queues (set 'backend: private')",
 			  n->queues);
+}
+
+static void nic_queues_vcpus(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct plan_nic *n = &s->vm->nic;
+	/* the guest's virtio-net driver uses min(queues, online CPUs): the rest never carry a
+	 * byte, and a plan asking for them would measure something else than it says */
+	/* after nic_queues_model and nic_queues_tap: only queues that are otherwise possible */
+	bool tap = n->backend == PLAN_NIC_PRIVATE || n->network || n->bridge;
+	if (tap && n->model == PLAN_NIC_VIRTIO && n->queues > 1 && n->queues > s->vm->vcpus)
+		rule_fail(o, "nic.queues",
+			  "'queues: %" PRIu64 "' is more than the vm's %" PRIu64
+			  " vcpu%s: the guest uses at most one queue pair per vCPU",
+			  n->queues, s->vm->vcpus, s->vm->vcpus == 1 ? "" : "s");
+}
+
+static void nic_private_tap(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct plan_nic *n = &s->vm->nic;
+	if (n->backend != PLAN_NIC_PRIVATE)
+		return;
+	if (n->network || n->bridge)
+		rule_fail(o, "nic.backend",
+			  "'backend: private' is ferry's own network: it excludes '%s'",
+			  n->network ? "network" : "bridge");
+	else if (s->vm->guest == PLAN_GUEST_IMAGE || s->vm->image)
+		rule_fail(o, "nic.backend",
+			  "'backend: private' needs the built-in guest (ferry gives the guest its "
+			  "address on the private network itself)");
 }
 
 /* ---- disks.NAME ---------------------------------------------------------------------------- */
@@ -374,6 +404,16 @@ static void method_zip_compression(const struct rule_subject *s, struct rule_out
 			  compression_names[a->compression]);
 }
 
+static void method_streams_zip(const struct rule_subject *s, struct rule_out *o)
+{
+	if (s->method->type == PLAN_METHOD_NETWORK && s->method->streams > 1 &&
+	    s->method->archive.format == PLAN_ARCHIVE_ZIP)
+		rule_fail(o, "streams",
+			  "'streams: %" PRIu64 "' needs an archive the guest unpacks as it arrives "
+			  "(tar, pax, cpio): zip is unpacked from one file after the transfer",
+			  s->method->streams);
+}
+
 /* ---- cells: what entries cannot do together ------------------------------------------------ */
 
 static void cell_ide_q35(const struct rule_subject *s, struct rule_out *o)
@@ -471,16 +511,11 @@ static void cell_network_nic(const struct rule_subject *s, struct rule_out *o)
 		return;
 	if (n->network || n->bridge)
 		rule_fail(o, "method",
-			  "network: NICs on a %s ('%s') are not supported yet: ferry's sender "
-			  "listens on the host's loopback, which only QEMU user networking maps "
-			  "into the guest (10.0.2.2)",
+			  "network: NICs on a %s ('%s') are not supported: ferry's sender "
+			  "reaches a guest through user networking or its own private network "
+			  "(nic backend private)",
 			  n->network ? "libvirt network" : "bridge",
 			  n->network ? n->network : n->bridge);
-	else if (n->queues > 1)
-		rule_fail(
-		    o, "method",
-		    "network: QEMU user networking has a single queue pair (queues > 1 needs a "
-		    "tap)");
 }
 
 static void cell_busybox_compression(const struct rule_subject *s, struct rule_out *o)
@@ -519,6 +554,10 @@ const struct plan_rule plan_rules[] = {
 	  nic_queues_model },
 	{ "vm.nic-queues-tap", RULE_VM, RULE_ERROR, 0, "nic queues above 1 on QEMU user networking",
 	  nic_queues_tap },
+	{ "vm.nic-queues-vcpus", RULE_VM, RULE_ERROR, 0, "nic queues above the vm's vcpus",
+	  nic_queues_vcpus },
+	{ "vm.nic-private", RULE_VM, RULE_ERROR, 0,
+	  "nic backend private with network, bridge or an image guest", nic_private_tap },
 	{ "disk.native-cache", RULE_DISK, RULE_ERROR, 0,
 	  "'io: native' with a cache mode other than none or directsync", disk_native_cache },
 	{ "disk.size-sectors", RULE_DISK, RULE_ERROR, 0,
@@ -552,6 +591,8 @@ const struct plan_rule plan_rules[] = {
 	  "'block_size' a multiple of 512", method_block_size },
 	{ "method.virtiofs-9p-options", RULE_METHOD, RULE_ERROR, 0,
 	  "9p options (msize, cache) with 'driver: virtiofs'", method_virtiofs_9p },
+	{ "method.streams-zip", RULE_METHOD, RULE_ERROR, 0, "network streams above 1 with zip",
+	  method_streams_zip },
 	{ "method.image-archive", RULE_METHOD, RULE_SKIP, 0, "a disk-image method with an archive",
 	  method_image_archive },
 	{ "method.zip-compression", RULE_METHOD, RULE_SKIP, 0,
@@ -565,7 +606,7 @@ const struct plan_rule plan_rules[] = {
 	{ "cell.linux-guest-side", RULE_CELL, RULE_SKIP, 0,
 	  "network, channel, block and share methods on a Windows guest", cell_linux_guest_side },
 	{ "cell.network-nic", RULE_CELL, RULE_SKIP, 0,
-	  "a network method with a tap NIC or several queues", cell_network_nic },
+	  "a network method on a libvirt network or host bridge NIC", cell_network_nic },
 	{ "cell.busybox-compression", RULE_CELL, RULE_SKIP, 0,
 	  "zstd or lz4 archives on the built-in guest", cell_busybox_compression },
 };

@@ -21,6 +21,7 @@
 struct reader {
 	char *err;
 	struct strmap ids; /* cell ids seen so far (borrowed from the model) */
+	size_t n_origins;  /* a cell's "origin" indexes the origins read before the cells */
 };
 
 static const char *phase_name(int i)
@@ -261,6 +262,7 @@ static void rd_cell(struct reader *rd, const char *where, const json_t *o, struc
 		}
 	}
 	rd_object(rd, where, o, "params", &c->params);
+	rd_object(rd, where, o, "observed", &c->observed);
 	rd_enum(rd, where, o, "status", status_name, STATUS_COUNT, true, &v);
 	c->status = v < 0 ? STATUS_PENDING : (enum result_status)v;
 	rd_str(rd, where, o, "skip_reason", false, &c->skip_reason);
@@ -319,6 +321,24 @@ static void rd_cell(struct reader *rd, const char *where, const json_t *o, struc
 		rd_uint(rd, w, jr, "files", INT64_MAX, &run->files);
 		rd_bool(rd, w, jr, "integrity_ok", &run->integrity_ok);
 		rd_bool(rd, w, jr, "outlier", &run->outlier);
+		const json_t *jb = get(jr, "boot");
+		if (jb && !json_is_null(jb)) {
+			uint64_t boot;
+			rd_uint(rd, w, jr, "boot", INT64_MAX, &boot);
+			run->boot = boot > 0 ? (int64_t)boot : -1;
+		}
+		rd_object(rd, w, jr, "metrics", &run->metrics);
+		const char *mk;
+		const json_t *mv;
+		if (run->metrics)
+			json_object_foreach(run->metrics, mk, mv)
+			{
+				if (!json_is_number(mv) && !json_is_null(mv)) {
+					_cleanup_free_ char *shown = quote_value(mk);
+					fail(rd, w, "metric %s must be a number or null", shown);
+					return;
+				}
+			}
 	}
 
 	const json_t *st = get(o, "stats");
@@ -364,6 +384,82 @@ static void rd_cell(struct reader *rd, const char *where, const json_t *o, struc
 	rd_num(rd, wc, cpu, "sys_s", &c->cpu_sys_s);
 	rd_time(rd, where, o, "started", &c->started_ms);
 	rd_time(rd, where, o, "finished", &c->finished_ms);
+	const json_t *origin = get(o, "origin");
+	if (origin && !json_is_null(origin)) {
+		if (!json_is_integer(origin) || json_integer_value(origin) < 0 ||
+		    (uint64_t)json_integer_value(origin) >= rd->n_origins)
+			fail(rd, where, "'origin' must index 'origins' (0 to %zu entries)",
+			     rd->n_origins);
+		else
+			c->origin = (int)json_integer_value(origin);
+	}
+}
+
+/* A provenance object (the run's, or an origin's in a merged file). */
+static void rd_provenance(struct reader *rd, const char *where, const json_t *prov,
+			  struct result_provenance *p)
+{
+	uint64_t u;
+	if (prov && !json_is_null(prov) && !json_is_object(prov)) {
+		fail(rd, NULL, "'%s' must be an object", where);
+		return;
+	}
+	rd_str(rd, where, prov, "ferry_version", false, &p->ferry_version);
+	rd_str(rd, where, prov, "hostname", false, &p->hostname);
+	rd_str(rd, where, prov, "host_kernel", false, &p->host_kernel);
+	rd_str(rd, where, prov, "cpu_model", false, &p->cpu_model);
+	rd_uint(rd, where, prov, "cpu_count", UINT32_MAX, &u);
+	p->cpu_count = (unsigned)u;
+	rd_uint(rd, where, prov, "memory_bytes", INT64_MAX, &p->memory_bytes);
+	rd_str(rd, where, prov, "qemu_version", false, &p->qemu_version);
+	rd_str(rd, where, prov, "libvirt_version", false, &p->libvirt_version);
+	rd_str(rd, where, prov, "accelerator", false, &p->accelerator);
+	rd_str(rd, where, prov, "guest_kernel_sha256", false, &p->guest_kernel_sha256);
+	rd_str(rd, where, prov, "guest_initramfs_sha256", false, &p->guest_initramfs_sha256);
+	const json_t *ds = rd_array(rd, where, prov, "datasets");
+	for (size_t i = 0; ds && i < json_array_size(ds) && !rd->err; i++) {
+		_cleanup_free_ char *w = xasprintf("%s.datasets[%zu]", where, i);
+		_cleanup_free_ char *name = NULL, *digest = NULL;
+		json_t *spec = NULL;
+		const json_t *d = json_array_get(ds, i);
+		if (!json_is_object(d)) {
+			fail(rd, w, "must be an object");
+			break;
+		}
+		if (rd_str(rd, w, d, "name", true, &name) < 0 ||
+		    rd_str(rd, w, d, "manifest_sha256", false, &digest) < 0 ||
+		    rd_object(rd, w, d, "spec", &spec) < 0)
+			break;
+		result_provenance_add_dataset(p, name, digest, spec);
+	}
+	rd_time(rd, where, prov, "started", &p->started_ms);
+	rd_time(rd, where, prov, "finished", &p->finished_ms);
+}
+
+/* "shard": {"k": K, "n": N} with 1 <= K <= N, or absent or null (0/0). */
+static void rd_shard(struct reader *rd, const char *where, const json_t *o, unsigned *k,
+		     unsigned *n)
+{
+	const json_t *v = get(o, "shard");
+	uint64_t kk, nn;
+	*k = *n = 0;
+	if (!v || json_is_null(v))
+		return;
+	_cleanup_free_ char *w = where ? xasprintf("%s.shard", where) : xstrdup("shard");
+	if (!json_is_object(v)) {
+		fail(rd, w, "must be an object or null");
+		return;
+	}
+	if (rd_uint(rd, w, v, "k", UINT32_MAX, &kk) < 0 ||
+	    rd_uint(rd, w, v, "n", UINT32_MAX, &nn) < 0)
+		return;
+	if (nn < 1 || kk < 1 || kk > nn) {
+		fail(rd, w, "expected 1 <= k <= n, got k %llu, n %llu", (unsigned long long)kk,
+		     (unsigned long long)nn);
+		return;
+	}
+	*k = (unsigned)kk;
+	*n = (unsigned)nn;
 }
 
 /* The model from the document; with consume, each cell's subtree is dropped once it is read, so
@@ -387,12 +483,15 @@ static struct results *from_json(json_t *root, bool consume, char **err)
 		return NULL;
 	}
 	json_int_t version = json_integer_value(ver);
-	if (version != RESULTS_VERSION) {
-		*err = xasprintf("unsupported results version %lld (this ferry reads version %d%s)",
-				 (long long)version, RESULTS_VERSION,
-				 version > RESULTS_VERSION ? "; written by a newer ferry" : "");
+	if (version < RESULTS_VERSION_MIN || version > RESULTS_VERSION) {
+		*err = xasprintf(
+		    "unsupported results version %lld (this ferry reads versions %d to %d%s)",
+		    (long long)version, RESULTS_VERSION_MIN, RESULTS_VERSION,
+		    version > RESULTS_VERSION ? "; written by a newer ferry" : "");
 		return NULL;
 	}
+	/* an older file is upgraded as it is read: written back, it is the current version */
+	r->version = (int)version;
 
 	const json_t *plan = get(root, "plan");
 	if (plan && !json_is_null(plan) && !json_is_object(plan))
@@ -402,42 +501,56 @@ static struct results *from_json(json_t *root, bool consume, char **err)
 	rd_str(&rd, "plan", plan, "sha256", false, &r->plan.sha256);
 	rd_str(&rd, "plan", plan, "text", false, &r->plan.text);
 
-	const json_t *prov = get(root, "provenance");
-	struct result_provenance *p = &r->provenance;
-	uint64_t u;
-	if (prov && !json_is_null(prov) && !json_is_object(prov))
-		fail(&rd, NULL, "'provenance' must be an object");
-	rd_str(&rd, "provenance", prov, "ferry_version", false, &p->ferry_version);
-	rd_str(&rd, "provenance", prov, "hostname", false, &p->hostname);
-	rd_str(&rd, "provenance", prov, "host_kernel", false, &p->host_kernel);
-	rd_str(&rd, "provenance", prov, "cpu_model", false, &p->cpu_model);
-	rd_uint(&rd, "provenance", prov, "cpu_count", UINT32_MAX, &u);
-	p->cpu_count = (unsigned)u;
-	rd_uint(&rd, "provenance", prov, "memory_bytes", INT64_MAX, &p->memory_bytes);
-	rd_str(&rd, "provenance", prov, "qemu_version", false, &p->qemu_version);
-	rd_str(&rd, "provenance", prov, "libvirt_version", false, &p->libvirt_version);
-	rd_str(&rd, "provenance", prov, "accelerator", false, &p->accelerator);
-	rd_str(&rd, "provenance", prov, "guest_kernel_sha256", false, &p->guest_kernel_sha256);
-	rd_str(&rd, "provenance", prov, "guest_initramfs_sha256", false,
-	       &p->guest_initramfs_sha256);
-	const json_t *ds = rd_array(&rd, "provenance", prov, "datasets");
-	for (size_t i = 0; ds && i < json_array_size(ds) && !rd.err; i++) {
-		_cleanup_free_ char *w = xasprintf("provenance.datasets[%zu]", i);
-		_cleanup_free_ char *name = NULL, *digest = NULL;
-		json_t *spec = NULL;
-		const json_t *d = json_array_get(ds, i);
-		if (!json_is_object(d)) {
+	rd_provenance(&rd, "provenance", get(root, "provenance"), &r->provenance);
+	rd_shard(&rd, NULL, root, &r->shard_k, &r->shard_n);
+	const json_t *origins = rd_array(&rd, NULL, root, "origins");
+	for (size_t i = 0; origins && i < json_array_size(origins) && !rd.err; i++) {
+		_cleanup_free_ char *w = xasprintf("origins[%zu]", i);
+		const json_t *o = json_array_get(origins, i);
+		if (!json_is_object(o)) {
 			fail(&rd, w, "must be an object");
 			break;
 		}
-		if (rd_str(&rd, w, d, "name", true, &name) < 0 ||
-		    rd_str(&rd, w, d, "manifest_sha256", false, &digest) < 0 ||
-		    rd_object(&rd, w, d, "spec", &spec) < 0)
-			break;
-		results_add_dataset(r, name, digest, spec);
+		unsigned k, n;
+		struct result_provenance pv = { 0 };
+		_cleanup_free_ char *wp = xasprintf("%s.provenance", w);
+		rd_shard(&rd, w, o, &k, &n);
+		rd_provenance(&rd, wp, get(o, "provenance"), &pv);
+		results_add_origin(r, k, n, &pv);
+		result_provenance_clear(&pv);
 	}
-	rd_time(&rd, "provenance", prov, "started", &p->started_ms);
-	rd_time(&rd, "provenance", prov, "finished", &p->finished_ms);
+	rd.n_origins = r->n_origins;
+
+	/* metric descriptions (version 2): the built-ins stay unless the file says otherwise */
+	const json_t *metrics = get(root, "metrics");
+	if (metrics && !json_is_null(metrics) && !json_is_object(metrics))
+		fail(&rd, NULL, "'metrics' must be an object");
+	const char *mname;
+	const json_t *mdesc;
+	if (json_is_object(metrics) && !rd.err)
+		json_object_foreach((json_t *)metrics, mname, mdesc)
+		{
+			_cleanup_free_ char *shown = quote_value(mname);
+			_cleanup_free_ char *w = xasprintf("metrics.%s", shown);
+			_cleanup_free_ char *unit = NULL, *better = NULL;
+			if (!json_is_object(mdesc)) {
+				fail(&rd, w, "must be an object");
+				break;
+			}
+			if (rd_str(&rd, w, mdesc, "unit", false, &unit) < 0 ||
+			    rd_str(&rd, w, mdesc, "better", true, &better) < 0)
+				break;
+			if (!STREQ(better, "lower") && !STREQ(better, "higher")) {
+				_cleanup_free_ char *b = quote_value(better);
+				fail(&rd, w, "'better' is %s, expected lower or higher", b);
+				break;
+			}
+			if (r->n_metrics >= 1024) {
+				fail(&rd, NULL, "more than 1024 metrics");
+				break;
+			}
+			results_set_metric(r, mname, unit, STREQ(better, "higher"));
+		}
 
 	json_t *cells = (json_t *)get(root, "cells");
 	if (!cells || !json_is_array(cells))

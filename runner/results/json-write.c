@@ -97,11 +97,13 @@ static json_t *cell_to_json(const struct result_cell *c)
 	for (size_t i = 0; i < c->n_runs; i++) {
 		const struct result_run *r = &c->runs[i];
 		json_array_append_new(
-		    runs, json_pack("{s:I, s:b, s:o, s:o, s:o, s:o, s:b, s:b}", "index",
+		    runs, json_pack("{s:I, s:b, s:o, s:o, s:o, s:o, s:b, s:b, s:o, s:o}", "index",
 				    (json_int_t)r->index, "warmup", r->warmup, "phases",
 				    phases_to_json(r->phase), "total", jnum(r->total), "bytes",
 				    juint(r->bytes), "files", juint(r->files), "integrity_ok",
-				    r->integrity_ok, "outlier", r->outlier));
+				    r->integrity_ok, "outlier", r->outlier, "boot",
+				    r->boot > 0 ? json_integer(r->boot) : json_null(), "metrics",
+				    jobj_or_null(r->metrics)));
 	}
 
 	json_t *stats = json_null();
@@ -117,7 +119,7 @@ static json_t *cell_to_json(const struct result_cell *c)
 		    jnum(c->stats.files_per_s), "outliers", (json_int_t)c->stats.outliers);
 	}
 
-	return json_pack(
+	json_t *cell = json_pack(
 	    "{s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:{s:o, s:o}, s:o, s:o}", "id",
 	    jstr(c->id), "axes", axes, "params", jobj_or_null(c->params), "status",
 	    result_status_name(c->status), "skip_reason", jstr(c->skip_reason), "errors", errors,
@@ -126,13 +128,17 @@ static json_t *cell_to_json(const struct result_cell *c)
 					     : json_null(),
 	    "cpu", "user_s", jnum(c->cpu_user_s), "sys_s", jnum(c->cpu_sys_s), "started",
 	    jtime(c->started_ms), "finished", jtime(c->finished_ms));
+	if (cell && c->origin >= 0)
+		json_object_set_new(cell, "origin", json_integer(c->origin));
+	/* only when there is something: results of methods that observe nothing stay as they were
+	 */
+	if (cell && c->observed)
+		json_object_set(cell, "observed", c->observed);
+	return cell;
 }
 
-/* Everything but the cells. */
-static json_t *head_to_json(const struct results *r)
+static json_t *provenance_to_json(const struct result_provenance *p)
 {
-	const struct result_provenance *p = &r->provenance;
-
 	json_t *datasets = json_array();
 	for (size_t i = 0; i < p->n_datasets; i++)
 		json_array_append_new(
@@ -140,7 +146,7 @@ static json_t *head_to_json(const struct results *r)
 					"manifest_sha256", jstr(p->datasets[i].manifest_sha256),
 					"spec", jobj_or_null(p->datasets[i].spec)));
 
-	json_t *prov = json_pack(
+	return json_pack(
 	    "{s:o, s:o, s:o, s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
 	    "ferry_version", jstr(p->ferry_version), "hostname", jstr(p->hostname), "host_kernel",
 	    jstr(p->host_kernel), "cpu_model", jstr(p->cpu_model), "cpu_count",
@@ -149,10 +155,47 @@ static json_t *head_to_json(const struct results *r)
 	    jstr(p->accelerator), "guest_kernel_sha256", jstr(p->guest_kernel_sha256),
 	    "guest_initramfs_sha256", jstr(p->guest_initramfs_sha256), "datasets", datasets,
 	    "started", jtime(p->started_ms), "finished", jtime(p->finished_ms));
+}
 
-	return json_pack("{s:i, s:{s:o, s:o, s:o, s:o}, s:o}", "ferry_results", RESULTS_VERSION,
-			 "plan", "name", jstr(r->plan.name), "path", jstr(r->plan.path), "sha256",
-			 jstr(r->plan.sha256), "text", jstr(r->plan.text), "provenance", prov);
+/* {"k": K, "n": N}, or null for 0/0 (every cell) */
+static json_t *shard_to_json(unsigned k, unsigned n)
+{
+	if (!n)
+		return json_null();
+	return json_pack("{s:I, s:I}", "k", (json_int_t)k, "n", (json_int_t)n);
+}
+
+/* Everything but the cells. "shard" and "origins" are written only when there are some, so
+ * that the file of an unsharded run is what it always was. */
+static json_t *head_to_json(const struct results *r)
+{
+	json_t *metrics = json_object();
+	for (size_t i = 0; i < r->n_metrics; i++) {
+		_cleanup_free_ char *name = utf8_sanitize(r->metrics[i].name);
+		json_object_set_new(metrics, name,
+				    json_pack("{s:o, s:s}", "unit", jstr(r->metrics[i].unit),
+					      "better",
+					      r->metrics[i].higher_better ? "higher" : "lower"));
+	}
+
+	json_t *head =
+	    json_pack("{s:i, s:{s:o, s:o, s:o, s:o}, s:o, s:o}", "ferry_results", RESULTS_VERSION,
+		      "plan", "name", jstr(r->plan.name), "path", jstr(r->plan.path), "sha256",
+		      jstr(r->plan.sha256), "text", jstr(r->plan.text), "provenance",
+		      provenance_to_json(&r->provenance), "metrics", metrics);
+	if (head && r->shard_n)
+		json_object_set_new(head, "shard", shard_to_json(r->shard_k, r->shard_n));
+	if (head && r->n_origins) {
+		json_t *origins = json_array();
+		for (size_t i = 0; i < r->n_origins; i++)
+			json_array_append_new(
+			    origins,
+			    json_pack("{s:o, s:o}", "shard",
+				      shard_to_json(r->origins[i].shard_k, r->origins[i].shard_n),
+				      "provenance", provenance_to_json(&r->origins[i].provenance)));
+		json_object_set_new(head, "origins", origins);
+	}
+	return head;
 }
 
 json_t *results_to_json(const struct results *r)

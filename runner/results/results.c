@@ -76,7 +76,48 @@ struct results *results_new(void)
 {
 	struct results *r = xcalloc(1, sizeof(*r));
 	r->version = RESULTS_VERSION;
+	results_set_metric(r, "total", "s", false);
+	for (size_t p = 0; p < PHASE_COUNT; p++) {
+		_cleanup_free_ char *name = xasprintf("phase.%s", phase_names[p]);
+		results_set_metric(r, name, "s", false);
+	}
+	results_set_metric(r, "throughput", "B/s", true);
+	results_set_metric(r, "files_per_s", "files/s", true);
 	return r;
+}
+
+struct result_metric *results_set_metric(struct results *r, const char *name, const char *unit,
+					 bool higher_better)
+{
+	struct result_metric *m = (struct result_metric *)results_find_metric(r, name);
+	if (!m) {
+		r->metrics =
+		    xgrow(r->metrics, &r->metrics_cap, r->n_metrics + 1, sizeof(*r->metrics));
+		m = &r->metrics[r->n_metrics++];
+		*m = (struct result_metric){ .name = xstrdup(name) };
+	}
+	free(m->unit);
+	m->unit = xstrdup(unit ? unit : "");
+	m->higher_better = higher_better;
+	return m;
+}
+
+const struct result_metric *results_find_metric(const struct results *r, const char *name)
+{
+	for (size_t i = 0; i < r->n_metrics; i++)
+		if (STREQ(r->metrics[i].name, name))
+			return &r->metrics[i];
+	return NULL;
+}
+
+int64_t results_max_boot(const struct results *r)
+{
+	int64_t max = 0;
+	for (size_t i = 0; i < r->n_cells; i++)
+		for (size_t j = 0; j < r->cells[i].n_runs; j++)
+			if (r->cells[i].runs[j].boot > max)
+				max = r->cells[i].runs[j].boot;
+	return max;
 }
 
 /* what a run of the cell produced, as opposed to what defines it (id, axes, params) */
@@ -91,7 +132,10 @@ static void cell_clear_outcome(struct result_cell *c)
 		free(e->serial_tail);
 	}
 	free(c->errors);
+	for (size_t i = 0; i < c->n_runs; i++)
+		json_decref(c->runs[i].metrics);
 	free(c->runs);
+	json_decref(c->observed);
 }
 
 static void cell_clear(struct result_cell *c)
@@ -114,6 +158,7 @@ void result_cell_reset(struct result_cell *c)
 	c->n_errors = c->errors_cap = 0;
 	c->runs = NULL;
 	c->n_runs = c->runs_cap = 0;
+	c->observed = NULL;
 	c->has_stats = false;
 	memset(&c->stats, 0, sizeof(c->stats));
 	c->status = STATUS_PENDING;
@@ -122,7 +167,7 @@ void result_cell_reset(struct result_cell *c)
 	c->started_ms = c->finished_ms = 0;
 }
 
-static void provenance_clear(struct result_provenance *p)
+void result_provenance_clear(struct result_provenance *p)
 {
 	free(p->ferry_version);
 	free(p->hostname);
@@ -139,6 +184,7 @@ static void provenance_clear(struct result_provenance *p)
 		json_decref(p->datasets[i].spec);
 	}
 	free(p->datasets);
+	memset(p, 0, sizeof(*p));
 }
 
 void results_free(struct results *r)
@@ -149,10 +195,18 @@ void results_free(struct results *r)
 	free(r->plan.path);
 	free(r->plan.sha256);
 	free(r->plan.text);
-	provenance_clear(&r->provenance);
+	result_provenance_clear(&r->provenance);
+	for (size_t i = 0; i < r->n_metrics; i++) {
+		free(r->metrics[i].name);
+		free(r->metrics[i].unit);
+	}
+	free(r->metrics);
 	for (size_t i = 0; i < r->n_cells; i++)
 		cell_clear(&r->cells[i]);
 	free(r->cells);
+	for (size_t i = 0; i < r->n_origins; i++)
+		result_provenance_clear(&r->origins[i].provenance);
+	free(r->origins);
 	free(r);
 }
 
@@ -187,6 +241,7 @@ struct result_cell *results_add_cell(struct results *r, const char *id)
 		.status = STATUS_PENDING,
 		.cpu_user_s = NAN,
 		.cpu_sys_s = NAN,
+		.origin = -1,
 	};
 	return c;
 }
@@ -209,7 +264,9 @@ struct result_run *result_cell_add_run(struct result_cell *c, bool warmup)
 {
 	c->runs = xgrow(c->runs, &c->runs_cap, c->n_runs + 1, sizeof(*c->runs));
 	struct result_run *run = &c->runs[c->n_runs];
-	*run = (struct result_run){ .index = (unsigned)c->n_runs, .warmup = warmup, .total = NAN };
+	*run = (struct result_run){
+		.index = (unsigned)c->n_runs, .warmup = warmup, .total = NAN, .boot = -1
+	};
 	for (size_t p = 0; p < PHASE_COUNT; p++)
 		run->phase[p] = NAN;
 	c->n_runs++;
@@ -233,13 +290,53 @@ struct result_error *result_cell_add_error(struct result_cell *c, enum result_er
 void results_add_dataset(struct results *r, const char *name, const char *manifest_sha256,
 			 json_t *spec)
 {
-	struct result_provenance *p = &r->provenance;
+	result_provenance_add_dataset(&r->provenance, name, manifest_sha256, spec);
+}
+
+void result_provenance_add_dataset(struct result_provenance *p, const char *name,
+				   const char *manifest_sha256, json_t *spec)
+{
 	p->datasets = xgrow(p->datasets, &p->datasets_cap, p->n_datasets + 1, sizeof(*p->datasets));
 	p->datasets[p->n_datasets++] = (struct result_dataset){
 		.name = xstrdup(name),
 		.manifest_sha256 = strdup_or_null(manifest_sha256),
 		.spec = spec,
 	};
+}
+
+void result_provenance_copy(struct result_provenance *dst, const struct result_provenance *src)
+{
+	*dst = (struct result_provenance){
+		.ferry_version = strdup_or_null(src->ferry_version),
+		.hostname = strdup_or_null(src->hostname),
+		.host_kernel = strdup_or_null(src->host_kernel),
+		.cpu_model = strdup_or_null(src->cpu_model),
+		.cpu_count = src->cpu_count,
+		.memory_bytes = src->memory_bytes,
+		.qemu_version = strdup_or_null(src->qemu_version),
+		.libvirt_version = strdup_or_null(src->libvirt_version),
+		.accelerator = strdup_or_null(src->accelerator),
+		.guest_kernel_sha256 = strdup_or_null(src->guest_kernel_sha256),
+		.guest_initramfs_sha256 = strdup_or_null(src->guest_initramfs_sha256),
+		.started_ms = src->started_ms,
+		.finished_ms = src->finished_ms,
+	};
+	for (size_t i = 0; i < src->n_datasets; i++) {
+		const struct result_dataset *d = &src->datasets[i];
+		result_provenance_add_dataset(dst, d->name, d->manifest_sha256,
+					      d->spec ? json_deep_copy(d->spec) : NULL);
+	}
+}
+
+size_t results_add_origin(struct results *r, unsigned shard_k, unsigned shard_n,
+			  const struct result_provenance *p)
+{
+	r->origins = xgrow(r->origins, &r->origins_cap, r->n_origins + 1, sizeof(*r->origins));
+	struct result_origin *o = &r->origins[r->n_origins];
+	o->shard_k = shard_k;
+	o->shard_n = shard_n;
+	result_provenance_copy(&o->provenance, p);
+	return r->n_origins++;
 }
 
 /* ---- statistics -------------------------------------------------------------------------- */

@@ -19,7 +19,18 @@
 #include "stats.h"
 #include "util.h"
 
-#define RESULTS_VERSION 1
+/*
+ * The format version written ("ferry_results"). The reader takes every version from
+ * RESULTS_VERSION_MIN on: last month's file stays readable after an upgrade. History:
+ *   1  the first format;
+ *   2  adds per run the boot it happened in ("boot", which VM boot: runs of one boot are not
+ *      independent samples) and its method-reported metrics ("metrics"), and per file the
+ *      unit and direction of every metric ("metrics": {"total": {"unit": "s", "better":
+ *      "lower"}, ...}). A version 1 file reads with boot unknown (-1) and the built-in
+ *      metric descriptions.
+ */
+#define RESULTS_VERSION     2
+#define RESULTS_VERSION_MIN 1
 /* Limits of the reader: a results file is untrusted input. 256 MiB holds about 80,000 cells of
  * ten runs; the document is never nested deeper than a handful of levels. */
 #define RESULTS_MAX_BYTES (256 << 20)
@@ -80,6 +91,17 @@ struct result_run {
 	bool
 	    integrity_ok; /* verified against the manifest (true when there is nothing to verify) */
 	bool outlier;     /* set by results_cell_compute_stats() on measured runs */
+	int64_t boot;     /* which VM boot of the file the run happened in (ids unique within one
+			   * results file, from 1); -1 when unknown (a version 1 file) */
+	json_t *metrics;  /* method-reported metrics {"name": number} (owned), or NULL */
+};
+
+/* A metric's unit and direction (results.metrics): "total", "phase.NAME", "throughput",
+ * "files_per_s" are built in; a method may report more (result_run.metrics). */
+struct result_metric {
+	char *name;
+	char *unit;         /* "s", "B/s", "files/s", ... */
+	bool higher_better; /* false: lower is better (times) */
 };
 
 struct result_axis {
@@ -107,6 +129,9 @@ struct result_cell {
 	size_t n_errors, errors_cap;
 	struct result_run *runs;
 	size_t n_runs, runs_cap;
+	/* what the method saw of the guest during the runs (method_ctx.observed), a JSON object
+	 * passed through (owned; may be NULL) */
+	json_t *observed;
 	bool has_stats; /* stats is valid (computed or read) */
 	struct result_stats stats;
 	int stop_reason;   /* enum stats_stop; STATS_CONTINUE (written as null) when not stopped */
@@ -114,6 +139,9 @@ struct result_cell {
 	double cpu_sys_s;
 	int64_t started_ms; /* wall-clock start and end of the cell */
 	int64_t finished_ms;
+	/* In a merged file (`ferry merge`): the index into results.origins of the shard that ran
+	 * this cell; -1 (not written) when the cell was run by the run that wrote the file. */
+	int origin;
 };
 
 struct result_dataset {
@@ -140,6 +168,16 @@ struct result_provenance {
 	int64_t finished_ms;
 };
 
+/*
+ * Where the cells of a merged file came from (`ferry merge`): one entry per results file merged
+ * (or per shard of a merged file merged again), with the shard it ran and its provenance, so
+ * that every cell knows which host, QEMU and guest measured it.
+ */
+struct result_origin {
+	unsigned shard_k, shard_n; /* `--shard K/N` of that run; 0/0: it ran every cell */
+	struct result_provenance provenance;
+};
+
 struct results {
 	int version; /* RESULTS_VERSION */
 	struct {
@@ -149,11 +187,20 @@ struct results {
 		char *text;   /* the plan file's text */
 	} plan;
 	struct result_provenance provenance;
+	struct result_metric *metrics; /* built-ins first (results_new()), then method metrics */
+	size_t n_metrics, metrics_cap;
 	struct result_cell *cells;
 	size_t n_cells, cells_cap;
+	/* `ferry run --shard K/N` ran this slice of the plan's cells; 0/0: every cell (also a
+	 * merged file, whose origins name the shards). Written only when set. */
+	unsigned shard_k, shard_n;
+	/* A merged file: where its cells came from (cell.origin indexes this); none otherwise. */
+	struct result_origin *origins;
+	size_t n_origins, origins_cap;
 };
 
-/* A new, empty results model (version set). Free with results_free(). */
+/* A new, empty results model (version set, the built-in metrics described). Free with
+ * results_free(). */
 struct results *results_new(void);
 void results_free(struct results *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct results *, results_free)
@@ -182,6 +229,25 @@ struct result_error *result_cell_add_error(struct result_cell *c, enum result_er
 /* Append a dataset to the provenance (strings copied, spec reference taken over). */
 void results_add_dataset(struct results *r, const char *name, const char *manifest_sha256,
 			 json_t *spec);
+
+/* Append a dataset to a provenance (strings copied, spec reference taken over). */
+void result_provenance_add_dataset(struct result_provenance *p, const char *name,
+				   const char *manifest_sha256, json_t *spec);
+/* Free what a provenance holds and zero it. */
+void result_provenance_clear(struct result_provenance *p);
+/* Deep copy of a provenance into *dst (which is overwritten, not freed). */
+void result_provenance_copy(struct result_provenance *dst, const struct result_provenance *src);
+/* Append an origin (the provenance is deep-copied); returns its index. */
+size_t results_add_origin(struct results *r, unsigned shard_k, unsigned shard_n,
+			  const struct result_provenance *p);
+/* Describe a metric (name and unit copied); replaces the description of a metric of that name.
+ * Returns it (valid until the next call). */
+struct result_metric *results_set_metric(struct results *r, const char *name, const char *unit,
+					 bool higher_better);
+/* The description of a metric, or NULL. */
+const struct result_metric *results_find_metric(const struct results *r, const char *name);
+/* The highest boot id of any run in r (0 when none is known). */
+int64_t results_max_boot(const struct results *r);
 
 /* total = prepare + transfer + finalize (a NAN phase counts as 0). */
 double result_run_total(const struct result_run *run);
@@ -276,3 +342,7 @@ struct results *results_read(const char *path, char **err);
  * parameters, e.g. "cell 'vm=a,...': parameter 'dataset.size' was '1MiB', now '2MiB'").
  */
 int results_check_resume(const struct results *earlier, const struct results *now, char **why);
+
+/* The first difference between two JSON values under `path` ("" at the top), as
+ * "parameter 'dataset.size' was \"1MiB\", now \"2MiB\""; NULL when equal. Caller frees. */
+char *results_first_difference(const char *path, const json_t *was, const json_t *now);

@@ -93,10 +93,43 @@ static void gh_escape(FILE *out, const char *s, bool property)
 	}
 }
 
-void diag_print(const struct diag_list *l, FILE *out)
+void gh_annotation(FILE *out, const char *level, const char *file, int line, int col,
+		   const char *title, const char *msg)
+{
+	/* messages and names quote plans and guests: escaped, an annotation stays one line and
+	 * cannot forge a workflow command of its own */
+	_cleanup_free_ char *cmsg = escape_controls(msg ? msg : "");
+	bool sep = false;
+	fprintf(out, "::%s", level);
+	if (file) {
+		_cleanup_free_ char *cfile = escape_controls(file);
+		fputs(" file=", out);
+		gh_escape(out, cfile, true);
+		if (line > 0)
+			fprintf(out, ",line=%d", line);
+		if (col > 0)
+			fprintf(out, ",col=%d", col);
+		sep = true;
+	}
+	if (title) {
+		_cleanup_free_ char *ctitle = escape_controls(title);
+		fputs(sep ? ",title=" : " title=", out);
+		gh_escape(out, ctitle, true);
+	}
+	fputs("::", out);
+	gh_escape(out, cmsg, false);
+	fputc('\n', out);
+}
+
+bool gh_actions(void)
 {
 	const char *gha = getenv("GITHUB_ACTIONS");
-	bool annotate = gha && STREQ(gha, "true");
+	return gha && STREQ(gha, "true");
+}
+
+void diag_print(const struct diag_list *l, FILE *out)
+{
+	bool annotate = gh_actions();
 
 	for (size_t i = 0; i < l->n; i++) {
 		const struct diag *d = &l->items[i];
@@ -105,22 +138,8 @@ void diag_print(const struct diag_list *l, FILE *out)
 		 * forge a line of its own, such as a workflow command "::warning ..." */
 		_cleanup_free_ char *clean = escape_controls(s);
 		fprintf(out, "ferry: %s\n", clean);
-		if (annotate) {
-			_cleanup_free_ char *file = d->file ? escape_controls(d->file) : NULL;
-			_cleanup_free_ char *msg = escape_controls(d->msg);
-			fputs("::error ", out);
-			if (file) {
-				fputs("file=", out);
-				gh_escape(out, file, true);
-				if (d->line > 0)
-					fprintf(out, ",line=%d", d->line);
-				if (d->col > 0)
-					fprintf(out, ",col=%d", d->col);
-			}
-			fputs("::", out);
-			gh_escape(out, msg, false);
-			fputc('\n', out);
-		}
+		if (annotate)
+			gh_annotation(out, "error", d->file, d->line, d->col, NULL, d->msg);
 	}
 	if (l->dropped)
 		fprintf(out, "ferry: ... and %zu more error%s not shown\n", l->dropped,

@@ -41,3 +41,14 @@ char *diag_format(const struct diag *d);
 /* Print every diagnostic with the program prefix, and annotations under GitHub Actions; control
  * characters in messages and file names are escaped (escape_controls()). */
 void diag_print(const struct diag_list *l, FILE *out);
+
+/* Whether GitHub Actions runs us (GITHUB_ACTIONS=true): annotations are wanted. */
+bool gh_actions(void);
+/*
+ * Print one GitHub workflow command "::LEVEL file=F,line=L,col=C,title=T::MSG" (level "error",
+ * "warning" or "notice"; file, title may be NULL, line/col 0 when unknown). Control characters
+ * are escaped first (escape_controls()), then GitHub's escaping: '%', CR and LF everywhere,
+ * and ',' ':' in the properties.
+ */
+void gh_annotation(FILE *out, const char *level, const char *file, int line, int col,
+		   const char *title, const char *msg);

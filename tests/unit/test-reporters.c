@@ -10,6 +10,8 @@
  */
 #include <errno.h>
 #include <glib.h>
+#include <libxml/xmlmemory.h>
+#include <malloc.h>
 #include <glib/gstdio.h>
 #include <locale.h>
 #include <math.h>
@@ -450,6 +452,92 @@ static void test_junit_tail_limit(void)
 	g_assert_nonnull(strstr(xml, "<error type=\"timeout\" message=\"agent timed out\">"));
 }
 
+/*
+ * What libxml2 holds while the JUnit report is written, counted through xmlMemSetup(): the
+ * report is streamed, so the most it holds at once is the writer and its output buffer, the
+ * same for 20 cells as for 2000 (a document tree grows by some 100 KB per cell). A count of
+ * bytes held, never a time or the process's RSS.
+ */
+static size_t xml_live, xml_peak;
+static bool xml_counting;
+
+static void xml_account(void *p, bool add)
+{
+	if (!p)
+		return;
+	size_t n = malloc_usable_size(p);
+	xml_live = add ? xml_live + n : xml_live - n;
+	if (xml_live > xml_peak)
+		xml_peak = xml_live;
+}
+
+static void *xml_malloc(size_t n)
+{
+	void *p = malloc(n);
+	xml_account(p, true);
+	return p;
+}
+
+static void xml_free(void *p)
+{
+	xml_account(p, false);
+	free(p);
+}
+
+static void *xml_realloc(void *p, size_t n)
+{
+	size_t old = p ? malloc_usable_size(p) : 0;
+	void *q = realloc(p, n);
+	if (q) {
+		xml_live -= old;
+		xml_account(q, true);
+	}
+	return q;
+}
+
+static char *xml_strdup(const char *s)
+{
+	char *p = strdup(s);
+	xml_account(p, true);
+	return p;
+}
+
+/* The most libxml2 held at once while rendering the JUnit report of `cells` cells. */
+static size_t junit_peak_for(size_t cells)
+{
+	_cleanup_(results_freep) struct results *r = results_new();
+	results_set_plan(r, "scale", "plans/scale.yaml", plan_text, strlen(plan_text));
+	for (size_t i = 0; i < cells; i++) {
+		_cleanup_free_ char *ds = xasprintf("d%zu", i);
+		struct result_cell *c = add_cell(r, "small", ds, "agent", STATUS_FAILED, 0);
+		for (int k = 0; k < 5; k++)
+			add_run(c, k == 0, 0.1, 2.0 + k, 0.7, 0.2, 0.1, k != 3);
+		result_cell_add_error(c, ERROR_CRITERION, "throughput below 200 MB/s");
+		results_cell_compute_stats(c);
+	}
+	FILE *f = fopen("/dev/null", "w");
+	g_assert_nonnull(f);
+	size_t base = xml_live;
+	xml_peak = xml_live;
+	_cleanup_free_ char *err = NULL;
+	g_assert_cmpint(report_junit(r, f, &err), ==, 0);
+	fclose(f);
+	return xml_peak - base;
+}
+
+static void test_junit_streams(void)
+{
+	if (!xml_counting) {
+		g_test_skip("libxml2 was initialised before its allocator could be counted");
+		return;
+	}
+	size_t small = junit_peak_for(20), large = junit_peak_for(2000);
+	g_test_message("libxml2 peak: %zu bytes for 20 cells, %zu for 2000", small, large);
+	g_assert_cmpuint(small, >, 0); /* the counting sees libxml2 at all */
+	/* the same buffers whatever the size: room for a page of slack, not for 1980 cells */
+	g_assert_cmpuint(large, <=, small + 4096);
+}
+
 /* Formatting follows the C locale even when the thread's numeric locale has a decimal comma. */
 static void test_comma_locale(void)
 {
@@ -565,6 +653,8 @@ static int render_all(const char *dir)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* before anything makes libxml2 allocate (test_junit_streams counts its bytes) */
+	xml_counting = xmlMemSetup(xml_free, xml_malloc, xml_realloc, xml_strdup) == 0;
 	if (argc == 3 && STREQ(argv[1], "--write-sample-results"))
 		return write_sample_results(argv[2], false);
 	if (argc == 3 && STREQ(argv[1], "--write-empty-results"))
@@ -587,6 +677,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/reporters/markdown-cap-body", test_markdown_cap_body);
 	g_test_add_func("/reporters/bmf-lower-bound", test_bmf_lower_bound);
 	g_test_add_func("/reporters/junit-tail-limit", test_junit_tail_limit);
+	g_test_add_func("/reporters/junit-streams", test_junit_streams);
 	g_test_add_func("/reporters/comma-locale", test_comma_locale);
 	g_test_add_func("/reporters/output", test_output);
 	g_test_add_func("/reporters/step-summary", test_step_summary);

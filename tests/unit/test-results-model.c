@@ -55,6 +55,8 @@ static struct results *sample(void)
 	result_cell_add_axis(c, "dataset", "few-large");
 	c->params = json_pack("{s:{s:s, s:i}, s:{s:s}, s:b, s:f}", "vm", "memory", "1GiB", "vcpus",
 			      2, "method", "archive", "tar", "fresh", 1, "ratio", 0.1);
+	c->observed = json_pack("{s:{s:s, s:i, s:[i,i]}}", "nic", "backend", "private",
+				"queues_used", 2, "rx_interrupts", 40, 12);
 	c->status = STATUS_PASSED;
 	static const double times[][PHASE_COUNT] = {
 		{ 0.5, 3.0, 1.0, 0.25, 0.125 },             /* warmup */
@@ -71,7 +73,10 @@ static struct results *sample(void)
 		run->bytes = UINT64_C(671088640);
 		run->files = 10;
 		run->integrity_ok = true;
+		run->boot = 1 + (int64_t)i / 3;
 	}
+	c->runs[1].metrics = json_pack("{s:f}", "pages_per_s", 1234.5);
+	results_set_metric(r, "pages_per_s", "pages/s", true);
 	results_cell_compute_stats(c);
 	c->stop_reason = STATS_STOP_MAX;
 	c->cpu_user_s = 0.42;
@@ -181,6 +186,12 @@ static void assert_same_results(const struct results *a, const struct results *b
 	assert_same_str(a->plan.path, b->plan.path);
 	assert_same_str(a->plan.sha256, b->plan.sha256);
 	assert_same_str(a->plan.text, b->plan.text);
+	g_assert_cmpuint(a->n_metrics, ==, b->n_metrics);
+	for (size_t i = 0; i < a->n_metrics; i++) {
+		g_assert_cmpstr(a->metrics[i].name, ==, b->metrics[i].name);
+		g_assert_cmpstr(a->metrics[i].unit, ==, b->metrics[i].unit);
+		g_assert_cmpint(a->metrics[i].higher_better, ==, b->metrics[i].higher_better);
+	}
 
 	const struct result_provenance *p = &a->provenance, *q = &b->provenance;
 	assert_same_str(p->ferry_version, q->ferry_version);
@@ -213,6 +224,7 @@ static void assert_same_results(const struct results *a, const struct results *b
 			assert_same_str(c->axes[k].value, d->axes[k].value);
 		}
 		assert_same_json(c->params, d->params);
+		assert_same_json(c->observed, d->observed);
 		g_assert_cmpint(c->status, ==, d->status);
 		assert_same_str(c->skip_reason, d->skip_reason);
 		g_assert_cmpuint(c->n_errors, ==, d->n_errors);
@@ -238,6 +250,9 @@ static void assert_same_results(const struct results *a, const struct results *b
 			g_assert_cmpuint(x->files, ==, y->files);
 			g_assert_cmpint(x->integrity_ok, ==, y->integrity_ok);
 			g_assert_cmpint(x->outlier, ==, y->outlier);
+			g_assert_cmpint(x->boot, ==, y->boot);
+			g_assert_true((!x->metrics && !y->metrics) ||
+				      json_equal(x->metrics, y->metrics));
 		}
 		g_assert_cmpint(c->has_stats, ==, d->has_stats);
 		if (c->has_stats) {
@@ -355,7 +370,7 @@ static void test_round_trip(void)
 	g_assert_cmpmem(a, la, b, lb);
 	/* numbers in the C locale with enough digits: 1/3 + 1.9 + 0.8 */
 	g_assert_nonnull(strstr(a, "0.33333333333333331"));
-	g_assert_nonnull(strstr(a, "\"ferry_results\": 1"));
+	g_assert_nonnull(strstr(a, "\"ferry_results\": 2"));
 	g_assert_nonnull(strstr(a, "\"verify\": null"));
 	/* ESC is escaped, not written raw */
 	g_assert_nonnull(strstr(a, "\\u001B[31mKernel panic"));
@@ -523,12 +538,20 @@ static void test_reader_errors(void)
 	static const struct {
 		const char *name, *text, *err;
 	} cases[] = {
-		{ "v2.json", "{\"ferry_results\": 2, \"cells\": []}",
-		  "v2.json: unsupported results version 2 (this ferry reads version 1; written by "
-		  "a "
-		  "newer ferry)" },
+		{ "v3.json", "{\"ferry_results\": 3, \"cells\": []}",
+		  "v3.json: unsupported results version 3 (this ferry reads versions 1 to 2; "
+		  "written by a newer ferry)" },
 		{ "v0.json", "{\"ferry_results\": 0, \"cells\": []}",
-		  "v0.json: unsupported results version 0 (this ferry reads version 1)" },
+		  "v0.json: unsupported results version 0 (this ferry reads versions 1 to 2)" },
+		{ "metric.json",
+		  "{\"ferry_results\": 2, \"cells\": [], \"metrics\": {\"total\": {\"unit\": "
+		  "\"s\", \"better\": \"up\"}}}",
+		  "metric.json: metrics.'total': 'better' is 'up', expected lower or higher" },
+		{ "boot.json",
+		  "{\"ferry_results\": 2, \"cells\": [{\"id\": \"a=1\", \"status\": \"passed\", "
+		  "\"runs\": [{\"boot\": -2}]}]}",
+		  "boot.json: cells[0].runs[0]: 'boot' must be an integer from 0 to "
+		  "9223372036854775807" },
 		{ "vs.json", "{\"ferry_results\": \"1\", \"cells\": []}",
 		  "vs.json: 'ferry_results' must be an integer (the schema version)" },
 		{ "other.json", "{\"name\": \"x\"}",

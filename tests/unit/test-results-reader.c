@@ -24,6 +24,50 @@ static struct results *two_cells(const char *sha)
 	return r;
 }
 
+/* A version 1 file (tests/golden/results-v1.json, written by the first format) still reads: boot
+ * ids unknown, the built-in metric descriptions; written back it is version 2 with the same
+ * numbers. */
+static void test_version_1(void)
+{
+	const char *src = g_getenv("FERRY_SOURCE_DIR");
+	g_assert_nonnull(src);
+	_cleanup_free_ char *path = xasprintf("%s/tests/golden/results-v1.json", src);
+	_cleanup_free_ char *err = NULL;
+	_cleanup_(results_freep) struct results *r = results_read(path, &err);
+	g_assert_null(err);
+	g_assert_nonnull(r);
+	g_assert_cmpint(r->version, ==, 1);
+	g_assert_cmpuint(r->n_cells, ==, 8);
+	g_assert_cmpuint(r->cells[0].n_runs, ==, 6);
+	for (size_t i = 0; i < r->n_cells; i++)
+		for (size_t j = 0; j < r->cells[i].n_runs; j++) {
+			g_assert_cmpint(r->cells[i].runs[j].boot, ==, -1);
+			g_assert_null(r->cells[i].runs[j].metrics);
+		}
+	const struct result_metric *m = results_find_metric(r, "total");
+	g_assert_nonnull(m);
+	g_assert_cmpstr(m->unit, ==, "s");
+	g_assert_false(m->higher_better);
+	m = results_find_metric(r, "throughput");
+	g_assert_nonnull(m);
+	g_assert_true(m->higher_better);
+	g_assert_nonnull(results_find_metric(r, "phase.transfer"));
+	g_assert_cmpfloat(r->cells[0].runs[1].total, ==, 2.85);
+
+	/* written back: the current version, and it reads again */
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	g_assert_cmpint(results_dump(r, f, &err), ==, 0);
+	fclose(f);
+	g_assert_nonnull(strstr(text, "\"ferry_results\": 2"));
+	_cleanup_(results_freep) struct results *back = results_parse(text, len, &err);
+	free(text);
+	g_assert_null(err);
+	g_assert_cmpint(back->version, ==, 2);
+	g_assert_cmpuint(back->n_cells, ==, 8);
+}
+
 static void test_resume_check(void)
 {
 	_cleanup_(results_freep) struct results *was = two_cells("aaaa");
@@ -130,6 +174,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/results-reader/resume-check", test_resume_check);
+	g_test_add_func("/results-reader/version-1", test_version_1);
 	g_test_add_func("/results-reader/limits", test_limits);
 	g_test_add_func("/results-reader/dump-matches-tree", test_dump_matches_tree);
 	return g_test_run();

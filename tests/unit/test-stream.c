@@ -563,6 +563,82 @@ static void test_network_pull_gnu(void)
 	gnu_guest = false;
 }
 
+/* streams: N parts pulled at once (files one by one, and one tar per connection) land whole. */
+static void test_network_pull_streams(void)
+{
+	if (!busybox) {
+		g_test_skip("no busybox on this host to play the guest");
+		return;
+	}
+	char *base = g_dir_make_tmp("ferry-test-streams-XXXXXX", NULL);
+	struct manifest *m = NULL;
+	char *src = awkward_tree(base, &m);
+	char *bin = applets(base);
+	static const char *const more[] = { "wget", "xargs", "ln" };
+	for (size_t i = 0; i < G_N_ELEMENTS(more); i++) {
+		char *l = g_build_filename(bin, more[i], NULL);
+		g_assert_cmpint(symlink(busybox, l), ==, 0);
+		g_free(l);
+	}
+	/* the split: every part has every directory, every file is in exactly one part */
+	struct manifest parts[3];
+	size_t *index[3];
+	netserve_split(m, 3, parts, index);
+	for (size_t i = 0; i < m->n; i++) {
+		unsigned in = 0;
+		for (unsigned k = 0; k < 3; k++)
+			for (size_t j = 0; j < parts[k].n; j++)
+				in += index[k][j] == i;
+		g_assert_cmpuint(in, ==, m->entries[i].type == MANIFEST_DIR ? 3 : 1);
+	}
+	netserve_parts_clear(parts, index, 3);
+	static const struct plan_archive tar = { 0, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_NONE, 0 };
+	for (int round = 0; round < 2; round++) {
+		const struct plan_archive *a = round ? &tar : NULL;
+		struct server srv;
+		server_init(&srv);
+		char *err = NULL;
+		if (server_start_streams(&srv, a, src, m, 3, -1, NULL, 10000, &err) < 0)
+			g_error("%s", err);
+		char *out = g_strdup_printf("%s/landed-%d", base, round);
+		g_assert_cmpint(g_mkdir(out, 0755), ==, 0);
+		char *url = g_strdup_printf("http://127.0.0.1:%d/%s", srv.port, srv.token);
+		char *cmds[3];
+		for (unsigned k = 0; k < 3; k++) {
+			if (a) {
+				char *src_cmd =
+				    g_strdup_printf("wget -q -O - %s/stream/%u", url, k);
+				cmds[k] = stream_unpack_command(a, src_cmd, out);
+				g_free(src_cmd);
+			} else {
+				cmds[k] = netserve_pull_part_command(url, k, out);
+			}
+		}
+		char *cmd = netserve_parallel_command(cmds, 3);
+		char *serr = NULL;
+		if (run_guest_sh(bin, cmd, &serr) < 0)
+			g_error("'%s' failed: %s", cmd, serr);
+		server_stop(&srv);
+		g_assert_null(srv.err);
+		char *why = NULL;
+		if (!dataset_intact(m, out, true, &why))
+			g_error("pulled over 3 streams (%s): %s", a ? "tar" : "files", why);
+		for (unsigned k = 0; k < 3; k++)
+			free(cmds[k]);
+		free(cmd), g_free(serr), g_free(url), g_free(out);
+		free(srv.err);
+	}
+	/* one failing stream fails the whole */
+	char *bad[2] = { (char *)"true", (char *)"exit 3" };
+	char *cmd = netserve_parallel_command(bad, 2);
+	char *serr = NULL;
+	g_assert_cmpint(run_guest_sh(bin, cmd, &serr), <, 0);
+	free(cmd), g_free(serr);
+	rm_tree(base, NULL);
+	g_free(bin), g_free(src), g_free(base);
+	manifest_free(m);
+}
+
 /* The push side: the guest unpacks only after the token line; without it, nothing lands. */
 static void test_network_push_token(void)
 {
@@ -659,6 +735,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/stream/network-pull", test_network_pull);
 	g_test_add_func("/stream/network-pull-gnu", test_network_pull_gnu);
 	g_test_add_func("/stream/network-push-token", test_network_push_token);
+	g_test_add_func("/stream/network-pull-streams", test_network_pull_streams);
 	int r = g_test_run();
 	g_free(busybox);
 	return r;

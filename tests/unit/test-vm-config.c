@@ -77,6 +77,44 @@ static void builtin(struct vm_config *c)
 }
 
 /* Define the XML against test:///default and start it as a transient domain too. */
+/* The drivers named on the built-in guest's command line follow the devices: none for a bus
+ * or NIC the VM does not have. */
+static void test_guest_modules(void)
+{
+	struct vm_config c;
+	builtin(&c);
+	c.nic.backend = NIC_BACKEND_NONE;
+	char *m = vm_guest_modules(&c);
+	g_assert_cmpstr(m, ==, "virtio_blk");
+	g_free(m);
+
+	c.nic.backend = NIC_BACKEND_USER;
+	c.nic.model = NIC_MODEL_E1000;
+	c.hotplug_buses = 1u << DISK_BUS_SCSI;
+	m = vm_guest_modules(&c);
+	g_assert_cmpstr(m, ==, "virtio_blk,virtio_scsi,sd_mod,e1000");
+	g_free(m);
+
+	struct disk_config d[2] = {
+		{ .kind = DISK_KIND_IMAGE, .bus = DISK_BUS_IDE, .path = "/x.raw" },
+		{ .kind = DISK_KIND_IMAGE, .bus = DISK_BUS_SATA, .path = "/y.raw" },
+	};
+	c.disks = d;
+	c.n_disks = 2;
+	c.hotplug_buses = 0;
+	c.nic.model = NIC_MODEL_VIRTIO;
+	m = vm_guest_modules(&c);
+	g_assert_cmpstr(m, ==, "virtio_blk,ahci,sd_mod,ata_piix,virtio_net");
+	g_free(m);
+
+	/* a tmpfs "disk" is no device */
+	d[0].kind = d[1].kind = DISK_KIND_TMPFS;
+	c.nic.backend = NIC_BACKEND_NONE;
+	m = vm_guest_modules(&c);
+	g_assert_cmpstr(m, ==, "virtio_blk");
+	g_free(m);
+}
+
 static void define_on_test_driver(const char *xml, const char *name)
 {
 	char *err = NULL;
@@ -162,6 +200,16 @@ static void test_vm_mapping(void)
 	g_assert_null(c.kernel);
 	g_assert_cmpint(c.nic.backend, ==, NIC_BACKEND_BRIDGE);
 	g_assert_cmpstr(c.nic.source, ==, "br0");
+	/* backend private: the tap is vm_boot()'s to create */
+	pv.guest = PLAN_GUEST_BUILTIN;
+	pv.image = NULL;
+	pv.nic.bridge = NULL;
+	pv.nic.backend = PLAN_NIC_PRIVATE;
+	pv.nic.queues = 4;
+	vm_config_from_plan(&pv, "/k", "/i", "x", NULL, &c);
+	g_assert_cmpint(c.nic.backend, ==, NIC_BACKEND_PRIVATE);
+	g_assert_cmpuint(c.nic.queues, ==, 4);
+	g_assert_null(c.nic.source);
 }
 
 static void test_builtin_xml(void)
@@ -182,7 +230,9 @@ static void test_builtin_xml(void)
 	assert_x(&p, "string(/domain/os/type/@arch)", "x86_64");
 	assert_x(&p, "string(/domain/os/kernel)", c.kernel);
 	assert_x(&p, "string(/domain/os/initrd)", c.initrd);
-	assert_x(&p, "string(/domain/os/cmdline)", c.cmdline);
+	/* the default VM has a virtio NIC on user networking and no disks */
+	assert_x(&p, "string(/domain/os/cmdline)",
+		 "console=ttyS0 panic=-1 quiet ferry.modules=virtio_blk,virtio_net");
 	g_assert_cmpfloat(xn(&p, "count(/domain/os/@firmware)"), ==, 0);
 	g_assert_cmpfloat(xn(&p, "count(/domain/features/acpi)"), ==, 1);
 	assert_x(&p, "string(/domain/devices/controller[@type='usb']/@model)", "none");
@@ -315,6 +365,56 @@ static void test_disks_xml(void)
 	free(xml);
 	g_assert_null(vm_disk_xml(&disks[4], "vdz", &err));
 	g_assert_nonnull(err);
+	free(err);
+}
+
+/* backend private: ferry's own tap, unmanaged; the virtio back end named, queues when > 1 */
+static void test_nic_private_xml(void)
+{
+	static const struct {
+		enum nic_model model;
+		unsigned queues;
+		bool vhost;
+		const char *driver, *queues_attr;
+	} cases[] = {
+		{ NIC_MODEL_VIRTIO, 4, false, "qemu", "4" },
+		{ NIC_MODEL_VIRTIO, 1, true, "vhost", "" },
+		{ NIC_MODEL_E1000, 1, false, "", "" },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct vm_config c;
+		builtin(&c);
+		c.vcpus = 4;
+		c.nic = (struct nic_config){ cases[i].model, cases[i].queues, NIC_BACKEND_PRIVATE,
+					     "fy42n0", cases[i].vhost };
+		char *err = NULL;
+		char *xml = vm_domain_xml(&c, "n", false, "/l", &err);
+		g_assert_null(err);
+		struct parsed p = parse(xml);
+		assert_x(&p, "string(/domain/devices/interface/@type)", "ethernet");
+		assert_x(&p, "string(/domain/devices/interface/target/@dev)", "fy42n0");
+		assert_x(&p, "string(/domain/devices/interface/target/@managed)", "no");
+		assert_x(&p, "string(/domain/devices/interface/driver/@name)", cases[i].driver);
+		assert_x(&p, "string(/domain/devices/interface/driver/@queues)",
+			 cases[i].queues_attr);
+		g_assert_cmpfloat(xn(&p, "count(/domain/devices/interface/source)"), ==, 0);
+		parsed_free(&p);
+		free(xml);
+	}
+	/* without its tap (vm_boot makes it) there is no domain, and no image guest either */
+	struct vm_config c;
+	builtin(&c);
+	c.nic = (struct nic_config){ NIC_MODEL_VIRTIO, 1, NIC_BACKEND_PRIVATE, NULL, false };
+	char *err = NULL;
+	g_assert_null(vm_domain_xml(&c, "n", false, "/l", &err));
+	g_assert_nonnull(strstr(err, "tap"));
+	free(err);
+	err = NULL;
+	c.kernel = c.initrd = c.cmdline = NULL;
+	c.image = "/srv/img.qcow2";
+	c.nic.source = "fy42n0";
+	g_assert_cmpint(vm_config_validate(&c, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "built-in guest"));
 	free(err);
 }
 
@@ -804,9 +904,11 @@ int main(int argc, char **argv)
 	g_test_add_func("/vm/xml/builtin", test_builtin_xml);
 	g_test_add_func("/vm/xml/disks", test_disks_xml);
 	g_test_add_func("/vm/xml/nic-share-channels", test_nic_share_channels_xml);
+	g_test_add_func("/vm/xml/nic-private", test_nic_private_xml);
 	g_test_add_func("/vm/xml/virtiofs", test_virtiofs_xml);
 	g_test_add_func("/vm/xml/image", test_image_xml);
 	g_test_add_func("/vm/xml/kernel-image", test_kernel_image_xml);
+	g_test_add_func("/vm/guest-modules", test_guest_modules);
 	g_test_add_func("/vm/validate/disk", test_validate);
 	g_test_add_func("/vm/validate/vm", test_validate_vm);
 	g_test_add_func("/vm/enum-names", test_enum_names);
