@@ -190,6 +190,103 @@ static void github(const struct render *r)
 	free(md);
 }
 
+/* Read every baseline of paths (files; NULL entries skipped); returns false after printing. */
+static bool read_all(const struct strv *paths, struct results **base)
+{
+	for (size_t i = 0; i < paths->n; i++) {
+		_cleanup_free_ char *err = NULL;
+		base[i] = results_read(paths->v[i], &err);
+		if (!base[i]) {
+			errorf("%s", err);
+			return false;
+		}
+	}
+	return true;
+}
+
+int compare_run_results(struct results *r, const struct run_baseline *b)
+{
+	struct strv paths = { 0 };
+	int rc = 0;
+	for (size_t i = 0; i < b->n_paths; i++) {
+		struct stat st;
+		if (stat(b->paths[i], &st) < 0) {
+			warnf("baseline '%s' does not exist (yet): nothing to compare with",
+			      b->paths[i]);
+			continue;
+		}
+		if (expand_baseline(b->paths[i], &paths) < 0) {
+			strv_free(&paths);
+			return EXIT_PLAN;
+		}
+	}
+	if (!paths.n) {
+		strv_free(&paths);
+		return 0;
+	}
+	struct results **base = xcalloc(paths.n, sizeof(*base));
+	struct compare_opts o = {
+		.threshold = b->threshold,
+		.confidence = b->confidence,
+		.rule = b->rule,
+		.window = b->window ? b->window : 1,
+	};
+	_cleanup_free_ char *err = NULL;
+	struct comparison *cmp =
+	    read_all(&paths, base)
+		? compare_results((const struct results *const *)base, paths.n, r, &o, &err)
+		: NULL;
+	if (!cmp) {
+		if (err)
+			errorf("compare: %s", err);
+		rc = EXIT_PLAN;
+	} else if (cmp->refused) {
+		_cleanup_free_ char *why = comparison_refusal(cmp);
+		errorf("baseline: %s", why);
+		rc = EXIT_PLAN;
+	} else {
+		/* a regressed metric is the cell's error: every report of the run carries it */
+		for (size_t i = 0; i < cmp->n_rows; i++) {
+			const struct cmp_row *row = &cmp->rows[i];
+			if (row->verdict != CMP_REGRESSED)
+				continue;
+			struct result_cell *c = &r->cells[row->cand - r->cells];
+			result_cell_add_error(
+			    c, ERROR_REGRESSION,
+			    "regression of %s: %+.1f%% [%+.1f%%, %+.1f%%] against the baseline "
+			    "(median %.6g %s, now %.6g %s; boots %zu/%zu; threshold %.3g%%)",
+			    row->metric, 100 * row->change, 100 * row->ci_low, 100 * row->ci_high,
+			    row->median_base, row->unit, row->median_cand, row->unit,
+			    row->boots_base, row->boots_cand, 100 * row->threshold);
+			if (c->status == STATUS_PASSED)
+				c->status = STATUS_FAILED;
+		}
+		fprintf(stderr,
+			"ferry: compared with %zu baseline%s: %zu regressed, %zu improved, %zu "
+			"unchanged, %zu inconclusive (cell and metric pairs)\n",
+			cmp->n_used, cmp->n_used == 1 ? "" : "s", cmp->counts[CMP_REGRESSED],
+			cmp->counts[CMP_IMPROVED], cmp->counts[CMP_UNCHANGED],
+			cmp->counts[CMP_INCONCLUSIVE]);
+	}
+	if (cmp) {
+		struct compare_report_ctx x = {
+			.baselines = (const char *const *)paths.v,
+			.n_baselines = paths.n,
+			.cand = "this run",
+		};
+		struct render rd = { cmp, r, &x };
+		if (b->markdown && write_report(b->markdown, do_md, &rd) < 0)
+			rc = EXIT_PLAN;
+		github(&rd);
+		comparison_free(cmp);
+	}
+	for (size_t i = 0; i < paths.n; i++)
+		results_free(base[i]);
+	free(base);
+	strv_free(&paths);
+	return rc;
+}
+
 int compare_exit_code(const struct comparison *c)
 {
 	if (c->refused)

@@ -42,6 +42,22 @@ int cmd_validate(int argc, char **argv);
 struct comparison;
 int compare_exit_code(const struct comparison *c);
 
+/* `ferry run --baseline`: compare the run's results with its baselines (files or directories;
+ * one that does not exist yet is a warning), add an error of kind regression to every cell with
+ * a regressed metric (its status becomes failed), print a summary, write the comparison's
+ * Markdown to markdown (when set), and under GitHub Actions annotate. Returns 0, or EXIT_PLAN when
+ * a baseline cannot be read or the comparison is refused (printed). */
+struct results;
+struct run_baseline {
+	const char *const *paths;
+	size_t n_paths;
+	size_t window;
+	double threshold, confidence; /* fractions; 0: defaults */
+	int rule;                     /* enum cmp_rule */
+	const char *markdown;         /* the comparison's Markdown, or NULL */
+};
+int compare_run_results(struct results *r, const struct run_baseline *b);
+
 /*
  * Under GitHub Actions: one "::error" annotation per error of every failed or errored cell
  * (a broken criterion points at its line in the plan, other faults at the entry of the cell's
