@@ -35,6 +35,7 @@ int cmd_merge(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_schema(int argc, char **argv);
+int cmd_trend(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 
 /* The exit status of a comparison (cmd-compare.c): EXIT_PLAN refused, EXIT_FAILED a regression,
