@@ -19,6 +19,8 @@ packages=(
 	dnsmasq-base busybox-static
 	# disk-image vfat images without root (mkfs.vfat -C, mcopy)
 	dosfstools mtools
+	# the Debian guest (ferry guest build debian; tests/e2e/run-debian.sh builds it)
+	debootstrap
 	# tests: report consumers and tools
 	libxml2-utils valgrind cmark-gfm python3 python3-junitparser python3-jsonschema
 	clang-format iproute2 locales
