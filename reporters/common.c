@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <time.h>
 
@@ -106,9 +107,20 @@ int report_step_summary_append(const char *text, size_t len, char **err)
 	const char *path = getenv("GITHUB_STEP_SUMMARY");
 	if (!path || !*path)
 		return 0;
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	/* appended to, never through a symbolic link, and only a regular file (a FIFO would block,
+	 * a device is not a summary) */
+	int fd =
+	    open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
 	if (fd < 0) {
-		*err = xasprintf("%s: %s", path, strerror(errno));
+		*err = xasprintf("%s: %s", path,
+				 errno == ELOOP ? "is a symbolic link (not followed)"
+						: strerror(errno));
+		return -1;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		*err = xasprintf("%s: not a regular file", path);
+		close(fd);
 		return -1;
 	}
 	size_t done = 0;

@@ -26,7 +26,7 @@ static const char *const status_badge[STATUS_COUNT] = {
 };
 
 /* Write untrusted text as inline Markdown that renders literally, also inside a table cell. */
-static void md_text(FILE *f, const char *s)
+void md_text(FILE *f, const char *s)
 {
 	_cleanup_free_ char *clean = report_clean_text(s);
 	for (const char *p = clean; *p; p++) {
@@ -58,7 +58,7 @@ static void md_text(FILE *f, const char *s)
 
 /* A label inside a Mermaid string ("..."): no quotes, no line breaks, nothing Mermaid or its
  * HTML labels would interpret. */
-static void mermaid_label(FILE *f, const char *s)
+void mermaid_label(FILE *f, const char *s)
 {
 	_cleanup_free_ char *clean = report_clean_text(s);
 	fputc('"', f);

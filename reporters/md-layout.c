@@ -77,6 +77,17 @@ void md_layout_free(struct layout *l, size_t n)
 	md_strset_free(&l->groups);
 }
 
+/* "unknown axis 'X' for rows (did you mean 'Y'?)", escaped; returns -1. */
+static int unknown_axis(char **err, const char *what, const char *given, const struct strset *keys)
+{
+	const char *hint = closest_match(given, keys->v, keys->n);
+	_cleanup_free_ char *g = escape_controls(given);
+	_cleanup_free_ char *h = hint ? escape_controls(hint) : NULL;
+	*err = h ? xasprintf("unknown axis '%s' for %s (did you mean '%s'?)", g, what, h)
+		 : xasprintf("unknown axis '%s' for %s", g, what);
+	return -1;
+}
+
 int md_layout_build(struct layout *l, const struct results *r, const struct report_markdown_opts *o,
 		    char **err)
 {
@@ -86,22 +97,15 @@ int md_layout_build(struct layout *l, const struct results *r, const struct repo
 
 	bool have_rows = o->rows && md_strset_find(&l->keys, o->rows) >= 0;
 	bool have_cols = o->cols && md_strset_find(&l->keys, o->cols) >= 0;
-	if (o->rows && !have_rows && r->n_cells) {
-		const char *hint = closest_match(o->rows, l->keys.v, l->keys.n);
-		*err = hint ? xasprintf("unknown axis '%s' for rows (did you mean '%s'?)", o->rows,
-					hint)
-			    : xasprintf("unknown axis '%s' for rows", o->rows);
-		return -1;
-	}
-	if (o->cols && !have_cols && r->n_cells) {
-		const char *hint = closest_match(o->cols, l->keys.v, l->keys.n);
-		*err = hint ? xasprintf("unknown axis '%s' for columns (did you mean '%s'?)",
-					o->cols, hint)
-			    : xasprintf("unknown axis '%s' for columns", o->cols);
-		return -1;
-	}
+	/* the values come from the command line and the keys from the results file: both are
+	   shown with their control characters escaped, like every other message */
+	if (o->rows && !have_rows && r->n_cells)
+		return unknown_axis(err, "rows", o->rows, &l->keys);
+	if (o->cols && !have_cols && r->n_cells)
+		return unknown_axis(err, "columns", o->cols, &l->keys);
 	if (o->rows && o->cols && STREQ(o->rows, o->cols)) {
-		*err = xasprintf("rows and columns are the same axis '%s'", o->rows);
+		_cleanup_free_ char *axis = escape_controls(o->rows);
+		*err = xasprintf("rows and columns are the same axis '%s'", axis);
 		return -1;
 	}
 

@@ -49,3 +49,9 @@ void md_layout_free(struct layout *l, size_t n);
 /* The cells of group g: for (p = md_group_begin(l, g); p < md_group_end(l, g); p++) */
 const size_t *md_group_begin(const struct layout *l, size_t g);
 const size_t *md_group_end(const struct layout *l, size_t g);
+
+/* Text from the results in Markdown: escaped (|, HTML, backticks, emphasis), newlines as <br>
+ * (markdown.c; also the trend report). */
+void md_text(FILE *f, const char *s);
+/* A quoted label inside Mermaid: no quotes, line breaks or characters Mermaid interprets. */
+void mermaid_label(FILE *f, const char *s);

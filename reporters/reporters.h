@@ -68,6 +68,14 @@ int report_bmf(const struct results *r, FILE *out, char **err);
  */
 int report_gab(const struct results *r, FILE *out, char **err);
 
+/*
+ * The trend report (`ferry trend`): the runs in time order, environment shifts, and per cell a
+ * Markdown table of its median total with the 95% CI and the changes of level, and a Mermaid
+ * xychart-beta line chart of the median and the CI bounds. trend-md.c.
+ */
+struct trend;
+int report_trend_markdown(const struct trend *t, FILE *out, char **err);
+
 /* Where an annotation points: a plan file and a 1-based line and column (0: unknown). */
 struct report_where {
 	const char *file;

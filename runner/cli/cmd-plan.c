@@ -94,11 +94,18 @@ void plan_trust_free(struct plan_options *o)
 
 void plan_warnings_print(const struct plan *p)
 {
+	bool annotate = gh_actions();
 	for (size_t i = 0; i < p->warnings.n; i++) {
-		_cleanup_free_ char *s = diag_format(&p->warnings.items[i]);
-		/* "FILE:LINE:COL: msg" -> "FILE:LINE:COL: warning: msg" */
-		const char *msg = p->warnings.items[i].msg;
-		fprintf(stderr, "ferry: %.*swarning: %s\n", (int)(strlen(s) - strlen(msg)), s, msg);
+		const struct diag *d = &p->warnings.items[i];
+		_cleanup_free_ char *s = diag_format(d);
+		/* "FILE:LINE:COL: msg" -> "FILE:LINE:COL: warning: msg", escaped like errors (a
+		 * message quotes the plan: one line, no forged workflow command) */
+		_cleanup_free_ char *line =
+		    xasprintf("%.*swarning: %s", (int)(strlen(s) - strlen(d->msg)), s, d->msg);
+		_cleanup_free_ char *clean = escape_controls(line);
+		fprintf(stderr, "ferry: %s\n", clean);
+		if (annotate)
+			gh_annotation(stderr, "warning", d->file, d->line, d->col, NULL, d->msg);
 	}
 }
 

@@ -20,11 +20,15 @@ static void usage(FILE *out)
 	      "                 [--markdown F] [--json F] [--bmf F] [--gab F] [--results F]\n"
 	      "                 [--resume F] [--rerun-failed] [--fail-fast] [--quiet] [--verbose]\n"
 	      "                 [--allow-env NAME] [--var NAME=VALUE] [--allow-output DIR]\n"
-	      "                 [--no-capacity-check] [--allow-empty] PLAN\n"
+	      "                 [--no-capacity-check] [--allow-empty] [--baseline FILE]\n"
+	      "                 [--baseline-window N] PLAN\n"
 	      "\n"
 	      "Run every cell of a plan against real guests, verify every run, and write the\n"
 	      "results file (after every cell) and the reports the plan or the options name.\n"
-	      "Exit: 0 all passed, 1 a criterion or integrity check failed, 2 plan errors,\n"
+	      "With --baseline (a results file or a directory of them) or the plan's baseline:\n"
+	      "the run compares itself (ferry(1) COMPARE), and a regressed cell fails.\n"
+	      "Exit: 0 all passed, 1 a criterion, integrity check or regression failed, 2 plan\n"
+	      "errors or a refused comparison,\n"
 	      "3 infrastructure errors, 4 nothing measured (no cell has a measured run: all\n"
 	      "skipped, or an empty shard; --allow-empty makes that 0), 128+N interrupted by\n"
 	      "signal N: 129 SIGHUP, 130 SIGINT, 131 SIGQUIT, 143 SIGTERM (results written,\n"
@@ -171,6 +175,8 @@ int cmd_run(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "no-capacity-check", no_argument, NULL, 'K' },
+		{ "baseline", required_argument, NULL, 'b' },
+		{ "baseline-window", required_argument, NULL, 'w' },
 		{ "allow-empty", no_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		PLAN_TRUST_LONG_OPTIONS,
@@ -181,7 +187,9 @@ int cmd_run(int argc, char **argv)
 	bool quiet = false, no_capacity_check = false, allow_empty = false;
 	const char *paths[REPORT_FORMAT_COUNT] = { 0 };
 	const char *resume = NULL;
-	size_t cap = 0;
+	size_t cap = 0, window = 0;
+	_cleanup_free_ const char **baselines = NULL;
+	size_t n_baselines = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "qvh", opts, NULL)) != -1) {
 		_cleanup_free_ char *err = NULL;
@@ -219,6 +227,20 @@ int cmd_run(int argc, char **argv)
 		case 'q': quiet = true; break;
 		case 'v': eo.verbose = true; break;
 		case 'K': no_capacity_check = true; break;
+		case 'b':
+			baselines = xrealloc(baselines, (n_baselines + 1) * sizeof(*baselines));
+			baselines[n_baselines++] = optarg;
+			break;
+		case 'w':
+			if (parse_uint(optarg, &v, &err) < 0 || v == 0 || v > 10000) {
+				errorf(
+				    "invalid --baseline-window '%s': expected a number from 1 to "
+				    "10000",
+				    optarg);
+				return EXIT_PLAN;
+			}
+			window = (size_t)v;
+			break;
 		case 'E': allow_empty = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return EXIT_PLAN;
@@ -315,7 +337,29 @@ int cmd_run(int argc, char **argv)
 		results_free(r);
 		return EXIT_INFRA;
 	}
+	int cmp_rc = 0;
+	if (n_baselines || p->baseline) {
+		/* the plan's baseline (checked below the working directory when the plan was read)
+		 * unless the command line names one */
+		const char *plan_bl[] = { p->baseline };
+		struct run_baseline rb = {
+			.paths = n_baselines ? baselines : plan_bl,
+			.n_paths = n_baselines ? n_baselines : 1,
+			.window = window ? window : (size_t)p->regression.window,
+			.threshold = p->regression.threshold / 100,
+			.confidence = p->regression.confidence / 100,
+			.rule = (int)p->regression.rule,
+		};
+		cmp_rc = compare_run_results(r, &rb);
+		results_count_status(r, st.counts);
+		/* the results file carries the regressions too */
+		_cleanup_free_ char *werr = NULL;
+		if (eo.results_path && results_write(r, eo.results_path, &werr) < 0)
+			errorf("%s", werr);
+	}
 	int code = exit_code(&st, r, allow_empty);
+	if (cmp_rc && code == EXIT_OK)
+		code = cmp_rc;
 	_cleanup_free_ char *rerr = NULL, *warning = NULL;
 	if (report_set_write(&rs, r, &rerr, &warning) < 0) {
 		errorf("%s", rerr);

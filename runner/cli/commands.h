@@ -10,7 +10,8 @@
 
 enum ferry_exit {
 	EXIT_OK = 0,
-	EXIT_FAILED = 1, /* a criterion or regression failed */
+	EXIT_FAILED = 1, /* a criterion failed, or `compare` (or `run --baseline`) found a
+			  * regression */
 	EXIT_PLAN = 2,   /* plan or usage errors */
 	EXIT_INFRA = 3,  /* infrastructure errors (libvirt, guest, host) */
 	EXIT_EMPTY = 4,  /* the run measured nothing: no cell has a measured run (--allow-empty) */
@@ -25,6 +26,7 @@ struct command {
 };
 
 /* One declaration per subcommand; keep alphabetical so parallel work merges cleanly. */
+int cmd_compare(int argc, char **argv);
 int cmd_dataset(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_expand(int argc, char **argv);
@@ -33,7 +35,29 @@ int cmd_merge(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_schema(int argc, char **argv);
+int cmd_trend(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
+
+/* The exit status of a comparison (cmd-compare.c): EXIT_PLAN refused, EXIT_FAILED a regression,
+ * else EXIT_OK. */
+struct comparison;
+int compare_exit_code(const struct comparison *c);
+
+/* `ferry run --baseline`: compare the run's results with its baselines (files or directories;
+ * one that does not exist yet is a warning), add an error of kind regression to every cell with
+ * a regressed metric (its status becomes failed), print a summary, write the comparison's
+ * Markdown to markdown (when set), and under GitHub Actions annotate. Returns 0, or EXIT_PLAN when
+ * a baseline cannot be read or the comparison is refused (printed). */
+struct results;
+struct run_baseline {
+	const char *const *paths;
+	size_t n_paths;
+	size_t window;
+	double threshold, confidence; /* fractions; 0: defaults */
+	int rule;                     /* enum cmp_rule */
+	const char *markdown;         /* the comparison's Markdown, or NULL */
+};
+int compare_run_results(struct results *r, const struct run_baseline *b);
 
 /*
  * Under GitHub Actions: one "::error" annotation per error of every failed or errored cell

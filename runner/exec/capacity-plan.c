@@ -53,6 +53,10 @@ int capacity_plan(const struct plan *p, const struct matrix *m, const char *cach
 			need = UINT64_MAX;
 		if (need > cell_max)
 			cell_max = need;
+		/* the largest VM, not a sum: under every run.vm mode the executor runs its VM
+		   groups one after the other and destroys each group's guest before the next
+		   boots (schedule.c run_group(); per-run destroys after every run), so one guest
+		   is alive at a time (test-executor /executor/one-guest-at-a-time holds it) */
 		uint64_t mem = c.vm->memory + QEMU_OVERHEAD;
 		if (mem > mem_max)
 			mem_max = mem;

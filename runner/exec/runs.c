@@ -100,6 +100,8 @@ static int phase(struct exec *x, struct xcell *c, int i, int (*fn)(struct method
 	progress(x, c, phase_names[i]);
 	method_error_clear(&c->ctx.err);
 	uint64_t t = now_ns();
+	if (i == PHASE_TRANSFER && fn)
+		hook(x, c, MACHINE_DURING_TRANSFER);
 	int rc = fn ? fn(&c->ctx) : 0;
 	*ph = fn ? secs(now_ns() - t) : 0.0;
 	return rc;

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <errno.h>
+#include <time.h>
 
 #include "agent.h"
 #include "util.h"
@@ -85,5 +87,14 @@ void machine_faults_inject(const struct machine_faults *f, struct vm *vm,
 		_cleanup_free_ char *kind = fault_for(f->fault, w->cell);
 		if (kind)
 			fault(kind, vm);
+	} else if (w->point == MACHINE_DURING_TRANSFER && !w->warmup) {
+		/* a slowdown inside the timed transfer phase of every measured run */
+		_cleanup_free_ char *kind = fault_for(f->fault, w->cell);
+		if (kind && (STREQ(kind, "slow") || !strncmp(kind, "slow=", 5))) {
+			unsigned long ms = kind[4] == '=' ? strtoul(kind + 5, NULL, 10) : 1000;
+			struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+			while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !run_interrupted())
+				;
+		}
 	}
 }

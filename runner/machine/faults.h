@@ -10,7 +10,9 @@
  *                                before the transfer phase of the first run of cell CELLID:
  *                                KIND destroy (destroy the domain), killga (kill qemu-ga in the
  *                                guest and keep it from being respawned), fill (fill the landing
- *                                filesystem)
+ *                                filesystem); and in every measured run of CELLID, inside
+ *                                the timed transfer phase: KIND slow (sleep 1 s) or slow=MS
+ *                                (sleep MS milliseconds), a slowdown for `ferry compare` tests
  */
 #pragma once
 

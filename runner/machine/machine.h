@@ -53,6 +53,8 @@ enum machine_point {
 	MACHINE_BEFORE_TRANSFER,
 	MACHINE_BEFORE_FINALIZE,
 	MACHINE_BEFORE_VERIFY,
+	MACHINE_DURING_TRANSFER, /* after the transfer phase's clock started (a test delay counts)
+				  */
 };
 
 struct machine_where {

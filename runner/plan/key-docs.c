@@ -65,8 +65,14 @@ static json_t *key_schema_of(const struct key_def *k)
 		break;
 	case KEY_ENUM: {
 		json_t *e = json_array();
-		for (size_t i = 0; k->values[i]; i++)
+		for (size_t i = 0; k->values[i]; i++) {
 			json_array_append_new(e, json_string(k->values[i]));
+			/* a plain `null` in YAML is the null value, not the string: editors that
+			   check a plan against the schema see `type: null` as null, which ferry
+			   reads as the name (it reads every scalar as text) */
+			if (STREQ(k->values[i], "null"))
+				json_array_append_new(e, json_null());
+		}
 		s = json_pack("{s:[{s:o}, o]}", "anyOf", "enum", e, env_string());
 		break;
 	}

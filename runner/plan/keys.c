@@ -693,6 +693,45 @@ const struct key_table plan_report_keys = {
 	.set_offset = FIELD(plan_report, set),
 };
 
+/* ---- regression --------------------------------------------------------------------------- */
+
+static const struct key_def regression_defs[] = {
+	{ .name = "threshold",
+	  .type = KEY_PERCENT,
+	  .offset = FIELD(plan_regression, threshold),
+	  .def = "5%",
+	  .fmin = 0.1,
+	  .fmax = 1000,
+	  .help = "the minimum relative change that is a regression or an improvement" },
+	{ .name = "confidence",
+	  .type = KEY_PERCENT,
+	  .offset = FIELD(plan_regression, confidence),
+	  .def = "95%",
+	  .fmin = 50.1,
+	  .fmax = 99.99,
+	  .help = "confidence of each bound and verdict (one-sided)" },
+	{ .name = "rule",
+	  .type = KEY_ENUM,
+	  .offset = FIELD(plan_regression, rule),
+	  .def = "welch",
+	  .values = V("welch", "lkp"),
+	  .help = "welch: Welch's t on log boot means with Benjamini-Hochberg; lkp: stricter, "
+		  "ranges of at least 3 boots that do not overlap" },
+	{ .name = "window",
+	  .type = KEY_UINT,
+	  .offset = FIELD(plan_regression, window),
+	  .def = "1",
+	  .min = 1,
+	  .max = 1000,
+	  .help = "pool the newest N comparable results files of the baseline directory" },
+};
+const struct key_table plan_regression_keys = {
+	.name = "regression",
+	.doc = "how a run compares itself with its baseline (ferry(1) COMPARE)",
+	KEYS(regression_defs),
+	.set_offset = FIELD(plan_regression, set),
+};
+
 /* ---- matrix (parsed by plan.c, keys declared here for checks, docs and schema) ----------- */
 
 #define NAMES_SCHEMA                                                                               \
@@ -842,6 +881,17 @@ static const struct key_def top_defs[] = {
 	  .offset = FIELD(plan, report),
 	  .sub = &plan_report_keys,
 	  .help = "report files" },
+	{ .name = "baseline",
+	  .type = KEY_STRING,
+	  .offset = FIELD(plan, baseline),
+	  .help = "results file, or directory of results files, that every run compares itself "
+		  "with (below the working directory; --baseline overrides it)" },
+	{ .name = "regression",
+	  .type = KEY_MAPPING,
+	  .offset = FIELD(plan, regression),
+	  .sub = &plan_regression_keys,
+	  .help = "how the run is compared with its baseline: {threshold, confidence, rule, "
+		  "window}" },
 };
 const struct key_table plan_keys = {
 	.name = "",
@@ -851,10 +901,10 @@ const struct key_table plan_keys = {
 };
 
 const struct key_table *const key_tables[] = {
-	&plan_keys,         &plan_vm_keys,         &plan_nic_keys,       &plan_disk_keys,
-	&plan_dataset_keys, &plan_size_range_keys, &plan_dirs_keys,      &plan_method_keys,
-	&plan_archive_keys, &plan_matrix_keys,     &plan_exclude_keys,   &plan_matrix_include_keys,
-	&plan_run_keys,     &plan_repeat_keys,     &plan_criterion_keys, &plan_where_keys,
-	&plan_report_keys,  &plan_markdown_keys,
+	&plan_keys,         &plan_vm_keys,         &plan_nic_keys,        &plan_disk_keys,
+	&plan_dataset_keys, &plan_size_range_keys, &plan_dirs_keys,       &plan_method_keys,
+	&plan_archive_keys, &plan_matrix_keys,     &plan_exclude_keys,    &plan_matrix_include_keys,
+	&plan_run_keys,     &plan_repeat_keys,     &plan_criterion_keys,  &plan_where_keys,
+	&plan_report_keys,  &plan_markdown_keys,   &plan_regression_keys,
 };
 const size_t n_key_tables = ELEMENTSOF(key_tables);

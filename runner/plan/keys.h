@@ -80,6 +80,7 @@ extern const struct key_table plan_repeat_keys;         /* run.repeat */
 extern const struct key_table plan_where_keys;          /* criteria[].where */
 extern const struct key_table plan_markdown_keys;       /* report.markdown */
 extern const struct key_table plan_exclude_keys;        /* matrix.exclude[] */
+extern const struct key_table plan_regression_keys;     /* regression */
 
 /* Every table, parents before children, for checks and generators. */
 extern const struct key_table *const key_tables[];

@@ -258,6 +258,16 @@ struct plan_report {
 	struct plan_markdown markdown;
 };
 
+/* `regression:` how `ferry run` compares itself with its baseline (ferry(1) COMPARE). */
+enum plan_regression_rule { PLAN_RULE_WELCH, PLAN_RULE_LKP };
+struct plan_regression {
+	uint64_t set;
+	double threshold;  /* percent: the minimum relative change */
+	double confidence; /* percent */
+	enum plan_regression_rule rule;
+	uint64_t window; /* pool the newest N comparable baselines */
+};
+
 struct plan {
 	uint64_t set;
 	uint64_t version; /* the `ferry:` schema version: 1 */
@@ -278,6 +288,9 @@ struct plan {
 	struct plan_criterion *criteria;
 	size_t n_criteria;
 	struct plan_report report;
+	char
+	    *baseline; /* results file or directory to compare with (below the working directory) */
+	struct plan_regression regression;
 
 	/* The matrix, ready for matrix_expand(); omitted axes already filled in (see ferry(1)). */
 	struct matrix_def matrix;

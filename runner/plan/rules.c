@@ -375,6 +375,16 @@ static void method_zip_compression(const struct rule_subject *s, struct rule_out
 			  compression_names[a->compression]);
 }
 
+static void method_streams_zip(const struct rule_subject *s, struct rule_out *o)
+{
+	if (s->method->type == PLAN_METHOD_NETWORK && s->method->streams > 1 &&
+	    s->method->archive.format == PLAN_ARCHIVE_ZIP)
+		rule_fail(o, "streams",
+			  "'streams: %" PRIu64 "' needs an archive the guest unpacks as it arrives "
+			  "(tar, pax, cpio): zip is unpacked from one file after the transfer",
+			  s->method->streams);
+}
+
 /* ---- cells: what entries cannot do together ------------------------------------------------ */
 
 static void cell_ide_q35(const struct rule_subject *s, struct rule_out *o)
@@ -545,6 +555,8 @@ const struct plan_rule plan_rules[] = {
 	  "'block_size' a multiple of 512", method_block_size },
 	{ "method.virtiofs-9p-options", RULE_METHOD, RULE_ERROR, 0,
 	  "9p options (msize, cache) with 'driver: virtiofs'", method_virtiofs_9p },
+	{ "method.streams-zip", RULE_METHOD, RULE_ERROR, 0, "network streams above 1 with zip",
+	  method_streams_zip },
 	{ "method.image-archive", RULE_METHOD, RULE_SKIP, 0, "a disk-image method with an archive",
 	  method_image_archive },
 	{ "method.zip-compression", RULE_METHOD, RULE_SKIP, 0,

@@ -155,6 +155,24 @@ void pl_check_trust(struct ctx *c, const yaml_node_t *root)
 				    uri);
 	}
 
+	/* a baseline is read: a plan may name one only below the working directory (a results
+	 * file elsewhere on the host is the command line's to name, with --baseline) */
+	yaml_node_t *bl = pl_lookup(c, root, "baseline", NULL);
+	if (bl && bl->type == YAML_SCALAR_NODE && !pl_is_null(bl)) {
+		_cleanup_free_ char *err = NULL;
+		_cleanup_free_ char *path =
+		    env_subst_with(pl_scalar(bl), plan_lookup, (void *)c->o, &err);
+		_cleanup_free_ char *abs = path ? lexical_abs(path) : NULL;
+		_cleanup_free_ char *cwd = lexical_abs(".");
+		if (path && (!abs || !cwd || !below(abs, cwd)))
+			pl_err_node(
+			    c, bl,
+			    "baseline '%s' is outside the working directory: a plan reads a "
+			    "baseline only below it (name it on the command line with "
+			    "--baseline FILE)",
+			    path);
+	}
+
 	yaml_node_t *report = pl_lookup(c, root, "report", NULL);
 	if (!report || report->type != YAML_MAPPING_NODE)
 		return;

@@ -204,6 +204,7 @@ void results_free(struct results *r)
 	for (size_t i = 0; i < r->n_cells; i++)
 		cell_clear(&r->cells[i]);
 	free(r->cells);
+	strmap_free(&r->ids);
 	for (size_t i = 0; i < r->n_origins; i++)
 		result_provenance_clear(&r->origins[i].provenance);
 	free(r->origins);
@@ -231,8 +232,26 @@ void results_set_plan(struct results *r, const char *name, const char *path, con
 	r->plan.text = xstrndup(bytes, len);
 }
 
+/* (Re)build results_find_cell()'s index over the cells as they are now. */
+static void index_cells(struct results *r)
+{
+	strmap_free(&r->ids);
+	strmap_init(&r->ids, r->n_cells);
+	for (size_t i = 0; i < r->n_cells; i++)
+		if (r->cells[i].id)
+			strmap_put(&r->ids, r->cells[i].id, 0, (uint32_t)i);
+	r->ids_cells = r->cells;
+	r->ids_n = r->n_cells;
+}
+
+static bool index_current(const struct results *r)
+{
+	return r->ids.slots && r->ids_cells == r->cells && r->ids_n == r->n_cells;
+}
+
 struct result_cell *results_add_cell(struct results *r, const char *id)
 {
+	bool current = index_current(r);
 	/* geometric growth: a results file read back may hold tens of thousands of cells */
 	r->cells = xgrow(r->cells, &r->cells_cap, r->n_cells + 1, sizeof(*r->cells));
 	struct result_cell *c = &r->cells[r->n_cells++];
@@ -243,14 +262,32 @@ struct result_cell *results_add_cell(struct results *r, const char *id)
 		.cpu_sys_s = NAN,
 		.origin = -1,
 	};
+	/* the index borrows c->id, which stays put when the array of cells moves */
+	if (current) {
+		strmap_put(&r->ids, c->id, 0, (uint32_t)(r->n_cells - 1));
+		r->ids_cells = r->cells;
+		r->ids_n = r->n_cells;
+	} else {
+		index_cells(r);
+	}
 	return c;
 }
 
 struct result_cell *results_find_cell(const struct results *r, const char *id)
 {
-	for (size_t i = 0; i < r->n_cells; i++)
-		if (STREQ(r->cells[i].id, id))
+	/* hashed: --resume and --rerun-failed look up every cell of the plan. The index is a
+	   cache of the cells, rebuilt when they were changed behind results_add_cell()'s back */
+	struct results *w = (struct results *)r;
+	if (!index_current(r))
+		index_cells(w);
+	for (int pass = 0; pass < 2; pass++) {
+		uint32_t i = strmap_get(&r->ids, id, 0);
+		if (i == STRMAP_NONE)
+			return NULL;
+		if (i < r->n_cells && r->cells[i].id && STREQ(r->cells[i].id, id))
 			return &r->cells[i];
+		index_cells(w); /* cells moved within the array */
+	}
 	return NULL;
 }
 

@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "stats.h"
+#include "strmap.h"
 #include "util.h"
 
 /*
@@ -191,6 +192,13 @@ struct results {
 	size_t n_metrics, metrics_cap;
 	struct result_cell *cells;
 	size_t n_cells, cells_cap;
+	/* results_find_cell()'s index: cell id -> index (the first cell of an id), borrowing the
+	 * ids; valid while cells and n_cells are what it was built over (results_add_cell() keeps
+	 * it so; code that moves cells in directly, like merge, gets it rebuilt on the next
+	 * look-up) */
+	struct strmap ids;
+	const struct result_cell *ids_cells;
+	size_t ids_n;
 	/* `ferry run --shard K/N` ran this slice of the plan's cells; 0/0: every cell (also a
 	 * merged file, whose origins name the shards). Written only when set. */
 	unsigned shard_k, shard_n;
@@ -212,7 +220,7 @@ void results_set_plan(struct results *r, const char *name, const char *path, con
 /* Append a cell with the given id (copied), status pending; returns it (valid until the next
  * results_add_cell()). */
 struct result_cell *results_add_cell(struct results *r, const char *id);
-/* The cell with this id, or NULL. */
+/* The cell with this id (the first added with it), or NULL; a hash lookup, not a scan. */
 struct result_cell *results_find_cell(const struct results *r, const char *id);
 /* Forget what a cell measured, to run it again (`--rerun-failed`): runs, errors, statistics,
  * skip and stop reasons, CPU and wall times go; id, axes and params stay; status is pending. */
@@ -342,3 +350,7 @@ struct results *results_read(const char *path, char **err);
  * parameters, e.g. "cell 'vm=a,...': parameter 'dataset.size' was '1MiB', now '2MiB'").
  */
 int results_check_resume(const struct results *earlier, const struct results *now, char **why);
+
+/* The first difference between two JSON values under `path` ("" at the top), as
+ * "parameter 'dataset.size' was \"1MiB\", now \"2MiB\""; NULL when equal. Caller frees. */
+char *results_first_difference(const char *path, const json_t *was, const json_t *now);

@@ -27,7 +27,7 @@ static char *show(const json_t *v, int max)
 
 /* The first difference between two parameter values, as "'path' was X, now Y"; NULL when equal.
  * Objects are compared key by key (in the earlier value's order, then keys only now has). */
-static char *first_difference(const char *path, const json_t *was, const json_t *now)
+char *results_first_difference(const char *path, const json_t *was, const json_t *now)
 {
 	if (!was && !now)
 		return NULL;
@@ -39,7 +39,7 @@ static char *first_difference(const char *path, const json_t *was, const json_t 
 		json_object_foreach((json_t *)was, k, v)
 		{
 			_cleanup_free_ char *sub = *path ? xasprintf("%s.%s", path, k) : xstrdup(k);
-			char *d = first_difference(sub, v, json_object_get(now, k));
+			char *d = results_first_difference(sub, v, json_object_get(now, k));
 			if (d)
 				return d;
 		}
@@ -48,7 +48,7 @@ static char *first_difference(const char *path, const json_t *was, const json_t 
 			if (json_object_get(was, k))
 				continue;
 			_cleanup_free_ char *sub = *path ? xasprintf("%s.%s", path, k) : xstrdup(k);
-			return first_difference(sub, NULL, v);
+			return results_first_difference(sub, NULL, v);
 		}
 		return NULL;
 	}
@@ -84,8 +84,9 @@ int results_check_resume(const struct results *earlier, const struct results *no
 		const struct result_cell *c = &earlier->cells[i];
 		uint32_t k = strmap_get(&ids, c->id, 0);
 		_cleanup_free_ char *d =
-		    k == STRMAP_NONE ? xstrdup("not a cell of the current plan")
-				     : first_difference("", c->params, now->cells[k].params);
+		    k == STRMAP_NONE
+			? xstrdup("not a cell of the current plan")
+			: results_first_difference("", c->params, now->cells[k].params);
 		if (!d)
 			continue;
 		if (differ++ < SHOW_CELLS) {

@@ -282,6 +282,39 @@ int stats_welch(const double *a, size_t na, const double *b, size_t nb, double l
 	return 0;
 }
 
+struct pidx {
+	double p;
+	size_t i;
+};
+
+static int cmp_pidx(const void *a, const void *b)
+{
+	const struct pidx *x = a, *y = b;
+	if (x->p != y->p)
+		return (x->p > y->p) - (x->p < y->p);
+	return (x->i > y->i) - (x->i < y->i);
+}
+
+size_t stats_bh(const double *p, size_t n, double q, bool *reject)
+{
+	_cleanup_free_ struct pidx *s = xcalloc(n ? n : 1, sizeof(*s));
+	size_t m = 0, k = 0;
+	for (size_t i = 0; i < n; i++) {
+		reject[i] = false;
+		if (!isnan(p[i]))
+			s[m++] = (struct pidx){ p[i], i };
+	}
+	qsort(s, m, sizeof(*s), cmp_pidx);
+	for (size_t j = m; j > 0; j--)
+		if (s[j - 1].p <= (double)j * q / (double)m) {
+			k = j;
+			break;
+		}
+	for (size_t j = 0; j < k; j++)
+		reject[s[j].i] = true;
+	return k;
+}
+
 static const char *const stop_names[] = {
 	[STATS_CONTINUE] = "continue",
 	[STATS_STOP_CV] = "cv-reached",

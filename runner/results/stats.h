@@ -85,6 +85,14 @@ struct stats_compare {
 int stats_welch(const double *a, size_t na, const double *b, size_t nb, double level,
 		struct stats_compare *out);
 
+/*
+ * Benjamini-Hochberg (1995) false discovery rate control at level q over p[0..n): with the
+ * p-values sorted p(1) <= ... <= p(n), reject the hypotheses of p(1)..p(k) for the largest k with
+ * p(k) <= k q / n. reject[i] receives the verdict of p[i]; a NAN p-value is never rejected and
+ * does not count in n. Returns how many were rejected.
+ */
+size_t stats_bh(const double *p, size_t n, double q, bool *reject);
+
 /* Why the repeat loop of a cell stopped (or that it should go on). */
 enum stats_stop {
 	STATS_CONTINUE = 0,

@@ -70,9 +70,13 @@ static void tx_init(struct tx *t, const char *extra)
 {
 	memset(t, 0, sizeof(*t));
 	t->plan_path = g_build_filename(tmp_dir, "plan.yaml", NULL);
+	/* extra that starts with "ferry:" is the whole plan */
 	char *text =
-	    g_strconcat(base_plan, strstr(extra, "matrix:") ? "" : "matrix: {method: [a, b, c]}\n",
-			extra, NULL);
+	    g_str_has_prefix(extra, "ferry:")
+		? g_strdup(extra)
+		: g_strconcat(base_plan,
+			      strstr(extra, "matrix:") ? "" : "matrix: {method: [a, b, c]}\n",
+			      extra, NULL);
 	g_assert_true(g_file_set_contents(t->plan_path, text, -1, NULL));
 	g_free(text);
 	struct diag_list d = { 0 };
@@ -228,6 +232,52 @@ static void test_warmups(void)
 }
 
 /* ---- orders and VM lifetimes ---- */
+
+/*
+ * How many guests are alive at once, under each run.vm: one. The VM groups (a shared guest per
+ * vm, disk and method devices; a guest per cell or per run otherwise) run one after the other,
+ * each destroyed before the next boots, so the capacity check (capacity-plan.c) rightly counts
+ * the largest single VM and not a sum. Counted from the fake's log of boots and destroys.
+ */
+static void test_one_guest_at_a_time(void)
+{
+	const char *modes[] = { "shared", "per-cell", "per-run" };
+	const char *orders[] = { "sequential", "interleaved", "shuffled" };
+	for (size_t i = 0; i < ELEMENTSOF(modes); i++) {
+		for (size_t o = 0; o < ELEMENTSOF(orders); o++) {
+			char *plan = g_strdup_printf(
+			    "ferry: 1\n"
+			    "name: t\n"
+			    "vms: {v: {guest: builtin, memory: 1GiB}, w: {guest: builtin, memory: "
+			    "2GiB}}\n"
+			    "disks: {d: {kind: tmpfs, size: 64MiB}, e: {kind: tmpfs, size: "
+			    "32MiB}}\n"
+			    "datasets: {s: {files: 1, size: 1KiB}}\n"
+			    "methods: {a: {type: null}, b: {type: null}}\n"
+			    "matrix: {vm: [v, w], disk: [d, e], method: [a, b]}\n"
+			    "run: {repeat: 2, vm: %s, order: %s}\n",
+			    modes[i], orders[o]);
+			struct tx t;
+			tx_init(&t, plan);
+			g_free(plan);
+			tx_run(&t);
+			unsigned live = 0, most = 0;
+			char **lines = g_strsplit(t.fake.log ? t.fake.log : "", "\n", -1);
+			for (char **l = lines; *l; l++) {
+				if (g_str_has_prefix(*l, "boot ") && ++live > most)
+					most = live;
+				else if (g_str_has_prefix(*l, "destroy "))
+					live--;
+			}
+			g_strfreev(lines);
+			/* shared: a guest per vm and disk (4); otherwise per cell (8) or run (16)
+			 */
+			g_assert_cmpuint(t.fake.boots, ==, i == 0 ? 4 : i == 1 ? 8 : 16);
+			g_assert_cmpuint(most, ==, 1);
+			tx_clear(&t);
+		}
+	}
+}
 
 static void test_order_sequential(void)
 {
@@ -592,6 +642,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/executor/repeat/budget", test_repeat_budget);
 	g_test_add_func("/executor/warmups", test_warmups);
 	g_test_add_func("/executor/order/sequential", test_order_sequential);
+	g_test_add_func("/executor/one-guest-at-a-time", test_one_guest_at_a_time);
 	g_test_add_func("/executor/order/interleaved", test_order_interleaved);
 	g_test_add_func("/executor/order/shuffled", test_order_shuffled);
 	g_test_add_func("/executor/vm/per-cell-per-run", test_vm_per_cell_per_run);

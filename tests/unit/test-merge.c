@@ -41,7 +41,8 @@ static struct results *shard(unsigned k, unsigned n, const char *text)
 			run->phase[PHASE_TRANSFER] = 1.0 + (double)i + 0.1 * j;
 			run->total = result_run_total(run);
 			run->integrity_ok = true;
-			run->boot = (int64_t)(r->n_cells); /* one boot per cell, from 1 in each file */
+			run->boot =
+			    (int64_t)(r->n_cells); /* one boot per cell, from 1 in each file */
 		}
 		results_cell_compute_stats(c);
 	}

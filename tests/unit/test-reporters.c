@@ -330,6 +330,34 @@ static void test_markdown_bad_axis(void)
 	free(buf);
 }
 
+/* The value given for --rows/--cols and the axis suggested for it come back escaped: an ESC or
+ * a newline in either cannot reach a terminal or forge a CI log line through the message. */
+static void test_markdown_bad_axis_escaped(void)
+{
+	_cleanup_(results_freep) struct results *r = results_new();
+	struct result_cell *c = results_add_cell(r, "me\x1b[2Jthod=agent");
+	result_cell_add_axis(c, "me\x1b[2Jthod", "agent");
+	FILE *f = fopen("/dev/null", "w");
+	g_assert_nonnull(f);
+	_cleanup_free_ char *err = NULL;
+	struct report_markdown_opts o = { .rows = "me\x1b[2Jtho\n" };
+	g_assert_cmpint(report_markdown(r, &o, f, &err), ==, -1);
+	g_assert_cmpstr(err, ==,
+			"unknown axis 'me\\x1b[2Jtho\\n' for rows (did you mean "
+			"'me\\x1b[2Jthod'?)");
+	free(err);
+	err = NULL;
+	o = (struct report_markdown_opts){ .cols = "\x07odd" };
+	g_assert_cmpint(report_markdown(r, &o, f, &err), ==, -1);
+	g_assert_cmpstr(err, ==, "unknown axis '\\x07odd' for columns");
+	free(err);
+	err = NULL;
+	o = (struct report_markdown_opts){ .rows = "me\x1b[2Jthod", .cols = "me\x1b[2Jthod" };
+	g_assert_cmpint(report_markdown(r, &o, f, &err), ==, -1);
+	g_assert_cmpstr(err, ==, "rows and columns are the same axis 'me\\x1b[2Jthod'");
+	fclose(f);
+}
+
 /* rows and columns are the caller's choice: vm across, datasets down */
 static void test_markdown_axes(void)
 {
@@ -672,6 +700,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/reporters/text-tail", test_text_tail);
 	g_test_add_func("/reporters/timestamp", test_timestamp);
 	g_test_add_func("/reporters/markdown-bad-axis", test_markdown_bad_axis);
+	g_test_add_func("/reporters/markdown-bad-axis-escaped", test_markdown_bad_axis_escaped);
 	g_test_add_func("/reporters/markdown-axes", test_markdown_axes);
 	g_test_add_func("/reporters/markdown-cap", test_markdown_cap);
 	g_test_add_func("/reporters/markdown-cap-body", test_markdown_cap_body);

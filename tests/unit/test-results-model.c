@@ -11,6 +11,7 @@
 #include <math.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 
 #include "results.h"
@@ -683,6 +684,55 @@ static void test_host(void)
 	results_free(r);
 }
 
+/*
+ * results_find_cell() is a hash lookup, not a scan (--resume looks up every cell of the plan,
+ * which a scan makes quadratic): with every other cell's id pointing at a page that cannot be
+ * read, finding a cell must not touch them. A scan faults on the first of them.
+ */
+static void test_find_cell_hashed(void)
+{
+	_cleanup_(results_freep) struct results *r = results_new();
+	enum { N = 2000 };
+	for (int i = 0; i < N; i++) {
+		_cleanup_free_ char *id = xasprintf("vm=small,dataset=d%d,method=agent", i);
+		results_add_cell(r, id);
+	}
+	/* the same id again: the first cell keeps it, as with a scan */
+	results_add_cell(r, "vm=small,dataset=d7,method=agent");
+	long page = sysconf(_SC_PAGESIZE);
+	char *guard = mmap(NULL, (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	g_assert_true(guard != MAP_FAILED);
+	_cleanup_free_ char **saved = xcalloc(N + 1, sizeof(*saved));
+	for (int k = 0; k < N; k += 97) {
+		_cleanup_free_ char *want = xasprintf("vm=small,dataset=d%d,method=agent", k);
+		for (size_t i = 0; i < r->n_cells; i++) {
+			saved[i] = r->cells[i].id;
+			if (i != (size_t)k)
+				r->cells[i].id = guard;
+		}
+		struct result_cell *c = results_find_cell(r, want);
+		for (size_t i = 0; i < r->n_cells; i++)
+			r->cells[i].id = saved[i];
+		g_assert_true(c == &r->cells[k]);
+	}
+	g_assert_true(results_find_cell(r, "vm=small,dataset=d7,method=agent") == &r->cells[7]);
+	g_assert_null(results_find_cell(r, "vm=small,dataset=d2000,method=agent"));
+	g_assert_null(results_find_cell(r, ""));
+	munmap(guard, (size_t)page);
+
+	/* cells moved behind results_add_cell()'s back (as merge does) are still found */
+	struct result_cell tmp = r->cells[0];
+	r->cells[0] = r->cells[1];
+	r->cells[1] = tmp;
+	g_assert_true(results_find_cell(r, "vm=small,dataset=d0,method=agent") == &r->cells[1]);
+	g_assert_true(results_find_cell(r, "vm=small,dataset=d1,method=agent") == &r->cells[0]);
+	size_t n = r->n_cells;
+	r->n_cells = 1;
+	g_assert_null(results_find_cell(r, "vm=small,dataset=d0,method=agent"));
+	r->n_cells = n;
+	g_assert_true(results_find_cell(r, "vm=small,dataset=d0,method=agent") == &r->cells[1]);
+}
+
 static void test_find_names(void)
 {
 	struct results *r = sample();
@@ -837,6 +887,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/results/time", test_time);
 	g_test_add_func("/results/host", test_host);
 	g_test_add_func("/results/find-names", test_find_names);
+	g_test_add_func("/results/find-cell-hashed", test_find_cell_hashed);
 	g_test_add_func("/results/compare-cells", test_compare_cells);
 	g_test_add_func("/results/finished-and-counts", test_finished_and_counts);
 	g_test_add_func("/results/cpu", test_cpu);

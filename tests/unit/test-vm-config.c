@@ -200,6 +200,16 @@ static void test_vm_mapping(void)
 	g_assert_null(c.kernel);
 	g_assert_cmpint(c.nic.backend, ==, NIC_BACKEND_BRIDGE);
 	g_assert_cmpstr(c.nic.source, ==, "br0");
+	/* backend private: the tap is vm_boot()'s to create */
+	pv.guest = PLAN_GUEST_BUILTIN;
+	pv.image = NULL;
+	pv.nic.bridge = NULL;
+	pv.nic.backend = PLAN_NIC_PRIVATE;
+	pv.nic.queues = 4;
+	vm_config_from_plan(&pv, "/k", "/i", "x", &c);
+	g_assert_cmpint(c.nic.backend, ==, NIC_BACKEND_PRIVATE);
+	g_assert_cmpuint(c.nic.queues, ==, 4);
+	g_assert_null(c.nic.source);
 }
 
 static void test_builtin_xml(void)
@@ -355,6 +365,56 @@ static void test_disks_xml(void)
 	free(xml);
 	g_assert_null(vm_disk_xml(&disks[4], "vdz", &err));
 	g_assert_nonnull(err);
+	free(err);
+}
+
+/* backend private: ferry's own tap, unmanaged; the virtio back end named, queues when > 1 */
+static void test_nic_private_xml(void)
+{
+	static const struct {
+		enum nic_model model;
+		unsigned queues;
+		bool vhost;
+		const char *driver, *queues_attr;
+	} cases[] = {
+		{ NIC_MODEL_VIRTIO, 4, false, "qemu", "4" },
+		{ NIC_MODEL_VIRTIO, 1, true, "vhost", "" },
+		{ NIC_MODEL_E1000, 1, false, "", "" },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct vm_config c;
+		builtin(&c);
+		c.vcpus = 4;
+		c.nic = (struct nic_config){ cases[i].model, cases[i].queues, NIC_BACKEND_PRIVATE,
+					     "fy42n0", cases[i].vhost };
+		char *err = NULL;
+		char *xml = vm_domain_xml(&c, "n", false, "/l", &err);
+		g_assert_null(err);
+		struct parsed p = parse(xml);
+		assert_x(&p, "string(/domain/devices/interface/@type)", "ethernet");
+		assert_x(&p, "string(/domain/devices/interface/target/@dev)", "fy42n0");
+		assert_x(&p, "string(/domain/devices/interface/target/@managed)", "no");
+		assert_x(&p, "string(/domain/devices/interface/driver/@name)", cases[i].driver);
+		assert_x(&p, "string(/domain/devices/interface/driver/@queues)",
+			 cases[i].queues_attr);
+		g_assert_cmpfloat(xn(&p, "count(/domain/devices/interface/source)"), ==, 0);
+		parsed_free(&p);
+		free(xml);
+	}
+	/* without its tap (vm_boot makes it) there is no domain, and no image guest either */
+	struct vm_config c;
+	builtin(&c);
+	c.nic = (struct nic_config){ NIC_MODEL_VIRTIO, 1, NIC_BACKEND_PRIVATE, NULL, false };
+	char *err = NULL;
+	g_assert_null(vm_domain_xml(&c, "n", false, "/l", &err));
+	g_assert_nonnull(strstr(err, "tap"));
+	free(err);
+	err = NULL;
+	c.kernel = c.initrd = c.cmdline = NULL;
+	c.image = "/srv/img.qcow2";
+	c.nic.source = "fy42n0";
+	g_assert_cmpint(vm_config_validate(&c, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "built-in guest"));
 	free(err);
 }
 
@@ -798,6 +858,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/vm/xml/builtin", test_builtin_xml);
 	g_test_add_func("/vm/xml/disks", test_disks_xml);
 	g_test_add_func("/vm/xml/nic-share-channels", test_nic_share_channels_xml);
+	g_test_add_func("/vm/xml/nic-private", test_nic_private_xml);
 	g_test_add_func("/vm/xml/virtiofs", test_virtiofs_xml);
 	g_test_add_func("/vm/xml/image", test_image_xml);
 	g_test_add_func("/vm/guest-modules", test_guest_modules);

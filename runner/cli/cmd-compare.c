@@ -1,0 +1,460 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `ferry compare BASELINE... NEW`: a noise-aware verdict per cell and metric (compare.h).
+ * Pipeline: options -> read the results files -> compare -> open every output (a bad path fails
+ * before anything is written) -> render -> GitHub annotations and step summary -> exit status.
+ */
+#include <dirent.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "commands.h"
+#include "compare-report.h"
+#include "compare.h"
+#include "reporters.h"
+#include "results.h"
+#include "units.h"
+#include "util.h"
+
+static void usage(FILE *f)
+{
+	fputs(
+	    "usage: ferry compare [--markdown FILE] [--junit FILE] [--json FILE]\n"
+	    "                     [--threshold [CELLS:][METRIC=]PERCENT] [--confidence PERCENT]\n"
+	    "                     [--rule welch|lkp] [--allow-different KEY] [--baseline-window "
+	    "N]\n"
+	    "                     BASELINE... NEW\n"
+	    "\n"
+	    "Compare a new results file with a baseline (a results file, or a directory of them;\n"
+	    "with several, the newest N comparable ones are pooled). Each cell and metric is\n"
+	    "regressed, improved, unchanged or inconclusive; see ferry(1) COMPARE for the rule.\n"
+	    "With no output option the Markdown goes to standard output. Under GitHub Actions\n"
+	    "regressions become ::error annotations and the Markdown is appended to\n"
+	    "$GITHUB_STEP_SUMMARY. Exit: 0 no regression, 1 a regression, 2 bad input or a\n"
+	    "refused comparison.\n"
+	    "\n"
+	    "  --threshold T          minimum relative change, default 5%; repeat as\n"
+	    "                         METRIC=PCT or AXIS=VALUE[,...]:[METRIC=]PCT (last wins)\n"
+	    "  --confidence P         confidence of each bound and verdict, default 95%\n"
+	    "  --rule R               welch (default) or lkp (stricter: ranges must not overlap)\n"
+	    "  --allow-different KEY  compare across this difference (accelerator, cpu_model,\n"
+	    "                         qemu_version, libvirt_version, guest_kernel,\n"
+	    "                         guest_initramfs, dataset[.NAME], params, all)\n"
+	    "  --baseline-window N    pool the newest N comparable baselines\n",
+	    f);
+}
+
+/* A list of strings that grows (borrowed or owned by the caller). */
+struct strv {
+	char **v;
+	size_t n;
+};
+
+static void strv_add(struct strv *s, char *x)
+{
+	s->v = xrealloc(s->v, (s->n + 1) * sizeof(*s->v));
+	s->v[s->n++] = x;
+}
+
+static void strv_free(struct strv *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->v[i]);
+	free(s->v);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A baseline argument: a file, or a directory whose *.json regular files are baselines. */
+static int expand_baseline(const char *arg, struct strv *out)
+{
+	struct stat st;
+	if (stat(arg, &st) == 0 && S_ISDIR(st.st_mode)) {
+		DIR *d = opendir(arg);
+		if (!d) {
+			errorf("%s: cannot list the directory", arg);
+			return -1;
+		}
+		size_t first = out->n;
+		for (struct dirent *e; (e = readdir(d));) {
+			size_t n = strlen(e->d_name);
+			if (e->d_name[0] == '.' || n < 6 || !STREQ(e->d_name + n - 5, ".json"))
+				continue;
+			strv_add(out, xasprintf("%s/%s", arg, e->d_name));
+		}
+		closedir(d);
+		qsort(out->v + first, out->n - first, sizeof(*out->v), cmp_str);
+		if (out->n == first) {
+			errorf("%s: no results files (*.json) in the directory", arg);
+			return -1;
+		}
+		return 0;
+	}
+	strv_add(out, xstrdup(arg));
+	return 0;
+}
+
+static int parse_confidence(const char *opt, const char *s, double *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || !(STREQ(end, "%") || !*end) || !(v > 50 && v < 100)) {
+		errorf("invalid %s '%s': expected a percentage above 50%% and below 100%%, like "
+		       "95%%",
+		       opt, s);
+		return -1;
+	}
+	*out = v / 100;
+	return 0;
+}
+
+static bool known_key(const char *k)
+{
+	if (STREQ(k, "all") || !strncmp(k, "dataset.", 8))
+		return true;
+	for (size_t i = 0; cmp_refusing_keys[i]; i++)
+		if (STREQ(cmp_refusing_keys[i], k))
+			return true;
+	return false;
+}
+
+/* Write one report to path (atomically; "-" is standard output). */
+static int write_report(const char *path, int (*fn)(void *, FILE *, char **), void *ud)
+{
+	struct report_output o;
+	_cleanup_free_ char *err = NULL;
+	if (report_output_open(&o, path, &err) < 0) {
+		errorf("%s", err);
+		return -1;
+	}
+	if (fn(ud, o.f, &err) < 0) {
+		errorf("%s: %s", path, err);
+		report_output_abort(&o);
+		return -1;
+	}
+	if (report_output_commit(&o, &err) < 0) {
+		errorf("%s", err);
+		return -1;
+	}
+	return 0;
+}
+
+struct render {
+	const struct comparison *c;
+	const struct results *cand;
+	const struct compare_report_ctx *x;
+};
+
+static int do_md(void *ud, FILE *f, char **err)
+{
+	struct render *r = ud;
+	return report_compare_markdown(r->c, r->cand, r->x, f, err);
+}
+
+static int do_junit(void *ud, FILE *f, char **err)
+{
+	struct render *r = ud;
+	return report_compare_junit(r->c, r->cand, r->x, f, err);
+}
+
+static int do_json(void *ud, FILE *f, char **err)
+{
+	struct render *r = ud;
+	return report_compare_json(r->c, r->x, f, err);
+}
+
+/* Under GitHub Actions: annotations on standard output, the Markdown in the step summary. */
+static void github(const struct render *r)
+{
+	const char *gha = getenv("GITHUB_ACTIONS");
+	if (!gha || !STREQ(gha, "true"))
+		return;
+	_cleanup_free_ char *ann = report_compare_annotations(r->c);
+	fputs(ann, stdout);
+	fflush(stdout);
+	char *md = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&md, &len);
+	_cleanup_free_ char *err = NULL;
+	if (!m)
+		return;
+	int rc = report_compare_markdown(r->c, r->cand, r->x, m, &err);
+	fclose(m);
+	if (rc == 0 && report_step_summary_append(md, len, &err) < 0)
+		warnf("cannot append to GITHUB_STEP_SUMMARY: %s", err);
+	free(md);
+}
+
+/* Read every baseline of paths (files; NULL entries skipped); returns false after printing. */
+static bool read_all(const struct strv *paths, struct results **base)
+{
+	for (size_t i = 0; i < paths->n; i++) {
+		_cleanup_free_ char *err = NULL;
+		base[i] = results_read(paths->v[i], &err);
+		if (!base[i]) {
+			errorf("%s", err);
+			return false;
+		}
+	}
+	return true;
+}
+
+int compare_run_results(struct results *r, const struct run_baseline *b)
+{
+	struct strv paths = { 0 };
+	int rc = 0;
+	for (size_t i = 0; i < b->n_paths; i++) {
+		struct stat st;
+		if (stat(b->paths[i], &st) < 0) {
+			warnf("baseline '%s' does not exist (yet): nothing to compare with",
+			      b->paths[i]);
+			continue;
+		}
+		if (expand_baseline(b->paths[i], &paths) < 0) {
+			strv_free(&paths);
+			return EXIT_PLAN;
+		}
+	}
+	if (!paths.n) {
+		strv_free(&paths);
+		return 0;
+	}
+	struct results **base = xcalloc(paths.n, sizeof(*base));
+	struct compare_opts o = {
+		.threshold = b->threshold,
+		.confidence = b->confidence,
+		.rule = b->rule,
+		.window = b->window ? b->window : 1,
+	};
+	_cleanup_free_ char *err = NULL;
+	struct comparison *cmp =
+	    read_all(&paths, base)
+		? compare_results((const struct results *const *)base, paths.n, r, &o, &err)
+		: NULL;
+	if (!cmp) {
+		if (err)
+			errorf("compare: %s", err);
+		rc = EXIT_PLAN;
+	} else if (cmp->refused) {
+		_cleanup_free_ char *why = comparison_refusal(cmp);
+		errorf("baseline: %s", why);
+		rc = EXIT_PLAN;
+	} else {
+		/* a regressed metric is the cell's error: every report of the run carries it */
+		for (size_t i = 0; i < cmp->n_rows; i++) {
+			const struct cmp_row *row = &cmp->rows[i];
+			if (row->verdict != CMP_REGRESSED)
+				continue;
+			struct result_cell *c = &r->cells[row->cand - r->cells];
+			result_cell_add_error(
+			    c, ERROR_REGRESSION,
+			    "regression of %s: %+.1f%% [%+.1f%%, %+.1f%%] against the baseline "
+			    "(median %.6g %s, now %.6g %s; boots %zu/%zu; threshold %.3g%%)",
+			    row->metric, 100 * row->change, 100 * row->ci_low, 100 * row->ci_high,
+			    row->median_base, row->unit, row->median_cand, row->unit,
+			    row->boots_base, row->boots_cand, 100 * row->threshold);
+			if (c->status == STATUS_PASSED)
+				c->status = STATUS_FAILED;
+		}
+		fprintf(stderr,
+			"ferry: compared with %zu baseline%s: %zu regressed, %zu improved, %zu "
+			"unchanged, %zu inconclusive (cell and metric pairs)\n",
+			cmp->n_used, cmp->n_used == 1 ? "" : "s", cmp->counts[CMP_REGRESSED],
+			cmp->counts[CMP_IMPROVED], cmp->counts[CMP_UNCHANGED],
+			cmp->counts[CMP_INCONCLUSIVE]);
+	}
+	if (cmp) {
+		struct compare_report_ctx x = {
+			.baselines = (const char *const *)paths.v,
+			.n_baselines = paths.n,
+			.cand = "this run",
+		};
+		struct render rd = { cmp, r, &x };
+		if (b->markdown && write_report(b->markdown, do_md, &rd) < 0)
+			rc = EXIT_PLAN;
+		github(&rd);
+		comparison_free(cmp);
+	}
+	for (size_t i = 0; i < paths.n; i++)
+		results_free(base[i]);
+	free(base);
+	strv_free(&paths);
+	return rc;
+}
+
+int compare_exit_code(const struct comparison *c)
+{
+	if (c->refused)
+		return EXIT_PLAN;
+	return c->regressed_cells ? EXIT_FAILED : EXIT_OK;
+}
+
+int cmd_compare(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "markdown", required_argument, NULL, 'm' },
+		{ "junit", required_argument, NULL, 'j' },
+		{ "json", required_argument, NULL, 'J' },
+		{ "threshold", required_argument, NULL, 't' },
+		{ "confidence", required_argument, NULL, 'c' },
+		{ "rule", required_argument, NULL, 'r' },
+		{ "allow-different", required_argument, NULL, 'a' },
+		{ "baseline-window", required_argument, NULL, 'w' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *md = NULL, *junit = NULL, *json = NULL;
+	struct compare_opts o = { 0 };
+	struct cmp_threshold *th = NULL;
+	size_t n_th = 0;
+	struct strv allow = { 0 };
+	bool window_set = false;
+	int rc = EXIT_PLAN, c;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		_cleanup_free_ char *err = NULL;
+		uint64_t v;
+		switch (c) {
+		case 'm': md = optarg; break;
+		case 'j': junit = optarg; break;
+		case 'J': json = optarg; break;
+		case 't': {
+			struct cmp_threshold t;
+			if (cmp_threshold_parse(optarg, &t, &err) < 0) {
+				errorf("%s", err);
+				goto out;
+			}
+			if (!t.where && !t.metric)
+				o.threshold = t.value, cmp_threshold_clear(&t);
+			else {
+				th = xrealloc(th, (n_th + 1) * sizeof(*th));
+				th[n_th++] = t;
+			}
+			break;
+		}
+		case 'c':
+			if (parse_confidence("--confidence", optarg, &o.confidence) < 0)
+				goto out;
+			break;
+		case 'r': {
+			int r = cmp_rule_from_name(optarg);
+			if (r < 0) {
+				errorf("invalid --rule '%s': expected welch or lkp", optarg);
+				goto out;
+			}
+			o.rule = (enum cmp_rule)r;
+			break;
+		}
+		case 'a':
+			if (!known_key(optarg)) {
+				errorf("invalid --allow-different '%s': expected accelerator, "
+				       "cpu_model, qemu_version, libvirt_version, guest_kernel, "
+				       "guest_initramfs, dataset, dataset.NAME, params or all",
+				       optarg);
+				goto out;
+			}
+			strv_add(&allow, xstrdup(optarg));
+			break;
+		case 'w':
+			if (parse_uint(optarg, &v, &err) < 0 || v == 0 || v > 10000) {
+				errorf(
+				    "invalid --baseline-window '%s': expected a number from 1 to "
+				    "10000",
+				    optarg);
+				goto out;
+			}
+			o.window = (size_t)v;
+			window_set = true;
+			break;
+		case 'h':
+			usage(stdout);
+			rc = EXIT_OK;
+			goto out;
+		default: usage(stderr); goto out;
+		}
+	}
+	if (argc - optind < 2) {
+		errorf("compare: expected a baseline and a new results file");
+		usage(stderr);
+		goto out;
+	}
+	{
+		struct strv paths = { 0 };
+		for (int i = optind; i < argc - 1; i++)
+			if (expand_baseline(argv[i], &paths) < 0) {
+				strv_free(&paths);
+				goto out;
+			}
+		const char *cand_path = argv[argc - 1];
+		if (!window_set)
+			o.window = paths.n; /* every baseline named is pooled */
+		o.thresholds = th;
+		o.n_thresholds = n_th;
+		o.allow_different = (const char *const *)allow.v;
+		o.n_allow_different = allow.n;
+
+		_cleanup_free_ char *err = NULL;
+		_cleanup_(results_freep) struct results *cand = results_read(cand_path, &err);
+		struct results **base = xcalloc(paths.n, sizeof(*base));
+		bool ok = cand != NULL;
+		if (!cand)
+			errorf("%s", err);
+		for (size_t i = 0; ok && i < paths.n; i++) {
+			free(err);
+			err = NULL;
+			base[i] = results_read(paths.v[i], &err);
+			if (!base[i]) {
+				errorf("%s", err);
+				ok = false;
+			}
+		}
+		struct comparison *cmp = NULL;
+		if (ok) {
+			free(err);
+			err = NULL;
+			cmp = compare_results((const struct results *const *)base, paths.n, cand,
+					      &o, &err);
+			if (!cmp)
+				errorf("compare: %s", err);
+		}
+		if (cmp) {
+			struct compare_report_ctx x = {
+				.baselines = (const char *const *)paths.v,
+				.n_baselines = paths.n,
+				.cand = cand_path,
+			};
+			struct render r = { cmp, cand, &x };
+			int out_rc = 0;
+			if (!md && !junit && !json)
+				md = "-";
+			if (md && write_report(md, do_md, &r) < 0)
+				out_rc = -1;
+			if (junit && write_report(junit, do_junit, &r) < 0)
+				out_rc = -1;
+			if (json && write_report(json, do_json, &r) < 0)
+				out_rc = -1;
+			github(&r);
+			if (cmp->refused) {
+				_cleanup_free_ char *why = comparison_refusal(cmp);
+				errorf("%s", why);
+			}
+			rc = out_rc < 0 ? EXIT_PLAN : compare_exit_code(cmp);
+			comparison_free(cmp);
+		}
+		for (size_t i = 0; i < paths.n; i++)
+			results_free(base[i]);
+		free(base);
+		strv_free(&paths);
+	}
+out:
+	for (size_t i = 0; i < n_th; i++)
+		cmp_threshold_clear(&th[i]);
+	free(th);
+	strv_free(&allow);
+	return rc;
+}

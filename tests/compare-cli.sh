@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# `ferry compare` from the command line on synthetic results (tests/unit/test-compare.c
+# --write-files): exit status 0 / 1 / 2, the Markdown table as a reader parses it, JUnit valid
+# against both schemas (xmllint) with a <failure type="regression"> per regressed metric, the
+# JSON, a refused comparison that names the difference, --allow-different, too few runs, an older
+# results file, a baseline directory, and the GitHub annotations and step summary (a regular
+# file only, never through a symbolic link).
+set -euo pipefail
+
+src="${FERRY_SOURCE_DIR:?}"
+build="${FERRY_BUILD_DIR:?}"
+ferry="${FERRY:?}"
+py=/usr/bin/python3
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+if ! command -v xmllint >/dev/null; then
+	echo "SKIP: xmllint is not installed (apt-get install libxml2-utils)"
+	exit 77
+fi
+
+"$build/tests/test-compare" --write-files "$tmp"
+
+# expect STATUS ARGS...: ferry compare ARGS exits with STATUS; stdout in out, stderr in err
+expect() {
+	local want="$1" st=0
+	shift
+	env -u GITHUB_ACTIONS -u GITHUB_STEP_SUMMARY "$ferry" compare "$@" >out 2>err || st=$?
+	[ "$st" = "$want" ] || { cat out err >&2; fail "ferry compare $* exited $st, expected $want"; }
+	echo "ok: ferry compare $* -> $st"
+}
+
+expect 0 base.json same.json
+grep -q '| dataset=d0,method=m | total | ' out || fail "no total row for d0"
+expect 1 base.json slow.json --junit slow.xml --json slow-cmp.json --markdown slow.md
+[ ! -s out ] || fail "stdout used although every report has a file"
+
+# the Markdown table as a reader sees it: header, alignment, one row per cell total
+"$py" - slow.md <<'PY'
+import sys
+lines = open(sys.argv[1]).read().split("\n")
+i = lines.index("### Cells") + 2
+head = [c.strip() for c in lines[i].strip("|").split("|")]
+assert head == ["cell", "metric", "baseline median", "new median", "change [bounds]", "boots", "verdict"], head
+rows = []
+for l in lines[i + 2:]:
+    if not l.startswith("|"):
+        break
+    cells = [c.strip() for c in l.strip("|").split("|")]
+    assert len(cells) == len(head), l
+    rows.append(dict(zip(head, cells)))
+v = {(r["cell"], r["metric"]): r["verdict"] for r in rows}
+assert v[("dataset=d0,method=m", "total")].endswith("regressed"), v
+assert v[("dataset=d0,method=m", "throughput")].endswith("regressed"), v
+assert not v[("dataset=d1,method=m", "total")].endswith("regressed"), v
+assert not v[("dataset=d2,method=m", "total")].endswith("regressed"), v
+assert rows[0]["change [bounds]"].startswith("+3"), rows[0]
+print("ok: Markdown table parses, d0 regressed, d1 and d2 not")
+PY
+
+for xsd in junit-10.xsd ant-junit.xsd; do
+	xmllint --noout --schema "$src/fixtures/xsd/$xsd" slow.xml
+done
+[ "$(grep -c '<failure type="regression"' slow.xml)" = 4 ] || fail "expected 4 regression failures"
+grep -q 'failures="4" errors="0"' slow.xml || fail "testsuite counts"
+echo "ok: JUnit valid against both schemas, 4 regressions (total, transfer, throughput, files/s)"
+
+"$py" - slow-cmp.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["ferry_compare"] == 1 and d["refused"] is False
+assert d["counts"]["regressed"] == 4 and d["regressed_cells"] == 1, d["counts"]
+r = [x for x in d["rows"] if x["cell"] == "dataset=d0,method=m" and x["metric"] == "total"][0]
+assert r["verdict"] == "regressed" and r["bound_low"] > 0.05 and r["boots_baseline"] == 5
+assert r["between_boot_known"] is True
+print("ok: JSON comparison")
+PY
+
+# a refused comparison names the difference, in every output, and exits 2
+expect 2 base.json qemu.json --junit refused.xml --markdown -
+grep -q "refused to compare: qemu_version differs ('7.2.0' in the baseline, '8.2.0' now)" err ||
+	fail "the refusal does not name qemu_version: $(cat err)"
+grep -q 'qemu\\_version | 7.2.0 | 8.2.0 | \*\*refused\*\*' out || fail "Markdown refusal: $(cat out)"
+for xsd in junit-10.xsd ant-junit.xsd; do
+	xmllint --noout --schema "$src/fixtures/xsd/$xsd" refused.xml
+done
+grep -q '<error type="refused"' refused.xml || fail "JUnit refusal"
+expect 0 base.json qemu.json --allow-different qemu_version
+grep -q '| qemu\\_version | 7.2.0 | 8.2.0 | allowed |' out || fail "allowed difference not shown"
+expect 2 base.json qemu.json --allow-different qemu
+grep -q "invalid --allow-different 'qemu'" err || fail "unknown key accepted"
+
+# a different ferry version is shown, never refused
+expect 0 same.json base.json
+grep -q '| ferry\\_version | 0.2.0 | 0.1.0 | shown |' out || fail "ferry version not shown"
+
+# too few runs: inconclusive, never a verdict, exit 0
+expect 0 base.json few.json
+grep -q 'fewer than 3 measured runs on a side (baseline 10, new 2): no verdict' out ||
+	fail "too few runs not explained"
+! grep -q 'regressed |$' out || fail "a verdict with 2 runs"
+
+# an older results file (format version 1, no boot ids) still compares: each file is one boot,
+# so one file per side is capped at inconclusive; against 5 boots the variance is borrowed
+cp same.json v1same.json
+for f in v1.json v1same.json; do
+	"$py" - "$f" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["ferry_results"] = 1
+del d["metrics"]
+for c in d["cells"]:
+    for r in c["runs"]:
+        del r["boot"], r["metrics"]
+json.dump(d, open(sys.argv[1], "w"))
+PY
+done
+expect 0 v1.json v1same.json
+grep -q 'between-boot variance is unknown' out || fail "one boot per side not capped"
+! grep -Eq '(unchanged|regressed|improved) \|$' out || fail "a verdict with one boot per side"
+expect 0 v1.json same.json
+grep -q '| 1/5 |' out || fail "a version 1 file is not one boot"
+expect 0 "$src/tests/golden/results-v1.json" "$src/tests/golden/results-v1.json"
+
+# a directory of baselines with a window: the newest comparable ones are pooled
+mkdir hist
+cp base.json same.json qemu.json hist/
+expect 1 --baseline-window 2 hist slow.json --json win.json
+"$py" -c 'import json,sys; d=json.load(open("win.json")); assert len(d["baselines"]) == 2 and "hist/qemu.json" not in d["baselines"], d["baselines"]'
+
+# options
+expect 2 base.json
+expect 2 --threshold x base.json same.json
+expect 2 --rule t base.json same.json
+expect 2 --confidence 40% base.json same.json
+# a threshold for one cell's total: 30% is within 50% there; its other metrics still regress
+expect 1 --threshold 'dataset=d0:total=50%' --rule lkp --confidence 99% base.json slow.json
+grep -q '^| dataset=d0,method=m | total | .* unchanged |$' out || fail "per-cell threshold"
+grep -q '^| dataset=d0,method=m | throughput | .* regressed |$' out || fail "lkp throughput"
+expect 2 base.json missing.json
+grep -q 'missing.json' err || fail "missing file not named"
+
+# GitHub Actions: annotations on stdout, the Markdown appended to the step summary
+: >summary.md
+st=0
+GITHUB_ACTIONS=true GITHUB_STEP_SUMMARY="$tmp/summary.md" "$ferry" compare base.json slow.json \
+	--json gh.json >gh.out 2>gh.err || st=$?
+[ "$st" = 1 ] || fail "exit $st under GitHub Actions"
+grep -q '^::error title=ferry compare%3A dataset=d0%2Cmethod=m total regressed::dataset=d0,method=m total: regressed +' gh.out ||
+	fail "no ::error annotation: $(cat gh.out)"
+grep -q '| dataset=d0,method=m | total |' summary.md || fail "step summary not appended"
+echo "ok: ::error annotation and step summary"
+GITHUB_ACTIONS=true GITHUB_STEP_SUMMARY="$tmp/summary.md" "$ferry" compare base.json qemu.json \
+	--json gh.json >gh.out 2>gh.err || true
+grep -q '^::error title=ferry compare%3A qemu_version differs::' gh.out || fail "refusal annotation"
+# a symbolic link as step summary: not followed
+echo keep >target.md
+ln -s target.md link.md
+GITHUB_ACTIONS=true GITHUB_STEP_SUMMARY="$tmp/link.md" "$ferry" compare base.json same.json \
+	--json gh.json >gh.out 2>gh.err || fail "exit status with a symlinked summary"
+[ "$(cat target.md)" = keep ] || fail "the step summary was written through a symbolic link"
+grep -q 'symbolic link' gh.err || fail "no warning about the symbolic link: $(cat gh.err)"
+echo "ok: a symbolic link as step summary is refused with a warning"
