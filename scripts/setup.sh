@@ -19,6 +19,8 @@ packages=(
 	dnsmasq-base busybox-static
 	# disk-image vfat images without root (mkfs.vfat -C, mcopy)
 	dosfstools mtools
+	# the Debian guest (ferry guest build debian; tests/e2e/run-debian.sh builds it)
+	debootstrap
 	# tests: report consumers and tools
 	libxml2-utils valgrind cmark-gfm python3 python3-junitparser python3-jsonschema
 	clang-format iproute2 locales
@@ -43,6 +45,22 @@ if [ "${#missing[@]}" -gt 0 ]; then
 	# --force-confnew: a pre-existing /etc/libvirt/qemu.conf would otherwise stop dpkg at a prompt
 	apt-get install -y -qq -o Dpkg::Options::=--force-confnew --no-install-recommends \
 		"${missing[@]}" >/dev/null
+fi
+
+# The CI examples' validators (tests/ci-examples.sh), from npm, pinned, into a directory setup
+# owns: @action-validator/cli (GitHub workflow schema) and gitlab-ci-local (GitLab's own CI JSON
+# schema, --json-schema-validation).
+tools="${FERRY_TOOLS_DIR:-/var/cache/ferry/ci-tools}"
+ci_tools=(@action-validator/cli@0.6.0 @action-validator/core@0.6.0 gitlab-ci-local@4.75.1)
+if ! command -v npm >/dev/null; then
+	log "installing nodejs and npm"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+if [ ! -x "$tools/node_modules/.bin/action-validator" ] ||
+	[ ! -x "$tools/node_modules/.bin/gitlab-ci-local" ]; then
+	log "installing ${ci_tools[*]} into $tools"
+	mkdir -p "$tools"
+	npm install --prefix "$tools" --no-audit --no-fund --silent "${ci_tools[@]}" >/dev/null
 fi
 
 # /dev/kvm root:root 0600 makes libvirt re-probe QEMU on every domain start (~52 s each)

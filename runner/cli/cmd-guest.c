@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `ferry guest build|info|path`: build the built-in guest from Debian packages, show what is in
- * it, print what a VM boots.
+ * `ferry guest build|info|path [builtin|debian]`: build the built-in guest from Debian packages
+ * (or the Debian guest with debootstrap), show what is in it, print what a VM boots.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -9,20 +9,23 @@
 #include <string.h>
 
 #include "commands.h"
+#include "debian.h"
 #include "guest.h"
 #include "util.h"
 
 static void guest_usage(FILE *out)
 {
 	fputs(
-	    "usage: ferry guest build [--cache-dir DIR] [--force]\n"
-	    "       ferry guest info [--cache-dir DIR] [--json]\n"
-	    "       ferry guest path [--cache-dir DIR]\n"
+	    "usage: ferry guest build [builtin|debian] [--cache-dir DIR] [--force]\n"
+	    "       ferry guest info [builtin|debian] [--cache-dir DIR] [--json]\n"
+	    "       ferry guest path [builtin|debian] [--cache-dir DIR]\n"
 	    "\n"
 	    "Build the built-in guest (Debian kernel, busybox, qemu-guest-agent) from Debian\n"
 	    "packages into the cache, show what is in it, or print the kernel and initramfs a VM\n"
-	    "boots. The cache is $FERRY_CACHE_DIR, else /var/cache/ferry as root, else\n"
-	    "$XDG_CACHE_HOME/ferry.\n",
+	    "boots. 'debian' is the Debian guest (guest: debian): Debian 12 with systemd made by\n"
+	    "debootstrap (as root) from the archive the host's apt sources name, booted from its\n"
+	    "own kernel and initrd. The cache is $FERRY_CACHE_DIR, else /var/cache/ferry as root,\n"
+	    "else $XDG_CACHE_HOME/ferry.\n",
 	    out);
 }
 
@@ -53,6 +56,77 @@ static int guest_build_cmd(const char *cache, bool force)
 	printf("kernel: %s%s\ninitramfs: %s\n", g.kernel, g.pvh ? " (PVH)" : " (bzImage)",
 	       g.initramfs);
 	guest_files_clear(&g);
+	return EXIT_OK;
+}
+
+static int debian_build_cmd(const char *cache, bool force)
+{
+	struct guest_build_opts o = {
+		.cache_dir = cache,
+		.force = force,
+		.progress = print_progress,
+	};
+	struct guest_image g;
+	_cleanup_free_ char *err = NULL;
+	bool rebuilt = false;
+	uint64_t t0 = now_ns();
+	int r = guest_debian_build(&o, &g, &rebuilt, &err);
+
+	if (r < 0) {
+		errorf("guest build debian: %s", err);
+		return EXIT_INFRA;
+	}
+	fprintf(stderr, "guest: %s in %.1f s\n", rebuilt ? "built" : "up to date (cached)",
+		(double)(now_ns() - t0) / 1e9);
+	printf("root: %s\nkernel: %s\ninitrd: %s\n", g.root, g.kernel, g.initrd);
+	guest_image_clear(&g);
+	return EXIT_OK;
+}
+
+static int debian_info_cmd(const char *cache, bool as_json)
+{
+	_cleanup_free_ char *err = NULL, *text = NULL;
+	if (guest_debian_manifest(cache, &text, &err) < 0) {
+		errorf("guest info debian: %s", err);
+		return EXIT_INFRA;
+	}
+	if (as_json) {
+		printf("%s\n", text);
+		return EXIT_OK;
+	}
+	json_t *m = json_loads(text, 0, NULL);
+	size_t idx;
+	json_t *v;
+	printf("directory:      %s\n", json_string_value(json_object_get(m, "dir")));
+	printf("suite:          %s\n", json_string_value(json_object_get(m, "suite")));
+	printf("mirror:         %s\n", json_string_value(json_object_get(m, "mirror")));
+	printf("kernel version: %s\n", json_string_value(json_object_get(m, "kernel_version")));
+	static const char *const files[] = { "root", "kernel", "initrd" };
+	for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+		json_t *f = json_object_get(m, files[i]);
+		printf("%-15s %s, %.1f MiB\n", files[i],
+		       json_string_value(json_object_get(f, "file")),
+		       (double)json_integer_value(json_object_get(f, "size")) / 1048576.0);
+	}
+	printf("cmdline:        %s\n", json_string_value(json_object_get(m, "cmdline")));
+	printf("packages:       %zu\n", json_array_size(json_object_get(m, "packages")));
+	json_array_foreach(json_object_get(m, "packages"), idx, v)
+	    printf("  %-28s %s\n", json_string_value(json_object_get(v, "name")),
+		   json_string_value(json_object_get(v, "version")));
+	json_decref(m);
+	return EXIT_OK;
+}
+
+static int debian_path_cmd(const char *cache)
+{
+	_cleanup_free_ char *err = NULL;
+	struct guest_image g;
+	if (guest_debian_locate(cache, &g, &err) < 0) {
+		errorf("guest path debian: %s", err);
+		return EXIT_INFRA;
+	}
+	printf("%s\n%s\n%s\n", g.kernel, g.initrd, g.root);
+	guest_image_clear(&g);
 	return EXIT_OK;
 }
 
@@ -146,17 +220,23 @@ int cmd_guest(int argc, char **argv)
 		default: guest_usage(stderr); return EXIT_PLAN;
 		}
 	}
-	if (optind != argc - 1) {
+	if (optind != argc - 1 && optind != argc - 2) {
 		guest_usage(stderr);
 		return EXIT_PLAN;
 	}
 	const char *action = argv[optind];
+	const char *which = optind == argc - 2 ? argv[optind + 1] : "builtin";
+	bool debian = STREQ(which, "debian");
+	if (!debian && !STREQ(which, "builtin")) {
+		errorf("unknown guest '%s' (builtin or debian)", which);
+		return EXIT_PLAN;
+	}
 	if (STREQ(action, "build") && !as_json)
-		return guest_build_cmd(cache, force);
+		return debian ? debian_build_cmd(cache, force) : guest_build_cmd(cache, force);
 	if (STREQ(action, "info") && !force)
-		return guest_info_cmd(cache, as_json);
+		return debian ? debian_info_cmd(cache, as_json) : guest_info_cmd(cache, as_json);
 	if (STREQ(action, "path") && !force && !as_json)
-		return guest_path_cmd(cache);
+		return debian ? debian_path_cmd(cache) : guest_path_cmd(cache);
 
 	bool known = false;
 	for (size_t i = 0; i < ELEMENTSOF(actions); i++)

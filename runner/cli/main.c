@@ -27,7 +27,7 @@ static const struct command commands[] = {
 	{ "compare", cmd_compare, "did it get slower? a noise-aware verdict per cell" },
 	{ "merge", cmd_merge, "join the results files of a sharded run into one" },
 	{ "trend", cmd_trend, "the history of every cell over many runs, with changes" },
-	{ "guest", cmd_guest, "build the built-in guest, show what is in it" },
+	{ "guest", cmd_guest, "build the built-in or the Debian guest, show what is in it" },
 	{ "dataset", cmd_dataset, "generate, scan and verify datasets" },
 	{ "doctor", cmd_doctor, "check that this host can run plans" },
 	{ "help", cmd_help, "show this help" },

@@ -7,9 +7,11 @@
  */
 #include "machine.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -17,6 +19,8 @@
 
 #include "agent.h"
 #include "faults.h"
+#include "debian.h"
+#include "fs.h"
 #include "guest.h"
 #include "hash.h"
 #include "proc.h"
@@ -31,14 +35,28 @@
 #define MODULES_WAIT METHOD_GUEST_MODULES_WAIT
 #define DROP_CMD     "sync && echo 3 > /proc/sys/vm/drop_caches"
 #define EMPTY_CMD    "rm -rf " MACHINE_LANDING " && mkdir -p " MACHINE_LANDING
+/*
+ * For a method that uses the NIC: wait until the guest can reach the host (10.0.2.2 on QEMU user
+ * networking). The built-in guest's init configures eth0 before the agent starts; systemd guests
+ * start the agent (udev) before systemd-networkd or DHCP has configured it, and a user image may
+ * take long for DHCP. Outside the timed phases; a guest without `ip` is taken as it is.
+ */
+#define NET_WAIT                                                                                   \
+	"command -v ip >/dev/null || exit 0; i=0; "                                                \
+	"until ip route get 10.0.2.2 >/dev/null 2>&1; do if [ $i -ge 600 ]; then "                 \
+	"echo 'no route to 10.0.2.2 within 60 s: the guest did not configure its network card "    \
+	"(QEMU user networking: 10.0.2.15/24 or DHCP)' >&2; exit 1; fi; sleep 0.1; i=$((i+1)); "   \
+	"done"
 
 struct lv_machine {
 	struct machine base;
 	struct run *run;
 	virConnectPtr conn;
-	struct guest_files gf;
+	struct guest_files gf;  /* the built-in guest (located at open) */
+	char *gf_err;           /* why it could not be located: a builtin VM fails with this */
+	struct guest_image deb; /* the Debian guest, located at its first boot */
 	struct machine_faults faults;
-	unsigned n_targets;
+	unsigned n_targets, n_seeds;
 };
 
 struct lv_guest {
@@ -48,6 +66,7 @@ struct lv_guest {
 	struct disk_config target;
 	char *target_path;
 	char *target_dev; /* "/dev/vdb" */
+	char *seed_path;  /* the NoCloud seed ISO of an image guest with a seed */
 };
 
 static unsigned ns_to_ms(uint64_t ns)
@@ -156,7 +175,13 @@ static void domain_config(struct lv_machine *lm, struct lv_guest *g, struct vm_c
 			  struct disk_config *disks)
 {
 	const struct method_boot_needs *n = g->cfg.needs;
-	vm_config_from_plan(g->cfg.vm, lm->gf.kernel, lm->gf.initramfs, lm->gf.cmdline, c);
+	if (g->cfg.vm->guest == PLAN_GUEST_DEBIAN)
+		vm_config_from_plan(g->cfg.vm, lm->deb.kernel, lm->deb.initrd, lm->deb.cmdline,
+				    lm->deb.root, c);
+	else
+		vm_config_from_plan(g->cfg.vm, lm->gf.kernel, lm->gf.initramfs, lm->gf.cmdline,
+				    NULL, c);
+	c->seed = g->seed_path;
 	size_t nd = 0;
 	/* hot-pluggable buses are attached after boot, so that vm.c knows the disk and a fresh
 	   disk can be swapped in by detach + attach */
@@ -178,9 +203,67 @@ static void domain_config(struct lv_machine *lm, struct lv_guest *g, struct vm_c
 	c->n_channels = n->n_channels;
 }
 
+/* A user-data file is small: cloud-init's own limit for a NoCloud seed is far below this. */
+#define SEED_USER_DATA_MAX (UINT64_C(1) << 20)
+
+/* The NoCloud seed of an image guest: the plan's user-data file (untrusted: a regular file
+ * only, read without blocking) in a cidata ISO in the run directory. */
+static int make_seed(struct lv_machine *lm, struct lv_guest *g, char **err)
+{
+	const char *src = g->cfg.vm->seed;
+	_cleanup_close_ int fd = open(src, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		*err = xasprintf("cannot open seed '%s': %s", src, strerror(errno));
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > SEED_USER_DATA_MAX) {
+		*err = xasprintf("seed '%s' is %s, not a regular file of at most 1 MiB", src,
+				 S_ISREG(st.st_mode) ? "larger" : file_kind(st.st_mode));
+		return -1;
+	}
+	_cleanup_free_ char *data = xmalloc((size_t)st.st_size + 1);
+	size_t got = 0;
+	ssize_t n;
+	while (got < (size_t)st.st_size && (n = read(fd, data + got, (size_t)st.st_size - got)) > 0)
+		got += (size_t)n;
+	char sum[SHA256_HEX];
+	sha256_buf_hex(data, got, sum);
+	sum[16] = '\0';
+	_cleanup_free_ char *id = xasprintf("ferry-%s", sum);
+	_cleanup_free_ char *name = xasprintf("seed-%u.iso", ++lm->n_seeds);
+	_cleanup_free_ char *path = run_path(lm->run, "overlays", name);
+	_cleanup_free_ char *e = NULL;
+	if (guest_seed_write(path, id, data, got, &e) < 0) {
+		*err = TAKE_PTR(e);
+		return -1;
+	}
+	g->seed_path = TAKE_PTR(path);
+	return 0;
+}
+
+/* What the guest boots from, found (or built, for a seed) before its first boot. */
+static int guest_ready(struct lv_machine *lm, struct lv_guest *g, char **err)
+{
+	switch (g->cfg.vm->guest) {
+	case PLAN_GUEST_BUILTIN:
+		if (!lm->gf.kernel) {
+			*err = xstrdup(lm->gf_err ? lm->gf_err : "no built-in guest");
+			return -1;
+		}
+		return 0;
+	case PLAN_GUEST_DEBIAN:
+		return lm->deb.root || guest_debian_locate(NULL, &lm->deb, err) == 0 ? 0 : -1;
+	case PLAN_GUEST_IMAGE: return g->cfg.vm->seed && !g->seed_path ? make_seed(lm, g, err) : 0;
+	}
+	return 0;
+}
+
 /* Boot g's domain with a new target disk and mount the landing place. */
 static int lv_boot_into(struct lv_machine *lm, struct lv_guest *g, char **err)
 {
+	if (guest_ready(lm, g, err) < 0)
+		return -1;
 	if (is_image(g)) {
 		if (!g->target_path) {
 			_cleanup_free_ char *name =
@@ -212,6 +295,11 @@ static int lv_boot_into(struct lv_machine *lm, struct lv_guest *g, char **err)
 		lv_teardown(g);
 		return -1;
 	}
+	if (g->cfg.needs->nic && c.nic.backend == NIC_BACKEND_USER &&
+	    guest_sh(g, NET_WAIT, err) < 0) {
+		lv_teardown(g);
+		return -1;
+	}
 	g->base.dirty = false;
 	return 0;
 }
@@ -223,6 +311,9 @@ static void lv_free(struct lv_guest *g)
 		unlink(g->target_path);
 	free(g->target_path);
 	free(g->target_dev);
+	if (g->seed_path)
+		unlink(g->seed_path);
+	free(g->seed_path);
 	free(g->base.name);
 	free(g);
 }
@@ -360,10 +451,12 @@ static void lv_describe(struct machine *m, struct machine_guest *mg, struct resu
 		free(pv->libvirt_version);
 		pv->libvirt_version = version_string(v);
 	}
-	free(pv->guest_kernel_sha256);
-	pv->guest_kernel_sha256 = file_sha256(lm->gf.kernel);
-	free(pv->guest_initramfs_sha256);
-	pv->guest_initramfs_sha256 = xstrdup(lm->gf.initramfs_sha256);
+	if (lm->gf.kernel) {
+		free(pv->guest_kernel_sha256);
+		pv->guest_kernel_sha256 = file_sha256(lm->gf.kernel);
+		free(pv->guest_initramfs_sha256);
+		pv->guest_initramfs_sha256 = xstrdup(lm->gf.initramfs_sha256);
+	}
 }
 
 static void lv_bind(struct machine *m, struct machine_guest *mg, struct method_ctx *ctx)
@@ -393,6 +486,8 @@ static void lv_close(struct machine *m)
 	struct lv_machine *lm = (struct lv_machine *)m;
 	virConnectClose(lm->conn);
 	guest_files_clear(&lm->gf);
+	free(lm->gf_err);
+	guest_image_clear(&lm->deb);
 	machine_faults_clear(&lm->faults);
 	free(lm);
 }
@@ -416,10 +511,9 @@ struct machine *machine_libvirt_open(struct run *run, const char *uri, void *dat
 	struct lv_machine *lm = xcalloc(1, sizeof(*lm));
 	lm->base.ops = &libvirt_ops;
 	lm->run = run;
-	if (guest_locate(NULL, &lm->gf, err) < 0) {
-		free(lm);
-		return NULL;
-	}
+	/* a plan may use only the Debian guest or images: the built-in one is needed (and its
+	   absence an error) only when a VM boots it */
+	(void)guest_locate(NULL, &lm->gf, &lm->gf_err);
 	lm->conn = vm_connect(uri, err);
 	if (!lm->conn) {
 		guest_files_clear(&lm->gf);

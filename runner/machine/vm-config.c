@@ -141,12 +141,19 @@ int vm_config_validate(const struct vm_config *c, char **why)
 		*why = xstrdup("memory must be at least 64 MiB and a multiple of 1 MiB");
 		return -1;
 	}
-	if (!!c->image == !!c->kernel) {
-		*why = xstrdup(c->image ? "a VM boots either an image or a kernel, not both"
-					: "a VM needs a kernel (the built-in guest) or an image");
+	if (!c->image && !c->kernel) {
+		*why = xstrdup("a VM needs a kernel (the built-in guest) or an image");
 		return -1;
 	}
-	if (c->kernel && !c->initrd) {
+	if ((c->initrd || c->cmdline) && !c->kernel) {
+		*why = xstrdup("an initrd or a kernel command line needs a kernel");
+		return -1;
+	}
+	if (c->seed && !c->image) {
+		*why = xstrdup("a NoCloud seed goes with an image guest");
+		return -1;
+	}
+	if (c->kernel && !c->image && !c->initrd) {
 		*why = xstrdup("the built-in guest needs an initramfs with its kernel");
 		return -1;
 	}
@@ -226,7 +233,7 @@ int vm_config_validate(const struct vm_config *c, char **why)
 				return -1;
 			}
 	}
-	unsigned ide = 0;
+	unsigned ide = c->seed && c->machine == VM_MACHINE_PC; /* the seed's CD-ROM */
 	for (size_t i = 0; i < c->n_disks; i++) {
 		const struct disk_config *d = &c->disks[i];
 		_cleanup_free_ char *w = NULL;
@@ -247,7 +254,7 @@ int vm_config_validate(const struct vm_config *c, char **why)
 			}
 	}
 	if (ide > 4) {
-		*why = xstrdup("machine 'pc' has room for 4 ide disks");
+		*why = xstrdup("machine 'pc' has room for 4 ide disks (a seed takes one)");
 		return -1;
 	}
 	return 0;
@@ -421,13 +428,21 @@ char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const
 	prop(type, "machine", vm_machine_names[c->machine]);
 	if (c->kernel) {
 		add(os, "kernel", c->kernel);
-		add(os, "initrd", c->initrd);
-		/* the drivers the devices need (the built-in guest's init reads it) */
-		_cleanup_free_ char *mods = vm_guest_modules(c);
-		_cleanup_free_ char *cmdline =
-		    xasprintf("%s%sferry.modules=%s", c->cmdline ? c->cmdline : "",
-			      c->cmdline && *c->cmdline ? " " : "", mods);
-		add(os, "cmdline", cmdline);
+		if (c->initrd)
+			add(os, "initrd", c->initrd);
+		if (c->image) {
+			/* an image's own kernel (the Debian guest, a user's): its command line as
+			   given */
+			if (c->cmdline)
+				add(os, "cmdline", c->cmdline);
+		} else {
+			/* the drivers the devices need (the built-in guest's init reads it) */
+			_cleanup_free_ char *mods = vm_guest_modules(c);
+			_cleanup_free_ char *cmdline =
+			    xasprintf("%s%sferry.modules=%s", c->cmdline ? c->cmdline : "",
+				      c->cmdline && *c->cmdline ? " " : "", mods);
+			add(os, "cmdline", cmdline);
+		}
 	} else {
 		prop(add(os, "boot", NULL), "dev", "hd");
 	}
@@ -438,7 +453,7 @@ char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const
 	prop(add(dom, "clock", NULL), "offset", c->os == VM_OS_WINDOWS ? "localtime" : "utc");
 	add(dom, "on_poweroff", "destroy");
 	/* the built-in guest never reboots on purpose; a user's OS may (updates, installers) */
-	add(dom, "on_reboot", c->kernel ? "destroy" : "restart");
+	add(dom, "on_reboot", c->kernel && !c->image ? "destroy" : "restart");
 	add(dom, "on_crash", "destroy");
 
 	xmlNodePtr dev = add(dom, "devices", NULL);
@@ -491,6 +506,23 @@ char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const
 			xmlUnlinkNode(b);
 			xmlFreeNode(b);
 		}
+	}
+	if (c->seed) {
+		/* cloud-init's NoCloud source finds it by its volume id (cidata) */
+		enum disk_bus bus = c->machine == VM_MACHINE_Q35 ? DISK_BUS_SATA : DISK_BUS_IDE;
+		unsigned *slot = &next[bus == DISK_BUS_IDE ? 2 : 1];
+		_cleanup_free_ char *t = vm_disk_target_name(bus, (*slot)++);
+		xmlNodePtr cd = add(dev, "disk", NULL);
+		prop(cd, "type", "file");
+		prop(cd, "device", "cdrom");
+		xmlNodePtr drv = add(cd, "driver", NULL);
+		prop(drv, "name", "qemu");
+		prop(drv, "type", "raw");
+		prop(add(cd, "source", NULL), "file", c->seed);
+		xmlNodePtr tg = add(cd, "target", NULL);
+		prop(tg, "dev", t);
+		prop(tg, "bus", bus == DISK_BUS_IDE ? "ide" : "sata");
+		add(cd, "readonly", NULL);
 	}
 	for (size_t i = 0; i < c->n_disks; i++) {
 		const struct disk_config *d = &c->disks[i];

@@ -18,7 +18,7 @@ enum disk_bus vm_disk_bus_from_plan(enum plan_bus b)
 }
 
 void vm_config_from_plan(const struct plan_vm *p, const char *kernel, const char *initrd,
-			 const char *cmdline, struct vm_config *c)
+			 const char *cmdline, const char *root, struct vm_config *c)
 {
 	vm_config_init(c);
 	c->vcpus = (unsigned)p->vcpus;
@@ -31,10 +31,15 @@ void vm_config_from_plan(const struct plan_vm *p, const char *kernel, const char
 	c->os = p->os == PLAN_OS_WINDOWS ? VM_OS_WINDOWS : VM_OS_LINUX;
 	if (p->guest == PLAN_GUEST_IMAGE) {
 		c->image = p->image;
+		c->kernel = p->kernel;
+		c->initrd = p->initrd;
+		c->cmdline = p->cmdline;
 	} else {
 		c->kernel = kernel;
 		c->initrd = initrd;
 		c->cmdline = cmdline;
+		if (p->guest == PLAN_GUEST_DEBIAN)
+			c->image = root;
 	}
 	c->nic.model = p->nic.model == PLAN_NIC_E1000 ? NIC_MODEL_E1000 : NIC_MODEL_VIRTIO;
 	c->nic.queues = (unsigned)p->nic.queues;

@@ -8,9 +8,14 @@
 #include "plan.h"
 #include "vm.h"
 
-/* vm entry -> vm_config (kernel, initrd, cmdline: the built-in guest's files). */
+/*
+ * vm entry -> vm_config. kernel, initrd, cmdline: the files of the guest ferry built for
+ * `guest: builtin` or `guest: debian` (root: the Debian guest's root image, NULL otherwise); an
+ * image guest takes image, kernel, initrd and cmdline from the entry (the seed ISO is the
+ * caller's to set: it is built from the entry's user-data).
+ */
 void vm_config_from_plan(const struct plan_vm *p, const char *kernel, const char *initrd,
-			 const char *cmdline, struct vm_config *c);
+			 const char *cmdline, const char *root, struct vm_config *c);
 /* disk entry -> disk_config of the target disk (image kind: path and serial as given). */
 void vm_disk_config_from_plan(const struct plan_disk *p, const char *path, const char *serial,
 			      struct disk_config *c);

@@ -207,11 +207,26 @@ static int wait_agent(virDomainPtr dom, const char *name, const char *log, unsig
 			return -1;
 		}
 		if (now_ns() >= deadline) {
-			*err =
-			    with_console(xasprintf("the guest agent of domain '%s' did not answer "
-						   "within %u ms (last: %s)",
-						   name, timeout_ms, e),
-					 log);
+			/* what to check: libvirt knows whether anything in the guest opened the
+			   agent's port; an empty console means nothing printed to ttyS0 */
+			struct stat st;
+			bool quiet = !log || stat(log, &st) < 0 || st.st_size == 0;
+			const char *hint =
+			    e && strstr(e, "not connected")
+				? "nothing in the guest opened the agent's virtio port "
+				  "org.qemu.guest_agent.0: is qemu-guest-agent installed and "
+				  "started "
+				  "(a stock cloud image: a seed whose user-data installs and "
+				  "starts it)?"
+				: "the agent's port is open but the agent does not answer";
+			*err = with_console(
+			    xasprintf("the guest agent of domain '%s' did not answer within %u ms "
+				      "(last: %s); %s%s",
+				      name, timeout_ms, e, hint,
+				      quiet ? "; the serial console is empty: does the guest boot "
+					      "and print to ttyS0 (console=ttyS0)?"
+					    : ""),
+			    log);
 			return -1;
 		}
 		sleep_ms(20);
@@ -234,6 +249,59 @@ static char *image_format(const char *path, char **err)
 		return NULL;
 	}
 	return xstrdup(fmt);
+}
+
+/* Kernels and initrds of a Linux distribution stay well below this. */
+#define BOOT_FILE_MAX (UINT64_C(1) << 30)
+
+/*
+ * Copy the kernel or initrd `src` (a plan names it: untrusted) to dst in the run directory,
+ * world-readable: only a regular file is read (a FIFO or device is refused before any read, so
+ * it cannot hang or feed the guest a device), and libvirt relabels ferry's copy, never the
+ * user's file.
+ */
+static int copy_boot_file(const char *what, const char *src, const char *dst, char **err)
+{
+	_cleanup_close_ int fd = open(src, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		*err = xasprintf("cannot open %s '%s': %s", what, src, strerror(errno));
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		*err = xasprintf("%s '%s' is %s, not a regular file", what, src,
+				 file_kind(st.st_mode));
+		return -1;
+	}
+	if ((uint64_t)st.st_size > BOOT_FILE_MAX) {
+		*err = xasprintf("%s '%s' is larger than 1 GiB", what, src);
+		return -1;
+	}
+	struct atomic_file af;
+	_cleanup_free_ char *e = NULL;
+	if (atomic_file_open(&af, dst, 0644, &e) < 0) {
+		*err = xasprintf("cannot copy %s '%s': %s", what, src, e);
+		return -1;
+	}
+	char buf[65536];
+	ssize_t n;
+	uint64_t total = 0;
+	while ((n = read(fd, buf, sizeof(buf))) > 0 && total <= BOOT_FILE_MAX) {
+		total += (uint64_t)n;
+		if (write_all(af.fd, buf, (size_t)n) < 0)
+			break;
+	}
+	if (n != 0 || total > BOOT_FILE_MAX) {
+		int e2 = n < 0 ? errno : EIO;
+		atomic_file_abort(&af);
+		*err = xasprintf("cannot copy %s '%s': %s", what, src, strerror(e2));
+		return -1;
+	}
+	if (atomic_file_commit(&af, &e) < 0) {
+		*err = xasprintf("cannot copy %s '%s': %s", what, src, e);
+		return -1;
+	}
+	return 0;
 }
 
 /* The built-in guest brings eth0 up as 10.0.2.15 (user networking); on the private network
@@ -285,6 +353,21 @@ static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_conf
 		chmod(overlay, 0644);
 		cc.image = overlay;
 	}
+	_cleanup_free_ char *kcopy = NULL, *icopy = NULL;
+	if (c->image && c->kernel) {
+		_cleanup_free_ char *kn = xasprintf("%s.kernel", name);
+		kcopy = run_path(run, "overlays", kn);
+		if (copy_boot_file("kernel", c->kernel, kcopy, err) < 0)
+			return -1;
+		cc.kernel = kcopy;
+		if (c->initrd) {
+			_cleanup_free_ char *in = xasprintf("%s.initrd", name);
+			icopy = run_path(run, "overlays", in);
+			if (copy_boot_file("initrd", c->initrd, icopy, err) < 0)
+				return -1;
+			cc.initrd = icopy;
+		}
+	}
 	cc.owner_run = run_id(run);
 	cc.owner_pid = (long)getpid();
 	/* the private network: ferry's tap, still in the root namespace, down, no address */
@@ -333,6 +416,8 @@ static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_conf
 	/* hot-plugged targets follow the boot-time ones */
 	if (c->image)
 		vm->next[c->os == VM_OS_WINDOWS ? 1 : 0]++;
+	if (c->seed)
+		vm->next[c->machine == VM_MACHINE_Q35 ? 1 : 2]++;
 	for (size_t i = 0; i < c->n_disks; i++)
 		if (c->disks[i].kind == DISK_KIND_IMAGE)
 			vm->next[c->disks[i].bus == DISK_BUS_VIRTIO ? 0
@@ -385,16 +470,18 @@ int vm_probe_kvm(struct run *run, virConnectPtr conn, const struct vm_config *c,
 		if (!caps) {
 			reason = xasprintf("libvirt offers no KVM domains: %s",
 					   virGetLastErrorMessage());
-		} else if ((!c || !c->kernel) && guest_locate(NULL, &gf, &gerr) < 0) {
+		} else if ((!c || !c->kernel || c->image) && guest_locate(NULL, &gf, &gerr) < 0) {
 			reason = xasprintf("not probed: a boot probe needs the built-in guest: %s",
 					   gerr);
 		} else {
 			/* /dev/kvm can open and still hang every guest: boot one to be sure */
 			struct vm_config p;
 			vm_config_init(&p);
-			p.kernel = c && c->kernel ? c->kernel : gf.kernel;
-			p.initrd = c && c->kernel ? c->initrd : gf.initramfs;
-			p.cmdline = c && c->kernel ? c->cmdline : gf.cmdline;
+			/* an image's own kernel needs its disk: probe with the built-in guest */
+			bool own = c && c->kernel && !c->image;
+			p.kernel = own ? c->kernel : gf.kernel;
+			p.initrd = own ? c->initrd : gf.initramfs;
+			p.cmdline = own ? c->cmdline : gf.cmdline;
 			p.accel = VM_ACCEL_KVM;
 			p.nic.backend = NIC_BACKEND_NONE;
 			struct vm *vm = NULL;

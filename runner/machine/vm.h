@@ -121,10 +121,14 @@ struct vm_config {
 	enum vm_machine machine;
 	enum vm_firmware firmware;
 	enum vm_accel accel;
-	/* the built-in guest: kernel + initramfs + command line (image must be NULL) */
+	/* the built-in guest: kernel + initramfs + command line (image NULL); with image set, a
+	   direct kernel boot of that disk (initrd optional) */
 	const char *kernel, *initrd, *cmdline;
-	/* or a user image, booted through a temporary qcow2 overlay (never modified) */
+	/* a disk image (a user's, or the Debian guest's root), booted through a temporary qcow2
+	   overlay (never modified): by its bootloader, or by kernel when that is set */
 	const char *image;
+	/* a NoCloud seed (cidata ISO) attached as a CD-ROM: ide on pc, sata on q35 */
+	const char *seed;
 	enum vm_os os; /* selects the in-guest commands */
 	struct nic_config nic;
 	struct share_config share;
@@ -198,7 +202,9 @@ struct vm;
  * when ferry is killed; marked with the run's id and pid in its <metadata>) and wait
  * up to timeout_ms for the guest agent to answer guest-ping. accel auto uses KVM only when the
  * boot probe (vm_probe_kvm; its answer kept per host boot, see vm_kvm_probe_remember) proved it
- * works, else TCG. A user image boots from a qcow2 overlay in the run directory. Returns 0 with
+ * works, else TCG. An image boots from a qcow2 overlay in the run directory; the kernel and
+ * initrd of an image's direct kernel boot are copied into it first (regular files only), so
+ * libvirt relabels only ferry's copies. Returns 0 with
  * *out set, or -1 with *err set (with the console tail when the guest did not come up).
  */
 int vm_boot(struct run *run, virConnectPtr conn, const struct vm_config *c, unsigned timeout_ms,

@@ -193,11 +193,20 @@ int method_verify_dir(struct method_ctx *ctx, const char *dir, bool symlinks);
 /*
  * A guest shell prefix that waits (at most 30 s) until the built-in guest has loaded its
  * filesystem modules (ext4, vfat, isofs, 9p, virtiofs load behind the agent, see guest.h): a mount
- * right after boot otherwise fails with "No such device". Use it before the first mount.
+ * right after boot otherwise fails with "No such device". Use it before the first mount. Only
+ * the built-in guest (the one with /etc/vport-link.sh, its own init's helper) writes the marker:
+ * other guests (Debian, users' images) load modules on demand through kmod and do not wait.
  */
 #define METHOD_GUEST_MODULES_WAIT                                                                  \
-	"i=0; while [ ! -e /run/ferry-modules-loaded ] && [ $i -lt 300 ]; do sleep 0.1; "          \
-	"i=$((i+1)); done; "
+	"i=0; while [ -e /etc/vport-link.sh ] && [ ! -e /run/ferry-modules-loaded ] && "           \
+	"[ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; "
+
+/*
+ * A guest shell prefix that turns on pipefail where the shell has it (busybox ash, bash) and
+ * goes on without it where it has not (dash, Debian's /bin/sh): `set -o pipefail` alone makes
+ * dash exit. Without it the bytes are still checked by verify.
+ */
+#define METHOD_SH_PIPEFAIL "(set -o pipefail) 2>/dev/null && set -o pipefail; "
 
 /* Quote s for a POSIX shell ('...' with ' escaped). Caller frees. */
 char *method_shell_quote(const char *s);

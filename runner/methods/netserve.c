@@ -432,7 +432,8 @@ char *netserve_pull_part_command(const char *base, unsigned part, const char *di
 	/* one record per argument (xargs -0): no read, no IFS, no name taken as an option ("./"
 	   in front of every path); the server finds entries by index */
 	return xasprintf(
-	    "set -o pipefail; cd %s && wget -q -O - %s/.ferry-list/%u | xargs -0 sh -c '"
+	    METHOD_SH_PIPEFAIL
+	    "cd %s && wget -q -O - %s/.ferry-list/%u | xargs -0 sh -c '"
 	    "b=$1; shift; for r; do k=${r%%\"${r#?}\"}; r=${r#?}; i=${r%%%%/*}; p=./${r#*/}; "
 	    "case $k in "
 	    "d) mkdir -p -- \"$p\" || exit 1;; "
@@ -463,7 +464,8 @@ char *netserve_parallel_command(char *const *cmds, unsigned n)
 
 char *netserve_push_source(int port, const char *token)
 {
-	/* dd bs=1: exactly the token line is read, the stream after it is left to the unpacker */
+	/* dd bs=1: exactly the token line is read, the stream after it is left to the unpacker.
+	   `nc -l -p PORT` is busybox's and Debian's netcat-openbsd's spelling alike */
 	return xasprintf("nc -l -p %d | { t=$(dd bs=1 count=%d 2>/dev/null); "
 			 "if [ \"$t\" != '%s' ]; then echo 'network: push: wrong or no token' >&2; "
 			 "exit 1; fi; cat; }",

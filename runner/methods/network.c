@@ -217,10 +217,10 @@ static int pull(struct method_ctx *ctx, struct network_state *s)
 /* How many of the push ports the guest listens on yet. */
 static unsigned guest_listening(struct method_ctx *ctx, unsigned n)
 {
-	_cleanup_free_ char *cmd =
-	    xasprintf("netstat -ltn 2>/dev/null | awk '{n=split($4,a,\":\"); p=a[n]+0; "
-		      "if (p>=%d && p<%d) c++} END {print c+0}'",
-		      PUSH_GUEST_PORT, PUSH_GUEST_PORT + (int)n);
+	_cleanup_free_ char *cmd = xasprintf("{ ss -ltn 2>/dev/null || netstat -ltn 2>/dev/null; } "
+					     "| awk '{n=split($4,a,\":\"); p=a[n]+0; "
+					     "if (p>=%d && p<%d) c++} END {print c+0}'",
+					     PUSH_GUEST_PORT, PUSH_GUEST_PORT + (int)n);
 	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
 	struct agent_exec_result r = { 0 };
 	_cleanup_free_ char *err = NULL;

@@ -166,19 +166,23 @@ char *stream_unpack_command(const struct plan_archive *a, const char *source, co
 	case PLAN_ARCHIVE_NONE:
 	case PLAN_ARCHIVE_TAR:
 	case PLAN_ARCHIVE_PAX:
-		/* busybox tar reads on to the end of its input after the end-of-archive blocks */
-		return xasprintf("set -o pipefail; %s | %star -x -f - -C %s", source, dec, q);
+		/* busybox tar reads on to the end of its input after the end-of-archive blocks; GNU
+		 * tar may stop there: drain the rest so the writer never sees a broken pipe */
+		return xasprintf(METHOD_SH_PIPEFAIL
+				 "%s | %s{ tar -x -f - -C %s && cat >/dev/null; }",
+				 source, dec, q);
 	case PLAN_ARCHIVE_CPIO:
 		/* cpio stops at its trailer: drain the rest so the writer never sees a broken
 		 * pipe */
-		return xasprintf(
-		    "set -o pipefail; cd %s && %s | %s{ cpio -i -d -m -u 2>/dev/null || "
-		    "exit 1; cat >/dev/null; }",
-		    q, source, dec);
+		return xasprintf(METHOD_SH_PIPEFAIL
+				 "cd %s && %s | %s{ cpio -i -d -m -u 2>/dev/null || "
+				 "exit 1; cat >/dev/null; }",
+				 q, source, dec);
 	case PLAN_ARCHIVE_ZIP:
 		/* unzip needs a seekable file (the central directory is at the end) */
 		return xasprintf(
-		    "set -o pipefail; %s > %s/.ferry-stream.zip && "
+		    METHOD_SH_PIPEFAIL
+		    "%s > %s/.ferry-stream.zip && "
 		    "unzip -o -q %s/.ferry-stream.zip -d %s && rm -f %s/.ferry-stream.zip",
 		    source, q, q, q, q);
 	}

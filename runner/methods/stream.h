@@ -32,7 +32,9 @@ int stream_concat(const char *dir, const struct manifest *m, int fd, unsigned ti
 /*
  * The guest shell command that reads the stream from the output of `source` (a shell command
  * such as "cat /dev/virtio-ports/X") and unpacks it into guest directory dir. Runs under
- * `set -o pipefail`, so a failure anywhere in the pipeline fails it. Caller frees.
+ * `set -o pipefail` where the guest's shell has it (METHOD_SH_PIPEFAIL: busybox ash, bash), so a
+ * failure anywhere in the pipeline fails it; under dash only the unpacker's status counts (and
+ * verify still checks every byte). Caller frees.
  */
 char *stream_unpack_command(const struct plan_archive *a, const char *source, const char *dir);
 

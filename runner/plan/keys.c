@@ -71,16 +71,35 @@ static const struct key_def vm_defs[] = {
 	  .type = KEY_ENUM,
 	  .offset = FIELD(plan_vm, guest),
 	  .def = "builtin",
-	  .values = V("builtin", "image"),
+	  .values = V("builtin", "image", "debian"),
 	  .help =
 	      "builtin boots ferry's own small Linux guest; image boots the disk image named by "
-	      "image (implied when image is set)" },
+	      "image (implied when image is set); debian boots the Debian 12 guest with systemd "
+	      "that 'ferry guest build debian' made" },
 	{ .name = "image",
 	  .type = KEY_STRING,
 	  .offset = FIELD(plan_vm, image),
 	  .help =
 	      "a bootable disk image with qemu-guest-agent; booted through a temporary overlay, "
 	      "never modified" },
+	{ .name = "kernel",
+	  .type = KEY_STRING,
+	  .offset = FIELD(plan_vm, kernel),
+	  .help = "boot the image with this kernel (direct kernel boot, no bootloader); a host "
+		  "file, copied into the run directory" },
+	{ .name = "initrd",
+	  .type = KEY_STRING,
+	  .offset = FIELD(plan_vm, initrd),
+	  .help = "the initrd for kernel; a host file, copied into the run directory" },
+	{ .name = "cmdline",
+	  .type = KEY_STRING,
+	  .offset = FIELD(plan_vm, cmdline),
+	  .help = "the kernel command line for kernel (for example root=/dev/vda1 console=ttyS0)" },
+	{ .name = "seed",
+	  .type = KEY_STRING,
+	  .offset = FIELD(plan_vm, seed),
+	  .help = "a cloud-init user-data file: the image boots with a NoCloud seed (a cidata ISO) "
+		  "carrying it, e.g. to install or enable qemu-guest-agent" },
 	{ .name = "os",
 	  .type = KEY_ENUM,
 	  .offset = FIELD(plan_vm, os),

@@ -33,7 +33,7 @@ struct plan_entry {
 };
 
 /* Enumerations: values are indexes into the allowed-value lists of keys.c, in that order. */
-enum plan_guest { PLAN_GUEST_BUILTIN, PLAN_GUEST_IMAGE };
+enum plan_guest { PLAN_GUEST_BUILTIN, PLAN_GUEST_IMAGE, PLAN_GUEST_DEBIAN };
 enum plan_os { PLAN_OS_LINUX, PLAN_OS_WINDOWS };
 enum plan_machine { PLAN_MACHINE_PC, PLAN_MACHINE_Q35 };
 enum plan_firmware { PLAN_FIRMWARE_BIOS, PLAN_FIRMWARE_UEFI };
@@ -56,6 +56,10 @@ struct plan_vm {
 	struct plan_entry e;
 	enum plan_guest guest;
 	char *image; /* base image when guest is image (booted through an overlay) */
+	/* direct kernel boot of an image guest: host paths (read by ferry, copied into the run
+	   directory), and the kernel command line */
+	char *kernel, *initrd, *cmdline;
+	char *seed; /* user-data for a NoCloud seed (cidata ISO) of an image guest */
 	enum plan_os os;
 	uint64_t vcpus;
 	uint64_t memory; /* bytes */

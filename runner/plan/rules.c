@@ -51,6 +51,35 @@ static void vm_image_builtin(const struct rule_subject *s, struct rule_out *o)
 		rule_fail(o, "image",
 			  "'image' cannot be used with 'guest: builtin' (the built-in guest boots "
 			  "ferry's own kernel and initramfs)");
+	else if (s->vm->image && s->vm->guest == PLAN_GUEST_DEBIAN)
+		rule_fail(o, "image",
+			  "'image' cannot be used with 'guest: debian' (the Debian guest boots the "
+			  "root image 'ferry guest build debian' made)");
+}
+
+/* kernel, initrd, cmdline and seed describe how an image boots: image guests only, and the
+ * initrd and command line only with a kernel. */
+static void vm_kernel_image(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct plan_vm *vm = s->vm;
+	static const char *const keys[] = { "kernel", "initrd", "cmdline", "seed" };
+	const char *vals[] = { vm->kernel, vm->initrd, vm->cmdline, vm->seed };
+	for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+		if (!vals[i])
+			continue;
+		if (vm->guest != PLAN_GUEST_IMAGE) {
+			rule_fail(o, keys[i],
+				  "'%s' needs 'guest: image' (with 'image', the disk it boots)",
+				  keys[i]);
+			return;
+		}
+		if (i > 0 && i < 3 && !vm->kernel) {
+			rule_fail(o, keys[i], "'%s' needs 'kernel' (direct kernel boot)", keys[i]);
+			return;
+		}
+	}
+	if (vm->kernel && vm->os == PLAN_OS_WINDOWS)
+		rule_fail(o, "kernel", "'kernel' boots a Linux kernel: not with 'os: windows'");
 }
 
 static void vm_image_missing(const struct rule_subject *s, struct rule_out *o)
@@ -62,9 +91,9 @@ static void vm_image_missing(const struct rule_subject *s, struct rule_out *o)
 
 static void vm_windows_builtin(const struct rule_subject *s, struct rule_out *o)
 {
-	if (s->vm->guest == PLAN_GUEST_BUILTIN && s->vm->os == PLAN_OS_WINDOWS)
-		rule_fail(o, "os",
-			  "'os: windows' needs an 'image' guest (the built-in guest is linux)");
+	if (s->vm->guest != PLAN_GUEST_IMAGE && s->vm->os == PLAN_OS_WINDOWS)
+		rule_fail(o, "os", "'os: windows' needs an 'image' guest (the %s guest is linux)",
+			  s->vm->guest == PLAN_GUEST_DEBIAN ? "Debian" : "built-in");
 }
 
 static void vm_memory_mib(const struct rule_subject *s, struct rule_out *o)
@@ -425,6 +454,9 @@ static void cell_guest_os(const struct rule_subject *s, struct rule_out *o)
 		if (vm->guest == PLAN_GUEST_BUILTIN && d->kind == PLAN_DISK_IMAGE &&
 		    d->filesystem == PLAN_DISK_FS_NTFS)
 			what = "the built-in guest cannot format ntfs (use ext4 or vfat)";
+		else if (vm->guest == PLAN_GUEST_DEBIAN && d->kind == PLAN_DISK_IMAGE &&
+			 d->filesystem == PLAN_DISK_FS_NTFS)
+			what = "the Debian guest has no mkfs.ntfs (use ext4 or vfat)";
 	} else if (d->kind == PLAN_DISK_TMPFS) {
 		what = "tmpfs is a Linux filesystem";
 	} else if (d->kind == PLAN_DISK_IMAGE && d->filesystem == PLAN_DISK_FS_EXT4) {
@@ -505,6 +537,10 @@ const struct plan_rule plan_rules[] = {
 	  vm_image_builtin },
 	{ "vm.image-missing", RULE_VM, RULE_ERROR, 0, "'guest: image' without 'image'",
 	  vm_image_missing },
+	{ "vm.kernel-image", RULE_VM, RULE_ERROR, 0,
+	  "kernel, initrd, cmdline or seed without 'guest: image', initrd or cmdline without "
+	  "kernel",
+	  vm_kernel_image },
 	{ "vm.windows-builtin", RULE_VM, RULE_ERROR, 0, "'os: windows' on the built-in guest",
 	  vm_windows_builtin },
 	{ "vm.memory-mib", RULE_VM, RULE_ERROR, 0,

@@ -420,10 +420,15 @@ static void test_copy(void)
 
 /* ---- the network method's host side, with the host's busybox as the guest ---- */
 
+/* The GNU/Debian guest's userland instead of busybox: dash as sh, the host's own tools. */
+static bool gnu_guest;
+
 static int run_guest_sh(const char *bin, const char *cmd, char **serr)
 {
-	char *path = g_strdup_printf("PATH=%s", bin);
-	const char *argv[] = { busybox, "sh", "-c", cmd, NULL };
+	char *path = g_strdup_printf("PATH=%s", gnu_guest ? "/usr/bin:/bin" : bin);
+	const char *argv[] = { gnu_guest ? "/bin/dash" : busybox, "sh", "-c", cmd, NULL };
+	if (gnu_guest)
+		argv[1] = "-c", argv[2] = cmd, argv[3] = NULL;
 	const char *envp[] = { path, NULL };
 	int status = 0;
 	GError *gerr = NULL;
@@ -493,6 +498,10 @@ static void test_network_pull(void)
 		g_test_skip("no busybox on this host to play the guest");
 		return;
 	}
+	if (gnu_guest && (access("/bin/dash", X_OK) < 0 || access("/usr/bin/wget", X_OK) < 0)) {
+		g_test_skip("no dash or GNU wget on this host to play the Debian guest");
+		return;
+	}
 	char *base = g_dir_make_tmp("ferry-test-net-XXXXXX", NULL);
 	struct manifest *m = NULL;
 	char *src = awkward_tree(base, &m);
@@ -544,6 +553,14 @@ static void test_network_pull(void)
 	rm_tree(base, NULL);
 	g_free(bin), g_free(src), g_free(base);
 	manifest_free(m);
+}
+
+/* The same pull with the Debian guest's tools: dash (no pipefail), GNU wget and xargs. */
+static void test_network_pull_gnu(void)
+{
+	gnu_guest = true;
+	test_network_pull();
+	gnu_guest = false;
 }
 
 /* streams: N parts pulled at once (files one by one, and one tar per connection) land whole. */
@@ -716,6 +733,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/stream/swap-refused", test_swap_refused);
 	g_test_add_func("/stream/copy", test_copy);
 	g_test_add_func("/stream/network-pull", test_network_pull);
+	g_test_add_func("/stream/network-pull-gnu", test_network_pull_gnu);
 	g_test_add_func("/stream/network-push-token", test_network_push_token);
 	g_test_add_func("/stream/network-pull-streams", test_network_pull_streams);
 	int r = g_test_run();

@@ -181,7 +181,7 @@ static void test_vm_mapping(void)
 		.nic = { .model = PLAN_NIC_E1000, .queues = 1 },
 	};
 	struct vm_config c;
-	vm_config_from_plan(&pv, "/k", "/i", "console=ttyS0", &c);
+	vm_config_from_plan(&pv, "/k", "/i", "console=ttyS0", NULL, &c);
 	g_assert_cmpuint(c.vcpus, ==, 2);
 	g_assert_cmpuint(c.memory, ==, 512u << 20);
 	g_assert_cmpint(c.machine, ==, VM_MACHINE_Q35);
@@ -195,7 +195,7 @@ static void test_vm_mapping(void)
 	char img[] = "/img.qcow2", br[] = "br0";
 	pv.image = img;
 	pv.nic.bridge = br;
-	vm_config_from_plan(&pv, "/k", "/i", "x", &c);
+	vm_config_from_plan(&pv, "/k", "/i", "x", NULL, &c);
 	g_assert_cmpstr(c.image, ==, "/img.qcow2");
 	g_assert_null(c.kernel);
 	g_assert_cmpint(c.nic.backend, ==, NIC_BACKEND_BRIDGE);
@@ -206,7 +206,7 @@ static void test_vm_mapping(void)
 	pv.nic.bridge = NULL;
 	pv.nic.backend = PLAN_NIC_PRIVATE;
 	pv.nic.queues = 4;
-	vm_config_from_plan(&pv, "/k", "/i", "x", &c);
+	vm_config_from_plan(&pv, "/k", "/i", "x", NULL, &c);
 	g_assert_cmpint(c.nic.backend, ==, NIC_BACKEND_PRIVATE);
 	g_assert_cmpuint(c.nic.queues, ==, 4);
 	g_assert_null(c.nic.source);
@@ -587,6 +587,52 @@ static void test_image_xml(void)
 	free(xml);
 }
 
+/* An image booted by its own kernel (the Debian guest, a user's direct kernel boot) with a
+ * NoCloud seed on a CD-ROM: ide on pc, sata on q35, after the boot disk. */
+static void test_kernel_image_xml(void)
+{
+	struct vm_config c;
+	vm_config_init(&c);
+	c.image = "/r/overlays/x.qcow2";
+	c.kernel = "/r/overlays/x.kernel";
+	c.cmdline = "root=LABEL=ferry-root console=ttyS0";
+	c.seed = "/r/overlays/seed-1.iso";
+	char *err = NULL;
+	char *xml = vm_domain_xml(&c, "kimg", false, "/l", &err);
+	g_assert_null(err);
+	struct parsed p = parse(xml);
+	assert_x(&p, "string(/domain/os/kernel)", c.kernel);
+	g_assert_cmpfloat(xn(&p, "count(/domain/os/initrd)"), ==, 0);
+	assert_x(&p, "string(/domain/os/cmdline)", c.cmdline);
+	assert_x(&p, "string(/domain/devices/disk[1]/source/@file)", c.image);
+	assert_x(&p, "string(/domain/devices/disk[1]/target/@dev)", "vda");
+	assert_x(&p, "string(/domain/devices/disk[2]/@device)", "cdrom");
+	assert_x(&p, "string(/domain/devices/disk[2]/source/@file)", c.seed);
+	assert_x(&p, "string(/domain/devices/disk[2]/target/@bus)", "ide");
+	g_assert_cmpfloat(xn(&p, "count(/domain/devices/disk[2]/readonly)"), ==, 1);
+	assert_x(&p, "string(/domain/on_reboot)", "restart");
+	parsed_free(&p);
+	define_on_test_driver(xml, "kimg");
+	free(xml);
+
+	c.machine = VM_MACHINE_Q35;
+	c.initrd = "/r/overlays/x.initrd";
+	xml = vm_domain_xml(&c, "kimg", false, "/l", &err);
+	g_assert_null(err);
+	p = parse(xml);
+	assert_x(&p, "string(/domain/os/initrd)", c.initrd);
+	assert_x(&p, "string(/domain/devices/disk[2]/target/@bus)", "sata");
+	assert_x(&p, "string(/domain/devices/disk[2]/target/@dev)", "sda");
+	parsed_free(&p);
+	free(xml);
+
+	/* an initrd needs a kernel; the image alone boots by its bootloader */
+	c.kernel = NULL;
+	g_assert_cmpint(vm_config_validate(&c, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "needs a kernel"));
+	free(err);
+}
+
 static void test_validate(void)
 {
 	static const struct {
@@ -689,7 +735,7 @@ static void test_validate_vm(void)
 		"multiqueue on user networking",
 		"need model 'virtio'",
 		"needs a name",
-		"either an image or a kernel",
+		"seed goes with an image",
 		"needs a kernel",
 		"vcpus",
 		"memory",
@@ -714,7 +760,7 @@ static void test_validate_vm(void)
 			c.nic.queues = 2;
 			break;
 		case 2: c.nic.backend = NIC_BACKEND_BRIDGE; break;
-		case 3: c.image = "/x.qcow2"; break;
+		case 3: c.seed = "/seed.iso"; break;
 		case 4: c.kernel = NULL; break;
 		case 5: c.vcpus = 0; break;
 		case 6: c.memory = 10 << 20; break;
@@ -861,6 +907,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/vm/xml/nic-private", test_nic_private_xml);
 	g_test_add_func("/vm/xml/virtiofs", test_virtiofs_xml);
 	g_test_add_func("/vm/xml/image", test_image_xml);
+	g_test_add_func("/vm/xml/kernel-image", test_kernel_image_xml);
 	g_test_add_func("/vm/guest-modules", test_guest_modules);
 	g_test_add_func("/vm/validate/disk", test_validate);
 	g_test_add_func("/vm/validate/vm", test_validate_vm);
