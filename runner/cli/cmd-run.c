@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* ferry run: parse -> expand -> open reports -> execute -> render. */
+#include <errno.h>
 #include <getopt.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -102,6 +104,21 @@ static size_t measured_cells(const struct results *r)
 	for (size_t i = 0; i < r->n_cells; i++)
 		n += r->cells[i].has_stats && r->cells[i].stats.total.n > 0;
 	return n;
+}
+
+/* Whether the plan's baseline, symbolic links resolved, is below the working directory (the
+ * plan reader checked the text; a link inside the tree may still point elsewhere). A baseline
+ * that does not exist yet is fine: there is nothing to read. */
+static bool plan_baseline_inside(const char *path)
+{
+	_cleanup_free_ char *real = realpath(path, NULL);
+	_cleanup_free_ char *cwd = realpath(".", NULL);
+	if (!real)
+		return errno == ENOENT;
+	if (!cwd)
+		return false;
+	size_t n = strlen(cwd);
+	return STREQ(cwd, "/") || (!strncmp(real, cwd, n) && (real[n] == '/' || !real[n]));
 }
 
 /* The exit status of a run that happened (ferry(1) EXIT STATUS). A run that would pass but
@@ -260,6 +277,13 @@ int cmd_run(int argc, char **argv)
 	if (!m)
 		return EXIT_PLAN;
 	plan_warnings_print(p);
+	if (!n_baselines && p->baseline && !plan_baseline_inside(p->baseline)) {
+		errorf(
+		    "baseline '%s' resolves outside the working directory (through a symbolic "
+		    "link): a plan reads a baseline only below it (name it with --baseline FILE)",
+		    p->baseline);
+		return EXIT_PLAN;
+	}
 	if (!no_capacity_check) {
 		/* disk space and memory before anything is generated or booted (ferry(1) CAPACITY)
 		 */
@@ -342,6 +366,7 @@ int cmd_run(int argc, char **argv)
 		/* the plan's baseline (checked below the working directory when the plan was read)
 		 * unless the command line names one */
 		const char *plan_bl[] = { p->baseline };
+
 		struct run_baseline rb = {
 			.paths = n_baselines ? baselines : plan_bl,
 			.n_paths = n_baselines ? n_baselines : 1,

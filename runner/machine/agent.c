@@ -281,9 +281,24 @@ int agent_file_open(virDomainPtr dom, const char *path, const char *mode, int64_
 
 int agent_file_write(virDomainPtr dom, int64_t handle, const void *buf, size_t len, char **err)
 {
+	return agent_file_write_chunked(dom, handle, buf, len, AGENT_CHUNK, err);
+}
+
+int agent_file_write_chunked(virDomainPtr dom, int64_t handle, const void *buf, size_t len,
+			     size_t chunk, char **err)
+{
 	const char *p = buf;
+	if (chunk == 0)
+		chunk = AGENT_CHUNK;
+	if (chunk > AGENT_MAX_CHUNK) {
+		*err =
+		    xasprintf("guest-file-write chunk of %zu bytes is over the %d bytes one agent "
+			      "command can carry",
+			      chunk, AGENT_MAX_CHUNK);
+		return -1;
+	}
 	while (len > 0) {
-		size_t n = len < AGENT_CHUNK ? len : AGENT_CHUNK;
+		size_t n = len < chunk ? len : chunk;
 		_cleanup_free_ char *b = b64_encode(p, n);
 		_cleanup_json_ json_t *ret = NULL;
 		if (agent_command(
@@ -340,6 +355,21 @@ int agent_file_close(virDomainPtr dom, int64_t handle, char **err)
 int agent_push_file(virDomainPtr dom, const char *host_path, const char *guest_path,
 		    uint64_t *bytes, char **err)
 {
+	return agent_push_file_chunked(dom, host_path, guest_path, AGENT_CHUNK, bytes, err);
+}
+
+int agent_push_file_chunked(virDomainPtr dom, const char *host_path, const char *guest_path,
+			    size_t chunk, uint64_t *bytes, char **err)
+{
+	if (chunk == 0)
+		chunk = AGENT_CHUNK;
+	if (chunk > AGENT_MAX_CHUNK) {
+		*err =
+		    xasprintf("guest-file-write chunk of %zu bytes is over the %d bytes one agent "
+			      "command can carry",
+			      chunk, AGENT_MAX_CHUNK);
+		return -1;
+	}
 	_cleanup_close_ int fd = open(host_path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		*err = xasprintf("cannot open '%s': %s", host_path, strerror(errno));
@@ -348,10 +378,10 @@ int agent_push_file(virDomainPtr dom, const char *host_path, const char *guest_p
 	int64_t h;
 	if (agent_file_open(dom, guest_path, "w", &h, err) < 0)
 		return -1;
-	_cleanup_free_ char *buf = xmalloc(AGENT_CHUNK);
+	_cleanup_free_ char *buf = xmalloc(chunk);
 	uint64_t total = 0;
 	for (;;) {
-		ssize_t r = read(fd, buf, AGENT_CHUNK);
+		ssize_t r = read(fd, buf, chunk);
 		if (r < 0 && errno == EINTR && !run_interrupted())
 			continue;
 		if (r < 0) {
@@ -361,7 +391,7 @@ int agent_push_file(virDomainPtr dom, const char *host_path, const char *guest_p
 		if (r == 0)
 			break;
 		_cleanup_free_ char *e = NULL;
-		if (agent_file_write(dom, h, buf, (size_t)r, &e) < 0) {
+		if (agent_file_write_chunked(dom, h, buf, (size_t)r, chunk, &e) < 0) {
 			*err = xasprintf("cannot write '%s' in the guest: %s", guest_path, e);
 			goto fail;
 		}

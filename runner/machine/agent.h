@@ -18,6 +18,8 @@
 
 /* Raw bytes per guest-file-write / guest-file-read: 96 KiB -> 128 KiB of base64. */
 #define AGENT_CHUNK (96 * 1024)
+/* Largest raw bytes per guest-file-write: 128 KiB -> 174,764 bytes of base64, plus ~70 of JSON. */
+#define AGENT_MAX_CHUNK (128 * 1024)
 /* Largest command JSON agent_command sends; larger ones are refused before libvirt sees them. */
 #define AGENT_MAX_COMMAND (175 * 1000)
 
@@ -65,6 +67,9 @@ int agent_file_open(virDomainPtr dom, const char *path, const char *mode, int64_
 		    char **err);
 /* Write all of buf in AGENT_CHUNK pieces. */
 int agent_file_write(virDomainPtr dom, int64_t handle, const void *buf, size_t len, char **err);
+/* Write all of buf in pieces of chunk bytes (1 to AGENT_MAX_CHUNK; 0: AGENT_CHUNK). */
+int agent_file_write_chunked(virDomainPtr dom, int64_t handle, const void *buf, size_t len,
+			     size_t chunk, char **err);
 /* Read at most max (<= AGENT_CHUNK) bytes into buf; *n gets the count, *eof end of file. */
 int agent_file_read(virDomainPtr dom, int64_t handle, void *buf, size_t max, size_t *n, bool *eof,
 		    char **err);
@@ -73,6 +78,9 @@ int agent_file_close(virDomainPtr dom, int64_t handle, char **err);
 /* Copy a host file to a guest path through guest-file-write; *bytes (may be NULL) gets the size. */
 int agent_push_file(virDomainPtr dom, const char *host_path, const char *guest_path,
 		    uint64_t *bytes, char **err);
+/* The same in guest-file-write pieces of chunk bytes (see agent_file_write_chunked()). */
+int agent_push_file_chunked(virDomainPtr dom, const char *host_path, const char *guest_path,
+			    size_t chunk, uint64_t *bytes, char **err);
 /* Read a whole guest file (at most max bytes) into *buf (NUL-terminated; caller frees). */
 int agent_read_file(virDomainPtr dom, const char *guest_path, size_t max, char **buf, size_t *len,
 		    char **err);

@@ -2,9 +2,9 @@
 /*
  * agent-file: through qemu-guest-agent file writes. Without `archive:` every file goes on its
  * own (guest-file-open/write/close per file, directories made first in one guest command);
- * with `archive:` the dataset is packed by libarchive straight into AGENT_CHUNK-sized
- * guest-file-write calls (no archive on the host's disk), landing in the guest's /tmp (RAM),
- * and unpacked there by busybox in finalize.
+ * with `archive:` the dataset is packed by libarchive straight into guest-file-write calls of
+ * the method's chunk_size (the plan's; AGENT_MAX_CHUNK at most) (no archive on the host's disk),
+ * landing in the guest's /tmp (RAM), and unpacked there by busybox in finalize.
  */
 #include <string.h>
 
@@ -20,6 +20,13 @@ static char *af_supports(const struct method_ctx *ctx)
 {
 	/* archives the guest cannot unpack: the plan's rules table (rules.c) */
 	return plan_rules_skip(ctx->plan, ctx->cell);
+}
+
+/* Raw bytes per guest-file-write: the plan's chunk_size (keys.c bounds it to AGENT_MAX_CHUNK). */
+static size_t chunk(const struct method_ctx *ctx)
+{
+	uint64_t c = ctx->method->chunk_size;
+	return c == 0 ? AGENT_CHUNK : c > AGENT_MAX_CHUNK ? AGENT_MAX_CHUNK : (size_t)c;
 }
 
 static bool packed(const struct method_ctx *ctx)
@@ -41,7 +48,7 @@ static int sink_write(void *ud, const void *buf, size_t len, char **err)
 		return -1;
 	}
 	s->bytes += len;
-	return agent_file_write(s->ctx->dom, s->handle, buf, len, err);
+	return agent_file_write_chunked(s->ctx->dom, s->handle, buf, len, chunk(s->ctx), err);
 }
 
 static char *archive_path(const struct method_ctx *ctx)
@@ -55,7 +62,7 @@ static int transfer_packed(struct method_ctx *ctx)
 	struct sink s = { .ctx = ctx };
 	if (agent_file_open(ctx->dom, path, "w", &s.handle, &err) < 0)
 		return method_fail(ctx, ERROR_INFRA, err, "cannot open '%s' in the guest", path);
-	int rc = pack_stream(&ctx->method->archive, ctx->dataset_dir, ctx->manifest, AGENT_CHUNK,
+	int rc = pack_stream(&ctx->method->archive, ctx->dataset_dir, ctx->manifest, chunk(ctx),
 			     sink_write, &s, &err);
 	_cleanup_free_ char *cerr = NULL;
 	int crc = agent_file_close(ctx->dom, s.handle, &cerr);
@@ -122,7 +129,7 @@ static int transfer_files(struct method_ctx *ctx)
 			return method_fail(ctx, ERROR_INFRA, NULL, "%s", err);
 		char src[64];
 		snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
-		if (agent_push_file(ctx->dom, src, dst, NULL, &err) < 0)
+		if (agent_push_file_chunked(ctx->dom, src, dst, chunk(ctx), NULL, &err) < 0)
 			return method_fail(ctx, ERROR_INFRA, err, "writing '%s'", e->path);
 	}
 	return 0;

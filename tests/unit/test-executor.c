@@ -352,6 +352,18 @@ static void test_vm_per_cell_per_run(void)
 	tx_run(&t);
 	g_assert_cmpuint(t.fake.boots, ==, 4);
 	g_assert_cmpuint(t.res.boots, ==, 4);
+	/* every run records the boot it ran in (compare's sample): one boot per run here */
+	const struct result_cell *c = &t.r->cells[0];
+	g_assert_cmpuint(c->n_runs, ==, 4);
+	for (size_t i = 0; i < c->n_runs; i++)
+		g_assert_cmpint(c->runs[i].boot, ==, (int64_t)i + 1);
+	tx_clear(&t);
+	/* per cell: the runs of a cell share its boot, the next cell has the next one */
+	tx_init(&t, "run: {repeat: 2, vm: per-cell}\n");
+	tx_run(&t);
+	for (size_t k = 0; k < t.r->n_cells; k++)
+		for (size_t i = 0; i < t.r->cells[k].n_runs; i++)
+			g_assert_cmpint(t.r->cells[k].runs[i].boot, ==, (int64_t)k + 1);
 	tx_clear(&t);
 }
 
