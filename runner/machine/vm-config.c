@@ -397,6 +397,7 @@ char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const
 	}
 	_cleanup_(xmlFreeDocp) xmlDocPtr doc = xmlNewDoc(BAD_CAST "1.0");
 	xmlNodePtr dom = xmlNewNode(NULL, BAD_CAST "domain");
+	xmlDocSetRootElement(doc, dom); /* owned by doc from here: an early return frees it */
 	prop(dom, "type", kvm ? "kvm" : "qemu");
 	add(dom, "name", name);
 	if (c->owner_run) {
