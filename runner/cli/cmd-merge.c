@@ -31,13 +31,6 @@ static void merge_usage(FILE *f)
 	      f);
 }
 
-static void free_inputs(struct results **in, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		results_free(in[i]);
-	free(in);
-}
-
 int cmd_merge(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -74,14 +67,14 @@ int cmd_merge(int argc, char **argv)
 		in[i] = results_read(names[i], &err);
 		if (!in[i]) {
 			errorf("merge: %s", err);
-			free_inputs(in, n);
+			results_free_array(in, n);
 			return EXIT_PLAN;
 		}
 	}
 
 	_cleanup_free_ char *err = NULL, *warning = NULL;
 	_cleanup_(results_freep) struct results *m = results_merge(in, names, n, &warning, &err);
-	free_inputs(in, n);
+	results_free_array(in, n);
 	if (!m) {
 		errorf("merge: %s", err);
 		return EXIT_PLAN;

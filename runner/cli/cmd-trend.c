@@ -32,13 +32,6 @@ static void trend_usage(FILE *f)
 	      f);
 }
 
-static void free_inputs(struct results **in, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		results_free(in[i]);
-	free(in);
-}
-
 int cmd_trend(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -69,13 +62,13 @@ int cmd_trend(int argc, char **argv)
 		in[i] = results_read(names[i], &err);
 		if (!in[i]) {
 			errorf("trend: %s", err);
-			free_inputs(in, n);
+			results_free_array(in, n);
 			return EXIT_PLAN;
 		}
 	}
 	_cleanup_free_ char *err = NULL;
 	_cleanup_(trend_freep) struct trend *t = trend_build(in, names, n, &err);
-	free_inputs(in, n);
+	results_free_array(in, n);
 	if (!t) {
 		errorf("trend: %s", err);
 		return EXIT_PLAN;

@@ -211,6 +211,13 @@ void results_free(struct results *r)
 	free(r);
 }
 
+void results_free_array(struct results **rs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		results_free(rs[i]);
+	free(rs);
+}
+
 static char *strdup_or_null(const char *s)
 {
 	return s ? xstrdup(s) : NULL;

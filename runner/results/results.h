@@ -211,6 +211,8 @@ struct results {
  * results_free(). */
 struct results *results_new(void);
 void results_free(struct results *r);
+/* frees n results files and the array holding them (ferry merge and trend read several) */
+void results_free_array(struct results **rs, size_t n);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct results *, results_free)
 
 /* Set the plan: name, path, its bytes (len bytes; hashed with SHA-256 and kept as text). */
