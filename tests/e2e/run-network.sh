@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The network method on ferry's private network (nic backend private): a cell with 4 queue pairs
 # and 4 TCP streams passes verified, pull and push; the guest's per-queue counters show more than
-# one queue carried traffic; the host's own network is untouched while the run is in the middle of
-# it (no new address or route in the root namespace); and nothing is left behind: no namespace,
-# tap, bridge, domain or process, after a normal end and after SIGINT in the middle of a transfer.
+# one queue carried traffic; the host's own network is untouched while the private network is up
+# and in the middle of a transfer (no new address or route in the root namespace); and nothing is
+# left behind: no namespace, tap, bridge, domain or process, after a normal end and after SIGINT in
+# the middle of a transfer.
 source "$(dirname "$0")/run-lib.sh"
 
 if [ "$(id -u)" != 0 ] || [ ! -c /dev/net/tun ] || ! command -v ip >/dev/null; then
@@ -24,8 +25,25 @@ net_left() {
 	pgrep -af qemu-system | grep -F -- "$FERRY_RUN_DIR/" || true
 }
 
+# wait_network PID: until ferry pid PID's private network is up (its namespace exists and holds
+# an IPv4 address: the addresses are given before the guest boots and kept until the run ends, so
+# the window is seconds wide; a connection of the small first plan lasts milliseconds)
+wait_network() {
+	local pid="$1" ns=""
+	for _ in $(seq 1 3000); do
+		kill -0 "$pid" 2>/dev/null || return 1
+		ns="$(ip netns list | grep -oE -- "ferry-[^ ]*-$pid-net" | head -1 || true)"
+		if [ -n "$ns" ] && ip -n "$ns" -o -4 addr show 2>/dev/null | grep -q inet; then
+			echo "$ns"
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
 # wait_transfer PID: until a TCP connection of ferry pid PID's private network is established
-# (the transfer is under way), then compare the host's network with the one before the run
+# (the transfer is under way; the SIGINT plan moves 600 files one by one, so it lasts)
 wait_transfer() {
 	local pid="$1" ns=""
 	for _ in $(seq 1 1500); do
@@ -43,14 +61,16 @@ wait_transfer() {
 res="$work/network.json"
 "$ferry" run "$src/tests/e2e/plans/run-network.yaml" --results "$res" 2>"$work/log" &
 pid=$!
-if ns="$(wait_transfer "$pid")"; then
+if ns="$(wait_network "$pid")"; then
 	host_net >"$work/net.during"
+	ip -n "$ns" -br addr show >&2 || true
 	diff -u "$work/net.before" "$work/net.during" ||
 		fail "the host's own network changed during the run (namespace $ns)"
-	echo "ok: mid-transfer in namespace $ns, the root namespace's addresses and routes are unchanged"
-	ip -n "$ns" -br addr show >&2
+	echo "ok: private network $ns is up; the root namespace's addresses and routes are unchanged"
 else
-	fail "no established connection in ferry's private network was seen"
+	wait "$pid" || true
+	cat "$work/log" >&2
+	fail "ferry's private network was never seen up (namespace with an address)"
 fi
 st=0
 wait "$pid" || st=$?
@@ -78,6 +98,10 @@ echo "ok: more than one queue carried traffic in both directions' cells; nothing
 	2>"$work/log" &
 pid=$!
 ns="$(wait_transfer "$pid")" || { cat "$work/log" >&2; fail "the interrupted run never transferred"; }
+host_net >"$work/net.during"
+diff -u "$work/net.before" "$work/net.during" ||
+	fail "the host's own network changed in the middle of a transfer (namespace $ns)"
+echo "ok: mid-transfer in namespace $ns, the root namespace's addresses and routes are unchanged"
 kill -INT "$pid"
 st=0
 wait "$pid" || st=$?
