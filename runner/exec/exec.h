@@ -66,7 +66,8 @@ struct exec_result {
 		double boots;     /* guests booted up to a mounted landing place (less the probe) */
 		double resets;    /* before every run: landing place emptied or a fresh disk,
 				     caches dropped */
-		double unmeasured; /* prepare+transfer+finalize of warmups and failed runs */
+		double unmeasured; /* prepare+transfer+finalize of warmups and failed runs,
+				      and the methods' untimed steps (before_phase) */
 		double measured;   /* == measured_s */
 		double verify;     /* the verify phase of every run */
 		double cleanup;    /* the cleanup phase of every run */

@@ -128,6 +128,15 @@ static int run_phases(struct exec *x, struct xcell *c, double ph[PHASE_COUNT], b
 			method_fail(ctx, ERROR_INFRA, NULL, "interrupted");
 			return i;
 		}
+		if (c->ops->before_phase) {
+			/* the method's untimed step: in no phase and no total */
+			method_error_clear(&ctx->err);
+			uint64_t t = now_ns();
+			int rc = c->ops->before_phase(ctx, (enum result_phase)i);
+			x->res->time.unmeasured += secs(now_ns() - t);
+			if (rc < 0)
+				return i;
+		}
 		if (phase(x, c, i, hooks[i], &ph[i]) < 0)
 			return i;
 	}

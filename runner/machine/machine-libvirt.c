@@ -87,36 +87,6 @@ static void drop_host_caches(void)
 	close(fd);
 }
 
-/* Create the target image with an empty ext4 filesystem, without root or mounting. */
-static int target_create(const struct disk_config *d, char **err)
-{
-	bool prealloc = d->allocation != DISK_ALLOC_SPARSE;
-	_cleanup_free_ char *size = xasprintf("%" PRIu64 "k", d->size / 1024);
-	unlink(d->path);
-	if (d->format == DISK_FORMAT_RAW) {
-		if (vm_image_create(d, d->path, err) < 0)
-			return -1;
-		const char *argv[] = { "mke2fs", "-q",   "-F",
-				       "-t",     "ext4", "-m",
-				       "0",      "-E",   prealloc ? "nodiscard" : "discard",
-				       d->path,  size,   NULL };
-		return proc_run(argv, NULL, err);
-	}
-	_cleanup_free_ char *raw = xasprintf("%s.raw", d->path);
-	unlink(raw);
-	const char *mk[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-m", "0", raw, size, NULL };
-	if (proc_run(mk, NULL, err) < 0)
-		return -1;
-	const char *pre = d->allocation == DISK_ALLOC_FULL     ? "preallocation=full"
-			  : d->allocation == DISK_ALLOC_FALLOC ? "preallocation=falloc"
-							       : "preallocation=off";
-	const char *cv[] = { "qemu-img", "convert", "-q", "-f", "raw",   "-O",
-			     "qcow2",    "-o",      pre,  raw,  d->path, NULL };
-	int rc = proc_run(cv, NULL, err);
-	unlink(raw);
-	return rc;
-}
-
 static int guest_sh(struct lv_guest *g, const char *cmd, char **err)
 {
 	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
@@ -273,7 +243,7 @@ static int lv_boot_into(struct lv_machine *lm, struct lv_guest *g, char **err)
 		}
 		vm_disk_config_from_plan(g->cfg.disk, g->target_path, MACHINE_TARGET_SERIAL,
 					 &g->target);
-		if (target_create(&g->target, err) < 0)
+		if (vm_target_create(&g->target, err) < 0)
 			return -1;
 	}
 	struct vm_config c;
@@ -349,7 +319,7 @@ static int fresh_disk(struct lv_machine *lm, struct lv_guest *g, char **err)
 		return -1;
 	if (vm_disk_detach(g->vm, MACHINE_TARGET_SERIAL, ATTACH_MS, err) < 0)
 		return -1;
-	if (target_create(&g->target, err) < 0)
+	if (vm_target_create(&g->target, err) < 0)
 		return -1;
 	if (vm_disk_attach(g->vm, &g->target, ATTACH_MS, NULL, err) < 0)
 		return -1;

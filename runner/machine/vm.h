@@ -194,6 +194,13 @@ virConnectPtr vm_connect(const char *uri, char **err);
  */
 int vm_image_create(const struct disk_config *d, const char *path, char **err);
 
+/*
+ * Create the target image d->path (format, size, allocation from d) holding an empty ext4
+ * filesystem, formatted the same way for every format and allocation (no discard, inode tables
+ * and journal zeroed up front: the guest's ext4lazyinit finds nothing to do). 0 or -1 with *err.
+ */
+int vm_target_create(const struct disk_config *d, char **err);
+
 struct vm;
 
 /*

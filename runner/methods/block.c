@@ -4,19 +4,35 @@
  * concatenated in manifest order, are written to the raw target device with direct I/O and read
  * back with direct I/O (busybox dd, oflag/iflag=direct).
  *
- * prepare: unmount the target (the executor re-creates its filesystem before the next run) and
- *   stage the stream in guest RAM (a tmpfs) through ferry's virtio-serial port, so that the
- *   timed write measures the disk and not the pipe that feeds it; the host hashes the stream
- *   as it sends it.
+ * Untimed (before_phase, in no phase and no total), so that the bus and cache are what is timed:
+ *   before the write: unmount the target (the executor re-creates its filesystem before the
+ *   next run) and stage the stream in guest RAM (a tmpfs) through ferry's virtio-serial port,
+ *   so that the write measures the disk and not the pipe that feeds it; the host hashes the
+ *   stream as it sends it.
+ *   before the read-back: flush and evict the host's cached pages of the target image
+ *   (fdatasync + POSIX_FADV_DONTNEED on the image file), so that the read-back of a
+ *   cache=writeback or cache=unsafe disk comes from the host's disk and not from the host page
+ *   cache that the write just filled; the pages still resident afterwards (mincore) are
+ *   recorded in observed.read_back.host_cached_bytes. The guest reads with O_DIRECT, so its
+ *   own page cache is bypassed. With cache=none and directsync QEMU opens the image with
+ *   O_DIRECT and the host cache holds nothing of it anyway.
+ * prepare: none (recorded as 0).
  * transfer: dd the staged bytes to the device, block_size per write, direct I/O, fsync at the
- *   end (so the host cache mode counts); the last block is padded with zeros. queue_depth > 1
- *   splits the device range into that many slices written by parallel dd processes: busybox
- *   dd has one request in flight, so the queue depth is the number of writers.
+ *   end (so the host cache mode counts: writeback flushes to the host disk on the guest's
+ *   flush, unsafe ignores flushes and leaves the bytes in host RAM); the last block is padded
+ *   with zeros. queue_depth > 1 splits the device range into that many slices written by
+ *   parallel dd processes: busybox dd has one request in flight, so the queue depth is the
+ *   number of writers.
  * finalize: read the written blocks back with direct I/O (the same slices).
  * verify (the method's own): read back once more and compare the SHA-256 of the stream's bytes
  *   with the host's; the executor's file listing does not apply to a raw device.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "run.h"
 #include "util.h"
@@ -73,7 +89,7 @@ static int block_add_devices(struct method_ctx *ctx, struct method_boot_needs *n
 	return channel_add_port(ctx, needs);
 }
 
-static int block_prepare(struct method_ctx *ctx)
+static int block_stage(struct method_ctx *ctx)
 {
 	struct block_state *s = state(ctx);
 	if (!ctx->target_dev)
@@ -115,6 +131,68 @@ static int block_prepare(struct method_ctx *ctx)
 				   strtoull(size, NULL, 10), (unsigned long long)s->bytes);
 	s->nblocks = (s->bytes + ctx->method->block_size - 1) / ctx->method->block_size;
 	ctx->bytes = s->bytes;
+	return 0;
+}
+
+/*
+ * Flush and evict the host's cached pages of the image file at `path`; *resident gets the
+ * bytes of it still in the host page cache afterwards. Returns 0 or -1 with *err.
+ */
+static int host_evict(const char *path, uint64_t *resident, char **err)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		*err = xasprintf("cannot open the target image '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	/* fdatasync writes back what cache=unsafe left dirty; DONTNEED drops clean pages only */
+	int rc = fdatasync(fd);
+	if (rc == 0)
+		rc = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) ? -1 : 0;
+	if (rc < 0) {
+		*err =
+		    xasprintf("cannot evict the host's cache of '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	*resident = 0;
+	if (st.st_size == 0)
+		return 0;
+	void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		*err = xasprintf("cannot map the target image '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	long page = sysconf(_SC_PAGESIZE);
+	size_t pages = ((size_t)st.st_size + (size_t)page - 1) / (size_t)page;
+	_cleanup_free_ unsigned char *vec = xmalloc(pages);
+	rc = mincore(map, (size_t)st.st_size, vec);
+	munmap(map, (size_t)st.st_size);
+	if (rc < 0) {
+		*err = xasprintf("cannot read the host cache state of '%s': %s", path,
+				 strerror(errno));
+		return -1;
+	}
+	for (size_t i = 0; i < pages; i++)
+		*resident += (vec[i] & 1) ? (uint64_t)page : 0;
+	return 0;
+}
+
+static int block_before_phase(struct method_ctx *ctx, enum result_phase p)
+{
+	if (p == PHASE_PREPARE)
+		return block_stage(ctx);
+	if (p != PHASE_FINALIZE || !ctx->target_disk)
+		return 0;
+	uint64_t resident = 0;
+	_cleanup_free_ char *err = NULL;
+	if (host_evict(ctx->target_disk->path, &resident, &err) < 0)
+		return method_fail(ctx, ERROR_INFRA, NULL, "block: before the read-back: %s", err);
+	json_t *rb = json_pack("{s:b,s:I}", "host_cache_evicted", 1, "host_cached_bytes",
+			       (json_int_t)resident);
+	if (!ctx->observed)
+		ctx->observed = json_object();
+	json_object_set_new(ctx->observed, "read_back", rb);
 	return 0;
 }
 
@@ -214,6 +292,8 @@ static void block_free_state(struct method_ctx *ctx)
 		close(s->fd);
 	free(s);
 	ctx->state = NULL;
+	json_decref(ctx->observed);
+	ctx->observed = NULL;
 }
 
 const struct method_ops method_block = {
@@ -221,7 +301,7 @@ const struct method_ops method_block = {
 	.type = PLAN_METHOD_BLOCK,
 	.supports = block_supports,
 	.add_devices = block_add_devices,
-	.prepare = block_prepare,
+	.before_phase = block_before_phase,
 	.transfer = block_transfer,
 	.finalize = block_finalize,
 	.verify = block_verify,

@@ -9,6 +9,7 @@
  *                                       only on the cell's plan entries, see vm_key below)
  *   per run:
  *     [executor empties the landing directory / re-creates a fresh target disk, drops caches]
+ *     before_phase(p)  untimed: optional, right before each of prepare, transfer, finalize
  *     prepare()   timed  PHASE_PREPARE   e.g. build an image, open a socket, start a sender
  *     transfer()  timed  PHASE_TRANSFER  the bytes move into the guest
  *     finalize()  timed  PHASE_FINALIZE  e.g. sync in the guest, unpack, unplug
@@ -146,6 +147,15 @@ struct method_ops {
 
 	/* Add boot-time devices (see struct method_boot_needs). May be NULL. Returns 0 or -1. */
 	int (*add_devices)(struct method_ctx *ctx, struct method_boot_needs *needs);
+
+	/*
+	 * Optional untimed work right before the timed phase `p` (PHASE_PREPARE, PHASE_TRANSFER
+	 * or PHASE_FINALIZE), counted in no phase and no total: what the question does not ask
+	 * about, e.g. staging data in the guest before a device write, or evicting the host's
+	 * cached pages of the target between a write and its read-back. A failure fails the run
+	 * in phase p; cleanup() is still called. May be NULL.
+	 */
+	int (*before_phase)(struct method_ctx *ctx, enum result_phase p);
 
 	/* The timed phases. prepare and finalize may be NULL (phase recorded as 0). */
 	int (*prepare)(struct method_ctx *ctx);

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * share: a host folder exported into the guest over 9p (the SMB share of QEMU) or virtiofs,
- * defined at boot (neither can be hot-plugged). transfer mounts it (9p: msize, cache from the
- * plan), finalize copies or moves into the landing directory, syncs and unmounts.
+ * share: a host folder exported into the guest over virtio-9p (QEMU's own 9P2000.L file server
+ * on a virtio transport, libvirt <filesystem type='mount'>, the guest's 9p/9pnet_virtio client)
+ * or virtiofs (FUSE over virtio, served by the host's virtiofsd), defined at boot (neither can
+ * be hot-plugged). Neither is SMB: QEMU's smb= option is a Samba export on user networking
+ * (slirp), which ferry does not use. The studies' SMB copies compare best with 9p and virtiofs
+ * as the host-folder-in-the-guest way here, not as the same protocol. transfer mounts it (9p:
+ * msize, cache from the plan), finalize copies or moves into the landing directory, syncs and
+ * unmounts.
  *
  * What is shared:
  * - mode copy: the datasets directory itself (the parent of the dataset's cache directory, so

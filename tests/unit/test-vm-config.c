@@ -858,6 +858,79 @@ static void test_image_create(void)
 	g_free(dir);
 }
 
+/* Block groups in dumpe2fs's listing of image `raw`, and how many of them are ITABLE_ZEROED. */
+static void groups_zeroed(const char *raw, int *groups, int *zeroed)
+{
+	const char *argv[] = { "dumpe2fs", raw, NULL };
+	char *out = NULL, *err = NULL;
+	g_assert_cmpint(proc_run(argv, &out, &err), ==, 0);
+	*groups = *zeroed = 0;
+	char **lines = g_strsplit(out, "\n", -1);
+	for (char **l = lines; *l; l++) {
+		int g;
+		if (sscanf(*l, "Group %d:", &g) != 1)
+			continue;
+		(*groups)++;
+		*zeroed += strstr(*l, "ITABLE_ZEROED") != NULL;
+	}
+	g_strfreev(lines);
+	free(out);
+}
+
+/*
+ * Every format and allocation of a target disk is formatted the same way, with every inode
+ * table zeroed by mke2fs: preallocated raw images were formatted with nodiscard and lazy inode
+ * tables, so the guest's ext4lazyinit zeroed them in the background during the runs of
+ * raw-full disks only (issue 13, disk-allocation).
+ */
+static void test_target_create(void)
+{
+	const char *probe[] = { "dumpe2fs", "-V", NULL },
+		   *probe2[] = { "qemu-img", "--version", NULL };
+	char *err = NULL;
+	if (proc_run(probe, NULL, &err) < 0 || proc_run(probe2, NULL, &err) < 0) {
+		g_test_skip(err);
+		free(err);
+		return;
+	}
+	char *dir = g_dir_make_tmp("ferry-test-target-XXXXXX", NULL);
+	char *raw = g_build_filename(dir, "check.raw", NULL);
+	for (int f = DISK_FORMAT_RAW; f <= DISK_FORMAT_QCOW2; f++)
+		for (int a = DISK_ALLOC_SPARSE; a <= DISK_ALLOC_FULL; a++) {
+			char *path =
+			    g_build_filename(dir, f == DISK_FORMAT_RAW ? "t.raw" : "t.qcow2", NULL);
+			struct disk_config d = {
+				.format = f, .allocation = a, .size = 48 << 20, .path = path
+			};
+			g_assert_cmpint(vm_target_create(&d, &err), ==, 0);
+			const char *check = path;
+			if (f != DISK_FORMAT_RAW) {
+				const char *cv[] = { "qemu-img", "convert", "-q", "-O",
+						     "raw",      path,      raw,  NULL };
+				g_assert_cmpint(proc_run(cv, NULL, &err), ==, 0);
+				check = raw;
+			}
+			int groups, zeroed;
+			groups_zeroed(check, &groups, &zeroed);
+			g_test_message("format %d allocation %d: %d of %d groups zeroed", f, a,
+				       zeroed, groups);
+			g_assert_cmpint(groups, >, 1);
+			g_assert_cmpint(zeroed, ==, groups);
+			/* the preallocation survives the formatting (no discard punched it out) */
+			if (f == DISK_FORMAT_RAW && a != DISK_ALLOC_SPARSE) {
+				struct stat st;
+				g_assert_cmpint(stat(path, &st), ==, 0);
+				g_assert_cmpint((uint64_t)st.st_blocks * 512, >=, d.size);
+			}
+			g_unlink(path);
+			g_unlink(raw);
+			g_free(path);
+		}
+	g_free(raw);
+	g_rmdir(dir);
+	g_free(dir);
+}
+
 /* The KVM probe's answer is kept per host boot and URI in the cache directory. */
 static void test_kvm_probe_remember(void)
 {
@@ -913,6 +986,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/vm/validate/vm", test_validate_vm);
 	g_test_add_func("/vm/enum-names", test_enum_names);
 	g_test_add_func("/vm/image-create", test_image_create);
+	g_test_add_func("/vm/target-create", test_target_create);
 	g_test_add_func("/vm/kvm-probe-remember", test_kvm_probe_remember);
 	int r = g_test_run();
 	xmlCleanupParser();
