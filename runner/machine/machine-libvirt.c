@@ -31,10 +31,8 @@
 /* Guest commands the machine runs itself (mount, empty, drop caches) get this long. */
 #define HOUSEKEEPING_MS 120000u
 #define ATTACH_MS       60000u
-/* Filesystem modules load behind the agent (guest.h): wait for them before mounting. */
-#define MODULES_WAIT METHOD_GUEST_MODULES_WAIT
-#define DROP_CMD     "sync && echo 3 > /proc/sys/vm/drop_caches"
-#define EMPTY_CMD    "rm -rf " MACHINE_LANDING " && mkdir -p " MACHINE_LANDING
+#define DROP_CMD        "sync && echo 3 > /proc/sys/vm/drop_caches"
+#define EMPTY_CMD       "rm -rf " MACHINE_LANDING " && mkdir -p " MACHINE_LANDING
 /*
  * For a method that uses the NIC: wait until the guest can reach the host (10.0.2.2 on QEMU user
  * networking). The built-in guest's init configures eth0 before the agent starts; systemd guests
@@ -137,8 +135,8 @@ static int mount_target(struct lv_guest *g, char **err)
 {
 	_cleanup_free_ char *cmd = NULL;
 	if (!is_image(g)) {
-		cmd = xasprintf(MODULES_WAIT
-				"mkdir -p " MACHINE_TARGET_MNT " && mount -t tmpfs -o size=%" PRIu64
+		/* tmpfs is built into the kernel: no module to wait for */
+		cmd = xasprintf("mkdir -p " MACHINE_TARGET_MNT " && mount -t tmpfs -o size=%" PRIu64
 				"k tmpfs " MACHINE_TARGET_MNT " && mkdir -p " MACHINE_LANDING,
 				g->cfg.disk->size / 1024);
 	} else {
@@ -154,10 +152,11 @@ static int mount_target(struct lv_guest *g, char **err)
 		}
 		free(g->target_dev);
 		g->target_dev = xasprintf("/dev/%s", dev);
-		cmd = xasprintf(MODULES_WAIT "mkdir -p " MACHINE_TARGET_MNT
-					     " && mount -t ext4 %s " MACHINE_TARGET_MNT
-					     " && mkdir -p " MACHINE_LANDING,
-				g->target_dev);
+		cmd = xasprintf(
+		    METHOD_GUEST_MODULE_WAIT("ext4") "mkdir -p " MACHINE_TARGET_MNT
+						     " && mount -t ext4 %s " MACHINE_TARGET_MNT
+						     " && mkdir -p " MACHINE_LANDING,
+		    g->target_dev);
 	}
 	return guest_sh(g, cmd, err);
 }

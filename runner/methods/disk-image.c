@@ -236,11 +236,11 @@ static int di_transfer(struct method_ctx *ctx)
 	if (vm_disk_attach(ctx->vm, &s->d, ctx->timeout_ms, &dev, &err) < 0)
 		return method_fail(ctx, ERROR_INFRA, NULL, "hot-plugging the image: %s", err);
 	s->attached = true;
-	_cleanup_free_ char *cmd =
-	    xasprintf(METHOD_GUEST_MODULES_WAIT "modprobe %s 2>/dev/null; mkdir -p " SRC_MNT
-						" && mount -t %s -o ro%s /dev/%s " SRC_MNT,
-		      m->filesystem == PLAN_IMAGE_FS_ISO9660 ? "isofs" : fs_type(m), fs_type(m),
-		      m->filesystem == PLAN_IMAGE_FS_EXT4 ? ",noload" : "", dev);
+	const char *mod = m->filesystem == PLAN_IMAGE_FS_ISO9660 ? "isofs" : fs_type(m);
+	_cleanup_free_ char *cmd = xasprintf(
+	    METHOD_GUEST_MODULE_WAIT("%s") "modprobe %s 2>/dev/null; mkdir -p " SRC_MNT
+					   " && mount -t %s -o ro%s /dev/%s " SRC_MNT,
+	    mod, mod, fs_type(m), m->filesystem == PLAN_IMAGE_FS_EXT4 ? ",noload" : "", dev);
 	if (method_guest_sh(ctx, "mounting the image", cmd, NULL) < 0)
 		return -1;
 	s->mounted = true;

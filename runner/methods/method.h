@@ -191,15 +191,19 @@ int method_guest_sh(struct method_ctx *ctx, const char *what, const char *cmd, c
 int method_verify_dir(struct method_ctx *ctx, const char *dir, bool symlinks);
 
 /*
- * A guest shell prefix that waits (at most 30 s) until the built-in guest has loaded its
- * filesystem modules (ext4, vfat, isofs, 9p, virtiofs load behind the agent, see guest.h): a mount
- * right after boot otherwise fails with "No such device". Use it before the first mount. Only
- * the built-in guest (the one with /etc/vport-link.sh, its own init's helper) writes the marker:
- * other guests (Debian, users' images) load modules on demand through kmod and do not wait.
+ * A guest shell prefix that waits (at most 30 s) until the built-in guest has loaded the module
+ * `mod` (a string literal, or "%s" inside a format: its file name without .ko, e.g. "ext4",
+ * "isofs", "9p", "virtiofs"): the filesystems load behind the agent (see guest.h), and a mount
+ * racing that load fails with "No such device". Only that module is waited for, not all of them:
+ * the guest marks each one in /run/ferry-modules/ (and the end in /run/ferry-modules-loaded,
+ * which guests built before the marks also write). Only the built-in guest (the one with
+ * /etc/vport-link.sh, its own init's helper) loads behind the agent: other guests (Debian, users'
+ * images) load modules on demand through kmod and do not wait.
  */
-#define METHOD_GUEST_MODULES_WAIT                                                                  \
+#define METHOD_GUEST_MODULE_WAIT(mod)                                                              \
 	"i=0; while [ -e /etc/vport-link.sh ] && [ ! -e /run/ferry-modules-loaded ] && "           \
-	"[ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; "
+	"[ ! -e /run/ferry-modules/" mod " ] && [ $i -lt 1500 ]; do usleep 20000; i=$((i+1)); "    \
+	"done; "
 
 /*
  * A guest shell prefix that turns on pipefail where the shell has it (busybox ash, bash) and
