@@ -105,7 +105,8 @@ static const struct key_def vm_defs[] = {
 	  .offset = FIELD(plan_vm, os),
 	  .def = "linux",
 	  .values = V("linux", "windows"),
-	  .help = "operating system of an image guest; selects the in-guest commands" },
+	  .help = "operating system of an image guest; windows is refused (target disks are "
+		  "ext4 and every method's guest side is a POSIX shell)" },
 	{ .name = "vcpus",
 	  .type = KEY_UINT,
 	  .offset = FIELD(plan_vm, vcpus),
@@ -776,7 +777,8 @@ static const struct key_def exclude_defs[] = {
 };
 const struct key_table plan_exclude_keys = {
 	.name = "matrix.exclude[]",
-	.doc = "cells to remove (an entry matches partially)",
+	.doc = "cells to remove (an entry matches partially); it may also name swept keys "
+	       "AXIS.KEY (MATRIX EXPANSION, Sweeps)",
 	KEYS(exclude_defs),
 };
 
@@ -793,7 +795,8 @@ static const struct key_def include_defs[] = {
 };
 const struct key_table plan_matrix_include_keys = {
 	.name = "matrix.include[]",
-	.doc = "cells to extend or add, after exclude",
+	.doc = "cells to extend or add, after exclude; it may also name or add swept keys "
+	       "AXIS.KEY (MATRIX EXPANSION, Sweeps)",
 	KEYS(include_defs),
 };
 
@@ -813,12 +816,14 @@ static const struct key_def matrix_defs[] = {
 	{ .name = "zip",
 	  .type = KEY_CUSTOM,
 	  .schema = "{\"type\": \"array\", \"items\": {\"type\": \"array\", \"items\": {\"type\": "
-		    "\"string\", \"enum\": [\"vm\", \"disk\", \"dataset\", \"method\"]}}}",
+		    "\"string\", \"pattern\": \"^(vm|disk|dataset|method)(\\\\.[a-z0-9_]+)*$\"}}}",
 	  .help = "groups of axes that advance together instead of multiplying (equal lengths)" },
 };
 const struct key_table plan_matrix_keys = {
 	.name = "matrix",
-	.doc = "which combinations (cells) run",
+	.doc = "which combinations (cells) run; besides these keys, AXIS.KEY (disk.cache, "
+	       "vm.nic.queues) sweeps a key of the entries: its value or list of values "
+	       "(MATRIX EXPANSION, Sweeps)",
 	KEYS(matrix_defs),
 };
 
