@@ -16,7 +16,7 @@ void pl_add_ref(struct ctx *c, enum plan_axis axis, const char *name, const yaml
 }
 
 /* `image` implies `guest: image`; the rules table checks the rest (rules.c). */
-static void resolve_vm(struct plan_vm *vm)
+void pl_resolve_vm(struct plan_vm *vm)
 {
 	const struct key_table *t = &plan_vm_keys;
 	if (key_is_set(t, vm, "image") && !key_is_set(t, vm, "guest"))
@@ -76,7 +76,7 @@ void pl_check_entry(struct ctx *c, const struct key_table *t, void *obj, const y
 		    const yaml_node_t *owner)
 {
 	if (t == &plan_vm_keys) {
-		resolve_vm(obj);
+		pl_resolve_vm(obj);
 		pl_check_entry_rules(c, RULE_VM, obj, map, owner);
 	} else if (t == &plan_disk_keys) {
 		pl_check_entry_rules(c, RULE_DISK, obj, map, owner);

@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "keys.h"
@@ -304,6 +305,39 @@ static json_t *json_own(char *s)
 	json_t *j = json_string(s);
 	free(s);
 	return j;
+}
+
+char *key_value_text(const struct key_def *k, const void *obj)
+{
+	const void *f = (const char *)obj + k->offset;
+	switch (k->type) {
+	case KEY_STRING:
+	case KEY_QUANTITY: {
+		const char *s = *(char *const *)f;
+		return s ? xstrdup(s) : NULL;
+	}
+	case KEY_BOOL: return xstrdup(*(const bool *)f ? "true" : "false");
+	case KEY_UINT:
+	case KEY_SIZE:
+	case KEY_DURATION: return key_uint_text(k, *(const uint64_t *)f);
+	case KEY_FLOAT:
+	case KEY_PERCENT: {
+		/* the shortest text that reads back as the same number */
+		double v = *(const double *)f;
+		char *t = xasprintf("%.15g", v);
+		if (strtod(t, NULL) != v) {
+			free(t);
+			t = xasprintf("%.17g", v);
+		}
+		if (k->type == KEY_FLOAT)
+			return t;
+		char *pct = xasprintf("%s%%", t);
+		free(t);
+		return pct;
+	}
+	case KEY_ENUM: return xstrdup(k->values[*(const int *)f]);
+	default: return NULL;
+	}
 }
 
 json_t *key_values_json(const struct key_table *t, const void *obj)

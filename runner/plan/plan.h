@@ -30,6 +30,12 @@ struct plan_entry {
 	char *name;
 	struct plan_pos pos;
 	uint64_t set;
+	/* NULL for an entry as written. An entry resolved for a cell whose matrix sweeps some of
+	 * its keys (ferry(1) MATRIX EXPANSION, Sweeps) keeps the entry's name and has the swept
+	 * parameters here as in a cell id ("disk.cache=none,disk.io=native"); `pos` is then where
+	 * the matrix sets the first of them. Two cells share such an entry exactly when these are
+	 * equal. */
+	char *sweep;
 };
 
 /* Enumerations: values are indexes into the allowed-value lists of keys.c, in that order. */
