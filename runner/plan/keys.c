@@ -21,7 +21,6 @@ _Static_assert(sizeof(enum plan_metric) == sizeof(int), "enums must be int-sized
 #define KEYS(a)     .keys = a, .n_keys = ELEMENTSOF(a)
 
 /* The enumerations' spellings; the order is the enum's order in plan.h. */
-static const char *const axis_values[] = { "vm", "disk", "dataset", "method", NULL };
 static const char *const bus_values[] = { "virtio", "scsi", "sata", "ide", NULL };
 static const char *const format_values[] = { "raw", "qcow2", NULL };
 
@@ -663,17 +662,16 @@ static const struct key_def markdown_defs[] = {
 	  .offset = FIELD(plan_markdown, path),
 	  .help = "where to write the Markdown report" },
 	{ .name = "rows",
-	  .type = KEY_ENUM,
+	  .type = KEY_STRING,
 	  .offset = FIELD(plan_markdown, rows),
 	  .def = "method",
-	  .values = axis_values,
-	  .help = "axis whose values are the table's rows" },
+	  .help = "matrix key whose values are the table's rows: an axis (vm, disk, dataset, "
+		  "method) or a sweep (disk.cache)" },
 	{ .name = "cols",
-	  .type = KEY_ENUM,
+	  .type = KEY_STRING,
 	  .offset = FIELD(plan_markdown, cols),
 	  .def = "dataset",
-	  .values = axis_values,
-	  .help = "axis whose values are the table's columns" },
+	  .help = "matrix key whose values are the table's columns: an axis or a sweep" },
 };
 const struct key_table plan_markdown_keys = {
 	.name = "report.markdown",
