@@ -25,6 +25,18 @@ void group_destroy(struct exec *x, struct xgroup *g)
 	x->res->time.teardown += secs(now_ns() - t);
 }
 
+/* Which guest ran the cell (its OS, userland, init and /bin/sh), as "guest" in observed. */
+static void record_guest(struct result_cell *rc, const struct machine_guest *mg)
+{
+	if (!mg || !mg->userland)
+		return;
+	if (!rc->observed)
+		rc->observed = json_object();
+	json_object_set_new(rc->observed, "guest",
+			    json_pack("{s:s?, s:s, s:s?, s:s?}", "os", mg->os, "userland",
+				      mg->userland, "init", mg->init, "sh", mg->sh));
+}
+
 static int group_boot(struct exec *x, struct xgroup *g, char **err, char **detail)
 {
 	x->res->boots++;
@@ -257,6 +269,7 @@ int do_run(struct exec *x, struct xcell *c)
 		json_decref(rcell(x, c)->observed);
 		rcell(x, c)->observed = json_deep_copy(c->ctx.observed);
 	}
+	record_guest(rcell(x, c), c->group->guest);
 	results_cpu_now(&cu1, &cs1);
 	rcell(x, c)->cpu_user_s += cu1 - cu0;
 	rcell(x, c)->cpu_sys_s += cs1 - cs0;

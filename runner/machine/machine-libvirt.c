@@ -59,6 +59,7 @@ struct lv_machine {
 	struct guest_image deb; /* the Debian guest, located at its first boot */
 	struct machine_faults faults;
 	unsigned n_targets, n_seeds;
+	bool builtin_named; /* the provenance names the built-in guest's files */
 };
 
 struct lv_guest {
@@ -123,6 +124,41 @@ static int guest_sh(struct lv_guest *g, const char *cmd, char **err)
 {
 	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
 	return agent_run(vm_domain(g->vm), argv, HOUSEKEEPING_MS, NULL, err);
+}
+
+/* Which OS and userland the guest runs, for the results (busybox and GNU/dash alike). */
+#define ABOUT_CMD                                                                                  \
+	"os=none; if [ -r /etc/os-release ]; then os=\"$(. /etc/os-release; "                      \
+	"echo \"${PRETTY_NAME:-${ID:-none}}\")\"; fi; "                                            \
+	"case \"$(readlink -f \"$(command -v ls)\")\" in *busybox*) u=busybox ;; "                 \
+	"*) if ls --version 2>/dev/null | grep -q GNU; then u=gnu; else u=other; fi ;; esac; "     \
+	"printf '%s\\n%s\\n%s\\n%s\\n' \"$os\" \"$u\" \"$(cat /proc/1/comm)\" "                    \
+	"\"$(readlink -f /bin/sh)\""
+
+static void about_clear(struct lv_guest *g)
+{
+	free(g->base.os);
+	free(g->base.userland);
+	free(g->base.init);
+	free(g->base.sh);
+	g->base.os = g->base.userland = g->base.init = g->base.sh = NULL;
+}
+
+/* Not being able to ask is no failure of the boot: the fields stay NULL. */
+static void guest_about(struct lv_guest *g)
+{
+	const char *argv[] = { "/bin/sh", "-c", ABOUT_CMD, NULL };
+	_cleanup_free_ char *out = NULL, *err = NULL;
+	about_clear(g);
+	if (agent_run(vm_domain(g->vm), argv, HOUSEKEEPING_MS, &out, &err) < 0 || !out)
+		return;
+	char **f[] = { &g->base.os, &g->base.userland, &g->base.init, &g->base.sh };
+	char *p = out;
+	for (size_t i = 0; i < ELEMENTSOF(f) && *p; i++) {
+		size_t n = strcspn(p, "\n");
+		*f[i] = xstrndup(p, n);
+		p += n + (p[n] == '\n');
+	}
 }
 
 static bool is_image(const struct lv_guest *g)
@@ -302,6 +338,7 @@ static int lv_boot_into(struct lv_machine *lm, struct lv_guest *g, char **err)
 		lv_teardown(g);
 		return -1;
 	}
+	guest_about(g);
 	g->base.dirty = false;
 	return 0;
 }
@@ -317,6 +354,7 @@ static void lv_free(struct lv_guest *g)
 		unlink(g->seed_path);
 	free(g->seed_path);
 	free(g->base.name);
+	about_clear(g);
 	free(g);
 }
 
@@ -442,6 +480,15 @@ static void lv_describe(struct machine *m, struct machine_guest *mg, struct resu
 	if (g) {
 		if (!pv->accelerator && g->vm)
 			pv->accelerator = xstrdup(vm_accel_used(g->vm));
+		/* the built-in guest's files, named once a VM booted it: a plan of Debian guests
+		   or images only must not name them */
+		if (g->cfg.vm->guest == PLAN_GUEST_BUILTIN && lm->gf.kernel && !lm->builtin_named) {
+			lm->builtin_named = true;
+			free(pv->guest_kernel_sha256);
+			pv->guest_kernel_sha256 = file_sha256(lm->gf.kernel);
+			free(pv->guest_initramfs_sha256);
+			pv->guest_initramfs_sha256 = xstrdup(lm->gf.initramfs_sha256);
+		}
 		return;
 	}
 	unsigned long v = 0;
@@ -452,12 +499,6 @@ static void lv_describe(struct machine *m, struct machine_guest *mg, struct resu
 	if (virConnectGetLibVersion(lm->conn, &v) == 0) {
 		free(pv->libvirt_version);
 		pv->libvirt_version = version_string(v);
-	}
-	if (lm->gf.kernel) {
-		free(pv->guest_kernel_sha256);
-		pv->guest_kernel_sha256 = file_sha256(lm->gf.kernel);
-		free(pv->guest_initramfs_sha256);
-		pv->guest_initramfs_sha256 = xstrdup(lm->gf.initramfs_sha256);
 	}
 }
 

@@ -40,6 +40,10 @@ struct machine_guest {
 	double boot_ms;  /* from start to the first answer of the guest */
 	double probe_ms; /* of the boot: the KVM boot probe it ran first (accel auto), or 0 */
 	bool dirty;      /* the landing place holds data of an earlier run */
+	/* what ran the cell, seen in the guest after boot (NULL when it could not be asked):
+	 * os is /etc/os-release's PRETTY_NAME or "none", userland "busybox", "gnu" or "other" (who
+	 * answers `ls`), init /proc/1/comm, sh what /bin/sh resolves to */
+	char *os, *userland, *init, *sh;
 };
 
 /* The start state of a run (machine_reset). */
