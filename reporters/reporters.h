@@ -56,14 +56,17 @@ int report_json(const struct results *r, FILE *out, char **err);
  * Bencher Metric Format (https://bencher.dev/docs/reference/bencher-metric-format/):
  * {"CELL-ID": {"latency": {"value", "lower_value", "upper_value"}, "bytes-per-second": ...}}.
  * latency is Bencher's built-in measure in nanoseconds: the mean total with its 95% confidence
- * interval (its lower bound cut at 0). Cells without measured runs are left out.
+ * interval (its lower bound cut at 0). The per-run metrics (ferry(1) METRICS) are more measures
+ * named as the metric ("write_throughput", "alloc_after", ...): the mean over the measured runs
+ * with its 95% CI, in the metric's unit. Cells without measured runs are left out.
  * schema/bmf.schema.json describes it.
  */
 int report_bmf(const struct results *r, FILE *out, char **err);
 
 /*
  * github-action-benchmark, tool "customSmallerIsBetter": [{"name": CELL-ID, "unit": "s",
- * "value": mean total, "range": "± half-width of the 95% CI", "extra": "median ..."}].
+ * "value": mean total, "range": "± half-width of the 95% CI", "extra": "median ..."}]; the
+ * per-run metrics are lines "NAME: MEAN UNIT" of extra (the tool charts one unit per list).
  * schema/gab.schema.json describes it.
  */
 int report_gab(const struct results *r, FILE *out, char **err);

@@ -41,6 +41,17 @@ static void check_criterion(struct ctx *c, struct plan_criterion *cr, const yaml
 		double d = 0;
 		int r = 0;
 		switch (cr->metric) {
+		case PLAN_METRIC_ALLOC_BEFORE:
+		case PLAN_METRIC_ALLOC_AFTER:
+		case PLAN_METRIC_ALLOC_GROWTH:
+		case PLAN_METRIC_ALLOC_DELETED: {
+			uint64_t b = 0;
+			r = parse_size(text, &b, &err);
+			d = (double)b;
+			break;
+		}
+		case PLAN_METRIC_WRITE_THROUGHPUT:
+		case PLAN_METRIC_READ_THROUGHPUT:
 		case PLAN_METRIC_THROUGHPUT: {
 			uint64_t b = 0;
 			r = parse_throughput(text, &b, &err);

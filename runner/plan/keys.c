@@ -629,10 +629,14 @@ static const struct key_def criterion_defs[] = {
 	  .type = KEY_ENUM,
 	  .offset = FIELD(plan_criterion, metric),
 	  .values = V("throughput", "files_per_s", "total", "phase.prepare", "phase.transfer",
-		      "phase.finalize", "phase.verify", "phase.cleanup", "cv"),
+		      "phase.finalize", "phase.verify", "phase.cleanup", "cv", "write_throughput",
+		      "read_throughput", "alloc_before", "alloc_after", "alloc_growth",
+		      "alloc_deleted", "cpu_guest", "cpu_qemu"),
 	  .flags = KEY_REQUIRED,
 	  .help = "what is checked: throughput (a rate like 20MB/s), files_per_s, total or a "
-		  "phase's median time (a duration), cv (a percentage)" },
+		  "phase's median time (a duration), cv (a percentage), or the median of a run "
+		  "metric (ferry(1) METRICS): write_throughput and read_throughput (rates), "
+		  "alloc_* (sizes like 64MiB), cpu_guest and cpu_qemu (durations)" },
 	{ .name = "min",
 	  .type = KEY_QUANTITY,
 	  .offset = FIELD(plan_criterion, min_text),

@@ -690,6 +690,40 @@ static void test_metrics_absent(void)
 	tx_clear(&t);
 }
 
+/* A criterion on a run metric checks its median over the cell's measured runs, in its unit. */
+static void test_criteria_run_metric(void)
+{
+	struct tx t;
+	tx_init(&t, "criteria:\n"
+		    "  - {metric: write_throughput, min: 20MB/s}\n"
+		    "  - {metric: alloc_growth, max: 10MiB}\n"
+		    "  - {metric: cpu_qemu, max: 1s}\n");
+	struct plan_cell pa;
+	plan_cell(t.p, t.m, 0, &pa);
+	struct result_stats s = { 0 };
+	struct result_cell *rc = results_add_cell(t.r = results_new(), "x");
+	double w[3] = { 30e6, 10e6, 25e6 };
+	for (int i = 0; i < 3; i++) {
+		struct result_run *r = result_cell_add_run(rc, false);
+		r->total = 1.0;
+		r->integrity_ok = true;
+		r->metrics = json_pack("{s:f, s:f, s:f}", "write_throughput", w[i], "alloc_growth",
+				       12.0 * (1 << 20), "cpu_qemu", 0.5);
+	}
+	/* medians: 25 MB/s passes, 12 MiB is too much, 0.5 s passes */
+	g_assert_cmpuint(criteria_check(t.p->criteria, t.p->n_criteria, &pa, &s, rc), ==, 1);
+	g_assert_nonnull(strstr(rc->errors[0].message, "alloc_growth is 12.6 MB, expected at most "
+						       "10MiB"));
+	/* a metric no run reported never passes */
+	json_object_del(rc->runs[0].metrics, "cpu_qemu");
+	json_object_del(rc->runs[1].metrics, "cpu_qemu");
+	json_object_del(rc->runs[2].metrics, "cpu_qemu");
+	g_assert_cmpuint(criteria_check(t.p->criteria, t.p->n_criteria, &pa, &s, rc), ==, 2);
+	g_assert_nonnull(
+	    strstr(rc->errors[2].message, "cpu_qemu is undefined, expected at most 1s"));
+	tx_clear(&t);
+}
+
 /* ---- the results file ---- */
 
 static void test_results_every_cell(void)
@@ -772,6 +806,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/executor/timeout/null-longer", test_null_longer_than_timeout);
 	g_test_add_func("/executor/timeout/cell", test_cell_timeout);
 	g_test_add_func("/executor/criteria", test_criteria);
+	g_test_add_func("/executor/criteria/run-metric", test_criteria_run_metric);
 	g_test_add_func("/executor/results-every-cell", test_results_every_cell);
 	g_test_add_func("/executor/metrics/sampled", test_metrics_sampled);
 	g_test_add_func("/executor/metrics/absent", test_metrics_absent);

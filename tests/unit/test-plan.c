@@ -84,7 +84,9 @@ static void test_full(void)
 	g_assert_cmpstr(e, ==,
 			"mem.yaml:36:14: invalid metric 'phase.copy' (expected 'throughput', "
 			"'files_per_s', 'total', 'phase.prepare', 'phase.transfer', "
-			"'phase.finalize', 'phase.verify', 'phase.cleanup' or 'cv')");
+			"'phase.finalize', 'phase.verify', 'phase.cleanup', 'cv', "
+			"'write_throughput', 'read_throughput', 'alloc_before', 'alloc_after', "
+			"'alloc_growth', 'alloc_deleted', 'cpu_guest' or 'cpu_qemu')");
 	g_free(e);
 
 	GString *fixed = g_string_new(full_plan);

@@ -460,6 +460,35 @@ static void test_bmf_lower_bound(void)
 	json_decref(j);
 }
 
+/* The per-run metrics become BMF measures (mean and CI) and lines of github-action-benchmark's
+ * extra; a metric no run reported is not exported. */
+static void test_export_metrics(void)
+{
+	_cleanup_(results_freep) struct results *r = results_new();
+	results_set_metric(r, "write_throughput", "B/s", true);
+	results_set_metric(r, "cpu_qemu", "s", false);
+	struct result_cell *c = results_add_cell(r, "method=block");
+	c->status = STATUS_PASSED;
+	for (int i = 0; i < 3; i++) {
+		add_run(c, false, 0, 1.0, 0, 0, 0, true);
+		c->runs[i].metrics = json_pack("{s:f}", "write_throughput", 1e6 * (i + 1));
+	}
+	results_cell_compute_stats(c);
+	size_t len;
+	_cleanup_free_ char *text = render_to_string(report_bmf, r, &len);
+	json_t *j = json_loads(text, 0, NULL);
+	g_assert_nonnull(j);
+	json_t *b = json_object_get(j, "method=block");
+	json_t *w = json_object_get(b, "write_throughput");
+	g_assert_cmpfloat(json_real_value(json_object_get(w, "value")), ==, 2e6);
+	g_assert_cmpfloat(json_real_value(json_object_get(w, "lower_value")), <, 2e6);
+	g_assert_null(json_object_get(b, "cpu_qemu"));
+	json_decref(j);
+	_cleanup_free_ char *gab = render_to_string(report_gab, r, &len);
+	g_assert_nonnull(strstr(gab, "write_throughput: 2e+06 B/s"));
+	g_assert_null(strstr(gab, "cpu_qemu"));
+}
+
 /* The serial tail in <system-out> keeps the end of a long console log, not more than 64 KiB. */
 static void test_junit_tail_limit(void)
 {
@@ -705,6 +734,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/reporters/markdown-cap", test_markdown_cap);
 	g_test_add_func("/reporters/markdown-cap-body", test_markdown_cap_body);
 	g_test_add_func("/reporters/bmf-lower-bound", test_bmf_lower_bound);
+	g_test_add_func("/reporters/export-metrics", test_export_metrics);
 	g_test_add_func("/reporters/junit-tail-limit", test_junit_tail_limit);
 	g_test_add_func("/reporters/junit-streams", test_junit_streams);
 	g_test_add_func("/reporters/comma-locale", test_comma_locale);
