@@ -11,6 +11,8 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
@@ -514,6 +516,57 @@ static void lv_bind(struct machine *m, struct machine_guest *mg, struct method_c
 	ctx->target_disk = is_image(g) ? &g->target : NULL;
 }
 
+/* The guest's non-idle CPU seconds: user + nice + system + irq + softirq of /proc/stat's "cpu"
+ * line, in USER_HZ (100 on Linux); NAN when the agent cannot read it. */
+static double guest_cpu_s(virDomainPtr dom)
+{
+	_cleanup_free_ char *buf = NULL, *err = NULL;
+	size_t len = 0;
+	if (agent_read_file(dom, "/proc/stat", 64 * 1024, &buf, &len, &err) < 0)
+		return NAN;
+	unsigned long long v[7] = { 0 };
+	if (sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+		   &v[5], &v[6]) != 7)
+		return NAN;
+	return (double)(v[0] + v[1] + v[2] + v[5] + v[6]) / 100.0;
+}
+
+static void lv_sample(struct machine *m, struct machine_guest *mg, unsigned what,
+		      struct machine_sample *out)
+{
+	(void)m;
+	struct lv_guest *g = (struct lv_guest *)mg;
+	struct stat st;
+	if ((what & MACHINE_SAMPLE_ALLOC) && is_image(g) && g->target_path &&
+	    stat(g->target_path, &st) == 0)
+		out->alloc_bytes = (double)st.st_blocks * 512.0;
+	if (!(what & MACHINE_SAMPLE_CPU) || !g->vm)
+		return;
+	/* libvirt's cpuTime of a QEMU domain: the QEMU process's user + system time (its
+	   cgroup's, or /proc/PID/stat's), every thread */
+	virDomainInfo info;
+	if (virDomainGetInfo(vm_domain(g->vm), &info) == 0)
+		out->cpu_qemu_s = (double)info.cpuTime / 1e9;
+	out->cpu_guest_s = guest_cpu_s(vm_domain(g->vm));
+}
+
+/* Delete the landing place's data and trim the filesystem; a target the block method wrote raw
+ * (not mounted) is discarded whole. Only where the image passes discards through. */
+#define RECLAIM_CMD                                                                                \
+	"if grep -q ' " MACHINE_TARGET_MNT " ' /proc/mounts; then rm -rf " MACHINE_LANDING         \
+	" && mkdir -p " MACHINE_LANDING " && sync && fstrim " MACHINE_TARGET_MNT "; "              \
+	"else blkdiscard %s; fi && sync"
+
+static int lv_reclaim(struct machine *m, struct machine_guest *mg, char **err)
+{
+	(void)m;
+	struct lv_guest *g = (struct lv_guest *)mg;
+	if (!is_image(g) || !g->target.discard || !g->vm || !g->target_dev)
+		return 0;
+	_cleanup_free_ char *cmd = xasprintf(RECLAIM_CMD, g->target_dev);
+	return guest_sh(g, cmd, err) < 0 ? -1 : 1;
+}
+
 static void lv_hook(struct machine *m, struct machine_guest *mg, const struct machine_where *w)
 {
 	struct lv_machine *lm = (struct lv_machine *)m;
@@ -542,6 +595,8 @@ static const struct machine_ops libvirt_ops = {
 	.console_tail = lv_console_tail,
 	.describe = lv_describe,
 	.bind = lv_bind,
+	.sample = lv_sample,
+	.reclaim = lv_reclaim,
 	.hook = lv_hook,
 	.close = lv_close,
 };

@@ -72,6 +72,26 @@ static void check_criterion(struct ctx *c, struct plan_criterion *cr, const yaml
 			    "criterion can never pass: 'min' is larger than 'max'");
 }
 
+/* report.markdown rows/cols: an axis or a sweep key (whether the matrix has it: plan_expand) */
+static void check_pivot_key(struct ctx *c, const yaml_node_t *map, const char *which,
+			    const char *key, struct plan_pos *pos)
+{
+	yaml_node_t *v = pl_lookup(c, map, which, NULL);
+	if (v)
+		*pos = pl_node_pos(c, v);
+	if (pl_axis_from_name(key) >= 0)
+		return;
+	struct sweep_key sk;
+	_cleanup_free_ char *err = NULL;
+	if (!pl_is_sweep(key))
+		pl_err_node(c, v,
+			    "invalid %s '%s' (expected vm, disk, dataset, method or a swept "
+			    "key such as disk.cache)",
+			    which, key);
+	else if (pl_sweep_resolve(key, &sk, &err) < 0)
+		pl_err_node(c, v, "'%s': %s", which, err);
+}
+
 void pl_check_entry(struct ctx *c, const struct key_table *t, void *obj, const yaml_node_t *map,
 		    const yaml_node_t *owner)
 {
@@ -103,10 +123,12 @@ void pl_check_entry(struct ctx *c, const struct key_table *t, void *obj, const y
 				    false);
 	} else if (t == &plan_markdown_keys) {
 		struct plan_markdown *md = obj;
-		if (md->rows == md->cols)
+		check_pivot_key(c, map, "rows", md->rows, &md->rows_pos);
+		check_pivot_key(c, map, "cols", md->cols, &md->cols_pos);
+		if (STREQ(md->rows, md->cols))
 			pl_err_node(c, pl_key_node(c, map, "cols", owner),
 				    "markdown 'rows' and 'cols' must be different axes (both are "
 				    "'%s')",
-				    plan_axis_name(md->rows));
+				    md->rows);
 	}
 }

@@ -259,7 +259,10 @@ enum plan_axis { PLAN_AXIS_VM, PLAN_AXIS_DISK, PLAN_AXIS_DATASET, PLAN_AXIS_METH
 struct plan_markdown {
 	uint64_t set;
 	char *path;
-	enum plan_axis rows, cols;
+	/* matrix keys: an axis ("method") or a sweep ("disk.cache"); plan_expand() checks that the
+	 * matrix has them */
+	char *rows, *cols;
+	struct plan_pos rows_pos, cols_pos; /* where written (line 0: defaulted) */
 };
 
 struct plan_report {
