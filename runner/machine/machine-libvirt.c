@@ -130,8 +130,8 @@ static int guest_sh(struct lv_guest *g, const char *cmd, char **err)
 #define ABOUT_CMD                                                                                  \
 	"os=none; if [ -r /etc/os-release ]; then os=\"$(. /etc/os-release; "                      \
 	"echo \"${PRETTY_NAME:-${ID:-none}}\")\"; fi; "                                            \
-	"case \"$(readlink -f \"$(command -v ls)\")\" in *busybox*) u=busybox ;; "                 \
-	"*) if ls --version 2>/dev/null | grep -q GNU; then u=gnu; else u=other; fi ;; esac; "     \
+	"if ls --version 2>/dev/null | grep -q GNU; then u=gnu; "                                  \
+	"elif ls --help 2>&1 | grep -q BusyBox; then u=busybox; else u=other; fi; "                \
 	"printf '%s\\n%s\\n%s\\n%s\\n' \"$os\" \"$u\" \"$(cat /proc/1/comm)\" "                    \
 	"\"$(readlink -f /bin/sh)\""
 
