@@ -35,6 +35,9 @@ struct report_markdown_opts {
 	const char *rows; /* axis for the table rows; NULL: "method" if present, else the first */
 	const char *cols; /* axis for the columns; NULL: "dataset" if present, else another axis */
 	size_t max_bytes; /* cap on the output; 0: REPORT_MARKDOWN_MAX */
+	/* a second rows x columns table of this metric's medians (any metric the results describe
+	 * or ferry(1) METRICS names, e.g. "write_throughput"); NULL or "total": only the total */
+	const char *metric;
 };
 
 /*

@@ -333,6 +333,7 @@ int cmd_run(int argc, char **argv)
 	if (p->report.markdown.set) {
 		rs.markdown.rows = p->report.markdown.rows;
 		rs.markdown.cols = p->report.markdown.cols;
+		rs.markdown.metric = p->report.markdown.metric;
 	}
 	{
 		_cleanup_free_ char *err = NULL;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "plan-parse.h"
+#include "results.h"
 #include "units.h"
 
 void pl_add_ref(struct ctx *c, enum plan_axis axis, const char *name, const yaml_node_t *n,
@@ -83,6 +84,18 @@ static void check_criterion(struct ctx *c, struct plan_criterion *cr, const yaml
 			    "criterion can never pass: 'min' is larger than 'max'");
 }
 
+/* report.markdown metric: a built-in metric or a run metric (results.h result_metric_defs) */
+static bool plan_metric_name_ok(const char *name)
+{
+	static const char *const builtin[] = { "total", "throughput", "files_per_s" };
+	for (size_t i = 0; i < ELEMENTSOF(builtin); i++)
+		if (STREQ(name, builtin[i]))
+			return true;
+	if (strncmp(name, "phase.", 6) == 0 && result_phase_from_name(name + 6) >= 0)
+		return true;
+	return result_metric_def_find(name) != NULL;
+}
+
 /* report.markdown rows/cols: an axis or a sweep key (whether the matrix has it: plan_expand) */
 static void check_pivot_key(struct ctx *c, const yaml_node_t *map, const char *which,
 			    const char *key, struct plan_pos *pos)
@@ -136,6 +149,11 @@ void pl_check_entry(struct ctx *c, const struct key_table *t, void *obj, const y
 		struct plan_markdown *md = obj;
 		check_pivot_key(c, map, "rows", md->rows, &md->rows_pos);
 		check_pivot_key(c, map, "cols", md->cols, &md->cols_pos);
+		if (md->metric && !plan_metric_name_ok(md->metric))
+			pl_err_node(c, pl_lookup(c, map, "metric", NULL),
+				    "unknown metric '%s' (expected total, throughput, files_per_s, "
+				    "phase.NAME or a metric of ferry(1) METRICS)",
+				    md->metric);
 		if (STREQ(md->rows, md->cols))
 			pl_err_node(c, pl_key_node(c, map, "cols", owner),
 				    "markdown 'rows' and 'cols' must be different axes (both are "

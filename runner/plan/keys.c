@@ -676,6 +676,12 @@ static const struct key_def markdown_defs[] = {
 	  .offset = FIELD(plan_markdown, cols),
 	  .def = "dataset",
 	  .help = "matrix key whose values are the table's columns: an axis or a sweep" },
+	{ .name = "metric",
+	  .type = KEY_STRING,
+	  .offset = FIELD(plan_markdown, metric),
+	  .def = "total",
+	  .help = "a second table of this metric's medians: throughput, files_per_s, phase.NAME or "
+		  "a run metric (ferry(1) METRICS, e.g. write_throughput, alloc_growth)" },
 };
 const struct key_table plan_markdown_keys = {
 	.name = "report.markdown",

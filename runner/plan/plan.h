@@ -273,6 +273,7 @@ struct plan_markdown {
 	 * matrix has them */
 	char *rows, *cols;
 	struct plan_pos rows_pos, cols_pos; /* where written (line 0: defaulted) */
+	char *metric; /* a second table of this metric's medians ("total": none) */
 };
 
 struct plan_report {
