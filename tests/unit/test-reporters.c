@@ -528,6 +528,10 @@ static void test_export_metrics(void)
 	g_assert_cmpfloat(json_real_value(json_object_get(w, "lower_value")), <, 2e6);
 	g_assert_null(json_object_get(b, "cpu_qemu"));
 	json_decref(j);
+	_cleanup_free_ char *junit = render_to_string(report_junit, r, &len);
+	g_assert_nonnull(strstr(junit, "<property name=\"metric.write_throughput.median\" "
+				       "value=\"2000000\""));
+	g_assert_nonnull(strstr(junit, "<property name=\"metric.write_throughput.n\" value=\"3\""));
 	_cleanup_free_ char *gab = render_to_string(report_gab, r, &len);
 	g_assert_nonnull(strstr(gab, "write_throughput: 2e+06 B/s"));
 	g_assert_null(strstr(gab, "cpu_qemu"));
