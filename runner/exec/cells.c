@@ -191,6 +191,7 @@ void cell_free(struct xcell *c)
 	if (c->ctx_ready && c->ops && c->ops->free_state)
 		c->ops->free_state(&c->ctx);
 	method_error_clear(&c->ctx.err);
+	json_decref(c->ctx.metrics);
 	manifest_free(c->man);
 	dataset_info_clear(&c->dinfo);
 	needs_clear(&c->needs);

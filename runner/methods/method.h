@@ -114,6 +114,12 @@ struct method_ctx {
 	 * manifest's files and bytes, set by the executor before prepare()) ---- */
 	uint64_t bytes, files;
 
+	/* ---- what the run measured: named metrics of this run (result_metric_defs in results.h,
+	 * e.g. write_throughput), set with method_metric(); owned by the executor, which empties it
+	 * before prepare() and records it (with its own alloc_* and cpu_* metrics) in the run ----
+	 */
+	json_t *metrics;
+
 	/* ---- what the method saw: (method) a JSON object or NULL, owned by the method (free it in
 	 * free_state()); the executor records a copy as the cell's "observed" after every run ----
 	 */
@@ -211,6 +217,18 @@ int method_verify_dir(struct method_ctx *ctx, const char *dir, bool symlinks);
  * dash exit. Without it the bytes are still checked by verify.
  */
 #define METHOD_SH_PIPEFAIL "(set -o pipefail) 2>/dev/null && set -o pipefail; "
+
+/*
+ * Report a metric of the current run (a name of result_metric_defs; a non-finite value is not
+ * recorded). Reporting it again replaces the value.
+ */
+void method_metric(struct method_ctx *ctx, const char *name, double value);
+
+/*
+ * Report bytes / seconds as the rate metric `name` (e.g. "write_throughput"), when both are
+ * positive: a command that took no measurable time gives no rate rather than an infinite one.
+ */
+void method_rate(struct method_ctx *ctx, const char *name, uint64_t bytes, double seconds);
 
 /* Quote s for a POSIX shell ('...' with ' escaped). Caller frees. */
 char *method_shell_quote(const char *s);

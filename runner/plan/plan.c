@@ -397,6 +397,30 @@ void plan_cell(const struct plan *p, const struct matrix *m, size_t i, struct pl
 		plan_run_apply(&out->run, &p->include_run[inc[j]]);
 }
 
+/* The Markdown report pivots on matrix keys: the axes, sweeps and keys include entries add. */
+static size_t check_pivot(const struct plan *p, const struct matrix *m, struct diag_list *diags)
+{
+	const struct plan_markdown *md = &p->report.markdown;
+	const char *which[2] = { "rows", "cols" }, *key[2] = { md->rows, md->cols };
+	const struct plan_pos *pos[2] = { &md->rows_pos, &md->cols_pos };
+	size_t errors = 0;
+
+	for (int i = 0; i < 2; i++) {
+		bool found = false;
+		for (size_t k = 0; k < matrix_n_keys(m) && !found; k++)
+			found = STREQ(matrix_key(m, k), key[i]);
+		if (found)
+			continue;
+		const struct plan_pos *at = pos[i]->line ? pos[i] : &p->matrix_pos;
+		diag_add(diags, at->file, at->line, at->col,
+			 "markdown %s '%s' is not a key of the matrix (a sweep must be an axis or "
+			 "be added by an include entry)",
+			 which[i], key[i]);
+		errors++;
+	}
+	return errors;
+}
+
 struct matrix *plan_expand(const struct plan *p, size_t cap, struct diag_list *diags)
 {
 	struct matrix *m = matrix_expand(&p->matrix, cap, p->matrix_file, diags);
@@ -436,6 +460,7 @@ struct matrix *plan_expand(const struct plan *p, size_t cap, struct diag_list *d
 		    cell.id, missing);
 		errors++;
 	}
+	errors += check_pivot(p, m, diags);
 	errors += pl_check_cells(p, m, diags);
 	if (errors) {
 		diag_sort(diags);

@@ -277,6 +277,45 @@ static void test_cap(void)
 	plan_free(p);
 }
 
+/* The Markdown report pivots on matrix keys, sweeps included; a key the matrix lacks is an
+ * error at validate, not a report that fails after the run. */
+static void test_markdown_pivot(void)
+{
+	const char *text =
+	    HEAD "matrix:\n"
+		 "  disk.bus: [sata, virtio]\n"
+		 "  disk.cache: [none, writeback]\n"
+		 "  method: dd\n"
+		 "  include: [{disk.cache: none, disk.io: native}]\n"
+		 "report: {markdown: {path: out/x.md, rows: disk.bus, cols: disk.io}}\n";
+	struct diag_list d = { 0 };
+	struct plan *p = parse(text, &d);
+	g_assert_nonnull(p);
+	g_assert_cmpstr(p->report.markdown.rows, ==, "disk.bus");
+	g_assert_cmpstr(p->report.markdown.cols, ==, "disk.io");
+	struct matrix *m = plan_expand(p, 0, &d);
+	g_assert_cmpuint(d.n, ==, 0);
+	g_assert_nonnull(m);
+	matrix_free(m);
+	plan_free(p);
+
+	char *e = errors_of(HEAD "matrix: {method: dd, disk.bus: [sata, virtio]}\n"
+				 "report: {markdown: {path: out/x.md, rows: disk.cache}}\n");
+	g_assert_cmpstr(e, ==,
+			"mem.yaml:7:43: markdown rows 'disk.cache' is not a key of the matrix (a "
+			"sweep must be an axis or be added by an include entry)");
+	g_free(e);
+	e = errors_of(HEAD "matrix: {method: dd}\n"
+			   "report: {markdown: {path: out/x.md, rows: disks, cols: disk.cach}}\n");
+	g_assert_cmpstr(
+	    e, ==,
+	    "mem.yaml:7:43: invalid rows 'disks' (expected vm, disk, dataset, method or "
+	    "a swept key such as disk.cache)\n"
+	    "mem.yaml:7:56: 'cols': unknown key 'cach' in sweep 'disk.cach' (did you "
+	    "mean 'disk.cache'?)");
+	g_free(e);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -287,5 +326,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/plan-sweep/bad-keys-and-values", test_bad_keys_and_values);
 	g_test_add_func("/plan-sweep/rules-per-cell", test_rules_per_cell);
 	g_test_add_func("/plan-sweep/cap", test_cap);
+	g_test_add_func("/plan-sweep/markdown-pivot", test_markdown_pivot);
 	return g_test_run();
 }
