@@ -153,12 +153,14 @@ ceiling() { # METHOD CASE ROUND -> seconds on stdout
 				g "rm -rf /land/*"
 				log "agent-file ceiling, $k KiB chunks: $t s"
 				if [ -z "$bt" ] || awk -v a="$t" -v b="$bt" 'BEGIN {exit !(a < b)}'; then
-					bt="$t"; best_chunk="$k"
+					bt="$t"; echo "$k" >"$work/best-chunk"
 				fi
 			done
 			echo "$bt"
 			return
 		fi
+		# (ceiling runs in a command substitution: the best chunk size comes back in a file)
+		[ ! -s "$work/best-chunk" ] || best_chunk="$(cat "$work/best-chunk")"
 		if [ "$c" = large ]; then
 			"$aw" "$uri" "$dom" $((best_chunk * 1024)) /land "$src"
 		else
@@ -271,6 +273,7 @@ for m in $only; do
 done
 
 # ---------------------------------------------------------------- the table
+[ ! -s "$work/best-chunk" ] || best_chunk="$(cat "$work/best-chunk")"
 "$py" - "$work/samples.tsv" $((large_mib * 1048576)) $((small_files * 4096)) "$best_chunk" <<'PY'
 import math, statistics, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
