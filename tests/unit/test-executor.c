@@ -245,6 +245,10 @@ static void test_one_guest_at_a_time(void)
 	const char *orders[] = { "sequential", "interleaved", "shuffled" };
 	for (size_t i = 0; i < ELEMENTSOF(modes); i++) {
 		for (size_t o = 0; o < ELEMENTSOF(orders); o++) {
+			/* an order under a VM per cell or per run is refused at validate (it would
+			 * order nothing): tests/plans/bad/order-*.yaml */
+			if (i > 0 && o > 0)
+				continue;
 			char *plan = g_strdup_printf(
 			    "ferry: 1\n"
 			    "name: t\n"
