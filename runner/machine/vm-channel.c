@@ -39,10 +39,10 @@ struct pump {
 	virStreamPtr st;
 	int fd; /* the pump's end of the socketpair (closed by the reaper) */
 	char *name;
-	char *vm;                /* the domain's name */
-	atomic_bool done;        /* the pump thread has ended */
-	atomic_bool cancel;      /* end now: do not wait for the guest */
-	uint64_t base; /* the port's bytes_received when the stream opened */
+	char *vm;           /* the domain's name */
+	atomic_bool done;   /* the pump thread has ended */
+	atomic_bool cancel; /* end now: do not wait for the guest */
+	uint64_t base;      /* the port's bytes_received when the stream opened */
 	pthread_t thread;
 	struct pump *next;
 };
