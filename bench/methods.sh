@@ -1,35 +1,37 @@
 #!/usr/bin/env bash
 # Every transfer method next to the ceiling of its transport, on the same built-in guest (same
-# kernel, initramfs, 1 vCPU, same memory, TCG), for one large file and for many small ones.
+# kernel, initramfs, 1 vCPU, 512 MiB, TCG), for one large file and for many small ones.
 #
-# ferry:   `ferry run` of one plan holding every method (landing on guest RAM; block on a raw
-#          virtio disk), --repeat runs per cell after one warmup; MB/s = bytes / median time of
-#          the phases that move the bytes (see "phases" below).
+# Interleaved: for each method, round after round, one ferry measurement then one ceiling
+# measurement of each case, so that what the machine does meanwhile hits both alike. Round 0 is
+# a warmup on both sides and is not counted; the figures are the medians of rounds 1..--repeat.
+# Both sides are timed on the host the same way: a monotonic clock around guest commands started
+# with guest-exec and waited for by polling guest-exec-status (ferry's agent_exec(), which
+# bench/guest-time.c uses too).
+#
+# ferry:   per round one `ferry run` of a plan with that method only (both datasets, landing on
+#          guest RAM; block on a raw virtio disk), repeat 1, caches dropped; its own figure per
+#          method (see FERRY_PHASES below): the phases that move the bytes.
 # ceiling: the simplest hand-made equivalent, on a domain this script boots by hand (virsh) from
-#          the same guest files, with the same devices, --repeat times after one warmup:
-#   agent-file  guest-file-open, guest-file-write of CHUNK raw bytes (base64) in a loop, close:
-#               bench/agent-write.c, virDomainQemuAgentCommand as virsh qemu-agent-command
-#               uses it, in one process; every chunk size of --chunks, the best is the ceiling
+#          the same guest files with the devices of every method, caches dropped before each:
+#   agent-file  guest-file-open, guest-file-write of CHUNK raw bytes (base64) in a loop, close
+#               (bench/agent-write.c); every chunk size of --chunks in round 0, the best then
 #   channel     raw bytes written into the virtio-serial port's socket, the guest `head -c` into
-#               a file in RAM, timed on the host from connect to the guest command's end
+#               a file in RAM; from connect to the guest command's end
 #   network     one `wget` in the guest of one file from a trivial host server on 127.0.0.1
-#               (python http.server; the guest sees 10.0.2.2), timed in the guest
-#   share       a 9p mount (msize 512000, cache none: ferry's defaults) and one `cp -r` in the
-#               guest, timed in the guest (mount + cp, as ferry's transfer + finalize)
-#   disk-image  a prebuilt ext4 image (mke2fs -d): `virsh attach-disk`, then in the guest wait
-#               for the device, mount, `cp -r`, umount; timed on the host from attach to the end
-#   block       `dd bs=1M oflag=direct` from guest RAM to a raw virtio disk, timed in the guest
-# Small files: the same bytes per method, as --small-files files of 4 KiB; what the methods do
-# per file (agent-file: open + write + close round trips per file) shows as the ratio falls.
-#
-# phases compared (ferry's time): agent-file transfer+finalize; channel prepare+transfer+finalize;
-# network prepare+transfer+finalize; share transfer+finalize; disk-image transfer+finalize
-# (prepare builds the image: the ceiling's image is prebuilt; the prepare median is printed
-# apart); block transfer (the O_DIRECT write).
+#               (python http.server, already listening; the guest sees 10.0.2.2)
+#   share       a 9p mount (msize 512000, cache none: ferry's defaults), one `cp -r`, umount
+#   disk-image  a prebuilt ext4 image: hot-plug, wait for the device, mount, `cp -r`
+#   block       `dd bs=1M oflag=direct conv=fsync` from guest RAM to a raw virtio disk
+# Small files: the same number of 4 KiB files per method (network: one tar of them, as one
+# file); what the methods do per file shows as the ratio falls.
 #
 # Usage: bench/methods.sh [--ferry BIN] [--cache DIR] [--large-mib N] [--small-files N]
-#                         [--repeat N] [--chunks "48 96 128"] [--only "agent-file channel ..."]
-# Hold /work/e2e.lock (or the like) on a shared machine. Needs root (virsh, 9p), python3.
+#                         [--repeat N] [--chunks "64 96 128"] [--only "agent-file channel ..."]
+#                         [--lock FILE] [--keep DIR]
+# --lock FILE: hold FILE (flock) for each method's rounds, not between methods (a shared
+# machine: /work/e2e.lock keeps other guests from booting meanwhile). --keep DIR: keep the
+# ferry results and the samples there. Needs root (virsh, 9p), python3.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -38,8 +40,10 @@ cache="${FERRY_CACHE_DIR:-/var/cache/ferry}"
 large_mib=16
 small_files=128
 repeat=3
-chunks="48 96 128"
+chunks="64 96 128"
 only="agent-file channel network share disk-image block"
+lock=""
+keep=""
 uri=qemu:///system
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -50,13 +54,19 @@ while [ $# -gt 0 ]; do
 	--repeat) repeat="$2"; shift 2 ;;
 	--chunks) chunks="$2"; shift 2 ;;
 	--only) only="$2"; shift 2 ;;
-	-h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+	--lock) lock="$2"; shift 2 ;;
+	--keep) keep="$2"; shift 2 ;;
+	-h|--help) sed -n '2,35p' "$0"; exit 0 ;;
 	*) echo "methods.sh: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
 [ -x "$ferry" ] || { echo "methods.sh: no ferry binary at '$ferry'" >&2; exit 2; }
-aw="${BENCH_AGENT_WRITE:-$(dirname "$ferry")/bench/bench-agent-write}"
-[ -x "$aw" ] || { echo "methods.sh: no bench-agent-write at '$aw' (build bench/)" >&2; exit 2; }
+bdir="$(dirname "$ferry")/bench"
+aw="${BENCH_AGENT_WRITE:-$bdir/bench-agent-write}"
+gt="${BENCH_GUEST_TIME:-$bdir/bench-guest-time}"
+for x in "$aw" "$gt"; do
+	[ -x "$x" ] || { echo "methods.sh: no '$x' (build bench/)" >&2; exit 2; }
+done
 py=/usr/bin/python3
 export FERRY_CACHE_DIR="$cache"
 
@@ -67,64 +77,29 @@ srv_pid=""
 cleanup() {
 	virsh -c "$uri" destroy "$dom" >/dev/null 2>&1 || true
 	[ -z "$srv_pid" ] || kill "$srv_pid" 2>/dev/null || true
+	[ -z "$keep" ] || { mkdir -p "$keep"; cp "$work"/*.json "$work"/samples.tsv "$keep"/ 2>/dev/null || true; }
 	rm -rf "$work"
 }
 trap cleanup EXIT
-want() { [[ " $only " == *" $1 "* ]]; }
 log() { echo "methods.sh: $*" >&2; }
 
-# ---------------------------------------------------------------- ferry's figures
-mkdir -m 0755 "$work/runs" "$work/out"
-cat >"$work/plan.yaml" <<PLAN
-ferry: 1
-name: bench-methods
-vms:
-  tiny: {guest: builtin, vcpus: 1, memory: 512MiB, accel: tcg}
-disks:
-  ram: {kind: tmpfs, size: 160MiB}
-  raw: {format: raw, size: $((large_mib * 2))MiB, bus: virtio, cache: none, io: native}
-datasets:
-  large: {files: 1, size: ${large_mib}MiB, seed: 1}
-  small: {files: $small_files, size: 4KiB, seed: 2}
-methods:
-  agent-file: {type: agent-file, chunk_size: 128KiB}
-  channel: {type: channel}
-  network: {type: network}
-  share: {type: share, driver: 9p}
-  disk-image: {type: disk-image, filesystem: ext4}
-  block: {type: block, block_size: 1MiB, queue_depth: 1}
-matrix:
-  vm: [tiny]
-  disk: [ram]
-  dataset: [large, small]
-  method: [$(for m in $only; do [ "$m" = block ] || printf '%s, ' "$m"; done | sed 's/, $//')]
-$(want block && printf '  include:\n    - {vm: tiny, disk: raw, dataset: large, method: block}\n    - {vm: tiny, disk: raw, dataset: small, method: block}\n')
-run: {repeat: $repeat, warmup: 1, caches: drop, vm: shared, timeout: 10m}
-PLAN
-log "ferry: $(grep -c . "$work/plan.yaml") plan lines, running"
-FERRY_RUN_DIR="$work/runs" "$ferry" run --quiet --results "$work/ferry.json" "$work/plan.yaml" ||
-	log "ferry run exited with $? (cells that failed are left out)"
-
-# ---------------------------------------------------------------- the hand-made domain
+# ---------------------------------------------------------------- data, images, the domain
 eval "$("$ferry" guest info --json | "$py" -c '
 import json, sys, shlex
 m = json.load(sys.stdin)
-def f(k):
-    return m[k]["path"]
-print("gkernel=" + shlex.quote(f("kernel")), "ginitrd=" + shlex.quote(f("initramfs")),
+print("gkernel=" + shlex.quote(m["kernel"]["path"]), "ginitrd=" + shlex.quote(m["initramfs"]["path"]),
       "gcmdline=" + shlex.quote(m["cmdline"]))')"
-mkdir -m 0755 "$work/share" "$work/www" "$work/img"
+mkdir -m 0755 "$work/runs" "$work/share" "$work/www" "$work/img"
 "$ferry" dataset gen --files 1 --size "${large_mib}MiB" --seed 1 --dir "$work/share/large" >/dev/null
 "$ferry" dataset gen --files "$small_files" --size 4KiB --seed 2 --dir "$work/share/small" >/dev/null
 rm -f "$work"/share/*/.ferry* 2>/dev/null || true
 chmod -R a+rX "$work/share"
-large_bytes=$((large_mib * 1048576))
-small_bytes=$((small_files * 4096))
-# one file for the wget of each case: the large file, and the small files as one tar
 cp "$work"/share/large/* "$work/www/large"
 tar -C "$work/share/small" -cf "$work/www/small" .
 for c in large small; do
 	mke2fs -q -t ext4 -m 0 -d "$work/share/$c" "$work/img/$c.raw" $((large_mib * 2 + 8))M >/dev/null
+	printf "<disk type='file' device='disk'><driver name='qemu' type='raw'/><source file='%s'/><target dev='vdb' bus='virtio'/><readonly/><serial>benchimg</serial></disk>\n" \
+		"$work/img/$c.raw" >"$work/img/$c.xml"
 done
 qemu-img create -q -f raw "$work/img/block.raw" $((large_mib * 2))M
 chmod 0644 "$work"/img/* "$work"/www/*
@@ -140,7 +115,6 @@ cat >"$work/dom.xml" <<XML
   <on_poweroff>destroy</on_poweroff><on_reboot>destroy</on_reboot><on_crash>destroy</on_crash>
   <devices>
     <controller type='usb' model='none'/>
-    <controller type='scsi' index='0' model='virtio-scsi'/>
     <disk type='file' device='disk'><driver name='qemu' type='raw' cache='none' io='native'/>
       <source file='$work/img/block.raw'/><target dev='vda' bus='virtio'/><serial>benchblock</serial></disk>
     <serial type='file'><source path='$work/console.log'/><target port='0'/></serial>
@@ -158,179 +132,177 @@ for ((i = 0; i < 600; i++)); do
 	virsh -c "$uri" qemu-agent-command "$dom" '{"execute":"guest-ping"}' >/dev/null 2>&1 && break
 	sleep 0.1
 done
+g() { "$gt" "$uri" "$dom" exec "$1" >/dev/null; } # untimed guest command
+g "modprobe -a 9pnet_virtio 9p ext4; mkdir -p /land /mnt/img /mnt/share; mount -t tmpfs -o size=160m tmpfs /land"
+port=$((20000 + RANDOM % 20000))
+(cd "$work/www" && exec "$py" -m http.server -b 127.0.0.1 "$port" >/dev/null 2>&1) &
+srv_pid=$!
+drop() { sync; echo 3 >/proc/sys/vm/drop_caches; g "sync; echo 3 > /proc/sys/vm/drop_caches"; }
 
-agent() { virsh -c "$uri" qemu-agent-command "$dom" "$1"; }
-# gsh CMD: run a shell command in the guest, wait for it, print its stdout; fails on non-zero exit
-gsh() {
-	local args pid st
-	args="$("$py" -c 'import json,sys; print(json.dumps({"execute":"guest-exec","arguments":{"path":"/bin/sh","arg":["-c",sys.argv[1]],"capture-output":True}}))' "$1")"
-	pid="$(agent "$args" | "$py" -c 'import json,sys; print(json.load(sys.stdin)["return"]["pid"])')"
-	while :; do
-		st="$(agent "{\"execute\":\"guest-exec-status\",\"arguments\":{\"pid\":$pid}}")"
-		"$py" -c 'import json,sys; sys.exit(0 if json.loads(sys.argv[1])["return"]["exited"] else 1)' "$st" && break
-		sleep 0.02
-	done
-	"$py" -c '
-import json, sys, base64
-r = json.loads(sys.argv[1])["return"]
-sys.stdout.write(base64.b64decode(r.get("out-data", "")).decode())
-if r.get("exitcode", 1) != 0:
-    sys.stderr.write(base64.b64decode(r.get("err-data", "")).decode()); sys.exit(1)' "$st"
-}
-# in-guest timing: prints seconds of CMD (guest clock, /proc/uptime, 10 ms resolution)
-gtime() { gsh "s=\$(cut -d' ' -f1 /proc/uptime); $1 >/dev/null || exit 1; e=\$(cut -d' ' -f1 /proc/uptime); echo \"\$s \$e\"" | awk '{printf "%.3f\n", $2 - $1}'; }
-now() { date +%s%N; }
-gsh "modprobe -a 9pnet_virtio 9p ext4 2>/dev/null; mkdir -p /land /mnt/img /mnt/share; mount -t tmpfs -o size=160m tmpfs /land"
-
-declare -A ceil_samples ceil_note
-# agent-file: the raw guest-file-write loop (bench/agent-write.c: virDomainQemuAgentCommand, as
-# virsh qemu-agent-command, in one process: virsh cannot take a 128 KiB chunk's JSON as one
-# argument (MAX_ARG_STRLEN) and its shell mode is slow on such lines)
-agent_loop() { # CHUNK_KIB FILE... -> seconds on the host
-	local kib="$1"
-	shift
-	"$aw" "$uri" "$dom" $((kib * 1024)) /land "$@"
-	gsh "rm -rf /land/*" >/dev/null
-}
-channel_once() { # SRCFILE BYTES -> seconds on the host (connect .. guest head ended)
-	"$py" - "$work/port.sock" "$1" "$2" "$dom" "$uri" <<'PY'
-import json, socket, subprocess, sys, time, base64
-sock, src, nbytes, dom, uri = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
-def agent(obj):
-    return json.loads(subprocess.check_output(["virsh", "-c", uri, "qemu-agent-command", dom, json.dumps(obj)]))["return"]
-# the host end first: a guest reading a port whose host end is closed gets end of file
-s = socket.socket(socket.AF_UNIX); s.connect(sock); s.settimeout(120)
-t0 = time.monotonic()
-pid = agent({"execute": "guest-exec", "arguments": {"path": "/bin/sh", "arg": ["-c", "head -c %d /dev/virtio-ports/bench.0 > /land/chan.bin" % nbytes]}})["pid"]
-with open(src, "rb") as f:
-    while True:
-        b = f.read(1 << 20)
-        if not b: break
-        s.sendall(b)
-while not agent({"execute": "guest-exec-status", "arguments": {"pid": pid}})["exited"]:
-    time.sleep(0.01)
-t1 = time.monotonic()
-s.close()
-print("%.3f" % (t1 - t0))
-PY
-	gsh "rm -f /land/chan.bin" >/dev/null
-}
-diskimage_once() { # CASE -> seconds on the host
-	local c="$1" t0 t1
-	t0=$(now)
-	virsh -c "$uri" attach-disk "$dom" "$work/img/$c.raw" vdb --targetbus virtio --mode readonly --serial benchimg >/dev/null
-	gsh "while [ ! -b /dev/vdb ]; do usleep 5000; done; mount -o ro /dev/vdb /mnt/img && cp -r /mnt/img/. /land/ && umount /mnt/img" >/dev/null
-	t1=$(now)
-	virsh -c "$uri" detach-disk "$dom" vdb >/dev/null
-	gsh "while [ -b /dev/vdb ]; do usleep 5000; done; rm -rf /land/*" >/dev/null
-	awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f\n", (b - a) / 1e9}'
-}
-drop() { sync; echo 3 >/proc/sys/vm/drop_caches; gsh "sync; echo 3 > /proc/sys/vm/drop_caches" >/dev/null; }
-
-for c in large small; do
-	if want agent-file; then
-		if [ "$c" = large ]; then
-			best=""
+# ---------------------------------------------------------------- one ceiling measurement
+best_chunk=128
+ceiling() { # METHOD CASE ROUND -> seconds on stdout
+	local m="$1" c="$2" r="$3" src="$work/www/$2" t
+	drop
+	case "$m" in
+	agent-file)
+		if [ "$r" = 0 ] && [ "$c" = large ]; then # round 0: every chunk size, keep the best
+			local k bt=""
 			for k in $chunks; do
-				agent_loop "$k" "$work/www/large" >/dev/null # warmup
-				s=""
-				for ((r = 0; r < repeat; r++)); do drop; s+="$(agent_loop "$k" "$work/www/large") "; done
-				med="$(tr ' ' '\n' <<<"$s" | grep . | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')"
-				log "agent-file ceiling, ${k} KiB chunks: $s(median $med s)"
-				if [ -z "$best" ] || awk -v a="$med" -v b="$bestmed" 'BEGIN {exit !(a < b)}'; then
-					best="$k"; bestmed="$med"; ceil_samples[agent-file,$c]="$s"
+				t="$("$aw" "$uri" "$dom" $((k * 1024)) /land "$src")"
+				g "rm -rf /land/*"
+				log "agent-file ceiling, $k KiB chunks: $t s"
+				if [ -z "$bt" ] || awk -v a="$t" -v b="$bt" 'BEGIN {exit !(a < b)}'; then
+					bt="$t"; echo "$k" >"$work/best-chunk"
 				fi
 			done
-			ceil_note[agent-file,$c]="${best} KiB chunks"
+			echo "$bt"
+			return
+		fi
+		# (ceiling runs in a command substitution: the best chunk size comes back in a file)
+		[ ! -s "$work/best-chunk" ] || best_chunk="$(cat "$work/best-chunk")"
+		if [ "$c" = large ]; then
+			"$aw" "$uri" "$dom" $((best_chunk * 1024)) /land "$src"
 		else
-			agent_loop 128 "$work"/share/small/* >/dev/null
-			s=""; for ((r = 0; r < repeat; r++)); do drop; s+="$(agent_loop 128 "$work"/share/small/*) "; done
-			ceil_samples[agent-file,$c]="$s"; ceil_note[agent-file,$c]="open+write+close per file"
+			"$aw" "$uri" "$dom" $((best_chunk * 1024)) /land "$work"/share/small/*
 		fi
+		g "rm -rf /land/*" ;;
+	channel)
+		"$gt" "$uri" "$dom" channel "$work/port.sock" "$src" \
+			"head -c $(stat -c %s "$src") /dev/virtio-ports/bench.0 > /land/chan.bin"
+		g "rm -f /land/chan.bin" ;;
+	network)
+		"$gt" "$uri" "$dom" exec "wget -q -O /land/net.bin http://10.0.2.2:$port/$c"
+		g "rm -f /land/net.bin" ;;
+	share)
+		"$gt" "$uri" "$dom" exec "mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=none,ro benchshare /mnt/share && cp -r /mnt/share/$c/. /land/ && umount /mnt/share"
+		g "rm -rf /land/*" ;;
+	disk-image)
+		"$gt" "$uri" "$dom" attach "$work/img/$c.xml" \
+			"while [ ! -b /dev/vdb ]; do usleep 2000; done; mount -o ro,noload /dev/vdb /mnt/img && cp -r /mnt/img/. /land/"
+		g "umount /mnt/img"
+		"$gt" "$uri" "$dom" detach "$work/img/$c.xml" "while [ -b /dev/vdb ]; do usleep 2000; done" >/dev/null
+		g "rm -rf /land/*" ;;
+	block)
+		"$gt" "$uri" "$dom" exec "dd if=/run/block.bin of=/dev/vda bs=1M oflag=direct conv=fsync 2>/dev/null" ;;
+	esac
+}
+
+# ---------------------------------------------------------------- one ferry measurement
+plan_for() { # METHOD -> plan file
+	local m="$1" spec disk=ram
+	case "$m" in
+	agent-file) spec="{type: agent-file}" ;;
+	channel) spec="{type: channel}" ;;
+	network) spec="{type: network}" ;;
+	share) spec="{type: share, driver: 9p}" ;;
+	disk-image) spec="{type: disk-image, filesystem: ext4}" ;;
+	block) spec="{type: block, block_size: 1MiB, queue_depth: 1}"; disk=raw ;;
+	esac
+	cat >"$work/plan-$m.yaml" <<PLAN
+ferry: 1
+name: bench-methods-$m
+vms:
+  tiny: {guest: builtin, vcpus: 1, memory: 512MiB, accel: tcg}
+disks:
+  ram: {kind: tmpfs, size: 160MiB}
+  raw: {format: raw, size: $((large_mib * 2))MiB, bus: virtio, cache: none, io: native}
+datasets:
+  large: {files: 1, size: ${large_mib}MiB, seed: 1}
+  small: {files: $small_files, size: 4KiB, seed: 2}
+methods:
+  $m: $spec
+matrix:
+  vm: [tiny]
+  disk: [$disk]
+  dataset: [large, small]
+  method: [$m]
+run: {repeat: 1, caches: drop, vm: shared, timeout: 10m}
+PLAN
+	echo "$work/plan-$m.yaml"
+}
+# ferry's figure per method: the phases that move the bytes (its own throughput is bytes over
+# prepare+transfer+finalize; disk-image's prepare builds the image, which the ceiling has
+# prebuilt, and its finalize unplugs it; block's prepare stages the bytes in guest RAM, as the
+# ceiling does untimed, and its finalize reads them back)
+ferry_once() { # METHOD ROUND -> "large-seconds small-seconds" on stdout
+	local m="$1" r="$2" plan out="$work/ferry-$1-$2.json"
+	plan="$(plan_for "$m")"
+	FERRY_RUN_DIR="$work/runs" "$ferry" run --quiet --results "$out" "$plan" >/dev/null ||
+		log "ferry run of $m exited with $? (round $r)"
+	"$py" - "$out" "$m" <<'PY'
+import json, sys
+FERRY_PHASES = {"agent-file": ["prepare", "transfer", "finalize"],
+                "channel": ["prepare", "transfer", "finalize"],
+                "network": ["prepare", "transfer", "finalize"],
+                "share": ["prepare", "transfer", "finalize"],
+                "disk-image": ["transfer"], "block": ["transfer"]}
+got = {}
+try:
+    for c in json.load(open(sys.argv[1]))["cells"]:
+        runs = [x for x in c.get("runs", []) if not x["warmup"] and x.get("integrity_ok")]
+        if runs:
+            got[c["axes"]["dataset"]] = "%.3f" % sum(runs[0]["phases"][p] or 0 for p in FERRY_PHASES[sys.argv[2]])
+except (OSError, ValueError, KeyError):
+    pass
+print(got.get("large", "nan"), got.get("small", "nan"))
+PY
+}
+
+# ---------------------------------------------------------------- the rounds
+: >"$work/samples.tsv"
+for m in $only; do
+	[ -z "$lock" ] || { exec 9>"$lock"; flock 9; }
+	log "$m: $(date -u +%H:%M:%S) load $(cut -d' ' -f1-3 /proc/loadavg)"
+	if [ "$m" = block ]; then # the bytes staged in guest RAM first (untimed), as ferry's block does
+		for c in large small; do "$aw" "$uri" "$dom" 131072 /run "$work/www/$c" >/dev/null; done
 	fi
-	src="$work/www/$c"
-	bytes=$(stat -c %s "$src")
-	if want channel; then
-		channel_once "$src" "$bytes" >/dev/null
-		s=""; for ((r = 0; r < repeat; r++)); do drop; s+="$(channel_once "$src" "$bytes") "; done
-		ceil_samples[channel,$c]="$s"; ceil_note[channel,$c]="raw bytes, guest head -c"
-	fi
-	if want network; then
-		if [ -z "$srv_pid" ]; then
-			port=$(( 20000 + RANDOM % 20000 ))
-			(cd "$work/www" && exec "$py" -m http.server -b 127.0.0.1 "$port" >/dev/null 2>&1) &
-			srv_pid=$!
-			sleep 1
-		fi
-		gtime "wget -q -O /land/net.bin http://10.0.2.2:$port/$c" >/dev/null
-		s=""; for ((r = 0; r < repeat; r++)); do drop; gsh "rm -f /land/net.bin" >/dev/null
-			s+="$(gtime "wget -q -O /land/net.bin http://10.0.2.2:$port/$c") "; done
-		gsh "rm -f /land/net.bin" >/dev/null
-		ceil_samples[network,$c]="$s"; ceil_note[network,$c]="one wget of one file (small: a tar)"
-	fi
-	if want share; then
-		s=""; for ((r = 0; r <= repeat; r++)); do drop
-			t="$(gtime "mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=none,ro benchshare /mnt/share && cp -r /mnt/share/$c/. /land/ && umount /mnt/share")"
-			gsh "rm -rf /land/*" >/dev/null
-			[ "$r" = 0 ] || s+="$t "; done
-		ceil_samples[share,$c]="$s"; ceil_note[share,$c]="9p mount + one cp -r"
-	fi
-	if want disk-image; then
-		diskimage_once "$c" >/dev/null
-		s=""; for ((r = 0; r < repeat; r++)); do drop; s+="$(diskimage_once "$c") "; done
-		ceil_samples[disk-image,$c]="$s"; ceil_note[disk-image,$c]="attach + mount + cp -r (prebuilt)"
-	fi
-	if want block; then
-		# the bytes staged in guest RAM first (untimed), as ferry's block does
-		"$aw" "$uri" "$dom" 131072 /run "$src" >/dev/null
-		gsh "mv /run/$c /run/block.bin" >/dev/null
-		s=""; for ((r = 0; r <= repeat; r++)); do drop
-			t="$(gtime "dd if=/run/block.bin of=/dev/vda bs=1M oflag=direct conv=fsync 2>/dev/null")"
-			[ "$r" = 0 ] || s+="$t "; done
-		gsh "rm -f /run/block.bin" >/dev/null
-		ceil_samples[block,$c]="$s"; ceil_note[block,$c]="dd bs=1M oflag=direct"
-	fi
+	for ((r = 0; r <= repeat; r++)); do
+		read -r fl fs < <(ferry_once "$m" "$r")
+		for c in large small; do
+			[ "$m" != block ] || g "cp /run/$c /run/block.bin"
+			t="$(ceiling "$m" "$c" "$r")" || t=nan
+			f="$fl"; [ "$c" = large ] || f="$fs"
+			printf '%s\t%s\t%s\t%s\t%s\n' "$m" "$c" "$r" "$f" "$t" >>"$work/samples.tsv"
+			log "$m $c round $r: ferry $f s, ceiling $t s"
+		done
+	done
+	[ "$m" != block ] || g "rm -f /run/large /run/small /run/block.bin"
+	log "$m: done $(date -u +%H:%M:%S) load $(cut -d' ' -f1-3 /proc/loadavg)"
+	[ -z "$lock" ] || { flock -u 9; exec 9>&-; }
 done
 
 # ---------------------------------------------------------------- the table
-for k in "${!ceil_samples[@]}"; do printf '%s\t%s\t%s\n' "$k" "${ceil_samples[$k]}" "${ceil_note[$k]}"; done >"$work/ceil.tsv"
-"$py" - "$work/ferry.json" "$work/ceil.tsv" "$large_bytes" "$small_bytes" "$only" <<'PY'
-import json, statistics, sys
-res, ceil, lb, sb, only = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5].split()
-phases = {"agent-file": ["transfer", "finalize"], "channel": ["prepare", "transfer", "finalize"],
-          "network": ["prepare", "transfer", "finalize"], "share": ["transfer", "finalize"],
-          "disk-image": ["transfer", "finalize"], "block": ["transfer"]}
-ferry = {}
-try:
-    r = json.load(open(res))
-except Exception:
-    r = {"cells": []}
-for c in r["cells"]:
-    m, d = c["axes"]["method"], c["axes"]["dataset"]
-    runs = [x for x in c.get("runs", []) if not x["warmup"] and x.get("integrity_ok")]
-    if not runs:
-        continue
-    t = [sum(x["phases"][p] or 0 for p in phases[m]) for x in runs]
-    prep = [x["phases"]["prepare"] or 0 for x in runs]
-    ferry[m, d] = (runs[0]["bytes"], t, statistics.median(prep))
-ceils = {}
-for line in open(ceil):
-    k, s, note = line.rstrip("\n").split("\t")
-    m, d = k.split(",")
-    ceils[m, d] = ([float(x) for x in s.split()], note)
-def fmt(samples, nbytes):
-    med = statistics.median(samples)
-    mbs = lambda t: nbytes / t / 1e6
-    return mbs(med), "%.2f-%.2f" % (mbs(max(samples)), mbs(min(samples)))
-print("%-11s %-6s %9s %13s %9s %13s %6s  %s" % ("method", "files", "ferry", "(range)", "ceiling", "(range)", "ratio", "ceiling is"))
-print("%-11s %-6s %9s %13s %9s %13s %6s" % ("", "", "MB/s", "MB/s", "MB/s", "MB/s", ""))
-for m in only:
-    for d in ("large", "small"):
-        f = ferry.get((m, d)); c = ceils.get((m, d))
-        fb = f[0] if f else (lb if d == "large" else sb)
-        fm, fr = fmt(f[1], fb) if f else (float("nan"), "-")
-        # the ceiling moves the same file bytes (network small: one tar of them, a bit more)
-        cm, cr = fmt(c[0], lb if d == "large" else sb) if c else (float("nan"), "-")
-        extra = " (ferry prepare %.2f s)" % f[2] if f and m == "disk-image" else ""
-        print("%-11s %-6s %9.2f %13s %9.2f %13s %6.2f  %s%s" % (m, d, fm, fr, cm, cr, fm / cm if c and f else float("nan"), c[1] if c else "-", extra))
+[ ! -s "$work/best-chunk" ] || best_chunk="$(cat "$work/best-chunk")"
+"$py" - "$work/samples.tsv" $((large_mib * 1048576)) $((small_files * 4096)) "$best_chunk" <<'PY'
+import math, statistics, sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
+nbytes = {"large": int(sys.argv[2]), "small": int(sys.argv[3])}
+note = {"agent-file": "guest-file-write loop, %s KiB chunks" % sys.argv[4],
+        "channel": "raw bytes into the port, guest head -c",
+        "network": "one wget of one file (small: a tar)",
+        "share": "9p mount + cp -r + umount", "disk-image": "hot-plug + mount + cp -r (prebuilt)",
+        "block": "dd bs=1M oflag=direct"}
+def med(v):
+    v = [x for x in v if not math.isnan(x)]
+    return statistics.median(v) if v else float("nan")
+print("%-11s %-6s %9s %9s %7s %7s %6s  %s" % ("method", "files", "ferry", "ceiling", "ferry", "ceiling", "ratio", "ceiling is"))
+print("%-11s %-6s %9s %9s %7s %7s %6s" % ("", "", "MB/s", "MB/s", "s", "s", ""))
+seen = []
+for m, *_ in rows:
+    if m not in seen:
+        seen.append(m)
+for m in seen:
+    for c in ("large", "small"):
+        s = [r for r in rows if r[0] == m and r[1] == c and r[2] != "0"]
+        if not s:
+            continue
+        f = med([float(r[3]) for r in s]); t = med([float(r[4]) for r in s])
+        # the ratio of the medians of the times, i.e. of throughputs of the same bytes
+        print("%-11s %-6s %9.2f %9.2f %7.2f %7.2f %6.2f  %s" % (m, c, nbytes[c] / f / 1e6, nbytes[c] / t / 1e6, f, t, t / f, note[m]))
+print("samples (round: ferry s / ceiling s), round 0 = warmup, not counted:")
+for m in seen:
+    for c in ("large", "small"):
+        s = [r for r in rows if r[0] == m and r[1] == c]
+        print("  %-11s %-6s %s" % (m, c, "  ".join("%s: %s/%s" % (r[2], r[3], r[4]) for r in s)))
 PY

@@ -53,6 +53,45 @@ static json_t *bmf_metric(double value, double lower, double upper)
 	return m;
 }
 
+/* The per-run metrics a cell's runs reported (results.h result_metric_defs, and any other the
+ * file describes): one measure each, named as the metric, the mean with its 95% CI. */
+static void bmf_run_metrics(const struct results *r, const struct result_cell *c, json_t *b)
+{
+	for (size_t k = 0; k < r->n_metrics; k++) {
+		const char *name = r->metrics[k].name;
+		if (!result_cell_has_metric(c, name))
+			continue;
+		struct stats_summary s;
+		result_cell_metric_summary(c, name, &s);
+		if (s.n == 0 || !isfinite(s.mean))
+			continue;
+		_cleanup_free_ char *key = clean_key(name);
+		json_object_set_new(b, key, bmf_metric(s.mean, s.ci_low, s.ci_high));
+	}
+}
+
+/* The per-run metrics as lines of github-action-benchmark's "extra": "NAME: mean UNIT". */
+static char *gab_run_metrics(const struct results *r, const struct result_cell *c)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	for (size_t k = 0; k < r->n_metrics; k++) {
+		const struct result_metric *m = &r->metrics[k];
+		if (!result_cell_has_metric(c, m->name))
+			continue;
+		struct stats_summary s;
+		result_cell_metric_summary(c, m->name, &s);
+		if (s.n == 0 || !isfinite(s.mean))
+			continue;
+		_cleanup_free_ char *name = clean_key(m->name);
+		_cleanup_free_ char *unit = clean_key(m->unit);
+		fprintf(f, "\n%s: %.6g %s", name, s.mean, unit);
+	}
+	fclose(f);
+	return buf;
+}
+
 int report_bmf(const struct results *r, FILE *out, char **err)
 {
 	json_t *root = json_object();
@@ -71,6 +110,7 @@ int report_bmf(const struct results *r, FILE *out, char **err)
 		if (isfinite(c->stats.bytes_per_s))
 			json_object_set_new(b, "bytes-per-second",
 					    bmf_metric(c->stats.bytes_per_s, NAN, NAN));
+		bmf_run_metrics(r, c, b);
 		_cleanup_free_ char *key = clean_key(c->id);
 		json_object_set_new(root, key, b);
 	}
@@ -105,6 +145,12 @@ int report_gab(const struct results *r, FILE *out, char **err)
 		_cleanup_free_ char *extra =
 		    xasprintf("median: %.6f s\nruns: %zu%s, outliers %zu\nstatus: %s%s", t->median,
 			      t->n, cv, c->stats.outliers, result_status_name(c->status), tput);
+		_cleanup_free_ char *ms = gab_run_metrics(r, c);
+		if (*ms) {
+			char *more = xasprintf("%s%s", extra, ms);
+			free(extra);
+			extra = more;
+		}
 		if (c->stop_reason != STATS_CONTINUE) {
 			char *more = xasprintf("%s\nstopped: %s", extra,
 					       stats_stop_name((enum stats_stop)c->stop_reason));

@@ -180,37 +180,88 @@ static void write_summary(FILE *f, const struct results *r)
 	fputs("\n\n", f);
 }
 
-static void write_table_cell(FILE *f, const struct result_cell *c, double fastest)
+/* What the main table pivots on: the total, or any metric (report_markdown_opts.metric). */
+struct pivot {
+	const char *metric; /* NULL: total */
+	const char *unit;   /* of a metric: "B/s", "B", "s", ... */
+	bool higher_better;
+};
+
+/* The summary of the pivot's metric for c; n is 0 when the cell has none. */
+static void pivot_summary(const struct pivot *pv, const struct result_cell *c,
+			  struct stats_summary *s)
 {
-	if (!md_has_stats(c)) {
-		fputs(status_badge[c->status], f);
+	if (!md_has_stats(c))
+		stats_summarize(NULL, 0, s);
+	else if (!pv->metric)
+		*s = c->stats.total;
+	else
+		result_cell_metric_summary(c, pv->metric, s);
+}
+
+/* A value of the pivot's metric with the half-width of its CI, in readable units. */
+static void pivot_value(FILE *f, const struct pivot *pv, const struct stats_summary *t)
+{
+	bool ci = isfinite(t->ci_low) && isfinite(t->ci_high);
+	double half = ci ? (t->ci_high - t->ci_low) / 2 : NAN;
+	if (!pv->metric || STREQ(pv->unit, "s")) {
+		double scale;
+		int decimals;
+		human_seconds(f, t->median, &scale, &decimals);
+		if (ci)
+			fprintf(f, " \xc2\xb1 %.*f", decimals, half * scale);
+	} else if (STREQ(pv->unit, "B/s")) {
+		human_rate(f, t->median);
+		if (ci)
+			fprintf(f, " \xc2\xb1 %.1f", half / 1e6);
+	} else if (STREQ(pv->unit, "B")) {
+		fprintf(f, "%.1f\xc2\xa0MB", t->median / 1e6);
+		if (ci)
+			fprintf(f, " \xc2\xb1 %.1f", half / 1e6);
+	} else {
+		fprintf(f, "%.4g", t->median);
+		if (ci)
+			fprintf(f, " \xc2\xb1 %.3g", half);
+	}
+}
+
+static void write_table_cell(FILE *f, const struct pivot *pv, const struct result_cell *c,
+			     double best_value)
+{
+	struct stats_summary t;
+	pivot_summary(pv, c, &t);
+	if (t.n == 0 || !isfinite(t.median)) {
+		fputs(md_has_stats(c) ? "\xe2\x80\x94" : status_badge[c->status], f);
 		return;
 	}
-	const struct stats_summary *t = &c->stats.total;
-	bool best = t->median <= fastest;
-	double scale;
-	int decimals;
+	bool best = pv->higher_better ? t.median >= best_value : t.median <= best_value;
 	fputs(best ? "**" : "", f);
-	human_seconds(f, t->median, &scale, &decimals);
-	if (isfinite(t->ci_low) && isfinite(t->ci_high))
-		fprintf(f, " \xc2\xb1 %.*f", decimals, (t->ci_high - t->ci_low) / 2 * scale);
+	pivot_value(f, pv, &t);
 	fputs(best ? "**" : "", f);
-	double ratio = t->median / fastest;
+	double ratio = pv->higher_better ? best_value / t.median : t.median / best_value;
 	if (best || !isfinite(ratio))
 		fputs("<br>1.00x", f);
 	else
-		fprintf(f, "<br>%.*fx slower", ratio < 2 ? 2 : 1, ratio);
+		fprintf(f, "<br>%.*fx %s", ratio < 2 ? 2 : 1, ratio,
+			!pv->metric ? "slower" : "worse");
 	if (c->status != STATUS_PASSED)
 		fprintf(f, "<br>%s", status_badge[c->status]);
 }
 
-static void write_main_tables(FILE *f, const struct results *r, const struct layout *l)
+static void write_main_tables(FILE *f, const struct results *r, const struct layout *l,
+			      const struct pivot *pv)
 {
 	if (r->n_cells == 0) {
 		fputs("No cells.\n\n", f);
 		return;
 	}
-	fputs("### Median total time\n\n", f);
+	if (pv->metric) {
+		fputs("### Median ", f);
+		md_text(f, pv->metric);
+		fputs("\n\n", f);
+	} else {
+		fputs("### Median total time\n\n", f);
+	}
 	for (size_t g = 0; g < l->groups.n; g++) {
 		struct strset rows = { 0 }, cols = { 0 };
 		/* (row, column) -> the first cell there; the fastest median of each column */
@@ -221,14 +272,18 @@ static void write_main_tables(FILE *f, const struct results *r, const struct lay
 			size_t col = md_strset_add(&cols, l->col[*p]);
 			strmap_put(&at, l->row[*p], (uint32_t)col, (uint32_t)*p);
 		}
+		/* the best median of each column: lowest, or highest for a higher-is-better metric
+		 */
 		double *fastest = xcalloc(cols.n + 1, sizeof(*fastest));
 		for (size_t c = 0; c < cols.n; c++)
-			fastest[c] = INFINITY;
+			fastest[c] = pv->higher_better ? -INFINITY : INFINITY;
 		for (const size_t *p = md_group_begin(l, g); p < md_group_end(l, g); p++) {
-			const struct result_cell *c = &r->cells[*p];
+			struct stats_summary t;
+			pivot_summary(pv, &r->cells[*p], &t);
 			size_t col = (size_t)md_strset_find(&cols, l->col[*p]);
-			if (md_has_stats(c) && c->stats.total.median < fastest[col])
-				fastest[col] = c->stats.total.median;
+			if (t.n && isfinite(t.median) &&
+			    (pv->higher_better ? t.median > fastest[col] : t.median < fastest[col]))
+				fastest[col] = t.median;
 		}
 		if (*l->groups.v[g]) {
 			fputs("#### ", f);
@@ -244,7 +299,7 @@ static void write_main_tables(FILE *f, const struct results *r, const struct lay
 		fputs(" |", f);
 		for (size_t c = 0; c < cols.n; c++) {
 			fputc(' ', f);
-			md_text(f, l->cols ? cols.v[c] : "total");
+			md_text(f, l->cols ? cols.v[c] : pv->metric ? pv->metric : "total");
 			fputs(" |", f);
 		}
 		fputs("\n| :--- |", f);
@@ -261,7 +316,7 @@ static void write_main_tables(FILE *f, const struct results *r, const struct lay
 				if (i == STRMAP_NONE)
 					fputs("\xe2\x80\x94", f);
 				else
-					write_table_cell(f, &r->cells[i], fastest[c]);
+					write_table_cell(f, pv, &r->cells[i], fastest[c]);
 				fputs(" |", f);
 			}
 			fputc('\n', f);
@@ -271,6 +326,17 @@ static void write_main_tables(FILE *f, const struct results *r, const struct lay
 		strmap_free(&at);
 		md_strset_free(&rows);
 		md_strset_free(&cols);
+	}
+	if (pv->metric) {
+		fputs("Median of the measured runs' ", f);
+		md_text(f, pv->metric);
+		fprintf(
+		    f,
+		    " (ferry(1) METRICS, %s is better); \xc2\xb1 is the half-width of the 95%% "
+		    "confidence interval of the mean; **bold** is the best of its column and the "
+		    "ratio is relative to it; \xe2\x80\x94 is a cell without the metric.\n\n",
+		    pv->higher_better ? "higher" : "lower");
+		return;
 	}
 	fputs("Median of the measured runs' total (prepare + transfer + finalize); \xc2\xb1 is the "
 	      "half-width of the 95% confidence interval of the mean; **bold** is the fastest of "
@@ -623,6 +689,21 @@ int report_markdown(const struct results *r, const struct report_markdown_opts *
 	const struct report_markdown_opts *o = opts ? opts : &defaults;
 	size_t max = o->max_bytes ? o->max_bytes : REPORT_MARKDOWN_MAX;
 
+	struct pivot pv = { 0 };
+	if (o->metric && !STREQ(o->metric, "total")) {
+		const struct result_metric *m = results_find_metric(r, o->metric);
+		const struct result_metric_def *d = result_metric_def_find(o->metric);
+		if (!m && !d) {
+			_cleanup_free_ char *shown = escape_controls(o->metric);
+			*err = xasprintf(
+			    "metric '%s' is neither described in the results nor a metric "
+			    "of ferry(1) METRICS",
+			    shown);
+			return -1;
+		}
+		pv = (struct pivot){ o->metric, m ? m->unit : d->unit,
+				     m ? m->higher_better : d->higher_better };
+	}
 	struct layout l = { 0 };
 	if (md_layout_build(&l, r, o, err) < 0) {
 		md_layout_free(&l, r->n_cells);
@@ -644,7 +725,10 @@ int report_markdown(const struct results *r, const struct report_markdown_opts *
 		return -1;
 	}
 	write_summary(body.f, r);
-	write_main_tables(body.f, r, &l);
+	struct pivot total = { 0 };
+	write_main_tables(body.f, r, &l, &total);
+	if (pv.metric)
+		write_main_tables(body.f, r, &l, &pv);
 	write_phase_table(body.f, r, &l);
 	write_charts(body.f, r, &l);
 	write_problems(body.f, r);

@@ -35,6 +35,9 @@ struct report_markdown_opts {
 	const char *rows; /* axis for the table rows; NULL: "method" if present, else the first */
 	const char *cols; /* axis for the columns; NULL: "dataset" if present, else another axis */
 	size_t max_bytes; /* cap on the output; 0: REPORT_MARKDOWN_MAX */
+	/* a second rows x columns table of this metric's medians (any metric the results describe
+	 * or ferry(1) METRICS names, e.g. "write_throughput"); NULL or "total": only the total */
+	const char *metric;
 };
 
 /*
@@ -56,14 +59,17 @@ int report_json(const struct results *r, FILE *out, char **err);
  * Bencher Metric Format (https://bencher.dev/docs/reference/bencher-metric-format/):
  * {"CELL-ID": {"latency": {"value", "lower_value", "upper_value"}, "bytes-per-second": ...}}.
  * latency is Bencher's built-in measure in nanoseconds: the mean total with its 95% confidence
- * interval (its lower bound cut at 0). Cells without measured runs are left out.
+ * interval (its lower bound cut at 0). The per-run metrics (ferry(1) METRICS) are more measures
+ * named as the metric ("write_throughput", "alloc_after", ...): the mean over the measured runs
+ * with its 95% CI, in the metric's unit. Cells without measured runs are left out.
  * schema/bmf.schema.json describes it.
  */
 int report_bmf(const struct results *r, FILE *out, char **err);
 
 /*
  * github-action-benchmark, tool "customSmallerIsBetter": [{"name": CELL-ID, "unit": "s",
- * "value": mean total, "range": "± half-width of the 95% CI", "extra": "median ..."}].
+ * "value": mean total, "range": "± half-width of the 95% CI", "extra": "median ..."}]; the
+ * per-run metrics are lines "NAME: MEAN UNIT" of extra (the tool charts one unit per list).
  * schema/gab.schema.json describes it.
  */
 int report_gab(const struct results *r, FILE *out, char **err);

@@ -232,12 +232,18 @@ static json_t *cell_json(const struct plan *p, const struct entry_cache *ec, con
 	for (size_t j = 0; j < matrix_cell_n_params(m, i); j++)
 		json_object_set_new(params, matrix_cell_key(m, i, j),
 				    json_string(matrix_cell_value(m, i, j)));
-	return json_pack("{s:I, s:s, s:o, s:O, s:O, s:O, s:O, s:o}", "index", (json_int_t)i, "id",
-			 cell->id, "params", params, "vm", ec->vm[cell->vm - p->vms], "disk",
-			 ec->disk[cell->disk - p->disks], "dataset",
-			 ec->dataset[cell->dataset - p->datasets], "method",
-			 ec->method[cell->method - p->methods], "run",
-			 key_values_json(&plan_run_keys, &cell->run));
+	/* an entry a sweep resolved for the cell is not one of the plan's: its own JSON */
+	json_t *vm = cell->vm->e.sweep ? entry_json(&plan_vm_keys, &cell->vm->e)
+				       : json_incref(ec->vm[cell->vm - p->vms]);
+	json_t *disk = cell->disk->e.sweep ? entry_json(&plan_disk_keys, &cell->disk->e)
+					   : json_incref(ec->disk[cell->disk - p->disks]);
+	json_t *ds = cell->dataset->e.sweep ? entry_json(&plan_dataset_keys, &cell->dataset->e)
+					    : json_incref(ec->dataset[cell->dataset - p->datasets]);
+	json_t *me = cell->method->e.sweep ? entry_json(&plan_method_keys, &cell->method->e)
+					   : json_incref(ec->method[cell->method - p->methods]);
+	return json_pack("{s:I, s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "index", (json_int_t)i, "id",
+			 cell->id, "params", params, "vm", vm, "disk", disk, "dataset", ds,
+			 "method", me, "run", key_values_json(&plan_run_keys, &cell->run));
 }
 
 static const char *run_enum(const char *key, int v)

@@ -351,8 +351,9 @@ int cmd_run(int argc, char **argv)
 	for (int i = 0; i < REPORT_FORMAT_COUNT; i++)
 		rs.paths[i] = paths[i];
 	if (p->report.markdown.set) {
-		rs.markdown.rows = plan_axis_name(p->report.markdown.rows);
-		rs.markdown.cols = plan_axis_name(p->report.markdown.cols);
+		rs.markdown.rows = p->report.markdown.rows;
+		rs.markdown.cols = p->report.markdown.cols;
+		rs.markdown.metric = p->report.markdown.metric;
 	}
 	{
 		_cleanup_free_ char *err = NULL;

@@ -73,7 +73,10 @@ static char *skip_reason(const struct xcell *c)
 
 static void dataset_provenance(struct exec *x, const struct xcell *c)
 {
-	const char *name = c->pc.dataset->e.name;
+	const struct plan_entry *e = &c->pc.dataset->e;
+	/* a swept dataset ("dataset.files=100") is another dataset than the entry as written */
+	_cleanup_free_ char *name =
+	    e->sweep ? xasprintf("%s{%s}", e->name, e->sweep) : xstrdup(e->name);
 	for (size_t i = 0; i < x->r->provenance.n_datasets; i++)
 		if (STREQ(x->r->provenance.datasets[i].name, name))
 			return;
@@ -94,10 +97,13 @@ static char *key_append(char *k, const char *fmt, const char *v)
 static char *group_key(const struct xcell *c)
 {
 	const struct method_boot_needs *n = &c->needs;
-	char *k = xasprintf("vm=%s|disk=%s|share=%s:%s:%d:%d:%d|nic=%d", c->pc.vm->e.name,
-			    c->pc.disk->e.name, n->share_dir ? n->share_dir : "",
-			    n->share_tag ? n->share_tag : "", (int)n->share_mode,
-			    (int)n->share_readonly, (int)n->share_driver, (int)n->nic);
+	/* a swept vm or disk (e.sweep) is another guest than the entry as written */
+	char *k = xasprintf("vm=%s{%s}|disk=%s{%s}|share=%s:%s:%d:%d:%d|nic=%d", c->pc.vm->e.name,
+			    c->pc.vm->e.sweep ? c->pc.vm->e.sweep : "", c->pc.disk->e.name,
+			    c->pc.disk->e.sweep ? c->pc.disk->e.sweep : "",
+			    n->share_dir ? n->share_dir : "", n->share_tag ? n->share_tag : "",
+			    (int)n->share_mode, (int)n->share_readonly, (int)n->share_driver,
+			    (int)n->nic);
 	for (size_t i = 0; i < n->n_channels; i++)
 		k = key_append(k, "|ch=%s", n->channels[i]);
 	for (size_t i = 0; i < n->n_disks; i++)
@@ -186,6 +192,7 @@ void cell_free(struct xcell *c)
 	if (c->ctx_ready && c->ops && c->ops->free_state)
 		c->ops->free_state(&c->ctx);
 	method_error_clear(&c->ctx.err);
+	json_decref(c->ctx.metrics);
 	manifest_free(c->man);
 	dataset_info_clear(&c->dinfo);
 	needs_clear(&c->needs);

@@ -18,15 +18,38 @@ bool criterion_applies(const struct plan_criterion *cr, const struct plan_cell *
 
 static const char *metric_name(enum plan_metric m)
 {
-	static const char *const n[] = { "throughput",    "files_per_s",    "total",
-					 "phase.prepare", "phase.transfer", "phase.finalize",
-					 "phase.verify",  "phase.cleanup",  "cv" };
+	static const char *const n[] = {
+		"throughput",       "files_per_s",     "total",
+		"phase.prepare",    "phase.transfer",  "phase.finalize",
+		"phase.verify",     "phase.cleanup",   "cv",
+		"write_throughput", "read_throughput", "alloc_before",
+		"alloc_after",      "alloc_growth",    "alloc_deleted",
+		"cpu_guest",        "cpu_qemu",
+	};
 	return n[m];
 }
 
-/* The metric's value in the plan's base units (bytes/s, files/s, ns, percent). */
-static double metric_value(enum plan_metric m, const struct result_stats *s)
+static bool is_size(enum plan_metric m)
 {
+	return m >= PLAN_METRIC_ALLOC_BEFORE && m <= PLAN_METRIC_ALLOC_DELETED;
+}
+
+static bool is_rate(enum plan_metric m)
+{
+	return m == PLAN_METRIC_THROUGHPUT || m == PLAN_METRIC_WRITE_THROUGHPUT ||
+	       m == PLAN_METRIC_READ_THROUGHPUT;
+}
+
+/* The metric's value in the plan's base units (bytes/s, files/s, ns, percent, bytes); a run
+ * metric is its median over the cell's measured runs (rc). */
+static double metric_value(enum plan_metric m, const struct result_stats *s,
+			   const struct result_cell *rc)
+{
+	if (m >= PLAN_METRIC_WRITE_THROUGHPUT) {
+		struct stats_summary sum;
+		result_cell_metric_summary(rc, metric_name(m), &sum);
+		return m >= PLAN_METRIC_CPU_GUEST ? sum.median * 1e9 : sum.median;
+	}
 	switch (m) {
 	case PLAN_METRIC_THROUGHPUT: return s->bytes_per_s;
 	case PLAN_METRIC_FILES_PER_S: return s->files_per_s;
@@ -41,8 +64,10 @@ static char *metric_text(enum plan_metric m, double v)
 {
 	if (!isfinite(v))
 		return xstrdup("undefined");
-	if (m == PLAN_METRIC_THROUGHPUT)
+	if (is_rate(m))
 		return xasprintf("%.3g MB/s", v / 1e6);
+	if (is_size(m))
+		return xasprintf("%.3g MB", v / 1e6);
 	if (m == PLAN_METRIC_FILES_PER_S)
 		return xasprintf("%.3g files/s", v);
 	if (m == PLAN_METRIC_CV)
@@ -58,7 +83,7 @@ size_t criteria_check(const struct plan_criterion *crs, size_t n, const struct p
 		const struct plan_criterion *cr = &crs[i];
 		if (!criterion_applies(cr, pc))
 			continue;
-		double v = metric_value(cr->metric, s);
+		double v = metric_value(cr->metric, s, rc);
 		bool bad =
 		    !isfinite(v) || (cr->has_min && v < cr->min) || (cr->has_max && v > cr->max);
 		if (!bad)

@@ -23,6 +23,11 @@ struct xgroup {
 	int64_t boot;                /* the id of the guest's boot (result_run.boot) */
 };
 
+/* What the executor sampled of the guest during one run (run-metrics.c). */
+struct xsamples {
+	struct machine_sample before, xfer0, xfer1, after, deleted;
+};
+
 struct xcell {
 	size_t index; /* in the matrix */
 	size_t rc;    /* index into results->cells */
@@ -43,6 +48,7 @@ struct xcell {
 	double measured_s;
 	uint64_t started_ns;
 	char *cell_dir;
+	struct xsamples smp; /* the current run's samples (run-metrics.c) */
 };
 
 struct exec {
@@ -90,6 +96,13 @@ void group_free(struct xgroup *g);
 /* runs.c: one run of a cell, and the guest of its group */
 int do_run(struct exec *x, struct xcell *c);
 void group_destroy(struct exec *x, struct xgroup *g);
+
+/* run-metrics.c: the executor's metrics of a run (allocation, CPU time) and its record */
+void metrics_run_start(struct exec *x, struct xcell *c);
+void metrics_transfer(struct exec *x, struct xcell *c, bool end);
+void metrics_finalized(struct exec *x, struct xcell *c);
+void metrics_reclaim(struct exec *x, struct xcell *c);
+void metrics_record(struct exec *x, struct xcell *c, struct result_run *rr);
 
 /* schedule.c: order of the cells of a group and the repeat rule */
 void run_group(struct exec *x, struct xgroup *g);

@@ -25,6 +25,18 @@ void group_destroy(struct exec *x, struct xgroup *g)
 	x->res->time.teardown += secs(now_ns() - t);
 }
 
+/* Which guest ran the cell (its OS, userland, init and /bin/sh), as "guest" in observed. */
+static void record_guest(struct result_cell *rc, const struct machine_guest *mg)
+{
+	if (!mg || !mg->userland)
+		return;
+	if (!rc->observed)
+		rc->observed = json_object();
+	json_object_set_new(rc->observed, "guest",
+			    json_pack("{s:s?, s:s, s:s?, s:s?}", "os", mg->os, "userland",
+				      mg->userland, "init", mg->init, "sh", mg->sh));
+}
+
 static int group_boot(struct exec *x, struct xgroup *g, char **err, char **detail)
 {
 	x->res->boots++;
@@ -99,11 +111,16 @@ static int phase(struct exec *x, struct xcell *c, int i, int (*fn)(struct method
 	hook(x, c, (enum machine_point)(MACHINE_BEFORE_PREPARE + i));
 	progress(x, c, phase_names[i]);
 	method_error_clear(&c->ctx.err);
+	bool xfer = i == PHASE_TRANSFER && fn;
+	if (xfer)
+		metrics_transfer(x, c, false);
 	uint64_t t = now_ns();
-	if (i == PHASE_TRANSFER && fn)
+	if (xfer)
 		hook(x, c, MACHINE_DURING_TRANSFER);
 	int rc = fn ? fn(&c->ctx) : 0;
 	*ph = fn ? secs(now_ns() - t) : 0.0;
+	if (xfer)
+		metrics_transfer(x, c, true);
 	return rc;
 }
 
@@ -131,6 +148,7 @@ static int run_phases(struct exec *x, struct xcell *c, double ph[PHASE_COUNT], b
 		if (phase(x, c, i, hooks[i], &ph[i]) < 0)
 			return i;
 	}
+	metrics_finalized(x, c);
 	if (phase(x, c, PHASE_VERIFY, c->ops->verify ? c->ops->verify : verify_default,
 		  &ph[PHASE_VERIFY]) < 0) {
 		*integrity_ok = ctx->err.kind != ERROR_INTEGRITY;
@@ -218,6 +236,7 @@ int do_run(struct exec *x, struct xcell *c)
 	if (guest_ready(x, c, warmup) < 0)
 		return -1;
 	ctx_for_run(x, c, warmup);
+	metrics_run_start(x, c);
 	unsigned ri = result_cell_add_run(rcell(x, c), warmup)->index;
 	double ph[PHASE_COUNT];
 	for (int i = 0; i < PHASE_COUNT; i++)
@@ -229,6 +248,8 @@ int do_run(struct exec *x, struct xcell *c)
 	struct method_error ferr;
 	failed = run_cleanup(x, c, failed, &ph[PHASE_CLEANUP], &ferr);
 	uint64_t run_ns = now_ns() - run_start;
+	if (failed < 0)
+		metrics_reclaim(x, c);
 
 	struct result_run *rr = &rcell(x, c)->runs[ri];
 	memcpy(rr->phase, ph, sizeof(ph));
@@ -243,10 +264,12 @@ int do_run(struct exec *x, struct xcell *c)
 	tm->verify += isnan(ph[PHASE_VERIFY]) ? 0.0 : ph[PHASE_VERIFY];
 	tm->cleanup += isnan(ph[PHASE_CLEANUP]) ? 0.0 : ph[PHASE_CLEANUP];
 	rr->boot = c->group->boot;
+	metrics_record(x, c, rr);
 	if (c->ctx.observed) {
 		json_decref(rcell(x, c)->observed);
 		rcell(x, c)->observed = json_deep_copy(c->ctx.observed);
 	}
+	record_guest(rcell(x, c), c->group->guest);
 	results_cpu_now(&cu1, &cs1);
 	rcell(x, c)->cpu_user_s += cu1 - cu0;
 	rcell(x, c)->cpu_sys_s += cs1 - cs0;

@@ -155,14 +155,6 @@ static bool output_intact(const char *dir)
 	return true;
 }
 
-static int point_current(const char *guestdir, const char *key, char **err)
-{
-	_cleanup_free_ char *cur = xasprintf("%s/current", guestdir);
-	if (symlink_replace(key, cur, err) < 0)
-		return -errno;
-	return 0;
-}
-
 /* A keyed build directory, or a build directory left by an interrupted build: ferry's own, in a
  * cache only ferry writes; removed without following links or leaving the filesystem. */
 static void remove_dir(const char *dir)
@@ -264,11 +256,6 @@ char *guest_default_cache_dir(void)
 	return ferry_cache_dir();
 }
 
-static bool is_key_name(const char *s)
-{
-	return strlen(s) == 32 && strspn(s, "0123456789abcdef") == 32;
-}
-
 /*
  * After a new build: remove downloaded packages it does not use (older kernels are ~70 MB each)
  * and built guests other than the new one and the one `current` named until now (a VM that
@@ -277,23 +264,10 @@ static bool is_key_name(const char *s)
 static void prune_cache(const struct pkg_list *l, const char *guestdir, const char *debdir,
 			const char *key)
 {
-	_cleanup_free_ char *cur = xasprintf("%s/current", guestdir);
-	char prev[64] = "";
-	ssize_t n = readlink(cur, prev, sizeof(prev) - 1);
-	DIR *d = opendir(guestdir);
 	struct dirent *de;
 
-	prev[n > 0 ? n : 0] = '\0';
-	while (d && (de = readdir(d))) {
-		if (!is_key_name(de->d_name) || STREQ(de->d_name, key) || STREQ(de->d_name, prev))
-			continue;
-		_cleanup_free_ char *dir = xasprintf("%s/%s", guestdir, de->d_name);
-		remove_dir(dir);
-	}
-	if (d)
-		closedir(d);
-
-	d = opendir(debdir);
+	guest_cache_prune(guestdir, key);
+	DIR *d = opendir(debdir);
 	if (!d)
 		return;
 	while ((de = readdir(d))) {
@@ -308,8 +282,11 @@ static void prune_cache(const struct pkg_list *l, const char *guestdir, const ch
 	closedir(d);
 }
 
-/* mkdir -p, then make the leaf world-readable and traversable whatever the umask. */
-static int make_dir(const char *path, char **err)
+/* ------------------------------------------------------------------------------------------ */
+/* the directory of one kind of guest in the cache (CACHE/guest, CACHE/guest-debian): shared by
+ * the built-in guest's build here and the Debian guest's (debian.c) */
+
+int guest_make_dir(const char *path, char **err)
 {
 	if (mkdir_p(path, 0755, err) < 0)
 		return -errno;
@@ -318,11 +295,53 @@ static int make_dir(const char *path, char **err)
 	return 0;
 }
 
-/*
- * A fresh build directory under guestdir with a name nobody can predict (mkdtemp), after removing
- * those that interrupted builds left (the caller holds the cache lock: no build is running).
- */
-static int make_build_dir(const char *guestdir, char **dirp, char **err)
+int guest_cache_lock(const char *guestdir, const struct guest_build_opts *opts, const char *waiting,
+		     char **err)
+{
+	_cleanup_free_ char *lockpath = xasprintf("%s/.lock", guestdir);
+	int fd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return guest_err(err, -errno, "cannot open '%s': %s", lockpath, strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		if (opts->progress)
+			opts->progress(opts->userdata, waiting);
+		while (flock(fd, LOCK_EX) < 0 && errno == EINTR)
+			;
+	}
+	return fd;
+}
+
+int guest_cache_point(const char *guestdir, const char *key, char **err)
+{
+	_cleanup_free_ char *cur = xasprintf("%s/current", guestdir);
+	if (symlink_replace(key, cur, err) < 0)
+		return -errno;
+	return 0;
+}
+
+static bool is_key_name(const char *s)
+{
+	return strlen(s) == 32 && strspn(s, "0123456789abcdef") == 32;
+}
+
+void guest_cache_prune(const char *guestdir, const char *key)
+{
+	_cleanup_free_ char *cur = xasprintf("%s/current", guestdir);
+	char prev[64] = "";
+	ssize_t n = readlink(cur, prev, sizeof(prev) - 1);
+	_cleanup_(closedirp) DIR *d = opendir(guestdir);
+	struct dirent *de;
+
+	prev[n > 0 ? n : 0] = '\0';
+	while (d && (de = readdir(d))) {
+		if (!is_key_name(de->d_name) || STREQ(de->d_name, key) || STREQ(de->d_name, prev))
+			continue;
+		_cleanup_free_ char *dir = xasprintf("%s/%s", guestdir, de->d_name);
+		remove_dir(dir);
+	}
+}
+
+int guest_cache_build_dir(const char *guestdir, char **dirp, char **err)
 {
 	_cleanup_(closedirp) DIR *d = opendir(guestdir);
 	struct dirent *de;
@@ -362,23 +381,19 @@ int guest_build(const struct guest_build_opts *opts, struct guest_files *out, bo
 
 	if (rebuilt)
 		*rebuilt = false;
-	r = make_dir(cache, err);
+	r = guest_make_dir(cache, err);
 	if (r >= 0)
-		r = make_dir(guestdir, err);
+		r = guest_make_dir(guestdir, err);
 	if (r >= 0)
-		r = make_dir(debdir, err);
+		r = guest_make_dir(debdir, err);
 	/* one build at a time per cache: concurrent apt-get downloads into one directory would
 	 * overwrite each other's files (the lock goes with the descriptor) */
-	_cleanup_free_ char *lockpath = xasprintf("%s/.lock", guestdir);
-	_cleanup_close_ int lock = r < 0 ? -1 : open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (r >= 0 && lock < 0)
-		r = guest_err(err, -errno, "cannot open '%s': %s", lockpath, strerror(errno));
+	_cleanup_close_ int lock = -1;
 	if (r >= 0) {
-		if (flock(lock, LOCK_EX | LOCK_NB) < 0) {
-			build_progress(&b, "waiting for another 'ferry guest build' on this cache");
-			while (flock(lock, LOCK_EX) < 0 && errno == EINTR)
-				;
-		}
+		lock = guest_cache_lock(
+		    guestdir, opts, "waiting for another 'ferry guest build' on this cache", err);
+		if (lock < 0)
+			r = lock;
 	}
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(guest_fixtures); i++) {
 		_cleanup_free_ char *p = xasprintf("%s/%s", fixdir, guest_fixtures[i].name);
@@ -403,7 +418,7 @@ int guest_build(const struct guest_build_opts *opts, struct guest_files *out, bo
 			_cleanup_free_ char *tmp = NULL;
 			r = download_packages(&b.pkgs, debdir, opts->progress, opts->userdata, err);
 			if (r >= 0)
-				r = make_build_dir(guestdir, &tmp, err);
+				r = guest_cache_build_dir(guestdir, &tmp, err);
 			if (r >= 0)
 				r = build_into(&b, tmp, key, fx, mtime, err);
 			if (r >= 0) {
@@ -420,7 +435,7 @@ int guest_build(const struct guest_build_opts *opts, struct guest_files *out, bo
 				prune_cache(&b.pkgs, guestdir, debdir, key);
 		}
 		if (r >= 0)
-			r = point_current(guestdir, key, err);
+			r = guest_cache_point(guestdir, key, err);
 	}
 	for (size_t i = 0; i < ELEMENTSOF(guest_fixtures); i++)
 		free(fx[i].data);
@@ -446,29 +461,33 @@ void guest_files_clear(struct guest_files *g)
 	memset(g, 0, sizeof(*g));
 }
 
-static int load_manifest(const char *cache_dir, char **dirp, json_t **mp, char **err)
+int guest_cache_current(const char *cache_dir, const char *sub, const char *what, const char *build,
+			const char *rebuild, char **dirp, json_t **mp, char **err)
 {
 	_cleanup_free_ char *cache = cache_dir ? xstrdup(cache_dir) : guest_default_cache_dir();
-	_cleanup_free_ char *cur = xasprintf("%s/guest/current", cache);
+	_cleanup_free_ char *cur = xasprintf("%s/%s/current", cache, sub);
 	_cleanup_free_ char *dir = realpath(cur, NULL);
 	json_error_t je;
 
 	if (!dir) {
 		if (errno == ENOENT)
-			return guest_err(err, -ENOENT,
-					 "no built-in guest in '%s' (run 'ferry guest build')",
-					 cache);
+			return guest_err(err, -ENOENT, "no %s in '%s' (%s)", what, cache, build);
 		return guest_err(err, -errno, "cannot resolve '%s': %s", cur, strerror(errno));
 	}
 	_cleanup_free_ char *mpath = xasprintf("%s/manifest.json", dir);
 	json_t *m = json_load_file(mpath, 0, &je);
 	if (!m)
-		return guest_err(err, -EBADMSG,
-				 "cannot read '%s': %s (run 'ferry guest build --force')", mpath,
-				 je.text);
+		return guest_err(err, -EBADMSG, "cannot read '%s': %s (%s)", mpath, je.text,
+				 rebuild);
 	*dirp = TAKE_PTR(dir);
 	*mp = m;
 	return 0;
+}
+
+static int load_manifest(const char *cache_dir, char **dirp, json_t **mp, char **err)
+{
+	return guest_cache_current(cache_dir, "guest", "built-in guest", "run 'ferry guest build'",
+				   "run 'ferry guest build --force'", dirp, mp, err);
 }
 
 int guest_locate(const char *cache_dir, struct guest_files *out, char **err)

@@ -224,20 +224,6 @@ static void progress(const struct guest_build_opts *o, const char *fmt, ...)
 	o->progress(o->userdata, m);
 }
 
-static int make_dir(const char *path, char **err)
-{
-	if (mkdir_p(path, 0755, err) < 0)
-		return -errno;
-	if (chmod(path, 0755) < 0)
-		return guest_err(err, -errno, "cannot chmod '%s': %s", path, strerror(errno));
-	return 0;
-}
-
-static bool is_key_name(const char *s)
-{
-	return strlen(s) == 32 && strspn(s, "0123456789abcdef") == 32;
-}
-
 /* The host's candidate versions of the packages: "name version" lines (part of the key). */
 static int candidate_versions(char **out, char **err)
 {
@@ -334,7 +320,7 @@ static int configure_root(const struct guest_build_opts *o, const char *root, co
 		_cleanup_free_ char *p = xasprintf("%s/%s", root, debian_files[i].path);
 		_cleanup_free_ char *dir = xstrdup(p);
 		*strrchr(dir, '/') = '\0';
-		r = make_dir(dir, err);
+		r = guest_make_dir(dir, err);
 		if (r >= 0)
 			r = guest_write_file(p, debian_files[i].text, strlen(debian_files[i].text),
 					     0644, err);
@@ -507,22 +493,6 @@ static bool output_intact(const char *dir)
 	return ok;
 }
 
-static void prune(const char *gdir, const char *key)
-{
-	_cleanup_free_ char *cur = xasprintf("%s/current", gdir);
-	char prev[64] = "";
-	ssize_t n = readlink(cur, prev, sizeof(prev) - 1);
-	prev[n > 0 ? n : 0] = '\0';
-	_cleanup_(closedirp) DIR *d = opendir(gdir);
-	struct dirent *de;
-	while (d && (de = readdir(d))) {
-		if ((is_key_name(de->d_name) && !STREQ(de->d_name, key) &&
-		     !STREQ(de->d_name, prev)) ||
-		    has_prefix(de->d_name, ".build-"))
-			(void)rm_tree_at(dirfd(d), de->d_name, NULL);
-	}
-}
-
 int guest_debian_build(const struct guest_build_opts *opts, struct guest_image *out, bool *rebuilt,
 		       char **err)
 {
@@ -535,22 +505,17 @@ int guest_debian_build(const struct guest_build_opts *opts, struct guest_image *
 	memset(out, 0, sizeof(*out));
 	if (rebuilt)
 		*rebuilt = false;
-	r = make_dir(cache, err);
+	r = guest_make_dir(cache, err);
 	if (r >= 0)
-		r = make_dir(gdir, err);
+		r = guest_make_dir(gdir, err);
 	if (r >= 0)
-		r = make_dir(debdir, err);
+		r = guest_make_dir(debdir, err);
 	if (r < 0)
 		return r;
-	_cleanup_free_ char *lockpath = xasprintf("%s/.lock", gdir);
-	_cleanup_close_ int lock = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	_cleanup_close_ int lock = guest_cache_lock(
+	    gdir, opts, "waiting for another 'ferry guest build debian' on this cache", err);
 	if (lock < 0)
-		return guest_err(err, -errno, "cannot open '%s': %s", lockpath, strerror(errno));
-	if (flock(lock, LOCK_EX | LOCK_NB) < 0) {
-		progress(opts, "waiting for another 'ferry guest build debian' on this cache");
-		while (flock(lock, LOCK_EX) < 0 && errno == EINTR)
-			;
-	}
+		return lock;
 	_cleanup_free_ char *mirror = guest_debian_mirror("/etc/apt", GUEST_DEBIAN_SUITE, err);
 	if (!mirror)
 		return -ENOENT;
@@ -569,13 +534,10 @@ int guest_debian_build(const struct guest_build_opts *opts, struct guest_image *
 			return guest_err(err, -EPERM,
 					 "building the Debian guest needs root (debootstrap and "
 					 "chroot); run 'ferry guest build debian' as root");
-		/* build directories of interrupted builds go first (we hold the lock) */
-		prune(gdir, key);
-		_cleanup_free_ char *tmp = xasprintf("%s/.build-XXXXXX", gdir);
-		if (!mkdtemp(tmp))
-			return guest_err(err, -errno, "cannot create a directory in '%s': %s", gdir,
-					 strerror(errno));
-		chmod(tmp, 0755);
+		_cleanup_free_ char *tmp = NULL;
+		r = guest_cache_build_dir(gdir, &tmp, err);
+		if (r < 0)
+			return r;
 		uint64_t t0 = now_ns();
 		_cleanup_(json_decrefp) json_t *m = json_pack(
 		    "{s:i, s:s, s:s, s:s, s:s, s:s}", "format", GUEST_DEBIAN_FORMAT_VERSION, "key",
@@ -607,37 +569,19 @@ int guest_debian_build(const struct guest_build_opts *opts, struct guest_image *
 		}
 		if (rebuilt)
 			*rebuilt = true;
-		prune(gdir, key);
+		guest_cache_prune(gdir, key);
 	}
-	_cleanup_free_ char *cur = xasprintf("%s/current", gdir);
-	if (symlink_replace(key, cur, err) < 0)
-		return -errno;
+	r = guest_cache_point(gdir, key, err);
+	if (r < 0)
+		return r;
 	return guest_debian_locate(cache, out, err);
 }
 
 static int load_manifest(const char *cache_dir, char **dirp, json_t **mp, char **err)
 {
-	_cleanup_free_ char *cache = cache_dir ? xstrdup(cache_dir) : guest_default_cache_dir();
-	_cleanup_free_ char *cur = xasprintf("%s/guest-debian/current", cache);
-	_cleanup_free_ char *dir = realpath(cur, NULL);
-	json_error_t je;
-	if (!dir) {
-		if (errno == ENOENT)
-			return guest_err(err, -ENOENT,
-					 "no Debian guest in '%s' (run 'ferry guest build debian' "
-					 "as root)",
-					 cache);
-		return guest_err(err, -errno, "cannot resolve '%s': %s", cur, strerror(errno));
-	}
-	_cleanup_free_ char *mpath = xasprintf("%s/manifest.json", dir);
-	json_t *m = json_load_file(mpath, 0, &je);
-	if (!m)
-		return guest_err(err, -EBADMSG,
-				 "cannot read '%s': %s (run 'ferry guest build debian --force')",
-				 mpath, je.text);
-	*dirp = TAKE_PTR(dir);
-	*mp = m;
-	return 0;
+	return guest_cache_current(cache_dir, "guest-debian", "Debian guest",
+				   "run 'ferry guest build debian' as root",
+				   "run 'ferry guest build debian --force'", dirp, mp, err);
 }
 
 int guest_debian_locate(const char *cache_dir, struct guest_image *out, char **err)

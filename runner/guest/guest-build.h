@@ -92,6 +92,30 @@ static inline void strv_free(char **v, size_t n)
 	free(v);
 }
 
+/* ---- the directory of one kind of guest in the cache (cache.c): CACHE/guest, CACHE/guest-debian
+ * ---- */
+
+/* mkdir -p, then make the leaf world-readable and traversable whatever the umask. */
+int guest_make_dir(const char *path, char **err);
+/* Take guestdir/.lock (one build at a time per cache), saying `waiting` through opts->progress
+ * when another build holds it. Returns the descriptor (the lock goes with it), or a negative
+ * errno with *err. */
+int guest_cache_lock(const char *guestdir, const struct guest_build_opts *opts, const char *waiting,
+		     char **err);
+/* A fresh build directory under guestdir with a name nobody can predict (mkdtemp), after removing
+ * those that interrupted builds left (the caller holds the lock: no build is running). */
+int guest_cache_build_dir(const char *guestdir, char **dirp, char **err);
+/* Point guestdir/current at the keyed directory `key`. */
+int guest_cache_point(const char *guestdir, const char *key, char **err);
+/* Remove keyed directories other than `key` and the one `current` named until now (a VM that
+ * located it a moment ago may still be starting from it). */
+void guest_cache_prune(const char *guestdir, const char *key);
+/* The directory `current` names in CACHE/sub and its manifest (*mp, the caller's). The errors
+ * name `what` ("built-in guest") and end with `build` when there is none, `rebuild` when its
+ * manifest cannot be read ("run 'ferry guest build --force'"). */
+int guest_cache_current(const char *cache_dir, const char *sub, const char *what, const char *build,
+			const char *rebuild, char **dirp, json_t **mp, char **err);
+
 /* ---- packages (packages.c) ---- */
 
 struct pkg {

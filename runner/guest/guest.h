@@ -35,7 +35,8 @@
  *   10.0.2.15/24 with a default route via 10.0.2.2 (QEMU user networking), then busybox init
  *   respawns `qemu-ga -m virtio-serial -p /dev/virtio-ports/org.qemu.guest_agent.0`.
  * - Filesystem modules (ext4, vfat, isofs, 9p + 9pnet_virtio, virtiofs + fuse, crc32c) load
- *   behind the agent at nice 19; /run/ferry-modules-loaded appears when they are all in. A mount
+ *   behind the agent at nice 19, in that order; /run/ferry-modules/NAME appears when module NAME
+ *   (file name without .ko) is in, /run/ferry-modules-loaded when they all are. A mount
  *   before that works too: the kernel loads what it needs through /sbin/modprobe (busybox, with
  * modules.dep and modules.alias in /lib/modules/KVER). `mount -t 9p -o trans=virtio TAG DIR` and
  *   `mount -t virtiofs TAG DIR` likewise.

@@ -19,6 +19,7 @@ struct fake_guest {
 	unsigned number; /* 1-based boot number */
 	unsigned runs;   /* resets so far */
 	bool broken;
+	double alloc, cpu_qemu, cpu_guest; /* what fake_sample reports */
 };
 
 static void logf_(struct machine_fake *f, const char *fmt, ...) _printf_(2, 3);
@@ -76,6 +77,7 @@ static int fake_reset(struct machine *m, struct machine_guest *mg, const struct 
 		return -1;
 	}
 	g->runs++;
+	g->alloc = f->alloc_fresh;
 	f->fresh_disks += r->fresh_disk;
 	f->drops += r->drop_caches;
 	g->base.dirty = false;
@@ -135,8 +137,14 @@ static void hang(unsigned ms)
 
 static void fake_hook(struct machine *m, struct machine_guest *g, const struct machine_where *w)
 {
-	(void)g;
 	struct machine_fake *f = script(m);
+	struct fake_guest *fg = (struct fake_guest *)g;
+	if (w->point == MACHINE_DURING_TRANSFER && fg) {
+		/* what a transfer does to the counters: sampled before and after the phase */
+		fg->alloc = f->alloc_fresh + f->alloc_per_run;
+		fg->cpu_qemu += f->cpu_qemu_per_run;
+		fg->cpu_guest += f->cpu_guest_per_run;
+	}
 	if (w->point == MACHINE_BEFORE_PREPARE)
 		logf_(f, "run %s #%u%s", w->cell, w->run_index, w->warmup ? " (warmup)" : "");
 	if (w->point == MACHINE_BEFORE_TRANSFER && f->hang_cell && STREQ(f->hang_cell, w->cell) &&
@@ -144,6 +152,34 @@ static void fake_hook(struct machine *m, struct machine_guest *g, const struct m
 		logf_(f, "hang %s #%u", w->cell, w->run_index);
 		hang(w->timeout_ms + 1);
 	}
+}
+
+static void fake_sample(struct machine *m, struct machine_guest *mg, unsigned what,
+			struct machine_sample *out)
+{
+	struct machine_fake *f = script(m);
+	struct fake_guest *g = (struct fake_guest *)mg;
+	if (!f->sample)
+		return;
+	if (what & MACHINE_SAMPLE_ALLOC)
+		out->alloc_bytes = g->alloc;
+	if (what & MACHINE_SAMPLE_CPU) {
+		out->cpu_qemu_s = g->cpu_qemu;
+		out->cpu_guest_s = g->cpu_guest;
+	}
+}
+
+static int fake_reclaim(struct machine *m, struct machine_guest *mg, char **err)
+{
+	(void)err;
+	struct machine_fake *f = script(m);
+	struct fake_guest *g = (struct fake_guest *)mg;
+	if (!f->discard)
+		return 0;
+	f->reclaims++;
+	logf_(f, "reclaim %u", g->number);
+	g->alloc = f->alloc_trimmed;
+	return 1;
 }
 
 static void fake_close(struct machine *m)
@@ -160,6 +196,8 @@ static const struct machine_ops fake_ops = {
 	.console_tail = fake_console_tail,
 	.describe = fake_describe,
 	.bind = fake_bind,
+	.sample = fake_sample,
+	.reclaim = fake_reclaim,
 	.hook = fake_hook,
 	.close = fake_close,
 };

@@ -19,6 +19,14 @@ struct machine_fake {
 	unsigned break_after;  /* every guest breaks after this many runs (resets); 0: never */
 	const char *hang_cell; /* before the transfer of run hang_run of this cell, block until */
 	unsigned hang_run;     /* the run timeout has passed (or a signal) */
+	/* samples (machine_sample), when `sample` is set: the target's allocation is alloc_fresh
+	 * after a reset, alloc_fresh + alloc_per_run once a run's transfer began, alloc_trimmed
+	 * after a reclaim (which applies when `discard` is set); the QEMU and guest CPU counters
+	 * advance by cpu_qemu_per_run and cpu_guest_per_run during each transfer */
+	bool sample, discard;
+	double alloc_fresh, alloc_per_run, alloc_trimmed;
+	double cpu_qemu_per_run, cpu_guest_per_run;
+	unsigned reclaims;
 	/* ---- what happened ---- */
 	unsigned boots, destroys, resets, fresh_disks, drops;
 	unsigned live; /* guests booted and not destroyed */

@@ -11,6 +11,8 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
@@ -35,10 +37,8 @@
 /* Guest commands the machine runs itself (mount, empty, drop caches) get this long. */
 #define HOUSEKEEPING_MS 120000u
 #define ATTACH_MS       60000u
-/* Filesystem modules load behind the agent (guest.h): wait for them before mounting. */
-#define MODULES_WAIT METHOD_GUEST_MODULES_WAIT
-#define DROP_CMD     "sync && echo 3 > /proc/sys/vm/drop_caches"
-#define EMPTY_CMD    "rm -rf " MACHINE_LANDING " && mkdir -p " MACHINE_LANDING
+#define DROP_CMD        "sync && echo 3 > /proc/sys/vm/drop_caches"
+#define EMPTY_CMD       "rm -rf " MACHINE_LANDING " && mkdir -p " MACHINE_LANDING
 /*
  * For a method that uses the NIC: wait until the guest can reach the host (10.0.2.2 on QEMU user
  * networking). The built-in guest's init configures eth0 before the agent starts; systemd guests
@@ -63,6 +63,7 @@ struct lv_machine {
 	unsigned n_targets, n_seeds;
 	/* a remote host: ferry's storage pool there (hoststore.h), else NULL */
 	struct hoststore *hs;
+	bool builtin_named; /* the provenance names the built-in guest's files */
 };
 
 struct lv_guest {
@@ -129,6 +130,41 @@ static int guest_sh(struct lv_guest *g, const char *cmd, char **err)
 	return agent_run(vm_domain(g->vm), argv, HOUSEKEEPING_MS, NULL, err);
 }
 
+/* Which OS and userland the guest runs, for the results (busybox and GNU/dash alike). */
+#define ABOUT_CMD                                                                                  \
+	"os=none; if [ -r /etc/os-release ]; then os=\"$(. /etc/os-release; "                      \
+	"echo \"${PRETTY_NAME:-${ID:-none}}\")\"; fi; "                                            \
+	"if ls --version 2>/dev/null | grep -q GNU; then u=gnu; "                                  \
+	"elif ls --help 2>&1 | grep -q BusyBox; then u=busybox; else u=other; fi; "                \
+	"printf '%s\\n%s\\n%s\\n%s\\n' \"$os\" \"$u\" \"$(cat /proc/1/comm)\" "                    \
+	"\"$(readlink -f /bin/sh)\""
+
+static void about_clear(struct lv_guest *g)
+{
+	free(g->base.os);
+	free(g->base.userland);
+	free(g->base.init);
+	free(g->base.sh);
+	g->base.os = g->base.userland = g->base.init = g->base.sh = NULL;
+}
+
+/* Not being able to ask is no failure of the boot: the fields stay NULL. */
+static void guest_about(struct lv_guest *g)
+{
+	const char *argv[] = { "/bin/sh", "-c", ABOUT_CMD, NULL };
+	_cleanup_free_ char *out = NULL, *err = NULL;
+	about_clear(g);
+	if (agent_run(vm_domain(g->vm), argv, HOUSEKEEPING_MS, &out, &err) < 0 || !out)
+		return;
+	char **f[] = { &g->base.os, &g->base.userland, &g->base.init, &g->base.sh };
+	char *p = out;
+	for (size_t i = 0; i < ELEMENTSOF(f) && *p; i++) {
+		size_t n = strcspn(p, "\n");
+		*f[i] = xstrndup(p, n);
+		p += n + (p[n] == '\n');
+	}
+}
+
 static bool is_image(const struct lv_guest *g)
 {
 	return g->cfg.disk->kind == PLAN_DISK_IMAGE;
@@ -143,8 +179,8 @@ static int mount_target(struct lv_guest *g, char **err)
 {
 	_cleanup_free_ char *cmd = NULL;
 	if (!is_image(g)) {
-		cmd = xasprintf(MODULES_WAIT
-				"mkdir -p " MACHINE_TARGET_MNT " && mount -t tmpfs -o size=%" PRIu64
+		/* tmpfs is built into the kernel: no module to wait for */
+		cmd = xasprintf("mkdir -p " MACHINE_TARGET_MNT " && mount -t tmpfs -o size=%" PRIu64
 				"k tmpfs " MACHINE_TARGET_MNT " && mkdir -p " MACHINE_LANDING,
 				g->cfg.disk->size / 1024);
 	} else {
@@ -160,10 +196,11 @@ static int mount_target(struct lv_guest *g, char **err)
 		}
 		free(g->target_dev);
 		g->target_dev = xasprintf("/dev/%s", dev);
-		cmd = xasprintf(MODULES_WAIT "mkdir -p " MACHINE_TARGET_MNT
-					     " && mount -t ext4 %s " MACHINE_TARGET_MNT
-					     " && mkdir -p " MACHINE_LANDING,
-				g->target_dev);
+		cmd = xasprintf(
+		    METHOD_GUEST_MODULE_WAIT("ext4") "mkdir -p " MACHINE_TARGET_MNT
+						     " && mount -t ext4 %s " MACHINE_TARGET_MNT
+						     " && mkdir -p " MACHINE_LANDING,
+		    g->target_dev);
 	}
 	return guest_sh(g, cmd, err);
 }
@@ -306,6 +343,7 @@ static int lv_boot_into(struct lv_machine *lm, struct lv_guest *g, char **err)
 		lv_teardown(g);
 		return -1;
 	}
+	guest_about(g);
 	g->base.dirty = false;
 	return 0;
 }
@@ -321,6 +359,7 @@ static void lv_free(struct lv_guest *g)
 		unlink(g->seed_path);
 	free(g->seed_path);
 	free(g->base.name);
+	about_clear(g);
 	free(g);
 }
 
@@ -491,6 +530,15 @@ static void lv_describe(struct machine *m, struct machine_guest *mg, struct resu
 	if (g) {
 		if (!pv->accelerator && g->vm)
 			pv->accelerator = xstrdup(vm_accel_used(g->vm));
+		/* the built-in guest's files, named once a VM booted it: a plan of Debian guests
+		   or images only must not name them */
+		if (g->cfg.vm->guest == PLAN_GUEST_BUILTIN && lm->gf.kernel && !lm->builtin_named) {
+			lm->builtin_named = true;
+			free(pv->guest_kernel_sha256);
+			pv->guest_kernel_sha256 = file_sha256(lm->gf.kernel);
+			free(pv->guest_initramfs_sha256);
+			pv->guest_initramfs_sha256 = xstrdup(lm->gf.initramfs_sha256);
+		}
 		return;
 	}
 	if (lm->hs)
@@ -503,12 +551,6 @@ static void lv_describe(struct machine *m, struct machine_guest *mg, struct resu
 	if (virConnectGetLibVersion(lm->conn, &v) == 0) {
 		free(pv->libvirt_version);
 		pv->libvirt_version = version_string(v);
-	}
-	if (lm->gf.kernel) {
-		free(pv->guest_kernel_sha256);
-		pv->guest_kernel_sha256 = file_sha256(lm->gf.kernel);
-		free(pv->guest_initramfs_sha256);
-		pv->guest_initramfs_sha256 = xstrdup(lm->gf.initramfs_sha256);
 	}
 }
 
@@ -548,6 +590,57 @@ static char *lv_supports(struct machine *m, const struct plan_cell *pc)
 	return NULL;
 }
 
+/* The guest's non-idle CPU seconds: user + nice + system + irq + softirq of /proc/stat's "cpu"
+ * line, in USER_HZ (100 on Linux); NAN when the agent cannot read it. */
+static double guest_cpu_s(virDomainPtr dom)
+{
+	_cleanup_free_ char *buf = NULL, *err = NULL;
+	size_t len = 0;
+	if (agent_read_file(dom, "/proc/stat", 64 * 1024, &buf, &len, &err) < 0)
+		return NAN;
+	unsigned long long v[7] = { 0 };
+	if (sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
+		   &v[5], &v[6]) != 7)
+		return NAN;
+	return (double)(v[0] + v[1] + v[2] + v[5] + v[6]) / 100.0;
+}
+
+static void lv_sample(struct machine *m, struct machine_guest *mg, unsigned what,
+		      struct machine_sample *out)
+{
+	(void)m;
+	struct lv_guest *g = (struct lv_guest *)mg;
+	struct stat st;
+	if ((what & MACHINE_SAMPLE_ALLOC) && is_image(g) && g->target_path &&
+	    stat(g->target_path, &st) == 0)
+		out->alloc_bytes = (double)st.st_blocks * 512.0;
+	if (!(what & MACHINE_SAMPLE_CPU) || !g->vm)
+		return;
+	/* libvirt's cpuTime of a QEMU domain: the QEMU process's user + system time (its
+	   cgroup's, or /proc/PID/stat's), every thread */
+	virDomainInfo info;
+	if (virDomainGetInfo(vm_domain(g->vm), &info) == 0)
+		out->cpu_qemu_s = (double)info.cpuTime / 1e9;
+	out->cpu_guest_s = guest_cpu_s(vm_domain(g->vm));
+}
+
+/* Delete the landing place's data and trim the filesystem; a target the block method wrote raw
+ * (not mounted) is discarded whole. Only where the image passes discards through. */
+#define RECLAIM_CMD                                                                                \
+	"if grep -q ' " MACHINE_TARGET_MNT " ' /proc/mounts; then rm -rf " MACHINE_LANDING         \
+	" && mkdir -p " MACHINE_LANDING " && sync && fstrim " MACHINE_TARGET_MNT "; "              \
+	"else blkdiscard %s; fi && sync"
+
+static int lv_reclaim(struct machine *m, struct machine_guest *mg, char **err)
+{
+	(void)m;
+	struct lv_guest *g = (struct lv_guest *)mg;
+	if (!is_image(g) || !g->target.discard || !g->vm || !g->target_dev)
+		return 0;
+	_cleanup_free_ char *cmd = xasprintf(RECLAIM_CMD, g->target_dev);
+	return guest_sh(g, cmd, err) < 0 ? -1 : 1;
+}
+
 static void lv_hook(struct machine *m, struct machine_guest *mg, const struct machine_where *w)
 {
 	struct lv_machine *lm = (struct lv_machine *)m;
@@ -577,6 +670,8 @@ static const struct machine_ops libvirt_ops = {
 	.describe = lv_describe,
 	.bind = lv_bind,
 	.supports = lv_supports,
+	.sample = lv_sample,
+	.reclaim = lv_reclaim,
 	.hook = lv_hook,
 	.close = lv_close,
 };

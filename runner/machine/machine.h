@@ -12,6 +12,7 @@
  */
 #pragma once
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -39,6 +40,10 @@ struct machine_guest {
 	double boot_ms;  /* from start to the first answer of the guest */
 	double probe_ms; /* of the boot: the KVM boot probe it ran first (accel auto), or 0 */
 	bool dirty;      /* the landing place holds data of an earlier run */
+	/* what ran the cell, seen in the guest after boot (NULL when it could not be asked):
+	 * os is /etc/os-release's PRETTY_NAME or "none", userland "busybox", "gnu" or "other" (who
+	 * answers `ls`), init /proc/1/comm, sh what /bin/sh resolves to */
+	char *os, *userland, *init, *sh;
 };
 
 /* The start state of a run (machine_reset). */
@@ -63,6 +68,18 @@ struct machine_where {
 	unsigned run_index; /* 0-based over the cell's runs, warmups first */
 	bool warmup;
 	unsigned timeout_ms; /* the run's timeout */
+};
+
+/* What the executor measures of a guest around a run (machine_sample): counters and levels read
+ * at one moment; NAN where the machine cannot tell (a tmpfs target has no image). */
+struct machine_sample {
+	double alloc_bytes; /* host bytes allocated by the target image file (st_blocks x 512) */
+	double cpu_qemu_s;  /* CPU time of the QEMU process so far, user + system, all threads */
+	double cpu_guest_s; /* the guest's non-idle CPU time so far (its /proc/stat, all CPUs) */
+};
+enum machine_sample_what {
+	MACHINE_SAMPLE_ALLOC = 1, /* alloc_bytes */
+	MACHINE_SAMPLE_CPU = 2,   /* cpu_qemu_s, cpu_guest_s */
 };
 
 struct machine;
@@ -91,6 +108,14 @@ struct machine_ops {
 	 * reason (caller frees): e.g. share and network need the host's own filesystem and
 	 * network, which a remote libvirt host does not share. May be NULL. */
 	char *(*supports)(struct machine *m, const struct plan_cell *pc);
+	/* Read what `what` (enum machine_sample_what bits) asks into *out; what cannot be read is
+	 * NAN. May be NULL (nothing measurable). */
+	void (*sample)(struct machine *m, struct machine_guest *g, unsigned what,
+		       struct machine_sample *out);
+	/* After a run: delete its data on the target and hand the freed blocks back to the host
+	 * (fstrim; blkdiscard when the target is not mounted), where the target disk allows
+	 * discard. Returns 1 when done, 0 when it does not apply, -1 with *err. May be NULL. */
+	int (*reclaim)(struct machine *m, struct machine_guest *g, char **err);
 	/* Called at each point of every run (test fault injection; the fake's script). */
 	void (*hook)(struct machine *m, struct machine_guest *g, const struct machine_where *w);
 	void (*close)(struct machine *m);
@@ -157,6 +182,17 @@ static inline void machine_bind(struct machine *m, struct machine_guest *g, stru
 static inline char *machine_supports(struct machine *m, const struct plan_cell *pc)
 {
 	return m->ops->supports ? m->ops->supports(m, pc) : NULL;
+}
+static inline void machine_sample(struct machine *m, struct machine_guest *g, unsigned what,
+				  struct machine_sample *out)
+{
+	*out = (struct machine_sample){ NAN, NAN, NAN };
+	if (m->ops->sample && g)
+		m->ops->sample(m, g, what, out);
+}
+static inline int machine_reclaim(struct machine *m, struct machine_guest *g, char **err)
+{
+	return m->ops->reclaim && g ? m->ops->reclaim(m, g, err) : 0;
 }
 static inline void machine_hook(struct machine *m, struct machine_guest *g,
 				const struct machine_where *w)

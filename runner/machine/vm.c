@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Guests as libvirt domains (vm.h): connection, images, boot, the guest's disks and devices. */
+/* Guests as libvirt domains (vm.h): connection, images, boot, the KVM probe, destroy.
+ * The devices of a running guest (disks, channels, NIC) are in vm-devices.c. */
 #include "vm.h"
 
 #include <errno.h>
@@ -10,11 +11,7 @@
 #include <time.h>
 
 #include <jansson.h>
-#include <libvirt/libvirt-qemu.h>
 #include <libvirt/virterror.h>
-#include <libxml/parser.h>
-#include <libxml/tree.h>
-#include <libxml/xpath.h>
 
 #include "agent.h"
 #include "cleanup.h"
@@ -25,6 +22,7 @@
 #include "plan-limits.h"
 #include "proc.h"
 #include "util.h"
+#include "vm-impl.h"
 
 /* ---- libvirt ---- */
 
@@ -67,41 +65,6 @@ int vm_image_create(const struct disk_config *d, const char *path, char **err)
 	chmod(path, 0644);
 	return 0;
 }
-
-struct attached {
-	char *serial;
-	char *xml;
-	char *target;
-	char *vol; /* remote host: the run volume holding the image (hoststore.h), or NULL */
-};
-
-struct vm {
-	virConnectPtr conn;
-	virDomainPtr dom;
-	struct run *run;
-	char *name;
-	char *console_log;
-	enum vm_machine machine;
-	enum vm_os os;
-	bool kvm;
-	double boot_ms;
-	double probe_ms; /* the KVM probe vm_boot() ran before the boot, or 0 */
-	unsigned next[3];
-	/* the built-in guest, and whether its SCSI drivers are loaded (vm_guest_modules()) */
-	bool builtin, scsi_loaded;
-	char *tap;        /* private NIC: ferry's tap (netns.h), removed with the domain */
-	char *guest_addr; /* private NIC: the guest's address there */
-	bool no_vhost;    /* private virtio NIC without vhost-net */
-	struct attached *att;
-	size_t n_att, cap_att;
-	/* a remote host (hoststore.h): the console log is a run volume there, and so are the
-	 * boot-time disks (boot_vols) and hot-plugged images (attached.vol) */
-	struct hoststore *hs;
-	char *console_vol;
-	unsigned n_uploads;
-	char **boot_vols;
-	size_t n_boot_vols;
-};
 
 virDomainPtr vm_domain(const struct vm *vm)
 {
@@ -199,8 +162,8 @@ char *vm_console_tail(const struct vm *vm, unsigned max_lines)
 	return console_tail_of(vm, max_lines);
 }
 
-/* err + "; console tail:\n" + the last lines of the serial console */
-static char *with_console(char *msg, const struct vm *vm)
+/* (vm-impl.h) */
+char *vm_with_console(char *msg, const struct vm *vm)
 {
 	_cleanup_free_ char *tail = console_tail_of(vm, VM_ERROR_CONSOLE_LINES);
 	char *s = *tail ? xasprintf("%s; serial console (last lines):\n%s", msg, tail)
@@ -209,7 +172,7 @@ static char *with_console(char *msg, const struct vm *vm)
 	return s;
 }
 
-static void sleep_ms(unsigned ms)
+void vm_sleep_ms(unsigned ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !run_interrupted())
@@ -231,7 +194,8 @@ static int wait_agent(const struct vm *vm, unsigned timeout_ms, char **err)
 			return -1;
 		}
 		if (virDomainIsActive(dom) != 1) {
-			*err = with_console(xasprintf("domain '%s' stopped before its guest agent "
+			*err =
+			    vm_with_console(xasprintf("domain '%s' stopped before its guest agent "
 						      "answered",
 						      name),
 					    vm);
@@ -250,7 +214,7 @@ static int wait_agent(const struct vm *vm, unsigned timeout_ms, char **err)
 				  "(a stock cloud image: a seed whose user-data installs and "
 				  "starts it)?"
 				: "the agent's port is open but the agent does not answer";
-			*err = with_console(
+			*err = vm_with_console(
 			    xasprintf("the guest agent of domain '%s' did not answer within %u ms "
 				      "(last: %s); %s%s",
 				      name, timeout_ms, e, hint,
@@ -260,7 +224,7 @@ static int wait_agent(const struct vm *vm, unsigned timeout_ms, char **err)
 			    vm);
 			return -1;
 		}
-		sleep_ms(20);
+		vm_sleep_ms(20);
 	}
 }
 
@@ -785,289 +749,4 @@ void vm_destroy(struct vm *vm)
 	free(vm->name);
 	free(vm->console_log);
 	free(vm);
-}
-
-/* ---- disks in the guest ---- */
-
-/*
- * Lists "NAME|SERIAL" for every block device: virtio-blk exposes the serial in sysfs; SCSI and
- * ATA disks (sd_mod) expose VPD page 0x80 (unit serial number): a 4-byte header, then the serial.
- */
-/*
- * One "NAME|SERIAL" line per block device. With no block device the glob stays literal
- * (the pattern itself), and a disk appearing a moment later made the unquoted tests expand it: the
- * disk was then reported as "*" (and the mount of /dev/ plus a glob failed). Hence the -e test and
- * the quotes.
- */
-static const char find_script[] =
-    "for b in /sys/block/*; do [ -e \"$b\" ] || continue; s=; "
-    "if [ -r \"$b/serial\" ]; then s=$(cat \"$b/serial\"); "
-    "elif [ -r \"$b/device/vpd_pg80\" ]; then s=$(tail -c +5 \"$b/device/vpd_pg80\"); fi; "
-    "echo \"${b##*/}|$s\"; done";
-
-static char *trim(char *s)
-{
-	while (*s == ' ' || *s == '\t')
-		s++;
-	size_t n = strlen(s);
-	while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
-		s[--n] = '\0';
-	return s;
-}
-
-int vm_find_disk(struct vm *vm, const char *serial, char **dev, char **err)
-{
-	if (vm->os != VM_OS_LINUX) {
-		*err = xasprintf("finding disks by serial is not implemented for '%s' guests",
-				 vm_os_names[vm->os]);
-		return -1;
-	}
-	const char *argv[] = { "/bin/sh", "-c", find_script, NULL };
-	struct agent_exec_result r;
-	if (agent_exec(vm->dom, argv, NULL, 0, 30000, &r, err) < 0)
-		return -1;
-	int found = 0;
-	char *save = NULL;
-	for (char *line = strtok_r(r.out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *bar = strchr(line, '|');
-		if (!bar)
-			continue;
-		*bar = '\0';
-		if (STREQ(trim(bar + 1), serial)) {
-			if (dev)
-				*dev = xstrdup(trim(line));
-			found = 1;
-			break;
-		}
-	}
-	agent_exec_result_clear(&r);
-	return found;
-}
-
-/* Wait until the guest shows (want=1) or no longer shows (want=0) the disk. */
-static int wait_disk(struct vm *vm, const char *serial, int want, unsigned timeout_ms, char **dev,
-		     char **err)
-{
-	uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000u;
-	for (;;) {
-		int r = vm_find_disk(vm, serial, want ? dev : NULL, err);
-		if (r < 0)
-			return -1;
-		if (r == want)
-			return 0;
-		if (run_interrupted()) {
-			*err = xasprintf("interrupted while waiting for disk '%s'", serial);
-			return -1;
-		}
-		if (now_ns() >= deadline) {
-			*err = with_console(xasprintf("the guest %s disk '%s' within %u ms",
-						      want ? "did not see" : "still sees", serial,
-						      timeout_ms),
-					    vm);
-			return -1;
-		}
-		sleep_ms(20);
-	}
-}
-
-int vm_disk_attach(struct vm *vm, const struct disk_config *d, unsigned timeout_ms, char **dev,
-		   char **err)
-{
-	_cleanup_free_ char *why = NULL;
-	if (vm_disk_validate(d, vm->machine, true, &why) < 0) {
-		*err = TAKE_PTR(why);
-		return -1;
-	}
-	if (!d->serial || !d->path) {
-		*err = xstrdup("a hot-plugged disk needs a serial and an image path");
-		return -1;
-	}
-	for (size_t i = 0; i < vm->n_att; i++)
-		if (STREQ(vm->att[i].serial, d->serial)) {
-			*err = xasprintf("a disk with serial '%s' is already attached", d->serial);
-			return -1;
-		}
-	if (vm->builtin && d->bus == DISK_BUS_SCSI && !vm->scsi_loaded) {
-		/* the built-in guest loads the SCSI drivers at boot only for a VM configured with
-		   SCSI disks (vm_guest_modules()): load them before the first SCSI hot-plug */
-		const char *argv[] = { "modprobe", "-a", "virtio_scsi", "sd_mod", NULL };
-		_cleanup_free_ char *e = NULL;
-		if (agent_run(vm->dom, argv, timeout_ms, NULL, &e) < 0) {
-			*err = xasprintf("cannot load the SCSI drivers in domain '%s': %s",
-					 vm->name, e);
-			return -1;
-		}
-		vm->scsi_loaded = true;
-	}
-	unsigned *slot = &vm->next[d->bus == DISK_BUS_VIRTIO ? 0 : 1];
-	_cleanup_free_ char *target = vm_disk_target_name(d->bus, *slot);
-	/* a remote host: the image is uploaded into a run volume, attached by its path there */
-	struct disk_config rd = *d;
-	_cleanup_free_ char *vol = NULL, *rpath = NULL;
-	if (vm->hs) {
-		vol = xasprintf("%s.%s.%u", vm->name, d->serial, ++vm->n_uploads);
-		struct hoststore_vol v = { .label = vol,
-					   .capacity = d->size,
-					   .preallocate = d->allocation != DISK_ALLOC_SPARSE };
-		if (hoststore_run_volume(vm->hs, &v, d->path, &rpath, err) < 0)
-			return -1;
-		rd.path = rpath;
-	}
-	_cleanup_free_ char *xml = vm_disk_xml(&rd, target, err);
-	if (!xml || virDomainAttachDeviceFlags(vm->dom, xml, VIR_DOMAIN_AFFECT_LIVE) < 0) {
-		if (xml)
-			*err = xasprintf("cannot attach disk '%s' to domain '%s': %s", d->serial,
-					 vm->name, virGetLastErrorMessage());
-		if (vol)
-			hoststore_delete(vm->hs, vol);
-		return -1;
-	}
-	(*slot)++;
-	vm->att = xgrow(vm->att, &vm->cap_att, vm->n_att + 1, sizeof(*vm->att));
-	vm->att[vm->n_att++] =
-	    (struct attached){ xstrdup(d->serial), TAKE_PTR(xml), TAKE_PTR(target), TAKE_PTR(vol) };
-	return wait_disk(vm, d->serial, 1, timeout_ms, dev, err);
-}
-
-/* The string value of an XPath expression over the live domain XML ("" when nothing matches). */
-static int live_xpath(struct vm *vm, const char *expr, char **out, char **err)
-{
-	_cleanup_free_ char *desc = virDomainGetXMLDesc(vm->dom, 0);
-	if (!desc) {
-		*err = xasprintf("cannot read the definition of domain '%s': %s", vm->name,
-				 virGetLastErrorMessage());
-		return -1;
-	}
-	_cleanup_(xmlFreeDocp) xmlDocPtr doc =
-	    xmlReadMemory(desc, (int)strlen(desc), "domain.xml", NULL, XML_PARSE_NONET);
-	if (!doc) {
-		*err = xasprintf("cannot parse the definition of domain '%s'", vm->name);
-		return -1;
-	}
-	xmlXPathContextPtr ctx = xmlXPathNewContext(doc);
-	xmlXPathObjectPtr o = xmlXPathEvalExpression(BAD_CAST expr, ctx);
-	xmlChar *s = o ? xmlXPathCastToString(o) : NULL;
-	*out = xstrdup(s ? (const char *)s : "");
-	xmlFree(s);
-	xmlXPathFreeObject(o);
-	xmlXPathFreeContext(ctx);
-	return 0;
-}
-
-/* Whether libvirt's live definition still has a disk with this target. */
-static int libvirt_has_target(struct vm *vm, const char *target, char **err)
-{
-	_cleanup_free_ char *expr =
-	    xasprintf("count(/domain/devices/disk/target[@dev='%s'])", target);
-	_cleanup_free_ char *n = NULL;
-	if (live_xpath(vm, expr, &n, err) < 0)
-		return -1;
-	return !STREQ(n, "0");
-}
-
-int vm_channel_path(struct vm *vm, const char *name, char **path, char **err)
-{
-	if (strchr(name, '\'')) {
-		*err = xasprintf("no channel '%s'", name);
-		return -1;
-	}
-	_cleanup_free_ char *expr =
-	    xasprintf("string(/domain/devices/channel[target/@name='%s']/source/@path)", name);
-	_cleanup_free_ char *p = NULL;
-	if (live_xpath(vm, expr, &p, err) < 0)
-		return -1;
-	if (!*p) {
-		*err = xasprintf("domain '%s' has no channel '%s'", vm->name, name);
-		return -1;
-	}
-	*path = TAKE_PTR(p);
-	return 0;
-}
-
-int vm_nic_device(struct vm *vm, char **dev, char **err)
-{
-	_cleanup_free_ char *d = NULL;
-	if (live_xpath(vm, "string(/domain/devices/interface[1]/target/@dev)", &d, err) < 0)
-		return -1;
-	if (!*d) {
-		*err = xasprintf("the NIC of domain '%s' has no host device", vm->name);
-		return -1;
-	}
-	*dev = TAKE_PTR(d);
-	return 0;
-}
-
-int vm_hostfwd_add(struct vm *vm, int host_port, int guest_port, char **err)
-{
-	_cleanup_free_ char *alias = NULL;
-	if (live_xpath(vm, "string(/domain/devices/interface[@type='user'][1]/alias/@name)", &alias,
-		       err) < 0)
-		return -1;
-	if (!*alias) {
-		*err = xasprintf("domain '%s' has no user-networking NIC to forward a port to",
-				 vm->name);
-		return -1;
-	}
-	/* libvirt names the QEMU netdev of NIC alias "netN" "hostnetN" */
-	_cleanup_free_ char *cmd =
-	    xasprintf("hostfwd_add host%s tcp:127.0.0.1:%d-:%d", alias, host_port, guest_port);
-	_cleanup_free_ char *reply = NULL;
-	if (virDomainQemuMonitorCommand(vm->dom, cmd, &reply, VIR_DOMAIN_QEMU_MONITOR_COMMAND_HMP) <
-	    0) {
-		*err = xasprintf("cannot forward port %d to domain '%s': %s", host_port, vm->name,
-				 virGetLastErrorMessage());
-		return -1;
-	}
-	/* HMP answers errors as text */
-	if (reply && *reply && strspn(reply, "\r\n ") != strlen(reply)) {
-		size_t n = strcspn(reply, "\r\n");
-		*err = xasprintf("cannot forward port %d to domain '%s': %.*s", host_port, vm->name,
-				 (int)n, reply);
-		return -1;
-	}
-	return 0;
-}
-
-int vm_disk_detach(struct vm *vm, const char *serial, unsigned timeout_ms, char **err)
-{
-	size_t i;
-	for (i = 0; i < vm->n_att; i++)
-		if (STREQ(vm->att[i].serial, serial))
-			break;
-	if (i == vm->n_att) {
-		*err = xasprintf("no disk with serial '%s' was attached", serial);
-		return -1;
-	}
-	struct attached a = vm->att[i];
-	if (virDomainDetachDeviceFlags(vm->dom, a.xml, VIR_DOMAIN_AFFECT_LIVE) < 0) {
-		*err = xasprintf("cannot detach disk '%s' from domain '%s': %s", serial, vm->name,
-				 virGetLastErrorMessage());
-		return -1;
-	}
-	if (wait_disk(vm, serial, 0, timeout_ms, NULL, err) < 0)
-		return -1;
-	/* libvirt finishes the removal asynchronously: wait before the image may be reused */
-	uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000u;
-	for (;;) {
-		int has = libvirt_has_target(vm, a.target, err);
-		if (has < 0)
-			return -1;
-		if (!has)
-			break;
-		if (now_ns() >= deadline) {
-			*err = xasprintf("libvirt still lists disk '%s' after %u ms", serial,
-					 timeout_ms);
-			return -1;
-		}
-		sleep_ms(10);
-	}
-	if (a.vol && vm->hs)
-		hoststore_delete(vm->hs, a.vol);
-	free(a.vol);
-	free(a.serial);
-	free(a.xml);
-	free(a.target);
-	memmove(&vm->att[i], &vm->att[i + 1], (vm->n_att - i - 1) * sizeof(*vm->att));
-	vm->n_att--;
-	return 0;
 }

@@ -13,6 +13,9 @@
  *   splits the device range into that many slices written by parallel dd processes: busybox
  *   dd has one request in flight, so the queue depth is the number of writers.
  * finalize: read the written blocks back with direct I/O (the same slices).
+ * metrics: write_throughput = stream bytes / seconds of the transfer's dd command (as the host
+ *   sees the guest command: direct I/O and the final fsync included, the zero padding of the
+ *   last block not counted); read_throughput = stream bytes / seconds of the read-back.
  * verify (the method's own): read back once more and compare the SHA-256 of the stream's bytes
  *   with the host's; the executor's file listing does not apply to a raw device.
  */
@@ -153,7 +156,11 @@ static int block_transfer(struct method_ctx *ctx)
 					     "oflag=direct conv=sync,notrunc,fsync 2>/dev/null",
 					     dev, bs);
 	_cleanup_free_ char *cmd = sliced(ctx, s->nblocks, fmt);
-	return method_guest_sh(ctx, "block: write", cmd, NULL);
+	uint64_t t0 = now_ns();
+	if (method_guest_sh(ctx, "block: write", cmd, NULL) < 0)
+		return -1;
+	method_rate(ctx, "write_throughput", s->bytes, (double)(now_ns() - t0) / 1e9);
+	return 0;
 }
 
 static int block_finalize(struct method_ctx *ctx)
@@ -165,7 +172,11 @@ static int block_finalize(struct method_ctx *ctx)
 					     "count=%%2$llu iflag=direct 2>/dev/null",
 					     dev, bs);
 	_cleanup_free_ char *cmd = sliced(ctx, s->nblocks, fmt);
-	return method_guest_sh(ctx, "block: read back", cmd, NULL);
+	uint64_t t0 = now_ns();
+	if (method_guest_sh(ctx, "block: read back", cmd, NULL) < 0)
+		return -1;
+	method_rate(ctx, "read_throughput", s->bytes, (double)(now_ns() - t0) / 1e9);
+	return 0;
 }
 
 static int block_verify(struct method_ctx *ctx)

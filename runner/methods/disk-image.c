@@ -11,6 +11,10 @@
  *   finalize  sync, unmount, detach (in_place: nothing; the image stays mounted for verify)
  *   cleanup   unmount and detach when still there, delete the image
  *
+ * metrics: write_throughput (copy mode) = payload bytes / seconds of the copy command plus the
+ * sync in finalize (hot-plug, mount and unplug not counted); read_throughput (in_place) =
+ * payload bytes / seconds of the command reading every file of the mounted image.
+ *
  * mke2fs -d and mcopy read the tree by path. A `path:` dataset's tree may be written by others
  * while ferry runs, so those tools read a private snapshot instead, made once per cell before
  * anything is timed (add_devices): hard links to the very inodes the scan hashed (a copy across
@@ -38,6 +42,7 @@ struct di_state {
 	char *image; /* host path of the current image */
 	char serial[DISK_SERIAL_MAX + 1];
 	bool attached, mounted;
+	double copy_s; /* seconds of this run's copy command (write_throughput) */
 	struct disk_config d;
 	char *source; /* a private snapshot of a `path:` dataset, or NULL: ctx->dataset_dir */
 };
@@ -236,21 +241,30 @@ static int di_transfer(struct method_ctx *ctx)
 	if (vm_disk_attach(ctx->vm, &s->d, ctx->timeout_ms, &dev, &err) < 0)
 		return method_fail(ctx, ERROR_INFRA, NULL, "hot-plugging the image: %s", err);
 	s->attached = true;
-	_cleanup_free_ char *cmd =
-	    xasprintf(METHOD_GUEST_MODULES_WAIT "modprobe %s 2>/dev/null; mkdir -p " SRC_MNT
-						" && mount -t %s -o ro%s /dev/%s " SRC_MNT,
-		      m->filesystem == PLAN_IMAGE_FS_ISO9660 ? "isofs" : fs_type(m), fs_type(m),
-		      m->filesystem == PLAN_IMAGE_FS_EXT4 ? ",noload" : "", dev);
+	const char *mod = m->filesystem == PLAN_IMAGE_FS_ISO9660 ? "isofs" : fs_type(m);
+	_cleanup_free_ char *cmd = xasprintf(
+	    METHOD_GUEST_MODULE_WAIT("%s") "modprobe %s 2>/dev/null; mkdir -p " SRC_MNT
+					   " && mount -t %s -o ro%s /dev/%s " SRC_MNT,
+	    mod, mod, fs_type(m), m->filesystem == PLAN_IMAGE_FS_EXT4 ? ",noload" : "", dev);
 	if (method_guest_sh(ctx, "mounting the image", cmd, NULL) < 0)
 		return -1;
 	s->mounted = true;
-	if (m->in_place)
-		return method_guest_sh(ctx, "reading the image in place",
-				       "find " SRC_MNT " -type f -exec cat {} + > /dev/null", NULL);
+	uint64_t t0 = now_ns();
+	if (m->in_place) {
+		if (method_guest_sh(ctx, "reading the image in place",
+				    "find " SRC_MNT " -type f -exec cat {} + > /dev/null",
+				    NULL) < 0)
+			return -1;
+		method_rate(ctx, "read_throughput", ctx->bytes, (double)(now_ns() - t0) / 1e9);
+		return 0;
+	}
 	_cleanup_free_ char *land = method_shell_quote(ctx->landing);
 	free(cmd);
 	cmd = xasprintf("cp -a " SRC_MNT "/. %s/ && rm -rf %s/lost+found", land, land);
-	return method_guest_sh(ctx, "copying from the image", cmd, NULL);
+	t0 = now_ns();
+	int rc = method_guest_sh(ctx, "copying from the image", cmd, NULL);
+	s->copy_s = (double)(now_ns() - t0) / 1e9;
+	return rc;
 }
 
 static int unplug(struct method_ctx *ctx, bool must)
@@ -279,8 +293,11 @@ static int di_finalize(struct method_ctx *ctx)
 {
 	if (ctx->method->in_place)
 		return 0;
+	uint64_t t0 = now_ns();
 	if (method_guest_sh(ctx, "sync", "sync", NULL) < 0)
 		return -1;
+	method_rate(ctx, "write_throughput", ctx->bytes,
+		    state(ctx)->copy_s + (double)(now_ns() - t0) / 1e9);
 	return unplug(ctx, true);
 }
 

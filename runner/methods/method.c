@@ -2,6 +2,7 @@
 /* The method registry and the helpers every method uses. */
 #include "method.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -115,4 +116,19 @@ int method_verify_dir(struct method_ctx *ctx, const char *dir, bool symlinks)
 	verify_result_clear(&res);
 	listing_clear(&l);
 	return rc;
+}
+
+void method_metric(struct method_ctx *ctx, const char *name, double value)
+{
+	if (!isfinite(value))
+		return;
+	if (!ctx->metrics)
+		ctx->metrics = json_object();
+	json_object_set_new(ctx->metrics, name, json_real(value));
+}
+
+void method_rate(struct method_ctx *ctx, const char *name, uint64_t bytes, double seconds)
+{
+	if (bytes > 0 && seconds > 0)
+		method_metric(ctx, name, (double)bytes / seconds);
 }

@@ -114,6 +114,12 @@ struct method_ctx {
 	 * manifest's files and bytes, set by the executor before prepare()) ---- */
 	uint64_t bytes, files;
 
+	/* ---- what the run measured: named metrics of this run (result_metric_defs in results.h,
+	 * e.g. write_throughput), set with method_metric(); owned by the executor, which empties it
+	 * before prepare() and records it (with its own alloc_* and cpu_* metrics) in the run ----
+	 */
+	json_t *metrics;
+
 	/* ---- what the method saw: (method) a JSON object or NULL, owned by the method (free it in
 	 * free_state()); the executor records a copy as the cell's "observed" after every run ----
 	 */
@@ -191,15 +197,19 @@ int method_guest_sh(struct method_ctx *ctx, const char *what, const char *cmd, c
 int method_verify_dir(struct method_ctx *ctx, const char *dir, bool symlinks);
 
 /*
- * A guest shell prefix that waits (at most 30 s) until the built-in guest has loaded its
- * filesystem modules (ext4, vfat, isofs, 9p, virtiofs load behind the agent, see guest.h): a mount
- * right after boot otherwise fails with "No such device". Use it before the first mount. Only
- * the built-in guest (the one with /etc/vport-link.sh, its own init's helper) writes the marker:
- * other guests (Debian, users' images) load modules on demand through kmod and do not wait.
+ * A guest shell prefix that waits (at most 30 s) until the built-in guest has loaded the module
+ * `mod` (a string literal, or "%s" inside a format: its file name without .ko, e.g. "ext4",
+ * "isofs", "9p", "virtiofs"): the filesystems load behind the agent (see guest.h), and a mount
+ * racing that load fails with "No such device". Only that module is waited for, not all of them:
+ * the guest marks each one in /run/ferry-modules/ (and the end in /run/ferry-modules-loaded,
+ * which guests built before the marks also write). Only the built-in guest (the one with
+ * /etc/vport-link.sh, its own init's helper) loads behind the agent: other guests (Debian, users'
+ * images) load modules on demand through kmod and do not wait.
  */
-#define METHOD_GUEST_MODULES_WAIT                                                                  \
+#define METHOD_GUEST_MODULE_WAIT(mod)                                                              \
 	"i=0; while [ -e /etc/vport-link.sh ] && [ ! -e /run/ferry-modules-loaded ] && "           \
-	"[ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; "
+	"[ ! -e /run/ferry-modules/" mod " ] && [ $i -lt 1500 ]; do usleep 20000; i=$((i+1)); "    \
+	"done; "
 
 /*
  * A guest shell prefix that turns on pipefail where the shell has it (busybox ash, bash) and
@@ -207,6 +217,18 @@ int method_verify_dir(struct method_ctx *ctx, const char *dir, bool symlinks);
  * dash exit. Without it the bytes are still checked by verify.
  */
 #define METHOD_SH_PIPEFAIL "(set -o pipefail) 2>/dev/null && set -o pipefail; "
+
+/*
+ * Report a metric of the current run (a name of result_metric_defs; a non-finite value is not
+ * recorded). Reporting it again replaces the value.
+ */
+void method_metric(struct method_ctx *ctx, const char *name, double value);
+
+/*
+ * Report bytes / seconds as the rate metric `name` (e.g. "write_throughput"), when both are
+ * positive: a command that took no measurable time gives no rate rather than an infinite one.
+ */
+void method_rate(struct method_ctx *ctx, const char *name, uint64_t bytes, double seconds);
 
 /* Quote s for a POSIX shell ('...' with ' escaped). Caller frees. */
 char *method_shell_quote(const char *s);

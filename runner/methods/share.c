@@ -372,21 +372,19 @@ static int share_transfer(struct method_ctx *ctx)
 	const struct plan_method *m = ctx->method;
 	static const char *const cache[] = { "none", "loose", "mmap" };
 	_cleanup_free_ char *cmd = NULL;
-	/* 9p and virtiofs load behind the agent after boot: a mount before that fails (no wait
-	   later on) */
+	/* 9p and virtiofs load behind the agent after boot: a mount before that fails */
 	if (m->driver == PLAN_SHARE_VIRTIOFS) {
-		cmd = xasprintf(METHOD_GUEST_MODULES_WAIT "mkdir -p " GUEST_MOUNT
-							  " && mount -t virtiofs%s " SHARE_TAG
-							  " " GUEST_MOUNT,
-				writable_mode(m) ? "" : " -o ro");
+		cmd = xasprintf(
+		    "%smkdir -p " GUEST_MOUNT " && mount -t virtiofs%s " SHARE_TAG " " GUEST_MOUNT,
+		    METHOD_GUEST_MODULE_WAIT("virtiofs"), writable_mode(m) ? "" : " -o ro");
 	} else {
 		_cleanup_free_ char *msize =
 		    m->msize ? xasprintf(",msize=%llu", (unsigned long long)m->msize) : xstrdup("");
-		cmd = xasprintf(METHOD_GUEST_MODULES_WAIT
-				"mkdir -p " GUEST_MOUNT
+		cmd = xasprintf("%smkdir -p " GUEST_MOUNT
 				" && mount -t 9p -o trans=virtio,version=9p2000.L%s,cache=%s%s "
 				"" SHARE_TAG " " GUEST_MOUNT,
-				msize, cache[m->cache], writable_mode(m) ? "" : ",ro");
+				METHOD_GUEST_MODULE_WAIT("9p"), msize, cache[m->cache],
+				writable_mode(m) ? "" : ",ro");
 	}
 	if (method_guest_sh(ctx, "share: mount", cmd, NULL) < 0)
 		return -1;

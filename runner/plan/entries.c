@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "plan-parse.h"
+#include "results.h"
 #include "units.h"
 
 void pl_add_ref(struct ctx *c, enum plan_axis axis, const char *name, const yaml_node_t *n,
@@ -16,7 +17,7 @@ void pl_add_ref(struct ctx *c, enum plan_axis axis, const char *name, const yaml
 }
 
 /* `image` implies `guest: image`; the rules table checks the rest (rules.c). */
-static void resolve_vm(struct plan_vm *vm)
+void pl_resolve_vm(struct plan_vm *vm)
 {
 	const struct key_table *t = &plan_vm_keys;
 	if (key_is_set(t, vm, "image") && !key_is_set(t, vm, "guest"))
@@ -41,6 +42,17 @@ static void check_criterion(struct ctx *c, struct plan_criterion *cr, const yaml
 		double d = 0;
 		int r = 0;
 		switch (cr->metric) {
+		case PLAN_METRIC_ALLOC_BEFORE:
+		case PLAN_METRIC_ALLOC_AFTER:
+		case PLAN_METRIC_ALLOC_GROWTH:
+		case PLAN_METRIC_ALLOC_DELETED: {
+			uint64_t b = 0;
+			r = parse_size(text, &b, &err);
+			d = (double)b;
+			break;
+		}
+		case PLAN_METRIC_WRITE_THROUGHPUT:
+		case PLAN_METRIC_READ_THROUGHPUT:
 		case PLAN_METRIC_THROUGHPUT: {
 			uint64_t b = 0;
 			r = parse_throughput(text, &b, &err);
@@ -72,11 +84,43 @@ static void check_criterion(struct ctx *c, struct plan_criterion *cr, const yaml
 			    "criterion can never pass: 'min' is larger than 'max'");
 }
 
+/* report.markdown metric: a built-in metric or a run metric (results.h result_metric_defs) */
+static bool plan_metric_name_ok(const char *name)
+{
+	static const char *const builtin[] = { "total", "throughput", "files_per_s" };
+	for (size_t i = 0; i < ELEMENTSOF(builtin); i++)
+		if (STREQ(name, builtin[i]))
+			return true;
+	if (strncmp(name, "phase.", 6) == 0 && result_phase_from_name(name + 6) >= 0)
+		return true;
+	return result_metric_def_find(name) != NULL;
+}
+
+/* report.markdown rows/cols: an axis or a sweep key (whether the matrix has it: plan_expand) */
+static void check_pivot_key(struct ctx *c, const yaml_node_t *map, const char *which,
+			    const char *key, struct plan_pos *pos)
+{
+	yaml_node_t *v = pl_lookup(c, map, which, NULL);
+	if (v)
+		*pos = pl_node_pos(c, v);
+	if (pl_axis_from_name(key) >= 0)
+		return;
+	struct sweep_key sk;
+	_cleanup_free_ char *err = NULL;
+	if (!pl_is_sweep(key))
+		pl_err_node(c, v,
+			    "invalid %s '%s' (expected vm, disk, dataset, method or a swept "
+			    "key such as disk.cache)",
+			    which, key);
+	else if (pl_sweep_resolve(key, &sk, &err) < 0)
+		pl_err_node(c, v, "'%s': %s", which, err);
+}
+
 void pl_check_entry(struct ctx *c, const struct key_table *t, void *obj, const yaml_node_t *map,
 		    const yaml_node_t *owner)
 {
 	if (t == &plan_vm_keys) {
-		resolve_vm(obj);
+		pl_resolve_vm(obj);
 		pl_check_entry_rules(c, RULE_VM, obj, map, owner);
 	} else if (t == &plan_disk_keys) {
 		pl_check_entry_rules(c, RULE_DISK, obj, map, owner);
@@ -103,10 +147,17 @@ void pl_check_entry(struct ctx *c, const struct key_table *t, void *obj, const y
 				    false);
 	} else if (t == &plan_markdown_keys) {
 		struct plan_markdown *md = obj;
-		if (md->rows == md->cols)
+		check_pivot_key(c, map, "rows", md->rows, &md->rows_pos);
+		check_pivot_key(c, map, "cols", md->cols, &md->cols_pos);
+		if (md->metric && !plan_metric_name_ok(md->metric))
+			pl_err_node(c, pl_lookup(c, map, "metric", NULL),
+				    "unknown metric '%s' (expected total, throughput, files_per_s, "
+				    "phase.NAME or a metric of ferry(1) METRICS)",
+				    md->metric);
+		if (STREQ(md->rows, md->cols))
 			pl_err_node(c, pl_key_node(c, map, "cols", owner),
 				    "markdown 'rows' and 'cols' must be different axes (both are "
 				    "'%s')",
-				    plan_axis_name(md->rows));
+				    md->rows);
 	}
 }

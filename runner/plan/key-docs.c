@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "keys.h"
@@ -125,6 +126,48 @@ static json_t *key_schema_of(const struct key_def *k)
 	return s;
 }
 
+static bool sweepable(const struct key_table *t, const struct key_def *k)
+{
+	if (t->discriminator && STREQ(k->name, t->discriminator))
+		return false;
+	switch (k->type) {
+	case KEY_STRING:
+	case KEY_BOOL:
+	case KEY_UINT:
+	case KEY_FLOAT:
+	case KEY_SIZE:
+	case KEY_DURATION:
+	case KEY_PERCENT:
+	case KEY_QUANTITY:
+	case KEY_ENUM: return true;
+	case KEY_MAPPING: return k->shorthand != NULL;
+	default: return false;
+	}
+}
+
+/* Every key `prefix.KEY` a sweep may name (sweep.c): a value, or (in the matrix) a list. */
+static void sweep_props(json_t *props, const char *prefix, const struct key_table *t, bool list)
+{
+	for (size_t i = 0; i < t->n_keys; i++) {
+		const struct key_def *k = &t->keys[i];
+		_cleanup_free_ char *name = xasprintf("%s.%s", prefix, k->name);
+		if (k->type == KEY_MAPPING)
+			sweep_props(props, name, k->sub, list);
+		if (!sweepable(t, k))
+			continue;
+		json_t *one =
+		    key_schema_of(k->type == KEY_MAPPING ? key_find(k->sub, k->shorthand[0]) : k);
+		json_object_del(one, "default");
+		json_object_del(one, "description");
+		_cleanup_free_ char *help = xasprintf("sweep: %s", k->help);
+		json_t *s = list ? json_pack("{s:[o, {s:s, s:O, s:i}]}", "anyOf", one, "type",
+					     "array", "items", one, "minItems", 1)
+				 : one;
+		json_object_set_new(s, "description", json_string(help));
+		json_object_set_new(props, name, s);
+	}
+}
+
 static json_t *table_schema(const struct key_table *t)
 {
 	json_t *props = json_object(), *req = json_array();
@@ -134,6 +177,14 @@ static json_t *table_schema(const struct key_table *t)
 		json_object_set_new(props, k->name, key_schema_of(k));
 		if (k->flags & KEY_REQUIRED)
 			json_array_append_new(req, json_string(k->name));
+	}
+	if (t == &plan_matrix_keys || t == &plan_exclude_keys || t == &plan_matrix_include_keys) {
+		static const struct key_table *const entries[] = { &plan_vm_keys, &plan_disk_keys,
+								   &plan_dataset_keys,
+								   &plan_method_keys };
+		for (int a = 0; a < PLAN_N_AXES; a++)
+			sweep_props(props, plan_axis_name((enum plan_axis)a), entries[a],
+				    t == &plan_matrix_keys);
 	}
 	json_t *s = json_pack("{s:s, s:s, s:o, s:b}", "type", "object", "description", t->doc,
 			      "properties", props, "additionalProperties", 0);
@@ -304,6 +355,39 @@ static json_t *json_own(char *s)
 	json_t *j = json_string(s);
 	free(s);
 	return j;
+}
+
+char *key_value_text(const struct key_def *k, const void *obj)
+{
+	const void *f = (const char *)obj + k->offset;
+	switch (k->type) {
+	case KEY_STRING:
+	case KEY_QUANTITY: {
+		const char *s = *(char *const *)f;
+		return s ? xstrdup(s) : NULL;
+	}
+	case KEY_BOOL: return xstrdup(*(const bool *)f ? "true" : "false");
+	case KEY_UINT:
+	case KEY_SIZE:
+	case KEY_DURATION: return key_uint_text(k, *(const uint64_t *)f);
+	case KEY_FLOAT:
+	case KEY_PERCENT: {
+		/* the shortest text that reads back as the same number */
+		double v = *(const double *)f;
+		char *t = xasprintf("%.15g", v);
+		if (strtod(t, NULL) != v) {
+			free(t);
+			t = xasprintf("%.17g", v);
+		}
+		if (k->type == KEY_FLOAT)
+			return t;
+		char *pct = xasprintf("%s%%", t);
+		free(t);
+		return pct;
+	}
+	case KEY_ENUM: return xstrdup(k->values[*(const int *)f]);
+	default: return NULL;
+	}
 }
 
 json_t *key_values_json(const struct key_table *t, const void *obj)

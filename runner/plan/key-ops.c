@@ -117,6 +117,53 @@ void key_free(const struct key_table *t, void *obj)
 	}
 }
 
+char *key_not_applying(const struct key_table *t, const struct key_def *k, int disc)
+{
+	const struct key_def *dk = t->discriminator ? key_find(t, t->discriminator) : NULL;
+	if (!dk || !k->applies || disc < 0 || (k->applies & (UINT32_C(1) << disc)))
+		return NULL;
+	_cleanup_free_ char *only = xstrdup("");
+	for (size_t j = 0; dk->values[j]; j++) {
+		if (!(k->applies & (UINT32_C(1) << j)))
+			continue;
+		char *s = xasprintf("%s%s%s", only, *only ? ", " : "", dk->values[j]);
+		free(only);
+		only = s;
+	}
+	return xasprintf("'%s' does not apply to %s '%s' (only to %s)", k->name, dk->name,
+			 dk->values[disc], only);
+}
+
+void key_clone(const struct key_table *t, void *dst)
+{
+	for (size_t i = 0; i < t->n_keys; i++) {
+		const struct key_def *k = &t->keys[i];
+		switch (k->type) {
+		case KEY_STRING:
+		case KEY_QUANTITY:
+			if (*AT(dst, k, char *))
+				*AT(dst, k, char *) = xstrdup(*AT(dst, k, char *));
+			break;
+		case KEY_MAPPING: key_clone(k->sub, AT(dst, k, char)); break;
+		case KEY_STRING_LIST: {
+			char **l = *AT(dst, k, char **);
+			size_t n = *(size_t *)(void *)((char *)dst + k->count_offset);
+			char **c = n ? xcalloc(n, sizeof(*c)) : NULL;
+			for (size_t j = 0; j < n; j++)
+				c[j] = xstrdup(l[j]);
+			*AT(dst, k, char **) = c;
+			break;
+		}
+		case KEY_NAMED:
+		case KEY_LIST:
+			*AT(dst, k, char *) = NULL;
+			*(size_t *)(void *)((char *)dst + k->count_offset) = 0;
+			break;
+		default: break;
+		}
+	}
+}
+
 void key_defaults(const struct key_table *t, void *obj)
 {
 	*(uint64_t *)(void *)((char *)obj + t->set_offset) = 0;

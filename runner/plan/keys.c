@@ -21,7 +21,6 @@ _Static_assert(sizeof(enum plan_metric) == sizeof(int), "enums must be int-sized
 #define KEYS(a)     .keys = a, .n_keys = ELEMENTSOF(a)
 
 /* The enumerations' spellings; the order is the enum's order in plan.h. */
-static const char *const axis_values[] = { "vm", "disk", "dataset", "method", NULL };
 static const char *const bus_values[] = { "virtio", "scsi", "sata", "ide", NULL };
 static const char *const format_values[] = { "raw", "qcow2", NULL };
 
@@ -105,7 +104,8 @@ static const struct key_def vm_defs[] = {
 	  .offset = FIELD(plan_vm, os),
 	  .def = "linux",
 	  .values = V("linux", "windows"),
-	  .help = "operating system of an image guest; selects the in-guest commands" },
+	  .help = "operating system of an image guest; windows is refused (target disks are "
+		  "ext4 and every method's guest side is a POSIX shell)" },
 	{ .name = "vcpus",
 	  .type = KEY_UINT,
 	  .offset = FIELD(plan_vm, vcpus),
@@ -629,10 +629,14 @@ static const struct key_def criterion_defs[] = {
 	  .type = KEY_ENUM,
 	  .offset = FIELD(plan_criterion, metric),
 	  .values = V("throughput", "files_per_s", "total", "phase.prepare", "phase.transfer",
-		      "phase.finalize", "phase.verify", "phase.cleanup", "cv"),
+		      "phase.finalize", "phase.verify", "phase.cleanup", "cv", "write_throughput",
+		      "read_throughput", "alloc_before", "alloc_after", "alloc_growth",
+		      "alloc_deleted", "cpu_guest", "cpu_qemu"),
 	  .flags = KEY_REQUIRED,
 	  .help = "what is checked: throughput (a rate like 20MB/s), files_per_s, total or a "
-		  "phase's median time (a duration), cv (a percentage)" },
+		  "phase's median time (a duration), cv (a percentage), or the median of a run "
+		  "metric (ferry(1) METRICS): write_throughput and read_throughput (rates), "
+		  "alloc_* (sizes like 64MiB), cpu_guest and cpu_qemu (durations)" },
 	{ .name = "min",
 	  .type = KEY_QUANTITY,
 	  .offset = FIELD(plan_criterion, min_text),
@@ -662,17 +666,22 @@ static const struct key_def markdown_defs[] = {
 	  .offset = FIELD(plan_markdown, path),
 	  .help = "where to write the Markdown report" },
 	{ .name = "rows",
-	  .type = KEY_ENUM,
+	  .type = KEY_STRING,
 	  .offset = FIELD(plan_markdown, rows),
 	  .def = "method",
-	  .values = axis_values,
-	  .help = "axis whose values are the table's rows" },
+	  .help = "matrix key whose values are the table's rows: an axis (vm, disk, dataset, "
+		  "method) or a sweep (disk.cache)" },
 	{ .name = "cols",
-	  .type = KEY_ENUM,
+	  .type = KEY_STRING,
 	  .offset = FIELD(plan_markdown, cols),
 	  .def = "dataset",
-	  .values = axis_values,
-	  .help = "axis whose values are the table's columns" },
+	  .help = "matrix key whose values are the table's columns: an axis or a sweep" },
+	{ .name = "metric",
+	  .type = KEY_STRING,
+	  .offset = FIELD(plan_markdown, metric),
+	  .def = "total",
+	  .help = "a second table of this metric's medians: throughput, files_per_s, phase.NAME or "
+		  "a run metric (ferry(1) METRICS, e.g. write_throughput, alloc_growth)" },
 };
 const struct key_table plan_markdown_keys = {
 	.name = "report.markdown",
@@ -776,7 +785,8 @@ static const struct key_def exclude_defs[] = {
 };
 const struct key_table plan_exclude_keys = {
 	.name = "matrix.exclude[]",
-	.doc = "cells to remove (an entry matches partially)",
+	.doc = "cells to remove (an entry matches partially); it may also name swept keys "
+	       "AXIS.KEY (MATRIX EXPANSION, Sweeps)",
 	KEYS(exclude_defs),
 };
 
@@ -793,7 +803,8 @@ static const struct key_def include_defs[] = {
 };
 const struct key_table plan_matrix_include_keys = {
 	.name = "matrix.include[]",
-	.doc = "cells to extend or add, after exclude",
+	.doc = "cells to extend or add, after exclude; it may also name or add swept keys "
+	       "AXIS.KEY (MATRIX EXPANSION, Sweeps)",
 	KEYS(include_defs),
 };
 
@@ -813,12 +824,14 @@ static const struct key_def matrix_defs[] = {
 	{ .name = "zip",
 	  .type = KEY_CUSTOM,
 	  .schema = "{\"type\": \"array\", \"items\": {\"type\": \"array\", \"items\": {\"type\": "
-		    "\"string\", \"enum\": [\"vm\", \"disk\", \"dataset\", \"method\"]}}}",
+		    "\"string\", \"pattern\": \"^(vm|disk|dataset|method)(\\\\.[a-z0-9_]+)*$\"}}}",
 	  .help = "groups of axes that advance together instead of multiplying (equal lengths)" },
 };
 const struct key_table plan_matrix_keys = {
 	.name = "matrix",
-	.doc = "which combinations (cells) run",
+	.doc = "which combinations (cells) run; besides these keys, AXIS.KEY (disk.cache, "
+	       "vm.nic.queues) sweeps a key of the entries: its value or list of values "
+	       "(MATRIX EXPANSION, Sweeps)",
 	KEYS(matrix_defs),
 };
 

@@ -102,8 +102,15 @@ char *key_enum_list(const struct key_def *k);
 /* A KEY_UINT, KEY_SIZE or KEY_DURATION value as a plan would write it ("4GiB", "10m", "3"). */
 char *key_uint_text(const struct key_def *k, uint64_t v);
 
+/* Why key `k` of `t` is not allowed when the table's discriminator has value `disc` ("'msize'
+ * does not apply to type 'block' (only to share)"), or NULL when it is. */
+char *key_not_applying(const struct key_table *t, const struct key_def *k, int disc);
 /* Free what the table's fields own in `obj` (strings, lists, nested entries). */
 void key_free(const struct key_table *t, void *obj);
+/* Make `dst`, a byte copy of an object of table `t`, own copies of what the source owned
+ * (strings, string lists, nested mappings); named entries and lists of mappings are not
+ * copied (dst gets none). */
+void key_clone(const struct key_table *t, void *dst);
 
 /*
  * Self-check of a table and its children: names unique and valid, help present, enums have
@@ -132,3 +139,6 @@ int key_set_scalar(const struct key_def *k, void *obj, const char *text, char **
  * strings are left out.
  */
 json_t *key_values_json(const struct key_table *t, const void *obj);
+/* The value of scalar key `k` of `obj` as a plan would write it (the same text as
+ * key_values_json(): "4GiB", "10m", "5%", "true", an enum's name); NULL for other types. */
+char *key_value_text(const struct key_def *k, const void *obj);

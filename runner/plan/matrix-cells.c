@@ -7,6 +7,19 @@
 
 /* ---- accessors ---- */
 
+void matrix_attach(struct matrix *m, void *data, void (*free_fn)(void *))
+{
+	if (m->attached_free)
+		m->attached_free(m->attached);
+	m->attached = data;
+	m->attached_free = free_fn;
+}
+
+void *matrix_attached(const struct matrix *m)
+{
+	return m->attached;
+}
+
 size_t matrix_n_cells(const struct matrix *m)
 {
 	return m->n_cells;

@@ -40,4 +40,8 @@ struct matrix {
 	size_t n_product;          /* cells [0, n_product) come from the product */
 	size_t *lead_axes;
 	size_t n_slots;
+
+	/* what the caller attached (matrix_attach()), freed with the matrix */
+	void *attached;
+	void (*attached_free)(void *);
 };

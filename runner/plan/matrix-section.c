@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The plan's `matrix:` section -> struct matrix_def (matrix.h expands it): the axes vm, disk,
- * dataset and method, zip groups, exclude and include entries (with their `run:` overrides). A
- * later file's matrix replaces an included one whole. */
+ * dataset and method, sweeps of entry keys ("disk.cache", sweep.c), zip groups, exclude and
+ * include entries (with their `run:` overrides). A later file's matrix replaces an included one
+ * whole. */
 #include <string.h>
 
 #include "plan-parse.h"
@@ -16,10 +17,39 @@ static void unknown_axis(struct ctx *c, const yaml_node_t *k, const struct key_t
 			    pl_scalar(k));
 }
 
-static void parse_axis(struct ctx *c, enum plan_axis a, yaml_node_t *k, yaml_node_t *v)
+/* A value of a sweep: checked as the entry's key (its messages, at the value), canonical. */
+static char *sweep_value(struct ctx *c, const struct sweep_key *sk, const yaml_node_t *n)
+{
+	_cleanup_free_ char *text = pl_value_text(c, n);
+	_cleanup_free_ char *err = NULL;
+	char *canon = NULL;
+	if (!text)
+		return NULL;
+	if (pl_sweep_value(sk, text, &canon, &err) < 0) {
+		pl_err_node(c, n, "%s", err);
+		return NULL;
+	}
+	return canon;
+}
+
+/* Resolve the sweep key written at `k` (an error there when it names no sweepable key). */
+static bool sweep_key(struct ctx *c, const yaml_node_t *k, struct sweep_key *sk)
+{
+	_cleanup_free_ char *err = NULL;
+	if (pl_sweep_resolve(pl_scalar(k), sk, &err) < 0) {
+		pl_err_node(c, k, "%s", err);
+		return false;
+	}
+	return true;
+}
+
+/* An axis: entry names (a >= 0), or the values of a sweep (sk). */
+static void parse_axis(struct ctx *c, int a, const struct sweep_key *sk, yaml_node_t *k,
+		       yaml_node_t *v)
 {
 	struct matrix_def *d = &c->p->matrix;
-	struct matrix_axis ax = { .name = xstrdup(plan_axis_name(a)),
+	const char *name = sk ? pl_scalar(k) : plan_axis_name((enum plan_axis)a);
+	struct matrix_axis ax = { .name = xstrdup(name),
 				  .line = (int)k->start_mark.line + 1,
 				  .col = (int)k->start_mark.column + 1 };
 	yaml_node_item_t one = 0, *b, *e;
@@ -32,32 +62,33 @@ static void parse_axis(struct ctx *c, enum plan_axis a, yaml_node_t *k, yaml_nod
 		b = v->data.sequence.items.start;
 		e = v->data.sequence.items.top;
 	} else {
-		pl_err_node(c, v, "axis '%s' must be a name or a list of names, not %s",
-			    plan_axis_name(a), pl_node_kind(v));
+		pl_err_node(c, v, "axis '%s' must be %s, not %s", name,
+			    sk ? "a value or a list of values" : "a name or a list of names",
+			    pl_node_kind(v));
 		free(ax.name);
 		return;
 	}
 	if (b == e)
-		pl_err_node(c, v, "axis '%s' is empty: it would make no cells", plan_axis_name(a));
+		pl_err_node(c, v, "axis '%s' is empty: it would make no cells", name);
 	for (yaml_node_item_t *i = b; i < e; i++) {
 		yaml_node_t *n = pl_node(c, *i);
 		if (n->type != YAML_SCALAR_NODE || pl_is_null(n)) {
-			pl_err_node(c, n, "axis '%s' values must be names, not %s",
-				    plan_axis_name(a), pl_node_kind(n));
+			pl_err_node(c, n, "axis '%s' values must be %s, not %s", name,
+				    sk ? "single values" : "names", pl_node_kind(n));
 			continue;
 		}
-		char *name = pl_value_text(c, n);
-		if (!name)
+		char *value = sk ? sweep_value(c, sk, n) : pl_value_text(c, n);
+		if (!value)
 			continue;
 		for (size_t j = 0; j < ax.n_values; j++)
-			if (STREQ(ax.values[j], name)) {
-				pl_err_node(c, n, "axis '%s' lists '%s' twice", plan_axis_name(a),
-					    name);
+			if (STREQ(ax.values[j], value)) {
+				pl_err_node(c, n, "axis '%s' lists '%s' twice", name, value);
 				break;
 			}
-		pl_add_ref(c, a, name, n, true);
+		if (!sk)
+			pl_add_ref(c, (enum plan_axis)a, value, n, true);
 		ax.values = xrealloc(ax.values, (ax.n_values + 1) * sizeof(*ax.values));
-		ax.values[ax.n_values++] = name;
+		ax.values[ax.n_values++] = value;
 	}
 	d->axes = xrealloc(d->axes, (d->n_axes + 1) * sizeof(*d->axes));
 	d->axes[d->n_axes++] = ax;
@@ -85,7 +116,11 @@ static void parse_matrix_entry(struct ctx *c, yaml_node_t *v, bool include, stru
 		if (skip[i - v->data.mapping.pairs.start])
 			continue;
 		int a = pl_axis_from_name(name);
-		if (a < 0 && include && STREQ(name, "run")) {
+		struct sweep_key sk;
+		if (pl_is_sweep(name)) {
+			if (!sweep_key(c, kn, &sk))
+				continue;
+		} else if (a < 0 && include && STREQ(name, "run")) {
 			if (pl_is_null(val))
 				continue;
 			if (val->type != YAML_MAPPING_NODE) {
@@ -95,20 +130,24 @@ static void parse_matrix_entry(struct ctx *c, yaml_node_t *v, bool include, stru
 			}
 			pl_walk_mapping(c, &plan_run_keys, run, val, kn);
 			continue;
-		}
-		if (a < 0) {
+		} else if (a < 0) {
 			pl_unknown_key(c, t, kn);
 			continue;
 		}
 		if (val->type != YAML_SCALAR_NODE || pl_is_null(val)) {
-			pl_err_node(c, val, "'%s' must be one %s name, not %s", name, name,
-				    pl_node_kind(val));
+			if (a >= 0)
+				pl_err_node(c, val, "'%s' must be one %s name, not %s", name, name,
+					    pl_node_kind(val));
+			else
+				pl_err_node(c, val, "'%s' must be a single value, not %s", name,
+					    pl_node_kind(val));
 			continue;
 		}
-		char *value = pl_value_text(c, val);
+		char *value = a >= 0 ? pl_value_text(c, val) : sweep_value(c, &sk, val);
 		if (!value)
 			continue;
-		pl_add_ref(c, (enum plan_axis)a, value, val, true);
+		if (a >= 0)
+			pl_add_ref(c, (enum plan_axis)a, value, val, true);
 		me->kv = xrealloc(me->kv, (me->n_kv + 1) * sizeof(*me->kv));
 		me->kv[me->n_kv++] =
 		    (struct matrix_kv){ xstrdup(name), value, (int)kn->start_mark.line + 1,
@@ -140,7 +179,11 @@ static void parse_zip(struct ctx *c, yaml_node_t *v)
 		     j < g->data.sequence.items.top; j++) {
 			yaml_node_t *n = pl_node(c, *j);
 			const char *s = pl_scalar(n);
-			if (!s || pl_axis_from_name(s) < 0) {
+			struct sweep_key sk;
+			if (s && pl_is_sweep(s)) {
+				if (!sweep_key(c, n, &sk))
+					continue;
+			} else if (!s || pl_axis_from_name(s) < 0) {
 				if (s)
 					unknown_axis(c, n, &plan_matrix_keys);
 				else
@@ -194,8 +237,12 @@ void pl_parse_matrix(struct ctx *c, yaml_node_t *key, yaml_node_t *v)
 		if (skip[i - v->data.mapping.pairs.start])
 			continue;
 		int a = pl_axis_from_name(name);
+		struct sweep_key sk;
 		if (a >= 0) {
-			parse_axis(c, (enum plan_axis)a, kn, val);
+			parse_axis(c, a, NULL, kn, val);
+		} else if (pl_is_sweep(name)) {
+			if (sweep_key(c, kn, &sk))
+				parse_axis(c, -1, &sk, kn, val);
 		} else if (STREQ(name, "zip")) {
 			parse_zip(c, val);
 		} else if (STREQ(name, "exclude") || STREQ(name, "include")) {

@@ -23,6 +23,8 @@ void matrix_free(struct matrix *m)
 {
 	if (!m)
 		return;
+	if (m->attached_free)
+		m->attached_free(m->attached);
 	for (size_t i = 0; i < m->n_keys; i++)
 		free(m->keys[i]);
 	free(m->keys);

@@ -112,6 +112,10 @@ struct matrix; /* opaque: the expanded cells */
  */
 struct matrix *matrix_expand(const struct matrix_def *def, size_t cap, const char *file,
 			     struct diag_list *diags);
+/* Attach data the caller derives from the cells (the plan's resolved sweep entries): `free_fn`
+ * (may be NULL) frees it with the matrix; a second attach frees the first. */
+void matrix_attach(struct matrix *m, void *data, void (*free_fn)(void *));
+void *matrix_attached(const struct matrix *m);
 /* Free an expanded matrix; NULL is fine. */
 void matrix_free(struct matrix *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct matrix *, matrix_free)

@@ -90,6 +90,8 @@ void pl_walk_mapping(struct ctx *c, const struct key_table *t, void *obj, const 
 /* ---- entries.c ---- */
 void pl_add_ref(struct ctx *c, enum plan_axis axis, const char *name, const yaml_node_t *n,
 		bool matrix);
+/* What a vm's keys imply (`image` implies `guest: image`). */
+void pl_resolve_vm(struct plan_vm *vm);
 /* Checks of one entry after its keys were read without error; `map` may be NULL (an entry
  * written `name:` with no settings), `owner` is the node to point at then. */
 void pl_check_entry(struct ctx *c, const struct key_table *t, void *obj, const yaml_node_t *map,
@@ -100,9 +102,36 @@ void pl_check_entry(struct ctx *c, const struct key_table *t, void *obj, const y
  * at the key each rule names). */
 void pl_check_entry_rules(struct ctx *c, enum rule_scope scope, const void *entry,
 			  const yaml_node_t *map, const yaml_node_t *owner);
+/* The entry error rules of `scope` over an entry a sweep resolved: each fault goes to
+ * fail(ud, key path in the entry or NULL, message), which owns the message. */
+void pl_entry_rules_each(enum rule_scope scope, const void *entry,
+			 void (*fail)(void *ud, const char *key, char *msg), void *ud);
 /* The cell rules over every complete cell of `m`, and whether any cell can run at all; returns
  * the number of errors added. */
 size_t pl_check_cells(const struct plan *p, const struct matrix *m, struct diag_list *diags);
+
+/* ---- sweep.c ---- */
+#define SWEEP_MAX_DEPTH 4
+/* A sweep key "AXIS.KEY[.KEY]" resolved through the entry's key tables. */
+struct sweep_key {
+	enum plan_axis axis;
+	size_t n;                                       /* keys below the entry */
+	const struct key_table *table[SWEEP_MAX_DEPTH]; /* the table of each key */
+	const struct key_def *key[SWEEP_MAX_DEPTH];
+};
+/* Whether a matrix key names a sweep (it has a '.'), not an axis of entries. */
+bool pl_is_sweep(const char *name);
+/* Resolve `name`; -1 with the message in *err for an unknown axis or key (with did-you-mean),
+ * a key that decides which keys apply (type, kind), a mapping, or a list. */
+int pl_sweep_resolve(const char *name, struct sweep_key *sk, char **err);
+/* Check `text` as the swept key's value exactly as the entry's table would (the same messages
+ * and limits); *canon gets the value as the key's canonical text ("1MiB" for "1024KiB"). */
+int pl_sweep_value(const struct sweep_key *sk, const char *text, char **canon, char **err);
+/* Resolve every cell's swept entries, check them (the key applies to the entry's type, the
+ * entry rules), attach them to `m` for plan_cell(); returns the number of errors added. */
+size_t pl_sweep_cells(const struct plan *p, struct matrix *m, struct diag_list *diags);
+/* The resolved entry of `axis` in cell `i`, or NULL when the cell sweeps none of its keys. */
+const void *pl_sweep_entry(const struct matrix *m, size_t i, enum plan_axis axis);
 
 /* ---- matrix-section.c ---- */
 void pl_parse_matrix(struct ctx *c, yaml_node_t *key, yaml_node_t *v);

@@ -135,6 +135,15 @@ static void check_refs(struct ctx *c)
 	}
 }
 
+/* vm, vm.KEY, disk, disk.KEY, ... (an axis the parser refused: last) */
+static int axis_rank(const char *name)
+{
+	const char *dot = strchr(name, '.');
+	_cleanup_free_ char *axis = dot ? xstrndup(name, (size_t)(dot - name)) : NULL;
+	int a = pl_axis_from_name(dot ? axis : name);
+	return a < 0 ? 2 * PLAN_N_AXES : 2 * a + (dot ? 1 : 0);
+}
+
 /* Omitted axes: exactly one entry of the kind defines the axis; zero or several is an error. */
 static void default_axes(struct ctx *c)
 {
@@ -174,13 +183,14 @@ static void default_axes(struct ctx *c)
 		}
 	}
 	/* a defaulted axis goes before the first written axis that follows it in vm, disk,
-	 * dataset, method order: one value does not change the odometer order, and the cell ids
-	 * read in the usual order when the written axes do */
+	 * dataset, method order (a sweep of an entry's key right after its axis): one value does
+	 * not change the odometer order, and the cell ids read in the usual order when the
+	 * written axes do */
 	for (size_t i = 0; i < n_new; i++) {
-		int a = pl_axis_from_name(added[i].name);
+		int a = axis_rank(added[i].name);
 		size_t at_index = d->n_axes;
 		for (size_t j = 0; j < d->n_axes; j++)
-			if (pl_axis_from_name(d->axes[j].name) > a) {
+			if (axis_rank(d->axes[j].name) > a) {
 				at_index = j;
 				break;
 			}
@@ -369,11 +379,46 @@ void plan_cell(const struct plan *p, const struct matrix *m, size_t i, struct pl
 		out->dataset = plan_find_dataset(p, v);
 	if ((v = matrix_cell_get(m, i, "method")))
 		out->method = plan_find_method(p, v);
+	for (int a = 0; a < PLAN_N_AXES; a++) {
+		const void *e = pl_sweep_entry(m, i, (enum plan_axis)a);
+		if (!e)
+			continue;
+		switch (a) {
+		case PLAN_AXIS_VM: out->vm = e; break;
+		case PLAN_AXIS_DISK: out->disk = e; break;
+		case PLAN_AXIS_DATASET: out->dataset = e; break;
+		default: out->method = e; break;
+		}
+	}
 	out->run = p->run;
 	size_t n = 0;
 	const size_t *inc = matrix_cell_includes(m, i, &n);
 	for (size_t j = 0; j < n; j++)
 		plan_run_apply(&out->run, &p->include_run[inc[j]]);
+}
+
+/* The Markdown report pivots on matrix keys: the axes, sweeps and keys include entries add. */
+static size_t check_pivot(const struct plan *p, const struct matrix *m, struct diag_list *diags)
+{
+	const struct plan_markdown *md = &p->report.markdown;
+	const char *which[2] = { "rows", "cols" }, *key[2] = { md->rows, md->cols };
+	const struct plan_pos *pos[2] = { &md->rows_pos, &md->cols_pos };
+	size_t errors = 0;
+
+	for (int i = 0; i < 2; i++) {
+		bool found = false;
+		for (size_t k = 0; k < matrix_n_keys(m) && !found; k++)
+			found = STREQ(matrix_key(m, k), key[i]);
+		if (found)
+			continue;
+		const struct plan_pos *at = pos[i]->line ? pos[i] : &p->matrix_pos;
+		diag_add(diags, at->file, at->line, at->col,
+			 "markdown %s '%s' is not a key of the matrix (a sweep must be an axis or "
+			 "be added by an include entry)",
+			 which[i], key[i]);
+		errors++;
+	}
+	return errors;
 }
 
 struct matrix *plan_expand(const struct plan *p, size_t cap, struct diag_list *diags)
@@ -383,6 +428,7 @@ struct matrix *plan_expand(const struct plan *p, size_t cap, struct diag_list *d
 
 	if (!m)
 		return NULL;
+	errors += pl_sweep_cells(p, m, diags);
 
 	size_t n = matrix_n_cells(m);
 	for (size_t i = 0; i < n; i++) {
@@ -414,6 +460,7 @@ struct matrix *plan_expand(const struct plan *p, size_t cap, struct diag_list *d
 		    cell.id, missing);
 		errors++;
 	}
+	errors += check_pivot(p, m, diags);
 	errors += pl_check_cells(p, m, diags);
 	if (errors) {
 		diag_sort(diags);

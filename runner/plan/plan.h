@@ -30,6 +30,12 @@ struct plan_entry {
 	char *name;
 	struct plan_pos pos;
 	uint64_t set;
+	/* NULL for an entry as written. An entry resolved for a cell whose matrix sweeps some of
+	 * its keys (ferry(1) MATRIX EXPANSION, Sweeps) keeps the entry's name and has the swept
+	 * parameters here as in a cell id ("disk.cache=none,disk.io=native"); `pos` is then where
+	 * the matrix sets the first of them. Two cells share such an entry exactly when these are
+	 * equal. */
+	char *sweep;
 };
 
 /* Enumerations: values are indexes into the allowed-value lists of keys.c, in that order. */
@@ -228,6 +234,16 @@ enum plan_metric {
 	PLAN_METRIC_VERIFY,
 	PLAN_METRIC_CLEANUP,
 	PLAN_METRIC_CV,
+	/* the per-run metrics (results.h result_metric_defs): their median over the measured runs
+	 */
+	PLAN_METRIC_WRITE_THROUGHPUT,
+	PLAN_METRIC_READ_THROUGHPUT,
+	PLAN_METRIC_ALLOC_BEFORE,
+	PLAN_METRIC_ALLOC_AFTER,
+	PLAN_METRIC_ALLOC_GROWTH,
+	PLAN_METRIC_ALLOC_DELETED,
+	PLAN_METRIC_CPU_GUEST,
+	PLAN_METRIC_CPU_QEMU,
 };
 
 /* Restricts a criterion to the cells whose axes have these values (NULL: any). */
@@ -240,8 +256,8 @@ struct plan_criterion {
 	uint64_t set;
 	enum plan_metric metric;
 	char *min_text, *max_text; /* as written, NULL when absent */
-	/* min_text/max_text converted for the metric: bytes/s (throughput), files/s, ns (total
-	 * and phase.*), percent (cv) */
+	/* min_text/max_text converted for the metric: bytes/s (throughput, *_throughput), files/s,
+	 * ns (total, phase.*, cpu_*), percent (cv), bytes (alloc_*) */
 	bool has_min, has_max;
 	double min, max;
 	struct plan_where where;
@@ -253,7 +269,11 @@ enum plan_axis { PLAN_AXIS_VM, PLAN_AXIS_DISK, PLAN_AXIS_DATASET, PLAN_AXIS_METH
 struct plan_markdown {
 	uint64_t set;
 	char *path;
-	enum plan_axis rows, cols;
+	/* matrix keys: an axis ("method") or a sweep ("disk.cache"); plan_expand() checks that the
+	 * matrix has them */
+	char *rows, *cols;
+	struct plan_pos rows_pos, cols_pos; /* where written (line 0: defaulted) */
+	char *metric; /* a second table of this metric's medians ("total": none) */
 };
 
 struct plan_report {

@@ -1,14 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The rules table (rules.h): one row per cross-field rule, and the three ways it is evaluated:
- *  - entry rules while the plan is read (pl_check_entry_rules: errors and warnings at the key
- *    the rule names, a dotted path inside the entry such as "nic.queues");
- *  - cell rules over every expanded cell (pl_check_cells: errors at the entry the rule names,
- *    once per distinct message, and the whole-plan check that some cell can run);
- *  - the skip reason of one cell at run time (plan_rules_skip).
- * Limits come from plan-limits.h, which the machine layer uses too.
+ * The rules table (rules.h): one row per cross-field rule and its check; rules-eval.c evaluates
+ * them (while reading, over every cell, at run time). Limits come from plan-limits.h, which the
+ * machine layer uses too.
  */
-#include "rules.h"
+#include "rules-int.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -17,17 +13,7 @@
 #include "keys.h"
 #include "plan-limits.h"
 #include "plan-parse.h"
-#include "strmap.h"
 #include "units.h"
-
-struct rule_out {
-	bool run; /* messages for a skip at run time; else for validate */
-	const struct plan_rule *rule;
-	/* what to do with a fault: `key` is a dotted key path in the entry (entry rules; NULL:
-	 * the entry's name) or an axis name (cell rules: the entry to point at) */
-	void (*fail)(struct rule_out *o, const char *key, char *msg);
-	void *ud;
-};
 
 _printf_(3, 4) static void rule_fail(struct rule_out *o, const char *key, const char *fmt, ...)
 {
@@ -78,8 +64,6 @@ static void vm_kernel_image(const struct rule_subject *s, struct rule_out *o)
 			return;
 		}
 	}
-	if (vm->kernel && vm->os == PLAN_OS_WINDOWS)
-		rule_fail(o, "kernel", "'kernel' boots a Linux kernel: not with 'os: windows'");
 }
 
 static void vm_image_missing(const struct rule_subject *s, struct rule_out *o)
@@ -89,11 +73,23 @@ static void vm_image_missing(const struct rule_subject *s, struct rule_out *o)
 			  "'guest: image' needs 'image', the path of a bootable disk image");
 }
 
-static void vm_windows_builtin(const struct rule_subject *s, struct rule_out *o)
+/* A Windows guest could boot, but no cell could run in it: the target disk is formatted ext4
+ * on the host, and every method's guest side (unpack, copy, verify, dd, nc) is a POSIX shell
+ * with busybox. Refused where it is written rather than every cell skipped at run time. */
+static void vm_os_windows(const struct rule_subject *s, struct rule_out *o)
 {
-	if (s->vm->guest != PLAN_GUEST_IMAGE && s->vm->os == PLAN_OS_WINDOWS)
-		rule_fail(o, "os", "'os: windows' needs an 'image' guest (the %s guest is linux)",
-			  s->vm->guest == PLAN_GUEST_DEBIAN ? "Debian" : "built-in");
+	if (s->vm->os != PLAN_OS_WINDOWS)
+		return;
+	if (o->run)
+		rule_fail(o, "os",
+			  "windows guests are not supported: target disks are ext4 and every "
+			  "method's guest side is a POSIX shell");
+	else
+		rule_fail(
+		    o, "os",
+		    "'os: windows' is not supported: ferry formats target disks ext4 and runs "
+		    "every method's guest side in a POSIX shell, neither of which a Windows "
+		    "guest has (use a Linux image guest with qemu-guest-agent)");
 }
 
 static void vm_memory_mib(const struct rule_subject *s, struct rule_out *o)
@@ -221,7 +217,8 @@ static void disk_target_fs(const struct rule_subject *s, struct rule_out *o)
 		  d->filesystem == PLAN_DISK_FS_VFAT
 		      ? "vfat target disks are not supported yet: ferry formats targets ext4 on "
 			"the host"
-		      : "ntfs target disks need a Windows guest");
+		      : "ntfs target disks are not supported: ferry formats targets ext4 on the "
+			"host");
 }
 
 /* ---- datasets.NAME ------------------------------------------------------------------------- */
@@ -441,67 +438,18 @@ static void cell_block_tmpfs(const struct rule_subject *s, struct rule_out *o)
 			  s->method->e.name, s->disk->e.name);
 }
 
-/* What a guest's OS cannot do, whatever the host: Windows has no tmpfs, no ext4 and no 9p
- * client; the built-in (Linux) guest has no mkfs.ntfs. One message per cell: the first. */
-static void cell_guest_os(const struct rule_subject *s, struct rule_out *o)
+/* What a Linux guest lacks: mkfs.ntfs (the built-in and Debian guests). */
+static void cell_guest_ntfs(const struct rule_subject *s, struct rule_out *o)
 {
-	const struct plan_vm *vm = s->vm;
 	const struct plan_disk *d = s->disk;
-	const struct plan_method *me = s->method;
-	const char *what = NULL, *at = "disk";
-
-	if (vm->os != PLAN_OS_WINDOWS) {
-		if (vm->guest == PLAN_GUEST_BUILTIN && d->kind == PLAN_DISK_IMAGE &&
-		    d->filesystem == PLAN_DISK_FS_NTFS)
-			what = "the built-in guest cannot format ntfs (use ext4 or vfat)";
-		else if (vm->guest == PLAN_GUEST_DEBIAN && d->kind == PLAN_DISK_IMAGE &&
-			 d->filesystem == PLAN_DISK_FS_NTFS)
-			what = "the Debian guest has no mkfs.ntfs (use ext4 or vfat)";
-	} else if (d->kind == PLAN_DISK_TMPFS) {
-		what = "tmpfs is a Linux filesystem";
-	} else if (d->kind == PLAN_DISK_IMAGE && d->filesystem == PLAN_DISK_FS_EXT4) {
-		what = "Windows cannot format or mount ext4 (use filesystem ntfs or vfat)";
-	} else if (me->type == PLAN_METHOD_DISK_IMAGE && me->filesystem == PLAN_IMAGE_FS_EXT4) {
-		what = "Windows cannot mount an ext4 image (use filesystem iso9660 or vfat)";
-		at = "method";
-	} else if (me->type == PLAN_METHOD_SHARE && me->driver == PLAN_SHARE_9P) {
-		what = "Windows has no 9p client (use driver virtiofs)";
-		at = "method";
-	}
-	if (what)
-		rule_fail(o, at, "%s '%s' cannot be used with vm '%s' (os %s): %s", at,
-			  STREQ(at, "disk") ? d->e.name : me->e.name, vm->e.name,
-			  vm->os == PLAN_OS_WINDOWS ? "windows" : "linux", what);
-}
-
-/* The guest side of these methods is a POSIX shell with busybox: Linux guests only. */
-static void cell_linux_guest_side(const struct rule_subject *s, struct rule_out *o)
-{
-	const struct plan_method *m = s->method;
-	if (s->vm->os != PLAN_OS_WINDOWS)
+	if (s->vm->guest == PLAN_GUEST_IMAGE || d->kind != PLAN_DISK_IMAGE ||
+	    d->filesystem != PLAN_DISK_FS_NTFS)
 		return;
-	switch (m->type) {
-	case PLAN_METHOD_NETWORK:
-		rule_fail(o, "method",
-			  "network: the guest side uses busybox wget/nc and a POSIX shell (Linux "
-			  "guests only)");
-		break;
-	case PLAN_METHOD_CHANNEL:
-		rule_fail(o, "method",
-			  "channel: the guest side is a POSIX shell pipeline (Linux guests only)");
-		break;
-	case PLAN_METHOD_BLOCK:
-		rule_fail(o, "method", "block: the guest side is busybox dd (Linux guests only)");
-		break;
-	case PLAN_METHOD_SHARE:
-		rule_fail(o, "method", "%s",
-			  m->driver == PLAN_SHARE_VIRTIOFS
-			      ? "share: virtiofs in Windows needs virtio-win's virtiofs service "
-				"(WinFsp), which ferry does not drive"
-			      : "share: 9p needs a Linux guest");
-		break;
-	default: break;
-	}
+	rule_fail(o, "disk", "disk '%s' cannot be used with vm '%s' (os linux): %s", d->e.name,
+		  s->vm->e.name,
+		  s->vm->guest == PLAN_GUEST_BUILTIN
+		      ? "the built-in guest cannot format ntfs (use ext4 or vfat)"
+		      : "the Debian guest has no mkfs.ntfs (use ext4 or vfat)");
 }
 
 static void cell_network_nic(const struct rule_subject *s, struct rule_out *o)
@@ -541,8 +489,8 @@ const struct plan_rule plan_rules[] = {
 	  "kernel, initrd, cmdline or seed without 'guest: image', initrd or cmdline without "
 	  "kernel",
 	  vm_kernel_image },
-	{ "vm.windows-builtin", RULE_VM, RULE_ERROR, 0, "'os: windows' on the built-in guest",
-	  vm_windows_builtin },
+	{ "vm.os-windows", RULE_VM, RULE_ERROR, RULE_AT_RUN,
+	  "'os: windows' (no target disk or method guest side for it)", vm_os_windows },
 	{ "vm.memory-mib", RULE_VM, RULE_ERROR, 0,
 	  "memory is a whole number of MiB (vm_config_validate() refused it at boot)",
 	  vm_memory_mib },
@@ -600,11 +548,8 @@ const struct plan_rule plan_rules[] = {
 	{ "cell.ide-q35", RULE_CELL, RULE_ERROR, 0, "an ide disk on a q35 vm", cell_ide_q35 },
 	{ "cell.block-tmpfs", RULE_CELL, RULE_ERROR, RULE_AT_RUN, "a block method on a tmpfs disk",
 	  cell_block_tmpfs },
-	{ "cell.guest-os", RULE_CELL, RULE_ERROR, 0,
-	  "what the guest's OS lacks: tmpfs, ext4, 9p on Windows; ntfs on the built-in guest",
-	  cell_guest_os },
-	{ "cell.linux-guest-side", RULE_CELL, RULE_SKIP, 0,
-	  "network, channel, block and share methods on a Windows guest", cell_linux_guest_side },
+	{ "cell.guest-ntfs", RULE_CELL, RULE_ERROR, 0,
+	  "ntfs target disks on the built-in or Debian guest (no mkfs.ntfs)", cell_guest_ntfs },
 	{ "cell.network-nic", RULE_CELL, RULE_SKIP, 0,
 	  "a network method on a libvirt network or host bridge NIC", cell_network_nic },
 	{ "cell.busybox-compression", RULE_CELL, RULE_SKIP, 0,
@@ -612,207 +557,13 @@ const struct plan_rule plan_rules[] = {
 };
 const size_t n_plan_rules = ELEMENTSOF(plan_rules);
 
-/* ---- evaluation ---------------------------------------------------------------------------- */
-
-static bool applies(const struct plan_rule *r, const struct rule_subject *s)
-{
-	switch (r->scope) {
-	case RULE_VM: return s->vm;
-	case RULE_DISK: return s->disk;
-	case RULE_DATASET: return s->dataset;
-	case RULE_METHOD: return s->method;
-	default: return s->vm && s->disk && s->dataset && s->method;
-	}
-}
-
-/* -- entry rules while reading: positioned at the key path -- */
-
-struct entry_out {
-	struct rule_out o;
-	struct ctx *c;
-	const yaml_node_t *map, *owner;
-};
-
-static void entry_fail(struct rule_out *o, const char *key, char *msg)
-{
-	struct entry_out *e = (struct entry_out *)(void *)o;
-	const yaml_node_t *at = e->owner, *map = e->map;
-
-	/* the deepest key of the path that is written, else the entry */
-	for (const char *k = key; k && map;) {
-		const char *dot = strchr(k, '.');
-		_cleanup_free_ char *seg = dot ? xstrndup(k, (size_t)(dot - k)) : xstrdup(k);
-		yaml_node_t *kn = NULL;
-		yaml_node_t *v = pl_lookup(e->c, map, seg, &kn);
-		if (!kn)
-			break;
-		at = kn;
-		map = v;
-		k = dot ? dot + 1 : NULL;
-	}
-	if (o->rule->kind == RULE_WARN)
-		pl_warn_node(e->c, at, "%s", msg);
-	else
-		pl_err_node(e->c, at, "%s", msg);
-	free(msg);
-}
-
-void pl_check_entry_rules(struct ctx *c, enum rule_scope scope, const void *entry,
-			  const yaml_node_t *map, const yaml_node_t *owner)
-{
-	struct rule_subject s = { 0 };
-	switch (scope) {
-	case RULE_VM: s.vm = entry; break;
-	case RULE_DISK: s.disk = entry; break;
-	case RULE_DATASET: s.dataset = entry; break;
-	case RULE_METHOD: s.method = entry; break;
-	default: return;
-	}
-	struct entry_out e = { .o = { .fail = entry_fail }, .c = c, .map = map, .owner = owner };
-	for (size_t i = 0; i < n_plan_rules; i++) {
-		const struct plan_rule *r = &plan_rules[i];
-		if (r->scope != scope || r->kind == RULE_SKIP)
-			continue;
-		e.o.rule = r;
-		r->check(&s, &e.o);
-	}
-}
-
-/* -- cell rules over an expanded plan -- */
-
-struct cell_out {
-	struct rule_out o;
-	const struct plan_cell *cell;
-	struct diag_list *diags;
-	struct strmap seen; /* messages reported, with the rule as tag: once per pair of entries */
-	char **msgs;
-	size_t n_msgs, cap_msgs;
-	size_t errors;
-	char *skip; /* first skip reason of the cell */
-};
-
-static const struct plan_entry *entry_of(const struct plan_cell *cell, const char *axis)
-{
-	if (STREQ(axis, "vm"))
-		return &cell->vm->e;
-	if (STREQ(axis, "disk"))
-		return &cell->disk->e;
-	if (STREQ(axis, "dataset"))
-		return &cell->dataset->e;
-	return &cell->method->e;
-}
-
-static void cell_fail(struct rule_out *o, const char *key, char *msg)
-{
-	struct cell_out *co = (struct cell_out *)(void *)o;
-	if (o->rule->kind == RULE_SKIP) {
-		if (!co->skip)
-			co->skip = msg;
-		else
-			free(msg);
-		return;
-	}
-	uint32_t tag = (uint32_t)(o->rule - plan_rules);
-	if (strmap_put(&co->seen, msg, tag, 0) != STRMAP_NONE) {
-		free(msg);
-		return;
-	}
-	co->msgs = xgrow(co->msgs, &co->cap_msgs, co->n_msgs + 1, sizeof(*co->msgs));
-	co->msgs[co->n_msgs++] = msg;
-	const struct plan_entry *at = entry_of(co->cell, key);
-	diag_add(co->diags, at->pos.file, at->pos.line, at->pos.col, "%s (first in cell '%s')", msg,
-		 co->cell->id);
-	co->errors++;
-}
-
-size_t pl_check_cells(const struct plan *p, const struct matrix *m, struct diag_list *diags)
-{
-	struct cell_out co = { .o = { .fail = cell_fail }, .diags = diags };
-	size_t n = matrix_n_cells(m), skipped = 0;
-	char *first_skip = NULL;
-	const char *first_id = NULL;
-
-	strmap_init(&co.seen, 8);
-	for (size_t i = 0; i < n; i++) {
-		struct plan_cell cell;
-		plan_cell(p, m, i, &cell);
-		struct rule_subject s = { cell.vm, cell.disk, cell.dataset, cell.method };
-		if (!s.vm || !s.disk || !s.dataset || !s.method)
-			continue; /* an include entry left it incomplete: reported by plan_expand */
-		co.cell = &cell;
-		co.skip = NULL;
-		for (size_t r = 0; r < n_plan_rules; r++) {
-			const struct plan_rule *rule = &plan_rules[r];
-			/* entry errors were reported where the entry is written */
-			if (rule->kind == RULE_WARN ||
-			    (rule->scope != RULE_CELL && rule->kind != RULE_SKIP))
-				continue;
-			co.o.rule = rule;
-			rule->check(&s, &co.o);
-		}
-		if (co.skip) {
-			skipped++;
-			if (!first_skip) {
-				first_skip = co.skip;
-				first_id = cell.id;
-			} else {
-				free(co.skip);
-			}
-		}
-	}
-	if (n && skipped == n && !co.errors) {
-		diag_add(diags, p->matrix_pos.file, p->matrix_pos.line, p->matrix_pos.col,
-			 "no cell of the plan can run on any host: every one is skipped (first "
-			 "cell '%s': %s)",
-			 first_id, first_skip);
-		co.errors++;
-	}
-	free(first_skip);
-	strmap_free(&co.seen);
-	for (size_t i = 0; i < co.n_msgs; i++)
-		free(co.msgs[i]);
-	free(co.msgs);
-	return co.errors;
-}
-
-/* -- one cell at run time -- */
-
-static void run_fail(struct rule_out *o, const char *key, char *msg)
-{
-	char **first = o->ud;
-	(void)key;
-	if (!*first)
-		*first = msg;
-	else
-		free(msg);
-}
-
-char *plan_rules_skip(const struct plan *p, const struct plan_cell *cell)
-{
-	struct rule_subject s = { cell->vm, cell->disk, cell->dataset, cell->method };
-	char *why = NULL;
-	struct rule_out o = { .run = true, .fail = run_fail, .ud = &why };
-
-	(void)p;
-	for (size_t i = 0; i < n_plan_rules && !why; i++) {
-		const struct plan_rule *r = &plan_rules[i];
-		if (r->kind != RULE_SKIP && !(r->flags & RULE_AT_RUN))
-			continue;
-		if (!applies(r, &s))
-			continue;
-		o.rule = r;
-		r->check(&s, &o);
-	}
-	return why;
-}
-
 char *plan_rules_archive_skip(const struct plan_archive *a, bool builtin)
 {
 	struct plan_method m = { .type = PLAN_METHOD_AGENT_FILE, .archive = *a };
 	struct plan_vm vm = { .guest = builtin ? PLAN_GUEST_BUILTIN : PLAN_GUEST_IMAGE };
 	struct rule_subject s = { .vm = &vm, .method = &m };
 	char *why = NULL;
-	struct rule_out o = { .run = true, .fail = run_fail, .ud = &why };
+	struct rule_out o = { .run = true, .fail = rules_keep_first, .ud = &why };
 
 	method_zip_compression(&s, &o);
 	if (!why)

@@ -260,18 +260,9 @@ void pl_walk_mapping(struct ctx *c, const struct key_table *t, void *obj, const 
 		}
 		if (k == dk)
 			continue;
-		if (k->applies && disc >= 0 && !(k->applies & (UINT32_C(1) << disc))) {
-			_cleanup_free_ char *only = xstrdup("");
-			for (size_t j = 0; dk->values[j]; j++) {
-				if (!(k->applies & (UINT32_C(1) << j)))
-					continue;
-				char *s =
-				    xasprintf("%s%s%s", only, *only ? ", " : "", dk->values[j]);
-				free(only);
-				only = s;
-			}
-			pl_err_node(c, kn, "'%s' does not apply to %s '%s' (only to %s)", name,
-				    dk->name, dk->values[disc], only);
+		_cleanup_free_ char *na = disc >= 0 ? key_not_applying(t, k, disc) : NULL;
+		if (na) {
+			pl_err_node(c, kn, "%s", na);
 			continue;
 		}
 		walk_value(c, t, k, obj, kn, v);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* `ferry compare`: pairing, comparability and the verdict rule (compare.h). */
+/* `ferry compare` (compare.h): names, thresholds, comparability, pairing, the rows of a
+ * comparison and false-discovery control over them; the rule for one row is compare-rule.c. */
 #include "compare.h"
 
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include "stats.h"
 #include "strmap.h"
 #include "units.h"
+#include "compare-impl.h"
 
 /* ---- names ------------------------------------------------------------------------------- */
 
@@ -300,316 +302,6 @@ static void base_index_free(struct base_index *bi)
 	strmap_free(&bi->by_axes);
 }
 
-/* ---- samples ----------------------------------------------------------------------------- */
-
-enum metric_kind { M_TOTAL, M_PHASE, M_THROUGHPUT, M_FILES, M_METHOD };
-
-struct metric_ref {
-	enum metric_kind kind;
-	int phase;
-	const char *name;
-};
-
-static bool measured(const struct result_run *run)
-{
-	return !run->warmup && run->integrity_ok && isfinite(run->total);
-}
-
-static double run_value(const struct result_run *run, const struct metric_ref *m)
-{
-	switch (m->kind) {
-	case M_TOTAL: return run->total;
-	case M_PHASE: return run->phase[m->phase];
-	case M_THROUGHPUT:
-		return run->bytes && run->total > 0 ? (double)run->bytes / run->total : NAN;
-	case M_FILES: return run->files && run->total > 0 ? (double)run->files / run->total : NAN;
-	case M_METHOD: {
-		json_t *v = run->metrics ? json_object_get(run->metrics, m->name) : NULL;
-		return json_is_number(v) ? json_number_value(v) : NAN;
-	}
-	}
-	return NAN;
-}
-
-/* The log values of a metric over the measured runs of some cells, with a boot key per value:
- * (file, boot), or (file) alone when the file has no boot ids. */
-struct samples {
-	double *v;
-	uint64_t *boot;
-	size_t n, cap;
-	double *raw; /* the values themselves, for medians */
-};
-
-static void samples_add(struct samples *s, const struct result_cell *c, size_t file,
-			const struct metric_ref *m)
-{
-	for (size_t i = 0; i < c->n_runs; i++) {
-		const struct result_run *run = &c->runs[i];
-		double x = measured(run) ? run_value(run, m) : NAN;
-		if (!(x > 0) || !isfinite(x))
-			continue;
-		if (s->n == s->cap) {
-			s->cap = s->cap ? 2 * s->cap : 16;
-			s->v = xrealloc(s->v, s->cap * sizeof(*s->v));
-			s->raw = xrealloc(s->raw, s->cap * sizeof(*s->raw));
-			s->boot = xrealloc(s->boot, s->cap * sizeof(*s->boot));
-		}
-		s->v[s->n] = log(x);
-		s->raw[s->n] = x;
-		s->boot[s->n] = ((uint64_t)file << 40) | (uint64_t)(run->boot > 0 ? run->boot : 0);
-		s->n++;
-	}
-}
-
-static void samples_free(struct samples *s)
-{
-	free(s->v);
-	free(s->raw);
-	free(s->boot);
-}
-
-struct vb {
-	uint64_t boot;
-	double v;
-};
-
-static int cmp_vb(const void *a, const void *b)
-{
-	const struct vb *x = a, *y = b;
-	return (x->boot > y->boot) - (x->boot < y->boot);
-}
-
-/* The mean log value of each boot into *means (caller frees); returns how many boots. */
-static size_t boot_means(const struct samples *s, double **means)
-{
-	_cleanup_free_ struct vb *a = xcalloc(s->n + 1, sizeof(*a));
-	for (size_t i = 0; i < s->n; i++)
-		a[i] = (struct vb){ s->boot[i], s->v[i] };
-	qsort(a, s->n, sizeof(*a), cmp_vb);
-	double *m = xcalloc(s->n + 1, sizeof(*m));
-	size_t k = 0;
-	for (size_t i = 0; i < s->n;) {
-		size_t j = i;
-		double sum = 0;
-		for (; j < s->n && a[j].boot == a[i].boot; j++)
-			sum += a[j].v;
-		m[k++] = sum / (double)(j - i);
-		i = j;
-	}
-	*means = m;
-	return k;
-}
-
-static void mean_var(const double *x, size_t n, double *mean, double *var)
-{
-	double sum = 0, ss = 0;
-	for (size_t i = 0; i < n; i++)
-		sum += x[i];
-	*mean = n ? sum / (double)n : NAN;
-	for (size_t i = 0; i < n; i++)
-		ss += (x[i] - *mean) * (x[i] - *mean);
-	*var = n > 1 ? ss / (double)(n - 1) : NAN;
-}
-
-static double median_of(const double *x, size_t n)
-{
-	struct stats_summary s;
-	stats_summarize(x, n, &s);
-	return s.median;
-}
-
-static void min_max(const double *x, size_t n, double *lo, double *hi)
-{
-	*lo = INFINITY;
-	*hi = -INFINITY;
-	for (size_t i = 0; i < n; i++) {
-		if (x[i] < *lo)
-			*lo = x[i];
-		if (x[i] > *hi)
-			*hi = x[i];
-	}
-}
-
-/* ---- one row ------------------------------------------------------------------------------ */
-
-/* What the test needs of a row beyond the row itself. */
-struct row_work {
-	double d, se, tq; /* difference of log means, its standard error, t quantile */
-	double s_boot;    /* standard deviation of one sample (boot mean, or run when unknown) */
-	size_t k_base, k_cand; /* samples per side */
-	double *sa, *sb;       /* the samples (log) */
-};
-
-static void row_test(struct cmp_row *row, struct row_work *w, const struct samples *a,
-		     const struct samples *b, double confidence)
-{
-	double *ma = NULL, *mb = NULL;
-	size_t ka = boot_means(a, &ma), kb = boot_means(b, &mb);
-	row->boots_base = ka;
-	row->boots_cand = kb;
-	double xa, va, xb, vb, se2, df;
-
-	if (ka >= 2 && kb >= 2) {
-		/* each boot mean carries between-boot + within/n: their spread estimates both */
-		mean_var(ma, ka, &xa, &va);
-		mean_var(mb, kb, &xb, &vb);
-		double sa = va / (double)ka, sb = vb / (double)kb;
-		se2 = sa + sb;
-		df = se2 > 0 ? se2 * se2 / (sa * sa / (double)(ka - 1) + sb * sb / (double)(kb - 1))
-			     : (double)(ka + kb - 2);
-		row->between_known = true;
-		w->s_boot = sqrt((va + vb) / 2);
-		w->sa = ma, w->sb = mb, w->k_base = ka, w->k_cand = kb;
-		ma = mb = NULL;
-	} else if ((ka >= 2 && kb == 1) || (ka == 1 && kb >= 2)) {
-		/* one side has a single boot: its mean has the variance of a boot mean of the
-		 * other side (same cell, same host), so borrow it */
-		const double *many = ka >= 2 ? ma : mb;
-		size_t k = ka >= 2 ? ka : kb;
-		double v;
-		mean_var(ma, ka, &xa, &v);
-		mean_var(mb, kb, &xb, &v);
-		double xm;
-		mean_var(many, k, &xm, &v);
-		se2 = v / (double)k + v;
-		df = (double)(k - 1);
-		row->between_known = true;
-		w->s_boot = sqrt(v);
-		w->sa = ma, w->sb = mb, w->k_base = ka, w->k_cand = kb;
-		ma = mb = NULL;
-	} else {
-		/* one boot on each side: only the runs are left, and their spread misses the
-		 * between-boot term; the interval is shown, the verdict is capped */
-		mean_var(a->v, a->n, &xa, &va);
-		mean_var(b->v, b->n, &xb, &vb);
-		double sa = va / (double)a->n, sb = vb / (double)b->n;
-		se2 = sa + sb;
-		df = se2 > 0
-			 ? se2 * se2 / (sa * sa / (double)(a->n - 1) + sb * sb / (double)(b->n - 1))
-			 : (double)(a->n + b->n - 2);
-		row->between_known = false;
-		w->s_boot = sqrt((va + vb) / 2);
-		w->sa = xmalloc(a->n * sizeof(double));
-		w->sb = xmalloc(b->n * sizeof(double));
-		memcpy(w->sa, a->v, a->n * sizeof(double));
-		memcpy(w->sb, b->v, b->n * sizeof(double));
-		w->k_base = a->n, w->k_cand = b->n;
-	}
-	free(ma);
-	free(mb);
-
-	w->d = xb - xa;
-	w->se = sqrt(se2);
-	row->df = df;
-	w->tq = stats_t_quantile(confidence, df);
-	row->change = expm1(w->d);
-	row->ci_low = expm1(w->d - w->tq * w->se);
-	row->ci_high = expm1(w->d + w->tq * w->se);
-	/* one-sided p-values of "larger" and "smaller" */
-	double p_larger, p_smaller;
-	if (w->se > 0) {
-		double t = w->d / w->se;
-		p_larger = 1 - stats_t_cdf(t, df);
-		p_smaller = stats_t_cdf(t, df);
-	} else {
-		p_larger = w->d > 0 ? 0 : 1;
-		p_smaller = w->d < 0 ? 0 : 1;
-	}
-	row->p_worse = row->higher_better ? p_smaller : p_larger;
-	row->p_better = row->higher_better ? p_larger : p_smaller;
-	if (w->se > 0 && isfinite(df))
-		row->mde = expm1((w->tq + stats_t_quantile(0.8, df)) * w->se);
-}
-
-static void set_note(struct cmp_row *row, const char *fmt, ...) _printf_(2, 3);
-static void set_note(struct cmp_row *row, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	char *n = xvasprintf(fmt, ap);
-	va_end(ap);
-	if (row->note) {
-		char *both = xasprintf("%s; %s", row->note, n);
-		free(n);
-		n = both;
-	}
-	free(row->note);
-	row->note = n;
-}
-
-/* Boots per side that would likely (80%) resolve an inconclusive row. */
-static long more_boots(const struct cmp_row *row, const struct row_work *w, double confidence)
-{
-	double thr = log1p(row->threshold), ad = fabs(w->d);
-	double dist = ad >= thr ? ad : thr - ad;
-	if (!(w->s_boot > 0) || dist < 1e-4)
-		return -1;
-	/* normal approximation: k per side with (z_c + z_0.8) s sqrt(2/k) <= dist */
-	double z = stats_t_quantile(confidence, INFINITY) + stats_t_quantile(0.8, INFINITY);
-	double k = ceil(2 * (z * w->s_boot / dist) * (z * w->s_boot / dist));
-	size_t have = row->boots_base < row->boots_cand ? row->boots_base : row->boots_cand;
-	if (k > 1e6)
-		return -1;
-	return k > (double)have ? (long)k - (long)have : 1;
-}
-
-/* The verdict of a row whose test ran (BH already applied). */
-static void row_verdict(struct cmp_row *row, struct row_work *w, enum cmp_rule rule,
-			double confidence)
-{
-	double thr = log1p(row->threshold);
-	bool larger = w->d > 0;
-	bool worse_dir = row->higher_better ? !larger : larger;
-	double lo = w->d - w->tq * w->se, hi = w->d + w->tq * w->se;
-	enum cmp_verdict v = CMP_INCONCLUSIVE;
-
-	if (rule == CMP_RULE_WELCH) {
-		bool big = fabs(w->d) >= thr;
-		if (row->sig_worse && worse_dir && big)
-			v = CMP_REGRESSED;
-		else if (row->sig_better && !worse_dir && big)
-			v = CMP_IMPROVED;
-		else if (lo > -thr && hi < thr)
-			v = CMP_UNCHANGED;
-		else if ((row->sig_worse && worse_dir) || (row->sig_better && !worse_dir))
-			set_note(row, "a significant change smaller than the %.3g%% threshold",
-				 100 * row->threshold);
-	} else {
-		if (w->k_base < 3 || w->k_cand < 3) {
-			set_note(row, "the lkp rule needs 3 samples (boots) per side");
-		} else {
-			double amin, amax, bmin, bmax;
-			min_max(w->sa, w->k_base, &amin, &amax);
-			min_max(w->sb, w->k_cand, &bmin, &bmax);
-			double dmed =
-			    fabs(median_of(w->sb, w->k_cand) - median_of(w->sa, w->k_base));
-			bool apart = bmin > amax   ? bmin - amax > dmed / 2
-				     : amin > bmax ? amin - bmax > dmed / 2
-						   : false;
-			if (apart && fabs(w->d) >= thr)
-				v = worse_dir ? CMP_REGRESSED : CMP_IMPROVED;
-			else if (lo > -thr && hi < thr)
-				v = CMP_UNCHANGED;
-		}
-	}
-	if (!row->between_known) {
-		if (v != CMP_INCONCLUSIVE)
-			set_note(row, "would be %s", cmp_verdict_name(v));
-		set_note(row,
-			 "with one boot per side the between-boot variance is unknown (runs "
-			 "of one boot are not independent samples: use vm: per-run, more boots "
-			 "or --baseline-window)");
-		v = CMP_INCONCLUSIVE;
-	}
-	row->verdict = v;
-	if (v == CMP_INCONCLUSIVE) {
-		row->more_boots = more_boots(row, w, confidence);
-		if (!row->note)
-			set_note(row, "the interval reaches past both 0 and the %.3g%% threshold",
-				 100 * row->threshold);
-	}
-}
-
 /* ---- the comparison ----------------------------------------------------------------------- */
 
 static void add_id(char ***list, size_t *n, const char *id)
@@ -639,7 +331,7 @@ static size_t pair_metrics(const struct pair *pr, size_t n_used, const struct re
 		for (size_t f = 0; f <= n_used && !any; f++) {
 			const struct result_cell *c = f < n_used ? pr->base[f] : pr->cand;
 			for (size_t i = 0; c && i < c->n_runs && !any; i++)
-				any = measured(&c->runs[i]) && c->runs[i].phase[p] > 0;
+				any = cmp_measured(&c->runs[i]) && c->runs[i].phase[p] > 0;
 		}
 		if (any)
 			out[n++] = (struct metric_ref){ M_PHASE, p, phase_metric[p] };
@@ -647,8 +339,8 @@ static size_t pair_metrics(const struct pair *pr, size_t n_used, const struct re
 	for (size_t f = 0; f <= n_used; f++) {
 		const struct result_cell *c = f < n_used ? pr->base[f] : pr->cand;
 		for (size_t i = 0; c && i < c->n_runs; i++) {
-			bytes |= measured(&c->runs[i]) && c->runs[i].bytes;
-			files |= measured(&c->runs[i]) && c->runs[i].files;
+			bytes |= cmp_measured(&c->runs[i]) && c->runs[i].bytes;
+			files |= cmp_measured(&c->runs[i]) && c->runs[i].files;
 		}
 	}
 	if (bytes)
@@ -689,11 +381,11 @@ static void build_rows(struct comparison *cmp, const struct pair *pairs, size_t 
 			struct samples a = { 0 }, b = { 0 };
 			for (size_t f = 0; f < n_used; f++)
 				if (pairs[i].base[f])
-					samples_add(&a, pairs[i].base[f], f, &m[k]);
-			samples_add(&b, pairs[i].cand, n_used, &m[k]);
+					cmp_samples_add(&a, pairs[i].base[f], f, &m[k]);
+			cmp_samples_add(&b, pairs[i].cand, n_used, &m[k]);
 			if (a.n == 0 && b.n == 0 && k > 0) {
-				samples_free(&a);
-				samples_free(&b);
+				cmp_samples_free(&a);
+				cmp_samples_free(&b);
 				continue;
 			}
 			if (cmp->n_rows == cap) {
@@ -713,8 +405,8 @@ static void build_rows(struct comparison *cmp, const struct pair *pairs, size_t 
 				.cand = pairs[i].cand,
 				.n_base = a.n,
 				.n_cand = b.n,
-				.median_base = a.n ? median_of(a.raw, a.n) : NAN,
-				.median_cand = b.n ? median_of(b.raw, b.n) : NAN,
+				.median_base = a.n ? cmp_median(a.raw, a.n) : NAN,
+				.median_cand = b.n ? cmp_median(b.raw, b.n) : NAN,
 				.change = NAN,
 				.ci_low = NAN,
 				.ci_high = NAN,
@@ -728,22 +420,23 @@ static void build_rows(struct comparison *cmp, const struct pair *pairs, size_t 
 			};
 			*w = (struct row_work){ 0 };
 			if (m[k].kind == M_METHOD && !desc)
-				set_note(row,
-					 "the new file does not describe this metric: taken as "
-					 "lower is better");
+				cmp_row_note(row,
+					     "the new file does not describe this metric: taken as "
+					     "lower is better");
 			if (a.n < 3 || b.n < 3) {
-				set_note(row,
-					 "fewer than 3 measured runs on a side (baseline %zu, new "
-					 "%zu): no verdict",
-					 a.n, b.n);
+				cmp_row_note(
+				    row,
+				    "fewer than 3 measured runs on a side (baseline %zu, new "
+				    "%zu): no verdict",
+				    a.n, b.n);
 				size_t wanted = 3;
 				row->more_boots = -1;
 				(void)wanted;
 			} else {
-				row_test(row, w, &a, &b, confidence);
+				cmp_row_test(row, w, &a, &b, confidence);
 			}
-			samples_free(&a);
-			samples_free(&b);
+			cmp_samples_free(&a);
+			cmp_samples_free(&b);
 		}
 	}
 
@@ -764,7 +457,7 @@ static void build_rows(struct comparison *cmp, const struct pair *pairs, size_t 
 		row->sig_worse = rw[i];
 		row->sig_better = rb[i];
 		if (!isnan(row->p_worse))
-			row_verdict(row, &work[i], o->rule, confidence);
+			cmp_row_verdict(row, &work[i], o->rule, confidence);
 		free(work[i].sa);
 		free(work[i].sb);
 		cmp->counts[row->verdict]++;

@@ -70,6 +70,28 @@ static json_t *phases_to_json(const double *phase)
 	return o;
 }
 
+/* The summary of every metric the cell's runs reported, in the order the runs name them. */
+static json_t *metric_summaries(const struct result_cell *c)
+{
+	json_t *o = json_object();
+	for (size_t i = 0; i < c->n_runs; i++) {
+		const char *k;
+		json_t *v;
+		if (!c->runs[i].metrics)
+			continue;
+		json_object_foreach(c->runs[i].metrics, k, v)
+		{
+			if (json_object_get(o, k))
+				continue;
+			struct stats_summary s;
+			result_cell_metric_summary(c, k, &s);
+			_cleanup_free_ char *name = utf8_sanitize(k);
+			json_object_set_new(o, name, summary_to_json(&s));
+		}
+	}
+	return o;
+}
+
 static json_t *cell_to_json(const struct result_cell *c)
 {
 	json_t *axes = json_object();
@@ -117,6 +139,10 @@ static json_t *cell_to_json(const struct result_cell *c)
 		    "{s:o, s:o, s:o, s:o, s:I}", "total", summary_to_json(&c->stats.total),
 		    "phases", ph, "bytes_per_s", jnum(c->stats.bytes_per_s), "files_per_s",
 		    jnum(c->stats.files_per_s), "outliers", (json_int_t)c->stats.outliers);
+		json_t *ms = metric_summaries(c);
+		if (json_object_size(ms))
+			json_object_set(stats, "metrics", ms);
+		json_decref(ms);
 	}
 
 	json_t *cell = json_pack(

@@ -70,6 +70,38 @@ int result_error_kind_from_name(const char *name)
 	return name_index(kind_names, ERROR_KIND_COUNT, name);
 }
 
+/* ---- the per-run metrics ------------------------------------------------------------------ */
+
+const struct result_metric_def result_metric_defs[] = {
+	{ "write_throughput", "B/s", true,
+	  "payload bytes over the time the method's write took (block: the direct-I/O dd with "
+	  "fsync; disk-image: the copy into the target plus the sync)" },
+	{ "read_throughput", "B/s", true,
+	  "payload bytes over the time the method's read took (block: the direct-I/O read-back; "
+	  "disk-image in_place: reading every file of the mounted image)" },
+	{ "alloc_before", "B", false,
+	  "host bytes allocated by the target image (st_blocks x 512) before prepare" },
+	{ "alloc_after", "B", false, "host bytes allocated by the target image after finalize" },
+	{ "alloc_growth", "B", false, "alloc_after - alloc_before" },
+	{ "alloc_deleted", "B", false,
+	  "host bytes allocated by the target image after the run's data was deleted in the guest "
+	  "and fstrim (blkdiscard for a raw device) ran; only disks with discard: true" },
+	{ "cpu_guest", "s", false,
+	  "the guest's non-idle CPU time during the transfer phase (user + nice + system + irq + "
+	  "softirq of the guest's /proc/stat, all CPUs)" },
+	{ "cpu_qemu", "s", false,
+	  "CPU time of the QEMU process (user + system, all threads) during the transfer phase" },
+};
+const size_t result_n_metric_defs = sizeof(result_metric_defs) / sizeof(result_metric_defs[0]);
+
+const struct result_metric_def *result_metric_def_find(const char *name)
+{
+	for (size_t i = 0; i < result_n_metric_defs; i++)
+		if (STREQ(result_metric_defs[i].name, name))
+			return &result_metric_defs[i];
+	return NULL;
+}
+
 /* ---- building and freeing the model ------------------------------------------------------ */
 
 struct results *results_new(void)
@@ -435,6 +467,45 @@ void results_cell_compute_stats(struct result_cell *c)
 	c->stats.bytes_per_s = n ? stats_throughput(bytes / (double)n, c->stats.total.median) : NAN;
 	c->stats.files_per_s = n ? stats_throughput(files / (double)n, c->stats.total.median) : NAN;
 	c->has_stats = true;
+}
+
+double result_run_metric(const struct result_run *run, const char *name)
+{
+	double v = NAN;
+	if (STREQ(name, "total")) {
+		v = run->total;
+	} else if (strncmp(name, "phase.", 6) == 0) {
+		int p = result_phase_from_name(name + 6);
+		v = p >= 0 ? run->phase[p] : NAN;
+	} else if (STREQ(name, "throughput") || STREQ(name, "files_per_s")) {
+		double amount = (double)(STREQ(name, "throughput") ? run->bytes : run->files);
+		v = isfinite(run->total) && run->total > 0 ? amount / run->total : NAN;
+	} else if (run->metrics) {
+		json_t *j = json_object_get(run->metrics, name);
+		v = json_is_number(j) ? json_number_value(j) : NAN;
+	}
+	return isfinite(v) ? v : NAN;
+}
+
+void result_cell_metric_summary(const struct result_cell *c, const char *name,
+				struct stats_summary *out)
+{
+	_cleanup_free_ double *v = xcalloc(c->n_runs + 1, sizeof(*v));
+	size_t n = 0;
+	for (size_t i = 0; i < c->n_runs; i++) {
+		double x = result_run_metric(&c->runs[i], name);
+		if (measured(&c->runs[i]) && isfinite(x))
+			v[n++] = x;
+	}
+	stats_summarize(v, n, out);
+}
+
+bool result_cell_has_metric(const struct result_cell *c, const char *name)
+{
+	for (size_t i = 0; i < c->n_runs; i++)
+		if (c->runs[i].metrics && json_object_get(c->runs[i].metrics, name))
+			return true;
+	return false;
 }
 
 /* The values of metric (-1: total, else a phase) over the measured runs; returns how many

@@ -105,6 +105,22 @@ struct result_metric {
 	bool higher_better; /* false: lower is better (times) */
 };
 
+/*
+ * The per-run metrics ferry's methods and executor report (result_run.metrics), as data: name,
+ * unit, direction and what it is (ferry(1) METRICS says where each is measured). A run has only
+ * those that apply to its method and disk.
+ */
+struct result_metric_def {
+	const char *name;
+	const char *unit; /* "B/s", "B" or "s" */
+	bool higher_better;
+	const char *doc;
+};
+extern const struct result_metric_def result_metric_defs[];
+extern const size_t result_n_metric_defs;
+/* The definition of a per-run metric, or NULL. */
+const struct result_metric_def *result_metric_def_find(const char *name);
+
 struct result_axis {
 	char *key;
 	char *value;
@@ -269,6 +285,24 @@ double result_run_total(const struct result_run *run);
  * finite; a phase summary counts the measured runs where that phase has a finite time.
  */
 void results_cell_compute_stats(struct result_cell *c);
+
+/*
+ * A run's value of any metric: "total", "phase.NAME", "throughput" (bytes / total),
+ * "files_per_s" (files / total) or a reported one (result_run.metrics). Returns NAN when the run
+ * has no finite value for it.
+ */
+double result_run_metric(const struct result_run *run, const char *name);
+
+/*
+ * The summary of a metric (result_run_metric()) over a cell's measured runs (as
+ * results_cell_compute_stats() counts them) that have a finite value for it; out->n is 0 when none
+ * has. The built-in total and phases are also in c->stats; this works for any metric.
+ */
+void result_cell_metric_summary(const struct result_cell *c, const char *name,
+				struct stats_summary *out);
+
+/* Whether any run of the cell reported the metric (result_run.metrics). */
+bool result_cell_has_metric(const struct result_cell *c, const char *name);
 
 /*
  * Compare a baseline cell with a candidate cell on one metric: the total (metric -1) or one

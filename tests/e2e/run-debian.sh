@@ -4,7 +4,11 @@
 # then one `ferry run` of tests/e2e/plans/debian.yaml: agent-file, disk-image, network pull and
 # push and channel on the Debian guest, and the same root image booted as a user's image by
 # direct kernel boot with a NoCloud seed attached. Every cell passes with its run verified in the
-# guest; nothing is left behind.
+# guest and records which guest ran it (Debian, GNU userland, systemd, dash); the provenance of
+# this Debian-only plan names no built-in guest; nothing is left behind. Then the same image with
+# its agent masked: the boot fails within boot_timeout saying that nothing opened the agent's
+# port, with the console's tail. FERRY_E2E_DEBIAN_EVERY=1 also runs
+# tests/e2e/plans/debian-every.yaml (every method, 30 cells, 10 more boots).
 source "$(dirname "$0")/run-lib.sh"
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -43,4 +47,32 @@ bytes="$(query "$res" 'cells["vm=deb,disk=ram,dataset=mixed,method=net-pull"]["r
 [ "$bytes" = 1310720 ] || fail "network pull bytes: $bytes"
 grep -q "<testsuites" "$work/junit.xml" || fail "no JUnit written"
 grep -q "4 boots" "$work/log" || fail "expected 4 boots (one per boot configuration)"
-echo "ok: 6 cells passed on the Debian guest and a direct-kernel-boot image, every run verified"
+# every cell says which guest ran it: Debian's os-release, GNU userland, systemd, dash
+for id in "vm=deb,disk=ram,dataset=mixed,method=agent-tgz" "vm=user,disk=ram,dataset=mixed,method=agent-tgz"; do
+	g="$(query "$res" "(lambda g: (g['os'].startswith('Debian GNU/Linux 12'), g['userland'], g['init'], g['sh']))(cells['$id']['observed']['guest'])")"
+	[ "$g" = "(True, 'gnu', 'systemd', '/usr/bin/dash')" ] || fail "$id: observed guest $g"
+done
+# a Debian-only plan names no built-in guest in its provenance
+prov="$(query "$res" '(r["provenance"]["guest_kernel_sha256"], r["provenance"]["guest_initramfs_sha256"])')"
+[ "$prov" = "(None, None)" ] || fail "provenance names the built-in guest: $prov"
+
+# a user image whose agent never starts: the boot fails within boot_timeout saying what to check
+res2="$work/noagent.json"
+run_ferry 3 "$src/tests/e2e/plans/debian-noagent.yaml" --results "$res2"
+msg="$(query "$res2" 'cells["vm=noagent,disk=ram,dataset=one,method=agent"]["errors"][0]["message"]')"
+case "$msg" in
+*"did not answer within 30000 ms"*"nothing in the guest opened the agent's virtio port org.qemu.guest_agent.0"*"serial console"*) ;;
+*) fail "no-agent boot error does not say what to check: $msg" ;;
+esac
+
+# every method (share over 9p and virtiofs, block, every archive variant) on both: 10 boots
+if [ "${FERRY_E2E_DEBIAN_EVERY:-0}" = 1 ]; then
+	res3="$work/every.json"
+	run_ferry 0 "$src/tests/e2e/plans/debian-every.yaml" --results "$res3" --verbose
+	validate "$res3"
+	bad="$(query "$res3" '[i for i, c in cells.items() if c["status"] != "passed" or not (
+		len([x for x in c["runs"] if not x["warmup"] and x["integrity_ok"]]) == 1)]')"
+	[ "$bad" = "[]" ] || fail "every-method plan: cells not passed with a verified run: $bad"
+	[ "$(query "$res3" 'len(r["cells"])')" = 30 ] || fail "every-method plan: expected 30 cells"
+fi
+echo "ok: 6 cells passed on the Debian guest and a direct-kernel-boot image, every run verified; a boot without an agent says what to check"

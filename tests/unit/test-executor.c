@@ -585,6 +585,145 @@ static void test_criteria(void)
 	tx_clear(&t);
 }
 
+/* ---- the metrics of a run (run-metrics.c) ---- */
+
+static double run_metric(const struct result_run *r, const char *name)
+{
+	json_t *v = r->metrics ? json_object_get(r->metrics, name) : NULL;
+	g_assert_true(json_is_number(v));
+	return json_number_value(v);
+}
+
+/* The executor samples allocation before prepare and after finalize, the CPU counters around the
+ * transfer phase only, and the allocation again after a reclaim; every run records them. */
+static void test_metrics_sampled(void)
+{
+	struct tx t;
+	tx_init(&t, "matrix: {method: [a]}\n"
+		    "run: {repeat: 3, warmup: 1, caches: keep}\n");
+	t.fake.sample = t.fake.discard = true;
+	t.fake.alloc_fresh = 1 << 20;
+	t.fake.alloc_per_run = 5 << 20;
+	t.fake.alloc_trimmed = 2 << 20;
+	t.fake.cpu_qemu_per_run = 0.25;
+	t.fake.cpu_guest_per_run = 0.125;
+	t.results_path = g_build_filename(tmp_dir, "metrics.json", NULL);
+	t.o.results_path = t.results_path;
+	tx_run(&t);
+	struct result_cell *c = cell(&t, CELL("a"));
+	g_assert_cmpint(c->status, ==, STATUS_PASSED);
+	g_assert_cmpuint(c->n_runs, ==, 4);
+	g_assert_cmpuint(t.fake.reclaims, ==, 4);
+	for (size_t i = 0; i < c->n_runs; i++) {
+		const struct result_run *r = &c->runs[i];
+		g_assert_cmpfloat(run_metric(r, "alloc_before"), ==, 1 << 20);
+		g_assert_cmpfloat(run_metric(r, "alloc_after"), ==, 6 << 20);
+		g_assert_cmpfloat(run_metric(r, "alloc_growth"), ==, 5 << 20);
+		g_assert_cmpfloat(run_metric(r, "alloc_deleted"), ==, 2 << 20);
+		g_assert_cmpfloat(run_metric(r, "cpu_qemu"), ==, 0.25);
+		g_assert_cmpfloat(run_metric(r, "cpu_guest"), ==, 0.125);
+	}
+	/* described with unit and direction; summarized over the measured runs */
+	const struct result_metric *d = results_find_metric(t.r, "alloc_after");
+	g_assert_nonnull(d);
+	g_assert_cmpstr(d->unit, ==, "B");
+	g_assert_false(d->higher_better);
+	g_assert_cmpstr(results_find_metric(t.r, "cpu_qemu")->unit, ==, "s");
+	struct stats_summary s;
+	result_cell_metric_summary(c, "cpu_guest", &s);
+	g_assert_cmpuint(s.n, ==, 3);
+	g_assert_cmpfloat(s.median, ==, 0.125);
+	result_cell_metric_summary(c, "write_throughput", &s);
+	g_assert_cmpuint(s.n, ==, 0);
+	/* the results file carries them and their summaries */
+	char *err = NULL;
+	struct results *r = results_read(t.results_path, &err);
+	g_assert_null(err);
+	const struct result_cell *rc = results_find_cell(r, CELL("a"));
+	g_assert_cmpfloat(result_run_metric(&rc->runs[2], "alloc_growth"), ==, 5 << 20);
+	g_assert_cmpstr(results_find_metric(r, "alloc_growth")->unit, ==, "B");
+	results_free(r);
+	gchar *text = NULL;
+	g_assert_true(g_file_get_contents(t.results_path, &text, NULL, NULL));
+	json_t *root = json_loads(text, 0, NULL);
+	json_t *st = json_object_get(json_array_get(json_object_get(root, "cells"), 0), "stats");
+	json_t *cg = json_object_get(json_object_get(st, "metrics"), "cpu_guest");
+	g_assert_cmpint(json_integer_value(json_object_get(cg, "n")), ==, 3);
+	g_assert_cmpfloat(json_number_value(json_object_get(cg, "median")), ==, 0.125);
+	json_decref(root);
+	g_free(text);
+	tx_clear(&t);
+}
+
+/* A machine that cannot measure records nothing; without discard there is no reclaim, and a
+ * failed run is never reclaimed. */
+static void test_metrics_absent(void)
+{
+	struct tx t;
+	tx_init(&t, "matrix: {method: [a]}\nrun: {repeat: 2, caches: keep}\n");
+	tx_run(&t);
+	struct result_cell *c = cell(&t, CELL("a"));
+	g_assert_cmpuint(c->n_runs, ==, 2);
+	for (size_t i = 0; i < c->n_runs; i++)
+		g_assert_null(c->runs[i].metrics);
+	g_assert_null(results_find_metric(t.r, "alloc_after"));
+	tx_clear(&t);
+
+	tx_init(&t, "matrix: {method: [a]}\nrun: {repeat: 2, caches: keep}\n");
+	t.fake.sample = true;
+	t.fake.alloc_fresh = 4096;
+	tx_run(&t);
+	c = cell(&t, CELL("a"));
+	g_assert_cmpuint(t.fake.reclaims, ==, 0);
+	g_assert_null(json_object_get(c->runs[0].metrics, "alloc_deleted"));
+	g_assert_cmpfloat(run_metric(&c->runs[0], "alloc_before"), ==, 4096);
+	tx_clear(&t);
+
+	/* a transfer that fails (longer than the run timeout) is not reclaimed */
+	tx_init(&t, "matrix: {method: [a]}\nrun: {repeat: 1, caches: keep}\n");
+	set_null_duration(&t, 3600000 * MS);
+	t.p->run.timeout = 20 * MS;
+	t.fake.sample = t.fake.discard = true;
+	tx_run(&t);
+	g_assert_cmpint(cell(&t, CELL("a"))->status, ==, STATUS_ERROR);
+	g_assert_cmpuint(t.fake.reclaims, ==, 0);
+	tx_clear(&t);
+}
+
+/* A criterion on a run metric checks its median over the cell's measured runs, in its unit. */
+static void test_criteria_run_metric(void)
+{
+	struct tx t;
+	tx_init(&t, "criteria:\n"
+		    "  - {metric: write_throughput, min: 20MB/s}\n"
+		    "  - {metric: alloc_growth, max: 10MiB}\n"
+		    "  - {metric: cpu_qemu, max: 1s}\n");
+	struct plan_cell pa;
+	plan_cell(t.p, t.m, 0, &pa);
+	struct result_stats s = { 0 };
+	struct result_cell *rc = results_add_cell(t.r = results_new(), "x");
+	double w[3] = { 30e6, 10e6, 25e6 };
+	for (int i = 0; i < 3; i++) {
+		struct result_run *r = result_cell_add_run(rc, false);
+		r->total = 1.0;
+		r->integrity_ok = true;
+		r->metrics = json_pack("{s:f, s:f, s:f}", "write_throughput", w[i], "alloc_growth",
+				       12.0 * (1 << 20), "cpu_qemu", 0.5);
+	}
+	/* medians: 25 MB/s passes, 12 MiB is too much, 0.5 s passes */
+	g_assert_cmpuint(criteria_check(t.p->criteria, t.p->n_criteria, &pa, &s, rc), ==, 1);
+	g_assert_nonnull(strstr(rc->errors[0].message, "alloc_growth is 12.6 MB, expected at most "
+						       "10MiB"));
+	/* a metric no run reported never passes */
+	json_object_del(rc->runs[0].metrics, "cpu_qemu");
+	json_object_del(rc->runs[1].metrics, "cpu_qemu");
+	json_object_del(rc->runs[2].metrics, "cpu_qemu");
+	g_assert_cmpuint(criteria_check(t.p->criteria, t.p->n_criteria, &pa, &s, rc), ==, 2);
+	g_assert_nonnull(
+	    strstr(rc->errors[2].message, "cpu_qemu is undefined, expected at most 1s"));
+	tx_clear(&t);
+}
+
 /* ---- the results file ---- */
 
 static void test_results_every_cell(void)
@@ -667,7 +806,10 @@ int main(int argc, char **argv)
 	g_test_add_func("/executor/timeout/null-longer", test_null_longer_than_timeout);
 	g_test_add_func("/executor/timeout/cell", test_cell_timeout);
 	g_test_add_func("/executor/criteria", test_criteria);
+	g_test_add_func("/executor/criteria/run-metric", test_criteria_run_metric);
 	g_test_add_func("/executor/results-every-cell", test_results_every_cell);
+	g_test_add_func("/executor/metrics/sampled", test_metrics_sampled);
+	g_test_add_func("/executor/metrics/absent", test_metrics_absent);
 	g_test_add_func("/executor/interrupt", test_interrupt);
 	int rc = g_test_run();
 	rm_tree(tmp_dir, NULL);

@@ -209,12 +209,43 @@ static void test_stream_pax(void)
 	roundtrip(&a);
 }
 
+/* method_metric() and method_rate() fill the run's metrics; every name a method reports is a
+ * described metric (result_metric_defs), and no rate comes out of a zero time or size. */
+static void test_method_metrics(void)
+{
+	struct method_ctx ctx = { 0 };
+	method_rate(&ctx, "write_throughput", 10 << 20, 0.0);
+	method_rate(&ctx, "write_throughput", 0, 1.0);
+	method_metric(&ctx, "read_throughput", 1.0 / 0.0);
+	g_assert_null(ctx.metrics);
+	method_rate(&ctx, "write_throughput", 10000000, 2.0);
+	method_rate(&ctx, "read_throughput", 10000000, 0.5);
+	method_metric(&ctx, "read_throughput", 4e6); /* replaces */
+	g_assert_cmpuint(json_object_size(ctx.metrics), ==, 2);
+	g_assert_cmpfloat(json_real_value(json_object_get(ctx.metrics, "write_throughput")), ==,
+			  5e6);
+	g_assert_cmpfloat(json_real_value(json_object_get(ctx.metrics, "read_throughput")), ==,
+			  4e6);
+	const char *k;
+	json_t *v;
+	json_object_foreach(ctx.metrics, k, v)
+	{
+		const struct result_metric_def *d = result_metric_def_find(k);
+		g_assert_nonnull(d);
+		g_assert_cmpstr(d->unit, ==, "B/s");
+		g_assert_true(d->higher_better);
+	}
+	g_assert_null(result_metric_def_find("throughput")); /* built in, not per run */
+	json_decref(ctx.metrics);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/methods/shell-quote", test_shell_quote);
 	g_test_add_func("/methods/registry", test_registry);
+	g_test_add_func("/methods/metrics", test_method_metrics);
 	g_test_add_func("/methods/dataset-mapping", test_dataset_mapping);
 	g_test_add_func("/methods/guest-support", test_guest_support);
 	g_test_add_func("/methods/stream-tar-gz", test_stream_tar_gz);

@@ -374,6 +374,50 @@ static void test_markdown_axes(void)
 	free(buf);
 }
 
+/* `metric`: a second table of that metric's medians, best (highest rate) in bold, a cell without
+ * it shown as a dash; an unknown metric is an error. */
+static void test_markdown_metric(void)
+{
+	_cleanup_(results_freep) struct results *r = results_new();
+	results_set_metric(r, "write_throughput", "B/s", true);
+	const char *ids[] = { "method=a", "method=b", "method=c" };
+	for (int k = 0; k < 3; k++) {
+		struct result_cell *c = results_add_cell(r, ids[k]);
+		result_cell_add_axis(c, "method", ids[k] + 7);
+		c->status = STATUS_PASSED;
+		for (int i = 0; i < 2; i++) {
+			add_run(c, false, 0, 1.0, 0, 0, 0, true);
+			if (k < 2)
+				c->runs[i].metrics =
+				    json_pack("{s:f}", "write_throughput", (k + 1) * 10e6);
+		}
+		results_cell_compute_stats(c);
+	}
+	char *buf = NULL;
+	size_t len;
+	FILE *f = open_memstream(&buf, &len);
+	_cleanup_free_ char *err = NULL;
+	struct report_markdown_opts o = { .metric = "write_throughput" };
+	g_assert_cmpint(report_markdown(r, &o, f, &err), ==, 0);
+	fclose(f);
+	g_assert_nonnull(strstr(buf, "### Median total time"));
+	g_assert_nonnull(strstr(buf, "### Median write\\_throughput"));
+	g_assert_nonnull(strstr(buf, "| a | 10.0\xc2\xa0MB/s \xc2\xb1 0.0<br>2.0x worse |"));
+	g_assert_nonnull(strstr(buf, "| b | **20.0\xc2\xa0MB/s \xc2\xb1 0.0**<br>1.00x |"));
+	g_assert_nonnull(strstr(buf, "| c | \xe2\x80\x94 |"));
+	g_assert_nonnull(strstr(buf, "higher is better"));
+	free(buf);
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	o.metric = "speed";
+	g_assert_cmpint(report_markdown(r, &o, f, &err), ==, -1);
+	fclose(f);
+	g_assert_cmpstr(err, ==,
+			"metric 'speed' is neither described in the results nor a metric "
+			"of ferry(1) METRICS");
+	free(buf);
+}
+
 /* Many runs: the report stays under the cap by dropping raw runs, and says so. */
 static void test_markdown_cap(void)
 {
@@ -458,6 +502,39 @@ static void test_bmf_lower_bound(void)
 	g_assert_cmpfloat(json_real_value(json_object_get(lat, "value")), ==, 5.5e9);
 	g_assert_cmpfloat(json_real_value(json_object_get(lat, "upper_value")), >, 10e9);
 	json_decref(j);
+}
+
+/* The per-run metrics become BMF measures (mean and CI) and lines of github-action-benchmark's
+ * extra; a metric no run reported is not exported. */
+static void test_export_metrics(void)
+{
+	_cleanup_(results_freep) struct results *r = results_new();
+	results_set_metric(r, "write_throughput", "B/s", true);
+	results_set_metric(r, "cpu_qemu", "s", false);
+	struct result_cell *c = results_add_cell(r, "method=block");
+	c->status = STATUS_PASSED;
+	for (int i = 0; i < 3; i++) {
+		add_run(c, false, 0, 1.0, 0, 0, 0, true);
+		c->runs[i].metrics = json_pack("{s:f}", "write_throughput", 1e6 * (i + 1));
+	}
+	results_cell_compute_stats(c);
+	size_t len;
+	_cleanup_free_ char *text = render_to_string(report_bmf, r, &len);
+	json_t *j = json_loads(text, 0, NULL);
+	g_assert_nonnull(j);
+	json_t *b = json_object_get(j, "method=block");
+	json_t *w = json_object_get(b, "write_throughput");
+	g_assert_cmpfloat(json_real_value(json_object_get(w, "value")), ==, 2e6);
+	g_assert_cmpfloat(json_real_value(json_object_get(w, "lower_value")), <, 2e6);
+	g_assert_null(json_object_get(b, "cpu_qemu"));
+	json_decref(j);
+	_cleanup_free_ char *junit = render_to_string(report_junit, r, &len);
+	g_assert_nonnull(strstr(junit, "<property name=\"metric.write_throughput.median\" "
+				       "value=\"2000000\""));
+	g_assert_nonnull(strstr(junit, "<property name=\"metric.write_throughput.n\" value=\"3\""));
+	_cleanup_free_ char *gab = render_to_string(report_gab, r, &len);
+	g_assert_nonnull(strstr(gab, "write_throughput: 2e+06 B/s"));
+	g_assert_null(strstr(gab, "cpu_qemu"));
 }
 
 /* The serial tail in <system-out> keeps the end of a long console log, not more than 64 KiB. */
@@ -702,9 +779,11 @@ int main(int argc, char **argv)
 	g_test_add_func("/reporters/markdown-bad-axis", test_markdown_bad_axis);
 	g_test_add_func("/reporters/markdown-bad-axis-escaped", test_markdown_bad_axis_escaped);
 	g_test_add_func("/reporters/markdown-axes", test_markdown_axes);
+	g_test_add_func("/reporters/markdown-metric", test_markdown_metric);
 	g_test_add_func("/reporters/markdown-cap", test_markdown_cap);
 	g_test_add_func("/reporters/markdown-cap-body", test_markdown_cap_body);
 	g_test_add_func("/reporters/bmf-lower-bound", test_bmf_lower_bound);
+	g_test_add_func("/reporters/export-metrics", test_export_metrics);
 	g_test_add_func("/reporters/junit-tail-limit", test_junit_tail_limit);
 	g_test_add_func("/reporters/junit-streams", test_junit_streams);
 	g_test_add_func("/reporters/comma-locale", test_comma_locale);

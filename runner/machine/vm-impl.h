@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/* What vm.c (boot, destroy) and vm-devices.c (a running guest's devices) share: struct vm. */
+#pragma once
+
+#include <stdbool.h>
+
+#include <libvirt/libvirt.h>
+
+#include "vm.h"
+
+struct attached {
+	char *serial;
+	char *xml;
+	char *target;
+	char *vol; /* remote host: the run volume holding the image (hoststore.h), or NULL */
+};
+
+struct vm {
+	virConnectPtr conn;
+	virDomainPtr dom;
+	struct run *run;
+	char *name;
+	char *console_log;
+	enum vm_machine machine;
+	enum vm_os os;
+	bool kvm;
+	double boot_ms;
+	double probe_ms; /* the KVM probe vm_boot() ran before the boot, or 0 */
+	unsigned next[3];
+	/* the built-in guest, and whether its SCSI drivers are loaded (vm_guest_modules()) */
+	bool builtin, scsi_loaded;
+	char *tap;        /* private NIC: ferry's tap (netns.h), removed with the domain */
+	char *guest_addr; /* private NIC: the guest's address there */
+	bool no_vhost;    /* private virtio NIC without vhost-net */
+	struct attached *att;
+	size_t n_att, cap_att;
+	/* a remote host (hoststore.h): the console log is a run volume there, and so are the
+	 * boot-time disks (boot_vols) and hot-plugged images (attached.vol) */
+	struct hoststore *hs;
+	char *console_vol;
+	unsigned n_uploads;
+	char **boot_vols;
+	size_t n_boot_vols;
+};
+
+/* msg + the last lines of the guest's serial console (a local file, or a volume on a remote
+ * host); frees msg */
+char *vm_with_console(char *msg, const struct vm *vm);
+/* Sleeps ms milliseconds; a signal that interrupts the run (run_interrupted()) ends it early. */
+void vm_sleep_ms(unsigned ms);

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/* What compare.c (pairing, the rows, false-discovery control) and compare-rule.c (the test and
+ * the verdict of one cell and metric) share. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "compare.h"
+#include "results.h"
+#include "util.h"
+
+enum metric_kind { M_TOTAL, M_PHASE, M_THROUGHPUT, M_FILES, M_METHOD };
+
+struct metric_ref {
+	enum metric_kind kind;
+	int phase;
+	const char *name;
+};
+
+/* The log values of a metric over the measured runs of some cells, with a boot key per value:
+ * (file, boot), or (file) alone when the file has no boot ids. */
+struct samples {
+	double *v;
+	uint64_t *boot;
+	size_t n, cap;
+	double *raw; /* the values themselves, for medians */
+};
+
+/* What the test needs of a row beyond the row itself. */
+struct row_work {
+	double d, se, tq; /* difference of log means, its standard error, t quantile */
+	double s_boot;    /* standard deviation of one sample (boot mean, or run when unknown) */
+	size_t k_base, k_cand; /* samples per side */
+	double *sa, *sb;       /* the samples (log) */
+};
+
+/* A run that counts: not a warmup, integrity checked, a finite total. */
+bool cmp_measured(const struct result_run *run);
+/* Adds the measured runs of cell c (from baseline file number file) to s. */
+void cmp_samples_add(struct samples *s, const struct result_cell *c, size_t file,
+		     const struct metric_ref *m);
+void cmp_samples_free(struct samples *s);
+double cmp_median(const double *x, size_t n);
+/* Appends a note to the row ("; " between notes). */
+void cmp_row_note(struct cmp_row *row, const char *fmt, ...) _printf_(2, 3);
+/* The test of a row with at least 3 samples a side: change, interval, p-values into row, what
+ * the verdict needs into w (w->sa and w->sb: caller frees). */
+void cmp_row_test(struct cmp_row *row, struct row_work *w, const struct samples *a,
+		  const struct samples *b, double confidence);
+/* The verdict of a row whose test ran, once false-discovery control set row->sig_*. */
+void cmp_row_verdict(struct cmp_row *row, struct row_work *w, enum cmp_rule rule,
+		     double confidence);
