@@ -24,6 +24,8 @@ packages=(
 	# tests: report consumers and tools
 	libxml2-utils valgrind cmark-gfm python3 python3-junitparser python3-jsonschema
 	clang-format iproute2 locales
+	# tests: the remote host tests reach libvirtd through TCP forwarders on 127.0.0.1
+	socat
 	# docs tests: groff renders ferry.1 (tests/docs-sync.sh checks it renders without warnings)
 	groff-base
 	python3-yaml

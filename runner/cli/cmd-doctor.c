@@ -19,6 +19,7 @@
 #include "commands.h"
 #include "fs.h"
 #include "guest.h"
+#include "hoststore.h"
 #include "netns.h"
 #include "proc.h"
 #include "run.h"
@@ -221,6 +222,30 @@ static void check_leftovers(struct doctor *d, virConnectPtr conn, bool reap)
 		     live ? " (some in use by running ferry)" : "");
 }
 
+/* The run volumes of dead runs in ferry's storage pool on a remote host (hoststore.h). */
+static void check_volumes(struct doctor *d, virConnectPtr conn, bool reap)
+{
+	struct hoststore_leftovers o;
+	_cleanup_free_ char *err = NULL;
+	if (hoststore_leftovers(conn, reap, &o, &err) < 0) {
+		line(d, FAIL, "volumes", NULL, "%s", err);
+		return;
+	}
+	if (reap)
+		line(d, OK, "volumes", NULL,
+		     "reaped %u stale run volume%s in pool '" HOSTSTORE_POOL
+		     "'; %u in use by running ferry; %u cached guest file%s kept",
+		     o.reaped, o.reaped == 1 ? "" : "s", o.live, o.guest_files,
+		     o.guest_files == 1 ? "" : "s");
+	else if (o.stale)
+		line(d, WARN, "volumes", "ferry doctor --reap --connect URI",
+		     "%u stale run volume%s in pool '" HOSTSTORE_POOL "'", o.stale,
+		     o.stale == 1 ? "" : "s");
+	else
+		line(d, OK, "volumes", NULL, "no stale run volumes in pool '" HOSTSTORE_POOL "'%s",
+		     o.pool ? "" : " (no pool yet)");
+}
+
 /* The private networks (nic backend private, netns.h) of ferry runs whose process is gone. */
 static void check_networks(struct doctor *d, bool reap)
 {
@@ -356,6 +381,19 @@ int cmd_doctor(int argc, char **argv)
 
 	_cleanup_free_ char *rerr = NULL;
 	struct run *run = run_open(&rerr);
+	bool remote = hoststore_uri_remote(u);
+	if (run && remote) {
+		/* a remote host boots the probe from ferry's storage pool there (ferry(1) REMOTE
+		 * HOSTS); freed by run_close */
+		_cleanup_free_ char *herr = NULL;
+		if (hoststore_open(conn, run, &herr))
+			line(&d, OK, "pool", NULL,
+			     "storage pool '" HOSTSTORE_POOL "' ready at " HOSTSTORE_POOL_DIR
+			     " on the remote host");
+		else
+			line(&d, FAIL, "pool", "check the host's libvirt storage driver", "%s",
+			     herr);
+	}
 	if (!run) {
 		line(&d, FAIL, "run-dir", "create it or set FERRY_RUN_DIR", "%s", rerr);
 	} else {
@@ -392,7 +430,10 @@ int cmd_doctor(int argc, char **argv)
 	check_traversable(&d, "cache-dir", cache);
 	check_free(&d, "cache-free", cache);
 	check_leftovers(&d, conn, reap);
-	check_networks(&d, reap);
+	if (remote)
+		check_volumes(&d, conn, reap);
+	else
+		check_networks(&d, reap);
 	virConnectClose(conn);
 	return d.failed ? EXIT_INFRA : EXIT_OK;
 }

@@ -18,7 +18,8 @@
 
 static void usage(FILE *out)
 {
-	fputs("usage: ferry run [--connect URI] [--shard K/N] [--max-cells N] [--junit F]\n"
+	fputs("usage: ferry run [--connect URI] [--storage auto|local|volumes] [--shard K/N]\n"
+	      "                 [--max-cells N] [--junit F]\n"
 	      "                 [--markdown F] [--json F] [--bmf F] [--gab F] [--results F]\n"
 	      "                 [--resume F] [--rerun-failed] [--fail-fast] [--quiet] [--verbose]\n"
 	      "                 [--allow-env NAME] [--var NAME=VALUE] [--allow-output DIR]\n"
@@ -174,10 +175,24 @@ static void print_time_breakdown(const struct exec_result *st)
 		w > 0 ? t->measured / w : 0.0);
 }
 
+/* --storage: whether the libvirt host shares ferry's filesystem (ferry(1) REMOTE HOSTS). */
+static int parse_storage(const char *s, enum machine_storage *out)
+{
+	static const char *const names[] = { "auto", "local", "volumes" };
+	for (size_t i = 0; i < ELEMENTSOF(names); i++)
+		if (STREQ(s, names[i])) {
+			*out = (enum machine_storage)i;
+			return 0;
+		}
+	errorf("invalid --storage '%s': expected auto, local or volumes", s);
+	return -1;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "connect", required_argument, NULL, 'c' },
+		{ "storage", required_argument, NULL, 'S' },
 		{ "shard", required_argument, NULL, 's' },
 		{ "max-cells", required_argument, NULL, 'm' },
 		{ "junit", required_argument, NULL, 'j' },
@@ -200,7 +215,8 @@ int cmd_run(int argc, char **argv)
 		{ 0 },
 	};
 	_cleanup_(plan_trust_free) struct plan_options po = { 0 };
-	struct exec_opts eo = { .error = show_error };
+	struct machine_libvirt_opts lvo = { MACHINE_STORAGE_AUTO };
+	struct exec_opts eo = { .error = show_error, .machine_data = &lvo };
 	bool quiet = false, no_capacity_check = false, allow_empty = false;
 	const char *paths[REPORT_FORMAT_COUNT] = { 0 };
 	const char *resume = NULL;
@@ -218,6 +234,10 @@ int cmd_run(int argc, char **argv)
 			continue;
 		switch (c) {
 		case 'c': eo.connect = optarg; break;
+		case 'S':
+			if (parse_storage(optarg, &lvo.storage) < 0)
+				return EXIT_PLAN;
+			break;
 		case 's':
 			if (shard_parse(optarg, &eo.shard_k, &eo.shard_n, &err) < 0) {
 				errorf("%s", err);

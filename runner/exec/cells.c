@@ -162,7 +162,8 @@ void prepare_cell(struct exec *x, struct xcell *c)
 	mkdir(c->cell_dir, 0755);
 	ctx_init(x, c);
 	struct method_ctx *ctx = &c->ctx;
-	if (c->ops->supports && (why = c->ops->supports(ctx))) {
+	if ((c->ops->supports && (why = c->ops->supports(ctx))) ||
+	    (why = machine_supports(x->machine, &c->pc))) {
 		skip_cell(x, c, why);
 		return;
 	}

@@ -18,13 +18,17 @@
 #include <unistd.h>
 
 #include <libvirt/virterror.h>
+#include <libxml/parser.h>
+#include <libxml/xpath.h>
 
 #include "agent.h"
+#include "cleanup.h"
 #include "faults.h"
 #include "debian.h"
 #include "fs.h"
 #include "guest.h"
 #include "hash.h"
+#include "hoststore.h"
 #include "proc.h"
 #include "util.h"
 #include "vm-plan.h"
@@ -57,6 +61,8 @@ struct lv_machine {
 	struct guest_image deb; /* the Debian guest, located at its first boot */
 	struct machine_faults faults;
 	unsigned n_targets, n_seeds;
+	/* a remote host: ferry's storage pool there (hoststore.h), else NULL */
+	struct hoststore *hs;
 	bool builtin_named; /* the provenance names the built-in guest's files */
 };
 
@@ -442,6 +448,51 @@ static char *version_string(unsigned long v)
 	return xasprintf("%lu.%lu.%lu", v / 1000000, v / 1000 % 1000, v % 1000);
 }
 
+/* The string value of an XPath expression over an XML text, or NULL. */
+static char *xml_string(const char *xml, const char *expr)
+{
+	_cleanup_(xmlFreeDocp) xmlDocPtr doc =
+	    xml ? xmlReadMemory(xml, (int)strlen(xml), "caps.xml", NULL, XML_PARSE_NONET) : NULL;
+	if (!doc)
+		return NULL;
+	_cleanup_(xmlXPathFreeContextp) xmlXPathContextPtr ctx = xmlXPathNewContext(doc);
+	_cleanup_(xmlXPathFreeObjectp) xmlXPathObjectPtr o =
+	    xmlXPathEvalExpression(BAD_CAST expr, ctx);
+	xmlChar *t = o ? xmlXPathCastToString(o) : NULL;
+	char *r = t && *t ? xstrdup((const char *)t) : NULL;
+	xmlFree(t);
+	return r;
+}
+
+/*
+ * A remote host's facts, from libvirt: its hostname, CPU (vendor and libvirt's name of its model,
+ * count), memory. libvirt does not report the host's kernel, so that says so.
+ */
+static void describe_remote_host(struct lv_machine *lm, struct result_provenance *pv)
+{
+	char *h = virConnectGetHostname(lm->conn);
+	if (h) {
+		free(pv->hostname);
+		pv->hostname = h;
+	}
+	_cleanup_free_ char *caps = virConnectGetCapabilities(lm->conn);
+	_cleanup_free_ char *vendor = xml_string(caps, "string(/capabilities/host/cpu/vendor)");
+	_cleanup_free_ char *model = xml_string(caps, "string(/capabilities/host/cpu/model)");
+	_cleanup_free_ char *uri = virConnectGetURI(lm->conn);
+	free(pv->cpu_model);
+	pv->cpu_model = xasprintf("%s%s%s (libvirt's CPU model name)", vendor ? vendor : "",
+				  vendor ? " " : "", model ? model : "unknown");
+	virNodeInfo ni;
+	if (virNodeGetInfo(lm->conn, &ni) == 0) {
+		pv->cpu_count = ni.cpus;
+		pv->memory_bytes = (uint64_t)ni.memory * 1024;
+	}
+	free(pv->host_kernel);
+	pv->host_kernel = xasprintf("unknown: remote libvirt host %s (libvirt does not report "
+				    "the host's kernel)",
+				    uri ? uri : "");
+}
+
 static void lv_describe(struct machine *m, struct machine_guest *mg, struct result_provenance *pv)
 {
 	struct lv_machine *lm = (struct lv_machine *)m;
@@ -460,6 +511,8 @@ static void lv_describe(struct machine *m, struct machine_guest *mg, struct resu
 		}
 		return;
 	}
+	if (lm->hs)
+		describe_remote_host(lm, pv);
 	unsigned long v = 0;
 	if (virConnectGetVersion(lm->conn, &v) == 0) {
 		free(pv->qemu_version);
@@ -483,6 +536,28 @@ static void lv_bind(struct machine *m, struct machine_guest *mg, struct method_c
 	ctx->landing = MACHINE_LANDING;
 	ctx->target_dev = g->target_dev;
 	ctx->target_disk = is_image(g) ? &g->target : NULL;
+}
+
+/* What a remote host cannot do: ferry's filesystem and loopback are not the host's. */
+static char *lv_supports(struct machine *m, const struct plan_cell *pc)
+{
+	struct lv_machine *lm = (struct lv_machine *)m;
+	if (!lm->hs)
+		return NULL;
+	switch (pc->method->type) {
+	case PLAN_METHOD_SHARE:
+		return xstrdup("share exports a directory of ferry's own filesystem: not on a "
+			       "remote libvirt host (libvirt has no way to carry a shared folder "
+			       "over its connection)");
+	case PLAN_METHOD_NETWORK:
+		return xstrdup("network streams from a sender on ferry's own loopback, which a "
+			       "guest on a remote libvirt host cannot reach");
+	default: break;
+	}
+	if (pc->vm->guest != PLAN_GUEST_BUILTIN)
+		return xstrdup("only the built-in guest is uploaded to a remote libvirt host "
+			       "(guest: image and debian boot from files of ferry's filesystem)");
+	return NULL;
 }
 
 /* The guest's non-idle CPU seconds: user + nice + system + irq + softirq of /proc/stat's "cpu"
@@ -564,6 +639,7 @@ static const struct machine_ops libvirt_ops = {
 	.console_tail = lv_console_tail,
 	.describe = lv_describe,
 	.bind = lv_bind,
+	.supports = lv_supports,
 	.sample = lv_sample,
 	.reclaim = lv_reclaim,
 	.hook = lv_hook,
@@ -584,6 +660,19 @@ struct machine *machine_libvirt_open(struct run *run, const char *uri, void *dat
 		guest_files_clear(&lm->gf);
 		free(lm);
 		return NULL;
+	}
+	const struct machine_libvirt_opts *o = data;
+	enum machine_storage st = o ? o->storage : MACHINE_STORAGE_AUTO;
+	if (st == MACHINE_STORAGE_VOLUMES ||
+	    (st == MACHINE_STORAGE_AUTO && hoststore_uri_remote(uri))) {
+		/* freed by run_close(), after the domains that use its volumes */
+		lm->hs = hoststore_open(lm->conn, run, err);
+		if (!lm->hs) {
+			virConnectClose(lm->conn);
+			guest_files_clear(&lm->gf);
+			free(lm);
+			return NULL;
+		}
 	}
 	machine_faults_from_env(&lm->faults);
 	return &lm->base;

@@ -104,6 +104,10 @@ struct machine_ops {
 	void (*describe)(struct machine *m, struct machine_guest *g, struct result_provenance *pv);
 	/* Fill what a method needs of the host (g NULL: before boot) or of guest g. */
 	void (*bind)(struct machine *m, struct machine_guest *g, struct method_ctx *ctx);
+	/* Whether a cell's method can run on this machine at all (NULL: yes), else the skip
+	 * reason (caller frees): e.g. share and network need the host's own filesystem and
+	 * network, which a remote libvirt host does not share. May be NULL. */
+	char *(*supports)(struct machine *m, const struct plan_cell *pc);
 	/* Read what `what` (enum machine_sample_what bits) asks into *out; what cannot be read is
 	 * NAN. May be NULL (nothing measurable). */
 	void (*sample)(struct machine *m, struct machine_guest *g, unsigned what,
@@ -126,7 +130,20 @@ struct machine {
 typedef struct machine *(*machine_open_fn)(struct run *run, const char *uri, void *data,
 					   char **err);
 
-/* libvirt/QEMU (machine-libvirt.c): uri NULL means qemu:///system; data unused. */
+/* Whether the libvirt host shares ferry's filesystem (ferry run --storage). */
+enum machine_storage {
+	MACHINE_STORAGE_AUTO,    /* decided from the URI: hoststore_uri_remote() */
+	MACHINE_STORAGE_LOCAL,   /* files ferry creates are paths the host opens */
+	MACHINE_STORAGE_VOLUMES, /* everything goes through ferry's storage pool on the host */
+};
+
+/* The options of machine_libvirt_open (its data; NULL: all defaults). */
+struct machine_libvirt_opts {
+	enum machine_storage storage;
+};
+
+/* libvirt/QEMU (machine-libvirt.c): uri NULL means qemu:///system; data: NULL or a struct
+ * machine_libvirt_opts. */
 struct machine *machine_libvirt_open(struct run *run, const char *uri, void *data, char **err);
 
 /* Thin wrappers, so call sites read as verbs. */
@@ -161,6 +178,10 @@ static inline void machine_describe(struct machine *m, struct machine_guest *g,
 static inline void machine_bind(struct machine *m, struct machine_guest *g, struct method_ctx *ctx)
 {
 	m->ops->bind(m, g, ctx);
+}
+static inline char *machine_supports(struct machine *m, const struct plan_cell *pc)
+{
+	return m->ops->supports ? m->ops->supports(m, pc) : NULL;
 }
 static inline void machine_sample(struct machine *m, struct machine_guest *g, unsigned what,
 				  struct machine_sample *out)

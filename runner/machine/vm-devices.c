@@ -13,6 +13,7 @@
 
 #include "agent.h"
 #include "cleanup.h"
+#include "hoststore.h"
 #include "util.h"
 #include "vm-impl.h"
 
@@ -92,7 +93,7 @@ static int wait_disk(struct vm *vm, const char *serial, int want, unsigned timeo
 			*err = vm_with_console(xasprintf("the guest %s disk '%s' within %u ms",
 							 want ? "did not see" : "still sees",
 							 serial, timeout_ms),
-					       vm->console_log);
+					       vm);
 			return -1;
 		}
 		vm_sleep_ms(20);
@@ -130,18 +131,31 @@ int vm_disk_attach(struct vm *vm, const struct disk_config *d, unsigned timeout_
 	}
 	unsigned *slot = &vm->next[d->bus == DISK_BUS_VIRTIO ? 0 : 1];
 	_cleanup_free_ char *target = vm_disk_target_name(d->bus, *slot);
-	_cleanup_free_ char *xml = vm_disk_xml(d, target, err);
-	if (!xml)
-		return -1;
-	if (virDomainAttachDeviceFlags(vm->dom, xml, VIR_DOMAIN_AFFECT_LIVE) < 0) {
-		*err = xasprintf("cannot attach disk '%s' to domain '%s': %s", d->serial, vm->name,
-				 virGetLastErrorMessage());
+	/* a remote host: the image is uploaded into a run volume, attached by its path there */
+	struct disk_config rd = *d;
+	_cleanup_free_ char *vol = NULL, *rpath = NULL;
+	if (vm->hs) {
+		vol = xasprintf("%s.%s.%u", vm->name, d->serial, ++vm->n_uploads);
+		struct hoststore_vol v = { .label = vol,
+					   .capacity = d->size,
+					   .preallocate = d->allocation != DISK_ALLOC_SPARSE };
+		if (hoststore_run_volume(vm->hs, &v, d->path, &rpath, err) < 0)
+			return -1;
+		rd.path = rpath;
+	}
+	_cleanup_free_ char *xml = vm_disk_xml(&rd, target, err);
+	if (!xml || virDomainAttachDeviceFlags(vm->dom, xml, VIR_DOMAIN_AFFECT_LIVE) < 0) {
+		if (xml)
+			*err = xasprintf("cannot attach disk '%s' to domain '%s': %s", d->serial,
+					 vm->name, virGetLastErrorMessage());
+		if (vol)
+			hoststore_delete(vm->hs, vol);
 		return -1;
 	}
 	(*slot)++;
 	vm->att = xgrow(vm->att, &vm->cap_att, vm->n_att + 1, sizeof(*vm->att));
 	vm->att[vm->n_att++] =
-	    (struct attached){ xstrdup(d->serial), TAKE_PTR(xml), TAKE_PTR(target) };
+	    (struct attached){ xstrdup(d->serial), TAKE_PTR(xml), TAKE_PTR(target), TAKE_PTR(vol) };
 	return wait_disk(vm, d->serial, 1, timeout_ms, dev, err);
 }
 
@@ -277,6 +291,9 @@ int vm_disk_detach(struct vm *vm, const char *serial, unsigned timeout_ms, char 
 		}
 		vm_sleep_ms(10);
 	}
+	if (a.vol && vm->hs)
+		hoststore_delete(vm->hs, a.vol);
+	free(a.vol);
 	free(a.serial);
 	free(a.xml);
 	free(a.target);

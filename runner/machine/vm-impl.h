@@ -12,6 +12,7 @@ struct attached {
 	char *serial;
 	char *xml;
 	char *target;
+	char *vol; /* remote host: the run volume holding the image (hoststore.h), or NULL */
 };
 
 struct vm {
@@ -33,9 +34,17 @@ struct vm {
 	bool no_vhost;    /* private virtio NIC without vhost-net */
 	struct attached *att;
 	size_t n_att, cap_att;
+	/* a remote host (hoststore.h): the console log is a run volume there, and so are the
+	 * boot-time disks (boot_vols) and hot-plugged images (attached.vol) */
+	struct hoststore *hs;
+	char *console_vol;
+	unsigned n_uploads;
+	char **boot_vols;
+	size_t n_boot_vols;
 };
 
-/* msg + the last lines of the serial console at log; frees msg */
-char *vm_with_console(char *msg, const char *log);
+/* msg + the last lines of the guest's serial console (a local file, or a volume on a remote
+ * host); frees msg */
+char *vm_with_console(char *msg, const struct vm *vm);
 /* Sleeps ms milliseconds; a signal that interrupts the run (run_interrupted()) ends it early. */
 void vm_sleep_ms(unsigned ms);

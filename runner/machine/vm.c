@@ -18,6 +18,7 @@
 #include "cleanup.h"
 #include "fs.h"
 #include "guest.h"
+#include "hoststore.h"
 #include "netns.h"
 #include "plan-limits.h"
 #include "proc.h"
@@ -119,6 +120,11 @@ const char *vm_name(const struct vm *vm)
 	return vm->name;
 }
 
+bool vm_remote(const struct vm *vm)
+{
+	return vm->hs != NULL;
+}
+
 const char *vm_nic_guest_addr(const struct vm *vm)
 {
 	return vm->guest_addr;
@@ -150,15 +156,31 @@ const char *vm_console_log(const struct vm *vm)
 	return vm->console_log;
 }
 
-static char *console_tail_of(const char *path, unsigned max_lines)
+#define CONSOLE_TAIL_BYTES 8191
+
+/* The last bytes of the console log: a local file, or a run volume on a remote host. */
+static ssize_t console_bytes(const struct vm *vm, char *buf)
 {
-	_cleanup_close_ int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	if (vm->hs) {
+		_cleanup_free_ char *t =
+		    vm->console_vol ? hoststore_tail(vm->hs, vm->console_vol, CONSOLE_TAIL_BYTES)
+				    : NULL;
+		size_t n = t ? strlen(t) : 0;
+		memcpy(buf, t ? t : "", n);
+		return (ssize_t)n;
+	}
+	_cleanup_close_ int fd = vm->console_log ? open(vm->console_log, O_RDONLY | O_CLOEXEC) : -1;
 	if (fd < 0)
-		return xstrdup("");
-	char buf[8192];
+		return 0;
 	off_t end = lseek(fd, 0, SEEK_END);
-	off_t start = end > (off_t)sizeof(buf) - 1 ? end - (off_t)sizeof(buf) + 1 : 0;
-	ssize_t n = pread(fd, buf, sizeof(buf) - 1, start);
+	off_t start = end > CONSOLE_TAIL_BYTES ? end - CONSOLE_TAIL_BYTES : 0;
+	return pread(fd, buf, CONSOLE_TAIL_BYTES, start);
+}
+
+static char *console_tail_of(const struct vm *vm, unsigned max_lines)
+{
+	char buf[CONSOLE_TAIL_BYTES + 1];
+	ssize_t n = console_bytes(vm, buf);
 	if (n <= 0)
 		return xstrdup("");
 	/* drop carriage returns and other control characters except newline and tab */
@@ -181,13 +203,13 @@ static char *console_tail_of(const char *path, unsigned max_lines)
 
 char *vm_console_tail(const struct vm *vm, unsigned max_lines)
 {
-	return console_tail_of(vm->console_log, max_lines);
+	return console_tail_of(vm, max_lines);
 }
 
 /* (vm-impl.h) */
-char *vm_with_console(char *msg, const char *log)
+char *vm_with_console(char *msg, const struct vm *vm)
 {
-	_cleanup_free_ char *tail = console_tail_of(log, VM_ERROR_CONSOLE_LINES);
+	_cleanup_free_ char *tail = console_tail_of(vm, VM_ERROR_CONSOLE_LINES);
 	char *s = *tail ? xasprintf("%s; serial console (last lines):\n%s", msg, tail)
 			: xasprintf("%s; the serial console is empty", msg);
 	free(msg);
@@ -202,9 +224,10 @@ void vm_sleep_ms(unsigned ms)
 }
 
 /* Wait for guest-ping to answer; the domain going away or a signal ends the wait early. */
-static int wait_agent(virDomainPtr dom, const char *name, const char *log, unsigned timeout_ms,
-		      char **err)
+static int wait_agent(const struct vm *vm, unsigned timeout_ms, char **err)
 {
+	virDomainPtr dom = vm->dom;
+	const char *name = vm->name;
 	uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000u;
 	for (;;) {
 		_cleanup_free_ char *e = NULL;
@@ -219,14 +242,14 @@ static int wait_agent(virDomainPtr dom, const char *name, const char *log, unsig
 			    vm_with_console(xasprintf("domain '%s' stopped before its guest agent "
 						      "answered",
 						      name),
-					    log);
+					    vm);
 			return -1;
 		}
 		if (now_ns() >= deadline) {
 			/* what to check: libvirt knows whether anything in the guest opened the
 			   agent's port; an empty console means nothing printed to ttyS0 */
-			struct stat st;
-			bool quiet = !log || stat(log, &st) < 0 || st.st_size == 0;
+			_cleanup_free_ char *tail = console_tail_of(vm, 1);
+			bool quiet = !*tail;
 			const char *hint =
 			    e && strstr(e, "not connected")
 				? "nothing in the guest opened the agent's virtio port "
@@ -242,7 +265,7 @@ static int wait_agent(virDomainPtr dom, const char *name, const char *log, unsig
 				      quiet ? "; the serial console is empty: does the guest boot "
 					      "and print to ttyS0 (console=ttyS0)?"
 					    : ""),
-			    log);
+			    vm);
 			return -1;
 		}
 		vm_sleep_ms(20);
@@ -338,6 +361,106 @@ static int private_address(struct vm *vm, char **err)
 	return 0;
 }
 
+/* The run volumes a remote boot created (hoststore.h): handed to the vm, or deleted. */
+struct boot_vols {
+	char **labels;
+	size_t n, cap;
+	struct disk_config *disks; /* c's disks with their paths on the host */
+	char **paths;
+	size_t n_paths;
+};
+
+static void boot_vols_clear(struct boot_vols *b, struct hoststore *hs)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		if (hs)
+			hoststore_delete(hs, b->labels[i]);
+		free(b->labels[i]);
+	}
+	free(b->labels);
+	for (size_t i = 0; i < b->n_paths; i++)
+		free(b->paths[i]);
+	free(b->paths);
+	free(b->disks);
+	*b = (struct boot_vols){ 0 };
+}
+
+static char *boot_vol(struct hoststore *hs, struct boot_vols *b, const char *label,
+		      uint64_t capacity, bool prealloc, const char *local, char **err)
+{
+	struct hoststore_vol v = { .label = label, .capacity = capacity, .preallocate = prealloc };
+	char *path = NULL;
+	if (hoststore_run_volume(hs, &v, local, &path, err) < 0)
+		return NULL;
+	b->labels = xgrow(b->labels, &b->cap, b->n + 1, sizeof(*b->labels));
+	b->labels[b->n++] = xstrdup(label);
+	b->paths = xrealloc(b->paths, (b->n_paths + 1) * sizeof(*b->paths));
+	b->paths[b->n_paths++] = path;
+	return path;
+}
+
+/*
+ * A remote host (hoststore.h): what the domain needs there becomes volumes of ferry's pool (the
+ * built-in guest's kernel and initramfs, cached by content hash; the console log; boot-time
+ * disks, uploaded), and cc names their paths on the host. What needs ferry's own filesystem or
+ * network is refused with the reason.
+ */
+static int remote_config(struct hoststore *hs, const char *name, struct vm_config *cc,
+			 struct boot_vols *b, char **log, char **err)
+{
+	if (cc->image || cc->seed) {
+		*err =
+		    xstrdup("a guest booted from an image (guest: image or debian) cannot run on "
+			    "a remote host: only the built-in guest is uploaded there");
+		return -1;
+	}
+	if (cc->share.host_dir) {
+		*err = xstrdup("a shared folder needs the host's filesystem: not on a remote host");
+		return -1;
+	}
+	if (cc->nic.backend == NIC_BACKEND_PRIVATE) {
+		*err = xstrdup("the private network needs the host's network namespaces: not on a "
+			       "remote host");
+		return -1;
+	}
+	char *kpath = NULL, *ipath = NULL;
+	if (cc->kernel) {
+		if (hoststore_guest_file(hs, cc->kernel, "kernel", &kpath, err) < 0)
+			return -1;
+		b->paths = xrealloc(b->paths, (b->n_paths + 1) * sizeof(*b->paths));
+		b->paths[b->n_paths++] = kpath;
+		cc->kernel = kpath;
+	}
+	if (cc->initrd) {
+		if (hoststore_guest_file(hs, cc->initrd, "initramfs", &ipath, err) < 0)
+			return -1;
+		b->paths = xrealloc(b->paths, (b->n_paths + 1) * sizeof(*b->paths));
+		b->paths[b->n_paths++] = ipath;
+		cc->initrd = ipath;
+	}
+	_cleanup_free_ char *clabel = xasprintf("%s.console.log", name);
+	char *cpath = boot_vol(hs, b, clabel, 0, false, NULL, err);
+	if (!cpath)
+		return -1;
+	free(*log);
+	*log = xstrdup(cpath);
+	b->disks = xcalloc(cc->n_disks + 1, sizeof(*b->disks));
+	for (size_t i = 0; i < cc->n_disks; i++) {
+		b->disks[i] = cc->disks[i];
+		if (cc->disks[i].kind != DISK_KIND_IMAGE || !cc->disks[i].path)
+			continue;
+		_cleanup_free_ char *label = xasprintf("%s.disk-%zu", name, i);
+		char *p =
+		    boot_vol(hs, b, label, cc->disks[i].size,
+			     cc->disks[i].allocation != DISK_ALLOC_SPARSE, cc->disks[i].path, err);
+		if (!p)
+			return -1;
+		b->disks[i].path = p;
+	}
+	cc->disks = b->disks;
+	return 0;
+}
+
 static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_config *c, bool kvm,
 		       unsigned timeout_ms, struct vm **out, char **err)
 {
@@ -386,6 +509,12 @@ static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_conf
 	}
 	cc.owner_run = run_id(run);
 	cc.owner_pid = (long)getpid();
+	struct hoststore *hs = hoststore_find(conn);
+	struct boot_vols bv = { 0 };
+	if (hs && remote_config(hs, name, &cc, &bv, &log, err) < 0) {
+		boot_vols_clear(&bv, hs);
+		return -1;
+	}
 	/* the private network: ferry's tap, still in the root namespace, down, no address */
 	struct netns *ns = NULL;
 	_cleanup_free_ char *tap = NULL, *guest_addr = NULL;
@@ -400,6 +529,7 @@ static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_conf
 	if (!xml) {
 		if (tap)
 			netns_tap_remove(ns, tap);
+		boot_vols_clear(&bv, hs);
 		return -1;
 	}
 	uint64_t t0 = now_ns();
@@ -409,11 +539,21 @@ static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_conf
 		*err = xasprintf("cannot start domain '%s': %s", name, virGetLastErrorMessage());
 		if (tap)
 			netns_tap_remove(ns, tap);
+		boot_vols_clear(&bv, hs);
 		return -1;
 	}
 	run_own_domain(run, conn, name);
 	struct vm *vm = xcalloc(1, sizeof(*vm));
 	vm->tap = TAKE_PTR(tap);
+	vm->hs = hs;
+	if (hs) {
+		/* the first label is the console log's */
+		vm->console_vol = bv.n ? xstrdup(bv.labels[0]) : NULL;
+		vm->boot_vols = TAKE_PTR(bv.labels);
+		vm->n_boot_vols = bv.n;
+		bv.n = 0;
+		boot_vols_clear(&bv, NULL);
+	}
 	vm->guest_addr = TAKE_PTR(guest_addr);
 	vm->no_vhost = cc.nic.backend == NIC_BACKEND_PRIVATE && cc.nic.model == NIC_MODEL_VIRTIO &&
 		       !cc.nic.vhost;
@@ -444,7 +584,7 @@ static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_conf
 		vm_destroy(vm);
 		return -1;
 	}
-	if (wait_agent(dom, vm->name, vm->console_log, timeout_ms, err) < 0) {
+	if (wait_agent(vm, timeout_ms, err) < 0) {
 		vm_destroy(vm);
 		return -1;
 	}
@@ -473,14 +613,16 @@ int vm_probe_kvm(struct run *run, virConnectPtr conn, const struct vm_config *c,
 		*why = kvm_why ? xstrdup(kvm_why) : NULL;
 		return kvm_cached;
 	}
-	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	/* a remote host's /dev/kvm is not ferry's to open: its capabilities and a boot tell */
+	int fd = hoststore_find(conn) ? INT_MAX : open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	_cleanup_free_ char *reason = NULL, *gerr = NULL;
 	struct guest_files gf = { 0 };
 	int usable = 0;
 	if (fd < 0) {
 		reason = xasprintf("cannot open /dev/kvm: %s", strerror(errno));
 	} else {
-		close(fd);
+		if (fd != INT_MAX)
+			close(fd);
 		_cleanup_free_ char *caps =
 		    virConnectGetDomainCapabilities(conn, NULL, "x86_64", NULL, "kvm", 0);
 		if (!caps) {
@@ -616,6 +758,7 @@ void vm_destroy(struct vm *vm)
 	if (vm->dom) {
 		if (virDomainIsActive(vm->dom) == 1)
 			virDomainDestroy(vm->dom);
+		vm_channel_reap(vm, true);
 		virDomainFree(vm->dom);
 	}
 	run_disown_domain(vm->run, vm->name);
@@ -627,12 +770,25 @@ void vm_destroy(struct vm *vm)
 		free(vm->tap);
 	}
 	free(vm->guest_addr);
-	virConnectClose(vm->conn);
+	for (size_t i = 0; i < vm->n_boot_vols; i++) {
+		/* nothing when run_close deleted the run's volumes already */
+		struct hoststore *hs = hoststore_find(vm->conn);
+		if (hs)
+			hoststore_delete(hs, vm->boot_vols[i]);
+		free(vm->boot_vols[i]);
+	}
+	free(vm->boot_vols);
+	free(vm->console_vol);
 	for (size_t i = 0; i < vm->n_att; i++) {
+		struct hoststore *hs = vm->att[i].vol ? hoststore_find(vm->conn) : NULL;
+		if (hs)
+			hoststore_delete(hs, vm->att[i].vol);
+		free(vm->att[i].vol);
 		free(vm->att[i].serial);
 		free(vm->att[i].xml);
 		free(vm->att[i].target);
 	}
+	virConnectClose(vm->conn);
 	free(vm->att);
 	free(vm->name);
 	free(vm->console_log);

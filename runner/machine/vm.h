@@ -267,6 +267,18 @@ int vm_find_disk(struct vm *vm, const char *serial, char **dev, char **err);
 
 /* The host end (a unix socket libvirt created) of the virtio-serial channel named name. */
 int vm_channel_path(struct vm *vm, const char *name, char **path, char **err);
+/*
+ * Connect to the host end of the virtio-serial channel named name (vm-channel.c): *fd is a
+ * stream socket (blocking) whose bytes reach the guest's port. On the local host it is the unix
+ * socket libvirt created; on a remote host (vm_remote) a socketpair pumped into
+ * virDomainOpenChannel's stream by a thread, which after the caller closed *fd ends the stream
+ * only once the guest has received every byte. Returns 0 or -1 with *err.
+ */
+int vm_channel_open(struct vm *vm, const char *name, int *fd, char **err);
+/* End the channel pumps of vm that are done (all: every one, at once; vm NULL: of every vm). */
+void vm_channel_reap(struct vm *vm, bool all);
+/* Whether the domain runs on a remote host (hoststore.h): its files are volumes there. */
+bool vm_remote(const struct vm *vm);
 /* The guest's address on the private network (NIC backend private), or NULL on any other. */
 const char *vm_nic_guest_addr(const struct vm *vm);
 /* Why the NIC runs without vhost-net (private virtio NIC on a host without /dev/vhost-net), or

@@ -38,22 +38,11 @@ int channel_add_port(struct method_ctx *ctx, struct method_boot_needs *needs)
 
 int channel_connect(struct method_ctx *ctx, int *fd)
 {
-	_cleanup_free_ char *path = NULL, *err = NULL;
-	if (vm_channel_path(ctx->vm, CHANNEL_PORT, &path, &err) < 0)
+	_cleanup_free_ char *err = NULL;
+	int s = -1;
+	/* the port's unix socket, or on a remote host libvirt's stream of it (vm.h) */
+	if (vm_channel_open(ctx->vm, CHANNEL_PORT, &s, &err) < 0)
 		return method_fail(ctx, ERROR_INFRA, NULL, "channel: %s", err);
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return method_fail(ctx, ERROR_INFRA, NULL, "channel: socket path '%s' too long",
-				   path);
-	strcpy(sa.sun_path, path);
-	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
-		if (s >= 0)
-			close(s);
-		return method_fail(ctx, ERROR_INFRA, NULL, "channel: connect '%s': %s", path,
-				   strerror(e));
-	}
 	fcntl(s, F_SETFL, fcntl(s, F_GETFL) | O_NONBLOCK);
 	*fd = s;
 	return 0;
