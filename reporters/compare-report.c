@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "md-layout.h"
 #include "reporters.h"
 
 static const char *const mark[CMP_VERDICT_COUNT] = {
@@ -14,37 +15,6 @@ static const char *const mark[CMP_VERDICT_COUNT] = {
 	[CMP_REGRESSED] = "\xe2\x9d\x8c regressed",       /* cross mark */
 	[CMP_INCONCLUSIVE] = "\xe2\x9d\x94 inconclusive", /* question mark */
 };
-
-/* Untrusted text as inline Markdown that renders literally, also inside a table cell. */
-static void md_text(FILE *f, const char *s)
-{
-	_cleanup_free_ char *clean = report_clean_text(s);
-	for (const char *p = clean; *p; p++) {
-		switch (*p) {
-		case '|': fputs("\\|", f); break;
-		case '\n': fputs("<br>", f); break;
-		case '\r': break;
-		case '\t': fputc(' ', f); break;
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '&': fputs("&amp;", f); break;
-		case '\\':
-		case '`':
-		case '*':
-		case '_':
-		case '[':
-		case ']':
-		case '~':
-		case '#':
-		case '!':
-		case '$':
-			fputc('\\', f);
-			fputc(*p, f);
-			break;
-		default: fputc(*p, f);
-		}
-	}
-}
 
 /* A value in its unit, for people. */
 static void value(FILE *f, double v, const char *unit)
@@ -108,9 +78,15 @@ static void row_line(FILE *f, const struct cmp_row *r)
 	fprintf(f, " | %zu/%zu | %s |\n", r->boots_base, r->boots_cand, mark[r->verdict]);
 }
 
-static const char *const table_head =
-    "| cell | metric | baseline median | new median | change [bounds] | boots | verdict |\n"
-    "|---|---|---:|---:|---:|---:|---|\n";
+/* The interval shown is the one every verdict is read from: its ends are the one-sided bounds
+ * at the confidence (95%: a 90% two-sided interval, ferry(1) COMPARE). */
+static void table_head(FILE *f, const struct comparison *c)
+{
+	fprintf(f,
+		"| cell | metric | baseline median | new median | change [%.0f%% CI] | boots | "
+		"verdict |\n|---|---|---:|---:|---:|---:|---|\n",
+		100 * (2 * c->confidence - 1));
+}
 
 static void note_line(FILE *f, const struct cmp_row *r)
 {
@@ -201,7 +177,7 @@ int report_compare_markdown(const struct comparison *c, const struct results *ca
 	}
 	if (!c->refused && c->n_rows) {
 		fputs("### Cells\n\n", f);
-		fputs(table_head, f);
+		table_head(f, c);
 		for (size_t i = 0; i < c->n_rows; i++) {
 			const struct cmp_row *r = &c->rows[i];
 			if (STREQ(r->metric, "total") || r->verdict == CMP_REGRESSED ||
@@ -222,7 +198,7 @@ int report_compare_markdown(const struct comparison *c, const struct results *ca
 		if (any)
 			fputs("\n", f);
 		fputs("<details><summary>Every metric</summary>\n\n", f);
-		fputs(table_head, f);
+		table_head(f, c);
 		for (size_t i = 0; i < c->n_rows; i++)
 			row_line(f, &c->rows[i]);
 		fputs("\n</details>\n\n", f);

@@ -47,7 +47,7 @@ import sys
 lines = open(sys.argv[1]).read().split("\n")
 i = lines.index("### Cells") + 2
 head = [c.strip() for c in lines[i].strip("|").split("|")]
-assert head == ["cell", "metric", "baseline median", "new median", "change [bounds]", "boots", "verdict"], head
+assert head == ["cell", "metric", "baseline median", "new median", "change [90% CI]", "boots", "verdict"], head
 rows = []
 for l in lines[i + 2:]:
     if not l.startswith("|"):
@@ -60,7 +60,7 @@ assert v[("dataset=d0,method=m", "total")].endswith("regressed"), v
 assert v[("dataset=d0,method=m", "throughput")].endswith("regressed"), v
 assert not v[("dataset=d1,method=m", "total")].endswith("regressed"), v
 assert not v[("dataset=d2,method=m", "total")].endswith("regressed"), v
-assert rows[0]["change [bounds]"].startswith("+3"), rows[0]
+assert rows[0]["change [90% CI]"].startswith("+3"), rows[0]
 print("ok: Markdown table parses, d0 regressed, d1 and d2 not")
 PY
 
