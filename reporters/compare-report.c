@@ -394,18 +394,13 @@ int report_compare_junit(const struct comparison *c, const struct results *cand,
 
 static json_t *jnum(double v)
 {
-	return isfinite(v) ? json_real(v) : json_null();
+	return results_json_number(v);
 }
 
+/* names and notes quote plans and guests: cleaned like every report's text */
 static json_t *jstr(const char *s)
 {
-	if (!s)
-		return json_null();
-	json_t *j = json_string(s);
-	if (j)
-		return j;
-	_cleanup_free_ char *clean = report_clean_text(s);
-	return json_string(clean);
+	return results_json_string(s, report_clean_text);
 }
 
 int report_compare_json(const struct comparison *c, const struct compare_report_ctx *x, FILE *out,

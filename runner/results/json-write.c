@@ -17,23 +17,33 @@
 #include "results.h"
 #include "utf8.h"
 
-/* Strings that are not UTF-8 (a serial console tail may hold anything; jansson refuses them)
- * are written with U+FFFD in place of the bytes that are not (utf8_sanitize()). */
-static json_t *jstr(const char *s)
+json_t *results_json_string(const char *s, char *(*sanitize)(const char *))
 {
 	if (!s)
 		return json_null();
 	json_t *j = json_string(s);
 	if (j)
 		return j;
-	_cleanup_free_ char *clean = utf8_sanitize(s);
+	_cleanup_free_ char *clean = sanitize(s);
 	return json_string(clean);
+}
+
+json_t *results_json_number(double x)
+{
+	return isfinite(x) ? json_real(x) : json_null();
+}
+
+/* Strings that are not UTF-8 (a serial console tail may hold anything; jansson refuses them)
+ * are written with U+FFFD in place of the bytes that are not (utf8_sanitize()). */
+static json_t *jstr(const char *s)
+{
+	return results_json_string(s, utf8_sanitize);
 }
 
 /* JSON has no NaN or infinity: an undefined number is null */
 static json_t *jnum(double x)
 {
-	return isfinite(x) ? json_real(x) : json_null();
+	return results_json_number(x);
 }
 
 static json_t *juint(uint64_t x)

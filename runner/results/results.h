@@ -375,6 +375,10 @@ struct results *results_parse(const char *buf, size_t len, char **err);
  * blocking read). On failure returns NULL with *err set: "PATH:LINE:COL: message" for malformed
  * JSON, "PATH: message" for a wrong schema version or a bad field (naming it).
  */
+/* s as a JSON string (NULL: null); text jansson refuses (not UTF-8) goes through sanitize. */
+json_t *results_json_string(const char *s, char *(*sanitize)(const char *));
+/* x as a JSON number; JSON has no NaN or infinity: those are null. */
+json_t *results_json_number(double x);
 struct results *results_read(const char *path, char **err);
 
 /*
