@@ -93,17 +93,6 @@ static size_t boot_means(const struct samples *s, double **means)
 	return k;
 }
 
-static void mean_var(const double *x, size_t n, double *mean, double *var)
-{
-	double sum = 0, ss = 0;
-	for (size_t i = 0; i < n; i++)
-		sum += x[i];
-	*mean = n ? sum / (double)n : NAN;
-	for (size_t i = 0; i < n; i++)
-		ss += (x[i] - *mean) * (x[i] - *mean);
-	*var = n > 1 ? ss / (double)(n - 1) : NAN;
-}
-
 double cmp_median(const double *x, size_t n)
 {
 	struct stats_summary s;
@@ -136,8 +125,8 @@ void cmp_row_test(struct cmp_row *row, struct row_work *w, const struct samples 
 
 	if (ka >= 2 && kb >= 2) {
 		/* each boot mean carries between-boot + within/n: their spread estimates both */
-		mean_var(ma, ka, &xa, &va);
-		mean_var(mb, kb, &xb, &vb);
+		stats_mean_var(ma, ka, &xa, &va);
+		stats_mean_var(mb, kb, &xb, &vb);
 		double sa = va / (double)ka, sb = vb / (double)kb;
 		se2 = sa + sb;
 		df = se2 > 0 ? se2 * se2 / (sa * sa / (double)(ka - 1) + sb * sb / (double)(kb - 1))
@@ -152,10 +141,10 @@ void cmp_row_test(struct cmp_row *row, struct row_work *w, const struct samples 
 		const double *many = ka >= 2 ? ma : mb;
 		size_t k = ka >= 2 ? ka : kb;
 		double v;
-		mean_var(ma, ka, &xa, &v);
-		mean_var(mb, kb, &xb, &v);
+		stats_mean_var(ma, ka, &xa, &v);
+		stats_mean_var(mb, kb, &xb, &v);
 		double xm;
-		mean_var(many, k, &xm, &v);
+		stats_mean_var(many, k, &xm, &v);
 		se2 = v / (double)k + v;
 		df = (double)(k - 1);
 		row->between_known = true;
@@ -165,8 +154,8 @@ void cmp_row_test(struct cmp_row *row, struct row_work *w, const struct samples 
 	} else {
 		/* one boot on each side: only the runs are left, and their spread misses the
 		 * between-boot term; the interval is shown, the verdict is capped */
-		mean_var(a->v, a->n, &xa, &va);
-		mean_var(b->v, b->n, &xb, &vb);
+		stats_mean_var(a->v, a->n, &xa, &va);
+		stats_mean_var(b->v, b->n, &xb, &vb);
 		double sa = va / (double)a->n, sb = vb / (double)b->n;
 		se2 = sa + sb;
 		df = se2 > 0

@@ -228,15 +228,15 @@ double stats_throughput(double amount, double seconds)
 	return amount / seconds;
 }
 
-static void mean_var(const double *x, size_t n, double *mean, double *var)
+void stats_mean_var(const double *x, size_t n, double *mean, double *var)
 {
 	double sum = 0, ss = 0;
 	for (size_t i = 0; i < n; i++)
 		sum += x[i];
-	*mean = sum / (double)n;
+	*mean = n ? sum / (double)n : NAN;
 	for (size_t i = 0; i < n; i++)
 		ss += (x[i] - *mean) * (x[i] - *mean);
-	*var = ss / (double)(n - 1);
+	*var = n > 1 ? ss / (double)(n - 1) : NAN;
 }
 
 int stats_welch(const double *a, size_t na, const double *b, size_t nb, double level,
@@ -246,8 +246,8 @@ int stats_welch(const double *a, size_t na, const double *b, size_t nb, double l
 
 	if (na < 2 || nb < 2 || !(level > 0 && level < 1))
 		return -1;
-	mean_var(a, na, &ma, &va);
-	mean_var(b, nb, &mb, &vb);
+	stats_mean_var(a, na, &ma, &va);
+	stats_mean_var(b, nb, &mb, &vb);
 	double sa = va / (double)na, sb = vb / (double)nb; /* squared standard errors */
 	double se2 = sa + sb;
 

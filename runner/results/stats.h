@@ -58,6 +58,10 @@ double stats_t_quantile(double p, double df);
  */
 size_t stats_outliers(const double *x, size_t n, bool *flags);
 
+/* Mean and sample variance of x[0..n); NAN for the mean of nothing and the variance of fewer
+ * than 2 values. */
+void stats_mean_var(const double *x, size_t n, double *mean, double *var);
+
 /* amount (bytes or files) per second; NAN when seconds is not positive. */
 double stats_throughput(double amount, double seconds);
 
