@@ -626,6 +626,11 @@ void comparison_free(struct comparison *c)
 	free(c);
 }
 
+double comparison_interval_pct(const struct comparison *c)
+{
+	return 100 * (2 * c->confidence - 1);
+}
+
 char *comparison_refusal(const struct comparison *c)
 {
 	char *out = NULL;
