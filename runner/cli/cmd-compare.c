@@ -406,15 +406,7 @@ int cmd_compare(int argc, char **argv)
 		bool ok = cand != NULL;
 		if (!cand)
 			errorf("%s", err);
-		for (size_t i = 0; ok && i < paths.n; i++) {
-			free(err);
-			err = NULL;
-			base[i] = results_read(paths.v[i], &err);
-			if (!base[i]) {
-				errorf("%s", err);
-				ok = false;
-			}
-		}
+		ok = ok && read_all(&paths, base);
 		struct comparison *cmp = NULL;
 		if (ok) {
 			free(err);
