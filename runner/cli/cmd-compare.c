@@ -253,11 +253,13 @@ int compare_run_results(struct results *r, const struct run_baseline *b)
 			struct result_cell *c = &r->cells[row->cand - r->cells];
 			result_cell_add_error(
 			    c, ERROR_REGRESSION,
-			    "regression of %s: %+.1f%% [%+.1f%%, %+.1f%%] against the baseline "
-			    "(median %.6g %s, now %.6g %s; boots %zu/%zu; threshold %.3g%%)",
-			    row->metric, 100 * row->change, 100 * row->ci_low, 100 * row->ci_high,
-			    row->median_base, row->unit, row->median_cand, row->unit,
-			    row->boots_base, row->boots_cand, 100 * row->threshold);
+			    "regression of %s: %+.1f%% [%.0f%% CI %+.1f%%, %+.1f%%] against the "
+			    "baseline (median %.6g %s, now %.6g %s; boots %zu/%zu; threshold "
+			    "%.3g%%)",
+			    row->metric, 100 * row->change, comparison_interval_pct(cmp),
+			    100 * row->ci_low, 100 * row->ci_high, row->median_base, row->unit,
+			    row->median_cand, row->unit, row->boots_base, row->boots_cand,
+			    100 * row->threshold);
 			if (c->status == STATUS_PASSED)
 				c->status = STATUS_FAILED;
 		}
@@ -404,15 +406,7 @@ int cmd_compare(int argc, char **argv)
 		bool ok = cand != NULL;
 		if (!cand)
 			errorf("%s", err);
-		for (size_t i = 0; ok && i < paths.n; i++) {
-			free(err);
-			err = NULL;
-			base[i] = results_read(paths.v[i], &err);
-			if (!base[i]) {
-				errorf("%s", err);
-				ok = false;
-			}
-		}
+		ok = ok && read_all(&paths, base);
 		struct comparison *cmp = NULL;
 		if (ok) {
 			free(err);

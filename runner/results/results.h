@@ -301,6 +301,10 @@ double result_run_metric(const struct result_run *run, const char *name);
 void result_cell_metric_summary(const struct result_cell *c, const char *name,
 				struct stats_summary *out);
 
+/* The distinct names of the metrics the cell's runs reported (result_run.metrics), in the order
+ * first seen; returns how many. The array is the caller's (free()), the names the cell's. */
+size_t result_cell_metric_names(const struct result_cell *c, const char ***out);
+
 /* Whether any run of the cell reported the metric (result_run.metrics). */
 bool result_cell_has_metric(const struct result_cell *c, const char *name);
 
