@@ -109,6 +109,25 @@ static bool take_b64(json_t *status, const char *key, char **buf, size_t *len)
 	return agent_b64_decode(s, buf, len);
 }
 
+/* Polls guest-exec-status of pid until it exited, about a second at most, so the agent forgets
+ * it; false when the agent did not answer. */
+static bool collect_status(virDomainPtr dom, json_int_t pid)
+{
+	for (int i = 0; i < 100; i++) {
+		json_t *st = NULL;
+		_cleanup_free_ char *e = NULL;
+		if (agent_command(dom, "guest-exec-status", json_pack("{s:I}", "pid", pid),
+				  AGENT_CMD_TIMEOUT_S, &st, &e) < 0)
+			return false;
+		bool done = json_is_true(json_object_get(st, "exited"));
+		json_decref(st);
+		if (done)
+			break;
+		run_sleep_ms(10);
+	}
+	return true;
+}
+
 /*
  * The agent has no command to end a process it started: ask the guest's kill (a POSIX guest;
  * on others this fails and changes nothing), then collect the status so the agent forgets it.
@@ -125,30 +144,8 @@ static void kill_in_guest(virDomainPtr dom, json_int_t pid)
 		return;
 	json_int_t kpid = json_integer_value(json_object_get(ret, "pid"));
 	json_decref(ret);
-	for (int i = 0; i < 100; i++) {
-		json_t *st = NULL;
-		_cleanup_free_ char *e2 = NULL;
-		if (agent_command(dom, "guest-exec-status", json_pack("{s:I}", "pid", kpid),
-				  AGENT_CMD_TIMEOUT_S, &st, &e2) < 0)
-			return;
-		bool done = json_is_true(json_object_get(st, "exited"));
-		json_decref(st);
-		if (done)
-			break;
-		run_sleep_ms(10);
-	}
-	for (int i = 0; i < 100; i++) {
-		json_t *st = NULL;
-		_cleanup_free_ char *e3 = NULL;
-		if (agent_command(dom, "guest-exec-status", json_pack("{s:I}", "pid", pid),
-				  AGENT_CMD_TIMEOUT_S, &st, &e3) < 0)
-			return;
-		bool done = json_is_true(json_object_get(st, "exited"));
-		json_decref(st);
-		if (done)
-			return;
-		run_sleep_ms(10);
-	}
+	if (collect_status(dom, kpid))
+		collect_status(dom, pid);
 }
 
 int agent_exec(virDomainPtr dom, const char *const *argv, const void *input, size_t input_len,

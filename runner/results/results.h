@@ -384,6 +384,9 @@ json_t *results_json_string(const char *s, char *(*sanitize)(const char *));
 /* x as a JSON number; JSON has no NaN or infinity: those are null. */
 json_t *results_json_number(double x);
 struct results *results_read(const char *path, char **err);
+/* Every file of paths read as results_read() does: an array of n (results_free_array()), or
+ * NULL with *err set by the first file that could not be read. */
+struct results **results_read_all(const char *const *paths, size_t n, char **err);
 
 /*
  * Whether an earlier results file may be resumed by a run of the current plan (`--resume`,
