@@ -85,7 +85,7 @@ static void table_head(FILE *f, const struct comparison *c)
 	fprintf(f,
 		"| cell | metric | baseline median | new median | change [%.0f%% CI] | boots | "
 		"verdict |\n|---|---|---:|---:|---:|---:|---|\n",
-		100 * (2 * c->confidence - 1));
+		comparison_interval_pct(c));
 }
 
 static void note_line(FILE *f, const struct cmp_row *r)
@@ -254,18 +254,18 @@ static int start(xmlTextWriterPtr w, const char *name)
 	return xmlTextWriterStartElement(w, (const xmlChar *)name);
 }
 
-static char *row_message(const struct cmp_row *r)
+static char *row_message(const struct comparison *c, const struct cmp_row *r)
 {
 	char lo[32] = "?", hi[32] = "?";
 	if (isfinite(r->ci_low))
 		snprintf(lo, sizeof(lo), "%+.1f%%", 100 * r->ci_low);
 	if (isfinite(r->ci_high))
 		snprintf(hi, sizeof(hi), "%+.1f%%", 100 * r->ci_high);
-	return xasprintf("%s %s: %s %+.1f%% [%s, %s] (baseline median %.6g %s, new %.6g %s, "
-			 "boots %zu/%zu, threshold %.3g%%)",
-			 r->cell, r->metric, cmp_verdict_name(r->verdict), 100 * r->change, lo, hi,
-			 r->median_base, r->unit, r->median_cand, r->unit, r->boots_base,
-			 r->boots_cand, 100 * r->threshold);
+	return xasprintf("%s %s: %s %+.1f%% [%.0f%% CI %s, %s] (baseline median %.6g %s, new %.6g "
+			 "%s, boots %zu/%zu, threshold %.3g%%)",
+			 r->cell, r->metric, cmp_verdict_name(r->verdict), 100 * r->change,
+			 comparison_interval_pct(c), lo, hi, r->median_base, r->unit,
+			 r->median_cand, r->unit, r->boots_base, r->boots_cand, 100 * r->threshold);
 }
 
 int report_compare_junit(const struct comparison *c, const struct results *cand,
@@ -358,7 +358,7 @@ int report_compare_junit(const struct comparison *c, const struct results *cand,
 		rc = rc < 0 ? rc : attr(w, "classname", "ferry.compare");
 		rc = rc < 0 ? rc : attr(w, "time", "0");
 		if (r->verdict == CMP_REGRESSED) {
-			_cleanup_free_ char *msg = row_message(r);
+			_cleanup_free_ char *msg = row_message(c, r);
 			rc = rc < 0 ? rc : start(w, "failure");
 			rc = rc < 0 ? rc : attr(w, "type", "regression");
 			rc = rc < 0 ? rc : attr(w, "message", msg);
@@ -370,7 +370,7 @@ int report_compare_junit(const struct comparison *c, const struct results *cand,
 	/* every verdict in words, for people reading the CI log */
 	rc = rc < 0 ? rc : start(w, "system-out");
 	for (size_t i = 0; !c->refused && i < c->n_rows && rc >= 0; i++) {
-		_cleanup_free_ char *msg = row_message(&c->rows[i]);
+		_cleanup_free_ char *msg = row_message(c, &c->rows[i]);
 		_cleanup_free_ char *line = xasprintf("%s%s%s\n", msg, c->rows[i].note ? "; " : "",
 						      c->rows[i].note ? c->rows[i].note : "");
 		rc = text(w, line);
@@ -521,7 +521,7 @@ char *report_compare_annotations(const struct comparison *c)
 			continue;
 		_cleanup_free_ char *title = xasprintf("ferry compare: %s %s %s", r->cell,
 						       r->metric, cmp_verdict_name(r->verdict));
-		_cleanup_free_ char *msg = row_message(r);
+		_cleanup_free_ char *msg = row_message(c, r);
 		append(&text, r->verdict == CMP_REGRESSED ? "error" : "notice", title, msg);
 	}
 	return text;

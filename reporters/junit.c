@@ -195,30 +195,21 @@ static void add_summary_properties(struct jw *j, const char *prefix, const struc
  * ".ci_low", ".ci_high" over the measured runs, each metric once, in the order runs name them. */
 static void add_metric_properties(struct jw *j, const struct result_cell *c)
 {
-	json_t *seen = json_object();
-	for (size_t i = 0; i < c->n_runs; i++) {
-		const char *k;
-		json_t *v;
-		if (!c->runs[i].metrics)
-			continue;
-		json_object_foreach(c->runs[i].metrics, k, v)
-		{
-			if (json_object_get(seen, k))
-				continue;
-			json_object_set_new(seen, k, json_true());
-			struct stats_summary s;
-			result_cell_metric_summary(c, k, &s);
-			_cleanup_free_ char *n = xasprintf("metric.%s.n", k);
-			add_propertyf(j, n, "%zu", s.n);
-			const char *field[] = { "median", "ci_low", "ci_high" };
-			double val[] = { s.median, s.ci_low, s.ci_high };
-			for (size_t f = 0; f < ELEMENTSOF(field); f++) {
-				_cleanup_free_ char *name = xasprintf("metric.%s.%s", k, field[f]);
-				add_number_property(j, name, val[f]);
-			}
+	_cleanup_free_ const char **names = NULL;
+	size_t n_names = result_cell_metric_names(c, &names);
+	for (size_t i = 0; i < n_names; i++) {
+		const char *k = names[i];
+		struct stats_summary s;
+		result_cell_metric_summary(c, k, &s);
+		_cleanup_free_ char *n = xasprintf("metric.%s.n", k);
+		add_propertyf(j, n, "%zu", s.n);
+		const char *field[] = { "median", "ci_low", "ci_high" };
+		double val[] = { s.median, s.ci_low, s.ci_high };
+		for (size_t f = 0; f < ELEMENTSOF(field); f++) {
+			_cleanup_free_ char *name = xasprintf("metric.%s.%s", k, field[f]);
+			add_number_property(j, name, val[f]);
 		}
 	}
-	json_decref(seen);
 }
 
 /* Where the numbers come from, in every suite: CI tools show one suite at a time. */

@@ -69,6 +69,10 @@ for xsd in junit-10.xsd ant-junit.xsd; do
 done
 [ "$(grep -c '<failure type="regression"' slow.xml)" = 4 ] || fail "expected 4 regression failures"
 grep -q 'failures="4" errors="0"' slow.xml || fail "testsuite counts"
+# the interval in a message is labelled with its level, as the Markdown header is (one-sided
+# 95% bounds: a 90% interval)
+grep -q '<failure type="regression" message="[^"]* regressed +[0-9.]*% \[90% CI +' slow.xml ||
+	fail "JUnit regression message without its labelled 90% CI: $(grep -m1 '<failure' slow.xml)"
 echo "ok: JUnit valid against both schemas, 4 regressions (total, transfer, throughput, files/s)"
 
 "$py" - slow-cmp.json <<'PY'

@@ -190,18 +190,14 @@ static void github(const struct render *r)
 	free(md);
 }
 
-/* Read every baseline of paths (files; NULL entries skipped); returns false after printing. */
-static bool read_all(const struct strv *paths, struct results **base)
+/* Read every baseline of paths; NULL after printing why one could not be read. */
+static struct results **read_all(const struct strv *paths)
 {
-	for (size_t i = 0; i < paths->n; i++) {
-		_cleanup_free_ char *err = NULL;
-		base[i] = results_read(paths->v[i], &err);
-		if (!base[i]) {
-			errorf("%s", err);
-			return false;
-		}
-	}
-	return true;
+	_cleanup_free_ char *err = NULL;
+	struct results **base = results_read_all((const char *const *)paths->v, paths->n, &err);
+	if (!base)
+		errorf("%s", err);
+	return base;
 }
 
 int compare_run_results(struct results *r, const struct run_baseline *b)
@@ -224,7 +220,7 @@ int compare_run_results(struct results *r, const struct run_baseline *b)
 		strv_free(&paths);
 		return 0;
 	}
-	struct results **base = xcalloc(paths.n, sizeof(*base));
+	struct results **base = read_all(&paths);
 	struct compare_opts o = {
 		.threshold = b->threshold,
 		.confidence = b->confidence,
@@ -233,9 +229,8 @@ int compare_run_results(struct results *r, const struct run_baseline *b)
 	};
 	_cleanup_free_ char *err = NULL;
 	struct comparison *cmp =
-	    read_all(&paths, base)
-		? compare_results((const struct results *const *)base, paths.n, r, &o, &err)
-		: NULL;
+	    base ? compare_results((const struct results *const *)base, paths.n, r, &o, &err)
+		 : NULL;
 	if (!cmp) {
 		if (err)
 			errorf("compare: %s", err);
@@ -253,11 +248,13 @@ int compare_run_results(struct results *r, const struct run_baseline *b)
 			struct result_cell *c = &r->cells[row->cand - r->cells];
 			result_cell_add_error(
 			    c, ERROR_REGRESSION,
-			    "regression of %s: %+.1f%% [%+.1f%%, %+.1f%%] against the baseline "
-			    "(median %.6g %s, now %.6g %s; boots %zu/%zu; threshold %.3g%%)",
-			    row->metric, 100 * row->change, 100 * row->ci_low, 100 * row->ci_high,
-			    row->median_base, row->unit, row->median_cand, row->unit,
-			    row->boots_base, row->boots_cand, 100 * row->threshold);
+			    "regression of %s: %+.1f%% [%.0f%% CI %+.1f%%, %+.1f%%] against the "
+			    "baseline (median %.6g %s, now %.6g %s; boots %zu/%zu; threshold "
+			    "%.3g%%)",
+			    row->metric, 100 * row->change, comparison_interval_pct(cmp),
+			    100 * row->ci_low, 100 * row->ci_high, row->median_base, row->unit,
+			    row->median_cand, row->unit, row->boots_base, row->boots_cand,
+			    100 * row->threshold);
 			if (c->status == STATUS_PASSED)
 				c->status = STATUS_FAILED;
 		}
@@ -280,9 +277,8 @@ int compare_run_results(struct results *r, const struct run_baseline *b)
 		github(&rd);
 		comparison_free(cmp);
 	}
-	for (size_t i = 0; i < paths.n; i++)
-		results_free(base[i]);
-	free(base);
+	if (base)
+		results_free_array(base, paths.n);
 	strv_free(&paths);
 	return rc;
 }
@@ -400,21 +396,11 @@ int cmd_compare(int argc, char **argv)
 
 		_cleanup_free_ char *err = NULL;
 		_cleanup_(results_freep) struct results *cand = results_read(cand_path, &err);
-		struct results **base = xcalloc(paths.n, sizeof(*base));
-		bool ok = cand != NULL;
 		if (!cand)
 			errorf("%s", err);
-		for (size_t i = 0; ok && i < paths.n; i++) {
-			free(err);
-			err = NULL;
-			base[i] = results_read(paths.v[i], &err);
-			if (!base[i]) {
-				errorf("%s", err);
-				ok = false;
-			}
-		}
+		struct results **base = cand ? read_all(&paths) : NULL;
 		struct comparison *cmp = NULL;
-		if (ok) {
+		if (base) {
 			free(err);
 			err = NULL;
 			cmp = compare_results((const struct results *const *)base, paths.n, cand,
@@ -446,9 +432,8 @@ int cmd_compare(int argc, char **argv)
 			rc = out_rc < 0 ? EXIT_PLAN : compare_exit_code(cmp);
 			comparison_free(cmp);
 		}
-		for (size_t i = 0; i < paths.n; i++)
-			results_free(base[i]);
-		free(base);
+		if (base)
+			results_free_array(base, paths.n);
 		strv_free(&paths);
 	}
 out:

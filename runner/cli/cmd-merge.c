@@ -60,14 +60,13 @@ int cmd_merge(int argc, char **argv)
 		return EXIT_PLAN;
 	}
 
-	struct results **in = xcalloc(n, sizeof(*in));
 	const char *const *names = (const char *const *)(argv + optind);
-	for (size_t i = 0; i < n; i++) {
+	struct results **in;
+	{
 		_cleanup_free_ char *err = NULL;
-		in[i] = results_read(names[i], &err);
-		if (!in[i]) {
+		in = results_read_all(names, n, &err);
+		if (!in) {
 			errorf("merge: %s", err);
-			results_free_array(in, n);
 			return EXIT_PLAN;
 		}
 	}

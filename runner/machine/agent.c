@@ -27,8 +27,7 @@ static char *b64_encode(const void *buf, size_t len)
 	return s;
 }
 
-/* Decode into a new buffer (NUL-terminated); returns false on malformed input. */
-static bool b64_decode(const char *s, char **buf, size_t *len)
+bool agent_b64_decode(const char *s, char **buf, size_t *len)
 {
 	size_t n = strlen(s);
 	if (n % 4 != 0)
@@ -99,13 +98,6 @@ void agent_exec_result_clear(struct agent_exec_result *r)
 	*r = (struct agent_exec_result){ 0 };
 }
 
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !run_interrupted())
-		;
-}
-
 static bool take_b64(json_t *status, const char *key, char **buf, size_t *len)
 {
 	const char *s = json_string_value(json_object_get(status, key));
@@ -114,7 +106,26 @@ static bool take_b64(json_t *status, const char *key, char **buf, size_t *len)
 		*len = 0;
 		return true;
 	}
-	return b64_decode(s, buf, len);
+	return agent_b64_decode(s, buf, len);
+}
+
+/* Polls guest-exec-status of pid until it exited, about a second at most, so the agent forgets
+ * it; false when the agent did not answer. */
+static bool collect_status(virDomainPtr dom, json_int_t pid)
+{
+	for (int i = 0; i < 100; i++) {
+		json_t *st = NULL;
+		_cleanup_free_ char *e = NULL;
+		if (agent_command(dom, "guest-exec-status", json_pack("{s:I}", "pid", pid),
+				  AGENT_CMD_TIMEOUT_S, &st, &e) < 0)
+			return false;
+		bool done = json_is_true(json_object_get(st, "exited"));
+		json_decref(st);
+		if (done)
+			break;
+		run_sleep_ms(10);
+	}
+	return true;
 }
 
 /*
@@ -133,30 +144,8 @@ static void kill_in_guest(virDomainPtr dom, json_int_t pid)
 		return;
 	json_int_t kpid = json_integer_value(json_object_get(ret, "pid"));
 	json_decref(ret);
-	for (int i = 0; i < 100; i++) {
-		json_t *st = NULL;
-		_cleanup_free_ char *e2 = NULL;
-		if (agent_command(dom, "guest-exec-status", json_pack("{s:I}", "pid", kpid),
-				  AGENT_CMD_TIMEOUT_S, &st, &e2) < 0)
-			return;
-		bool done = json_is_true(json_object_get(st, "exited"));
-		json_decref(st);
-		if (done)
-			break;
-		sleep_ms(10);
-	}
-	for (int i = 0; i < 100; i++) {
-		json_t *st = NULL;
-		_cleanup_free_ char *e3 = NULL;
-		if (agent_command(dom, "guest-exec-status", json_pack("{s:I}", "pid", pid),
-				  AGENT_CMD_TIMEOUT_S, &st, &e3) < 0)
-			return;
-		bool done = json_is_true(json_object_get(st, "exited"));
-		json_decref(st);
-		if (done)
-			return;
-		sleep_ms(10);
-	}
+	if (collect_status(dom, kpid))
+		collect_status(dom, pid);
 }
 
 int agent_exec(virDomainPtr dom, const char *const *argv, const void *input, size_t input_len,
@@ -228,7 +217,7 @@ int agent_exec(virDomainPtr dom, const char *const *argv, const void *input, siz
 			kill_in_guest(dom, pid);
 			return -1;
 		}
-		sleep_ms(wait);
+		run_sleep_ms(wait);
 		if (wait < 50)
 			wait *= 2;
 	}

@@ -28,6 +28,10 @@
  * stolen) and return its "return" member in *ret (new reference; may be NULL when not wanted).
  * timeout_s: seconds libvirt waits for the answer (VIR_DOMAIN_QEMU_AGENT_COMMAND_* or > 0).
  */
+/* Decodes base64 text s into a new NUL-terminated buffer (*buf, *len without the NUL; caller
+ * frees). Returns false on malformed input. */
+bool agent_b64_decode(const char *s, char **buf, size_t *len);
+
 int agent_command(virDomainPtr dom, const char *name, json_t *args, int timeout_s, json_t **ret,
 		  char **err);
 

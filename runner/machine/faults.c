@@ -92,9 +92,7 @@ void machine_faults_inject(const struct machine_faults *f, struct vm *vm,
 		_cleanup_free_ char *kind = fault_for(f->fault, w->cell);
 		if (kind && (STREQ(kind, "slow") || !strncmp(kind, "slow=", 5))) {
 			unsigned long ms = kind[4] == '=' ? strtoul(kind + 5, NULL, 10) : 1000;
-			struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
-			while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !run_interrupted())
-				;
+			run_sleep_ms(ms);
 		}
 	}
 }

@@ -105,6 +105,13 @@ int run_interrupted(void)
 	return got_signal;
 }
 
+void run_sleep_ms(unsigned long ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !run_interrupted())
+		;
+}
+
 int run_signal_fd(void)
 {
 	return sig_pipe[0];

@@ -71,6 +71,8 @@ int run_close(struct run *r, char **err);
 /* The first signal (SIGHUP, SIGINT, SIGQUIT or SIGTERM) received since the handlers were
  * installed, or 0. */
 int run_interrupted(void);
+/* Sleeps ms milliseconds; a signal that interrupts the run (run_interrupted()) ends it early. */
+void run_sleep_ms(unsigned long ms);
 /* A file descriptor that becomes readable when a signal arrived (for poll()). */
 int run_signal_fd(void);
 

@@ -96,7 +96,7 @@ static int wait_disk(struct vm *vm, const char *serial, int want, unsigned timeo
 					       vm);
 			return -1;
 		}
-		vm_sleep_ms(20);
+		run_sleep_ms(20);
 	}
 }
 
@@ -289,7 +289,7 @@ int vm_disk_detach(struct vm *vm, const char *serial, unsigned timeout_ms, char 
 					 timeout_ms);
 			return -1;
 		}
-		vm_sleep_ms(10);
+		run_sleep_ms(10);
 	}
 	if (a.vol && vm->hs)
 		hoststore_delete(vm->hs, a.vol);

@@ -46,5 +46,3 @@ struct vm {
 /* msg + the last lines of the guest's serial console (a local file, or a volume on a remote
  * host); frees msg */
 char *vm_with_console(char *msg, const struct vm *vm);
-/* Sleeps ms milliseconds; a signal that interrupts the run (run_interrupted()) ends it early. */
-void vm_sleep_ms(unsigned ms);

@@ -216,13 +216,6 @@ char *vm_with_console(char *msg, const struct vm *vm)
 	return s;
 }
 
-void vm_sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !run_interrupted())
-		;
-}
-
 /* Wait for guest-ping to answer; the domain going away or a signal ends the wait early. */
 static int wait_agent(const struct vm *vm, unsigned timeout_ms, char **err)
 {
@@ -268,7 +261,7 @@ static int wait_agent(const struct vm *vm, unsigned timeout_ms, char **err)
 			    vm);
 			return -1;
 		}
-		vm_sleep_ms(20);
+		run_sleep_ms(20);
 	}
 }
 

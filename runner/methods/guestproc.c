@@ -6,7 +6,6 @@
 #include <time.h>
 
 #include <jansson.h>
-#include <openssl/evp.h>
 
 #include "agent.h"
 #include "run.h"
@@ -37,25 +36,11 @@ int guestproc_start(struct method_ctx *ctx, const char *what, const char *cmd, i
 static char *b64_member(json_t *st, const char *key)
 {
 	const char *s = json_string_value(json_object_get(st, key));
-	size_t n = s ? strlen(s) : 0;
-	if (n == 0 || n % 4 != 0)
+	char *out;
+	size_t n;
+	if (!s || !agent_b64_decode(s, &out, &n))
 		return xstrdup("");
-	unsigned char *out = xmalloc(n / 4 * 3 + 1);
-	int r = EVP_DecodeBlock(out, (const unsigned char *)s, (int)n);
-	if (r < 0) {
-		free(out);
-		return xstrdup("");
-	}
-	size_t pad = (s[n - 1] == '=') + (n >= 2 && s[n - 2] == '=');
-	out[(size_t)r - pad] = '\0';
-	return (char *)out;
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !run_interrupted())
-		;
+	return out;
 }
 
 void guestproc_kill(struct method_ctx *ctx, int64_t pid)
@@ -81,7 +66,7 @@ void guestproc_kill(struct method_ctx *ctx, int64_t pid)
 				  CMD_TIMEOUT_S, &st, &e) < 0 ||
 		    json_is_true(json_object_get(st, "exited")))
 			return;
-		sleep_ms(20);
+		run_sleep_ms(20);
 	}
 }
 
@@ -124,7 +109,7 @@ int guestproc_wait(struct method_ctx *ctx, const char *what, int64_t pid, char *
 					   "%s: guest command did not finish within %u ms", what,
 					   ctx->timeout_ms);
 		}
-		sleep_ms(wait);
+		run_sleep_ms(wait);
 		if (wait < 50)
 			wait *= 2;
 	}

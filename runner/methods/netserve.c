@@ -13,13 +13,13 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "hash.h"
 #include "util.h"
 #include "method.h"
 #include "stream.h"
 
 int netserve_token(char out[NETSERVE_TOKEN_LEN + 1])
 {
-	static const char hex[] = "0123456789abcdef";
 	unsigned char r[NETSERVE_TOKEN_LEN / 2];
 	size_t got = 0;
 	while (got < sizeof(r)) {
@@ -30,11 +30,7 @@ int netserve_token(char out[NETSERVE_TOKEN_LEN + 1])
 			return -1;
 		got += (size_t)n;
 	}
-	for (size_t i = 0; i < sizeof(r); i++) {
-		out[2 * i] = hex[r[i] >> 4];
-		out[2 * i + 1] = hex[r[i] & 15];
-	}
-	out[NETSERVE_TOKEN_LEN] = '\0';
+	hex_encode(r, sizeof(r), out);
 	return 0;
 }
 

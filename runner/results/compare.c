@@ -393,19 +393,14 @@ static size_t pair_metrics(const struct pair *pr, size_t n_used, const struct re
 	if (files)
 		out[n++] = (struct metric_ref){ M_FILES, -1, "files_per_s" };
 	/* method metrics of the new file's runs */
-	for (size_t i = 0; i < pr->cand->n_runs && n < cap; i++) {
-		const char *k;
-		json_t *v;
-		if (!pr->cand->runs[i].metrics)
-			continue;
-		json_object_foreach(pr->cand->runs[i].metrics, k, v)
-		{
-			bool seen = false;
-			for (size_t j = 0; j < n && !seen; j++)
-				seen = STREQ(out[j].name, k);
-			if (!seen && n < cap)
-				out[n++] = (struct metric_ref){ M_METHOD, -1, k };
-		}
+	_cleanup_free_ const char **names = NULL;
+	size_t n_names = result_cell_metric_names(pr->cand, &names);
+	for (size_t i = 0; i < n_names && n < cap; i++) {
+		bool seen = false;
+		for (size_t j = 0; j < n && !seen; j++)
+			seen = STREQ(out[j].name, names[i]);
+		if (!seen)
+			out[n++] = (struct metric_ref){ M_METHOD, -1, names[i] };
 	}
 	(void)cand;
 	return n;
@@ -669,6 +664,11 @@ void comparison_free(struct comparison *c)
 	free(c->only_cand);
 	free(c->used);
 	free(c);
+}
+
+double comparison_interval_pct(const struct comparison *c)
+{
+	return 100 * (2 * c->confidence - 1);
 }
 
 char *comparison_refusal(const struct comparison *c)

@@ -149,3 +149,6 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct comparison *, comparison_free)
 /* One line for a refused comparison: "refused: qemu_version differs ('7.2.0' vs '8.0.0'); ...
  * (--allow-different KEY compares anyway)". Caller frees. */
 char *comparison_refusal(const struct comparison *c);
+/* The two-sided level, in percent, of the interval whose ends are the one-sided bounds every
+ * verdict is read from (confidence 95%: 90). Messages label the interval with it. */
+double comparison_interval_pct(const struct comparison *c);

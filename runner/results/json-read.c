@@ -731,3 +731,16 @@ struct results *results_read(const char *path, char **err)
 	}
 	return r;
 }
+
+struct results **results_read_all(const char *const *paths, size_t n, char **err)
+{
+	struct results **rs = xcalloc(n ? n : 1, sizeof(*rs));
+	for (size_t i = 0; i < n; i++) {
+		rs[i] = results_read(paths[i], err);
+		if (!rs[i]) {
+			results_free_array(rs, n);
+			return NULL;
+		}
+	}
+	return rs;
+}

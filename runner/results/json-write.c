@@ -84,20 +84,13 @@ static json_t *phases_to_json(const double *phase)
 static json_t *metric_summaries(const struct result_cell *c)
 {
 	json_t *o = json_object();
-	for (size_t i = 0; i < c->n_runs; i++) {
-		const char *k;
-		json_t *v;
-		if (!c->runs[i].metrics)
-			continue;
-		json_object_foreach(c->runs[i].metrics, k, v)
-		{
-			if (json_object_get(o, k))
-				continue;
-			struct stats_summary s;
-			result_cell_metric_summary(c, k, &s);
-			_cleanup_free_ char *name = utf8_sanitize(k);
-			json_object_set_new(o, name, summary_to_json(&s));
-		}
+	_cleanup_free_ const char **names = NULL;
+	size_t n = result_cell_metric_names(c, &names);
+	for (size_t i = 0; i < n; i++) {
+		struct stats_summary s;
+		result_cell_metric_summary(c, names[i], &s);
+		_cleanup_free_ char *name = utf8_sanitize(names[i]);
+		json_object_set_new(o, name, summary_to_json(&s));
 	}
 	return o;
 }

@@ -504,6 +504,33 @@ void result_cell_metric_summary(const struct result_cell *c, const char *name,
 	stats_summarize(v, n, out);
 }
 
+size_t result_cell_metric_names(const struct result_cell *c, const char ***out)
+{
+	const char **names = NULL;
+	size_t n = 0, cap = 0;
+	for (size_t i = 0; i < c->n_runs; i++) {
+		const char *k;
+		json_t *v;
+		if (!c->runs[i].metrics)
+			continue;
+		json_object_foreach(c->runs[i].metrics, k, v)
+		{
+			bool seen = false;
+			for (size_t j = 0; j < n && !seen; j++)
+				seen = STREQ(names[j], k);
+			if (seen)
+				continue;
+			if (n == cap) {
+				cap = cap ? 2 * cap : 8;
+				names = xrealloc(names, cap * sizeof(*names));
+			}
+			names[n++] = k;
+		}
+	}
+	*out = names;
+	return n;
+}
+
 bool result_cell_has_metric(const struct result_cell *c, const char *name)
 {
 	for (size_t i = 0; i < c->n_runs; i++)

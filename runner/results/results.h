@@ -306,6 +306,10 @@ double result_run_metric(const struct result_run *run, const char *name);
 void result_cell_metric_summary(const struct result_cell *c, const char *name,
 				struct stats_summary *out);
 
+/* The distinct names of the metrics the cell's runs reported (result_run.metrics), in the order
+ * first seen; returns how many. The array is the caller's (free()), the names the cell's. */
+size_t result_cell_metric_names(const struct result_cell *c, const char ***out);
+
 /* Whether any run of the cell reported the metric (result_run.metrics). */
 bool result_cell_has_metric(const struct result_cell *c, const char *name);
 
@@ -385,6 +389,9 @@ json_t *results_json_string(const char *s, char *(*sanitize)(const char *));
 /* x as a JSON number; JSON has no NaN or infinity: those are null. */
 json_t *results_json_number(double x);
 struct results *results_read(const char *path, char **err);
+/* Every file of paths read as results_read() does: an array of n (results_free_array()), or
+ * NULL with *err set by the first file that could not be read. */
+struct results **results_read_all(const char *const *paths, size_t n, char **err);
 
 /*
  * Whether an earlier results file may be resumed by a run of the current plan (`--resume`,

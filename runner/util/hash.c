@@ -7,14 +7,20 @@
 #include "cleanup.h"
 #include "util.h"
 
-void sha256_hex(const unsigned char sha[SHA256_BYTES], char out[SHA256_HEX])
+void hex_encode(const void *buf, size_t len, char *out)
 {
 	static const char hex[] = "0123456789abcdef";
-	for (int i = 0; i < SHA256_BYTES; i++) {
-		out[2 * i] = hex[sha[i] >> 4];
-		out[2 * i + 1] = hex[sha[i] & 15];
+	const unsigned char *b = buf;
+	for (size_t i = 0; i < len; i++) {
+		out[2 * i] = hex[b[i] >> 4];
+		out[2 * i + 1] = hex[b[i] & 15];
 	}
-	out[2 * SHA256_BYTES] = '\0';
+	out[2 * len] = '\0';
+}
+
+void sha256_hex(const unsigned char sha[SHA256_BYTES], char out[SHA256_HEX])
+{
+	hex_encode(sha, SHA256_BYTES, out);
 }
 
 int sha256_parse(const char *hex, unsigned char out[SHA256_BYTES])

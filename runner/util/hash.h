@@ -8,6 +8,8 @@
 #define SHA256_BYTES 32
 #define SHA256_HEX   65 /* 64 hex digits and the NUL */
 
+/* The 2 * len lower-case hex digits of buf into out, NUL-terminated (out holds 2 * len + 1). */
+void hex_encode(const void *buf, size_t len, char *out);
 /* 64 lower-case hex digits of a digest, NUL-terminated. */
 void sha256_hex(const unsigned char sha[SHA256_BYTES], char out[SHA256_HEX]);
 /* Parse the 64 hex digits (either case) hex starts with into a digest (what follows them is not
