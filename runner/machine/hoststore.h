@@ -93,15 +93,15 @@ char *hoststore_guest_volume_name(const char *local_path, const char *what, char
 
 /* What `ferry doctor` found of ferry's on the host. */
 struct hoststore_leftovers {
-	bool pool;            /* the pool exists */
-	unsigned guest_files; /* cached guest volumes kept (the current build's, in use, or all
-				 when the current build is not known) */
+	bool pool;                /* the pool exists */
+	unsigned guest_files;     /* cached guest volumes kept (the current build's, in use, or all
+				     when the current build is not known) */
 	unsigned old_guest_files; /* cached guest volumes of another build, not in use by a
 				     domain */
 	unsigned guest_reaped;    /* of those, deleted (reap) */
-	unsigned stale;       /* run volumes of runs that are over */
-	unsigned live;        /* run volumes of runs still in progress */
-	unsigned reaped;      /* stale run volumes deleted (reap) */
+	unsigned stale;           /* run volumes of runs that are over */
+	unsigned live;            /* run volumes of runs still in progress */
+	unsigned reaped;          /* stale run volumes deleted (reap) */
 };
 
 /*
