@@ -383,6 +383,33 @@ static size_t merge_unit(struct fan *f, struct host *h, struct unit *u, pid_t pi
 	return n;
 }
 
+/* The origins this run added (from `first` on) in the order of the hosts on the command line,
+ * whichever finished a unit first; the cells' origins follow. */
+static void order_origins(struct fan *f, size_t first)
+{
+	struct results *r = f->r;
+	size_t n = r->n_origins - first;
+	if (n < 2)
+		return;
+	_cleanup_free_ int *to = xcalloc(n, sizeof(*to)); /* old index - first -> new index */
+	_cleanup_free_ struct result_origin *sorted = xcalloc(n, sizeof(*sorted));
+	size_t k = 0;
+	for (size_t h = 0; h < f->n_hosts; h++) {
+		int o = f->hosts[h].origin;
+		if (o < 0 || (size_t)o < first)
+			continue;
+		to[(size_t)o - first] = (int)(first + k);
+		sorted[k++] = r->origins[o];
+	}
+	memcpy(r->origins + first, sorted, n * sizeof(*sorted));
+	for (size_t i = 0; i < r->n_cells; i++)
+		if (r->cells[i].origin >= (int)first)
+			r->cells[i].origin = to[r->cells[i].origin - (int)first];
+	for (size_t h = 0; h < f->n_hosts; h++)
+		if (f->hosts[h].origin >= (int)first)
+			f->hosts[h].origin = to[f->hosts[h].origin - (int)first];
+}
+
 static int fan_write(struct fan *f)
 {
 	if (!f->o->results_path)
@@ -606,10 +633,12 @@ int exec_hosts(const struct plan *p, const struct matrix *m, const struct exec_o
 	fan_write(f);
 	fan_line(f, "%zu cells in %zu units over %zu hosts", n_sel, f->n_units, f->n_hosts);
 
+	size_t first_origin = x->r->n_origins; /* a resumed file keeps its own first */
 	struct sigaction old[ELEMENTSOF(fan_signals)];
 	fan_signal = 0;
 	signals_install(old);
 	fan_loop(f);
+	order_origins(f, first_origin);
 	res->signal = fan_signal;
 	signals_restore(old);
 	if (f->q_len && res->hosts_lost == f->n_hosts)

@@ -10,9 +10,11 @@
 #include <glib/gstdio.h>
 #include <string.h>
 
+#include "compare.h"
 #include "exec.h"
 #include "machine-fake.h"
 #include "plan.h"
+#include "reporters.h"
 #include "util.h"
 
 static char *tmp_dir;
@@ -265,6 +267,93 @@ static void test_all_hosts_lost(void)
 	hx_clear(&t);
 }
 
+/* The Markdown report of a fanned-out run names the hosts and the host of every raw run. */
+static void test_markdown_hosts(void)
+{
+	const char *hosts[] = { "fake://a", "fake://b" };
+	struct hx t;
+	hx_init(&t, "matrix: {vm: [v, w], method: [a, b, c]}\n", hosts, 2);
+	hx_run(&t);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	char *err = NULL;
+	g_assert_cmpint(report_markdown(t.r, NULL, f, &err), ==, 0);
+	fclose(f);
+	g_assert_nonnull(strstr(buf, "### Hosts"));
+	/* the origins in the order of the hosts on the command line */
+	g_assert_nonnull(strstr(buf, "| 1 | fake://a | fake:fake://a |"));
+	g_assert_nonnull(strstr(buf, "| 2 | fake://b | fake:fake://b |"));
+	g_assert_nonnull(strstr(buf, "| cell | host | run |"));
+	free(buf);
+	/* one host that ran every cell: no hosts table, no host column */
+	for (size_t i = 0; i < t.r->n_cells; i++)
+		t.r->cells[i].origin = 0;
+	f = open_memstream(&buf, &len);
+	g_assert_cmpint(report_markdown(t.r, NULL, f, &err), ==, 0);
+	fclose(f);
+	g_assert_null(strstr(buf, "### Hosts"));
+	g_assert_null(strstr(buf, "| cell | host |"));
+	free(buf);
+	hx_clear(&t);
+}
+
+/* compare: a cell measured on a host with another QEMU than in the baseline is refused like a
+ * file of another QEMU; another hostname is only shown. */
+static void test_compare_hosts(void)
+{
+	const char *hosts[] = { "fake://a", "fake://b" };
+	struct hx t;
+	hx_init(&t, "matrix: {vm: [v, w], method: [a, b, c]}\nrun: {repeat: 3}\n", hosts, 2);
+	hx_run(&t);
+	char *err = NULL;
+	struct results *base = results_read(t.results_path, &err);
+	g_assert_null(err);
+	struct compare_opts o = { 0 };
+	const struct results *bases[] = { base };
+	struct comparison *c = compare_results(bases, 1, t.r, &o, &err);
+	g_assert_false(c->refused);
+	comparison_free(c);
+	/* host b of the candidate has another QEMU: refused, and said so once */
+	for (size_t k = 0; k < t.r->n_origins; k++) {
+		free(t.r->origins[k].provenance.qemu_version);
+		t.r->origins[k].provenance.qemu_version =
+		    xstrdup(STREQ(t.r->origins[k].host, "fake://b") ? "99.0.0" : "7.2.0");
+	}
+	for (size_t k = 0; k < base->n_origins; k++) {
+		free(base->origins[k].provenance.qemu_version);
+		base->origins[k].provenance.qemu_version = xstrdup("7.2.0");
+	}
+	c = compare_results(bases, 1, t.r, &o, &err);
+	g_assert_true(c->refused);
+	size_t qemu = 0;
+	for (size_t i = 0; i < c->n_diffs; i++)
+		if (STREQ(c->diffs[i].key, "qemu_version")) {
+			qemu++;
+			g_assert_cmpstr(c->diffs[i].cand, ==, "99.0.0");
+		}
+	g_assert_cmpuint(qemu, ==, 1);
+	comparison_free(c);
+	/* every cell of the baseline on host a, the candidate's on both: the hostnames differ
+	 * for some cells, shown and not refused */
+	for (size_t k = 0; k < t.r->n_origins; k++) {
+		free(t.r->origins[k].provenance.qemu_version);
+		t.r->origins[k].provenance.qemu_version = xstrdup("7.2.0");
+	}
+	int a = STREQ(base->origins[0].host, "fake://a") ? 0 : 1;
+	for (size_t i = 0; i < base->n_cells; i++)
+		base->cells[i].origin = a;
+	c = compare_results(bases, 1, t.r, &o, &err);
+	g_assert_false(c->refused);
+	bool shown = false;
+	for (size_t i = 0; i < c->n_diffs; i++)
+		shown |= STREQ(c->diffs[i].key, "hostname") && !c->diffs[i].refusing;
+	g_assert_true(shown);
+	comparison_free(c);
+	results_free(base);
+	hx_clear(&t);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -279,6 +368,8 @@ int main(int argc, char **argv)
 	g_test_add_func("/hosts/lost", test_host_lost);
 	g_test_add_func("/hosts/unreachable", test_host_unreachable);
 	g_test_add_func("/hosts/all-lost", test_all_hosts_lost);
+	g_test_add_func("/hosts/markdown", test_markdown_hosts);
+	g_test_add_func("/hosts/compare", test_compare_hosts);
 	int rc = g_test_run();
 	char *cmd = g_strdup_printf("rm -rf '%s'", tmp_dir);
 	g_assert_cmpint(system(cmd), ==, 0);
