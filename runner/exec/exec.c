@@ -85,6 +85,7 @@ static void teardown(struct exec *x)
 		group_destroy(x, x->groups[i]);
 	for (size_t i = 0; i < x->n_cells; i++)
 		cell_free(&x->cells[i]);
+	units_free(x);
 	for (size_t i = 0; i < x->n_groups; i++)
 		group_free(x->groups[i]);
 	free(x->groups);
@@ -125,8 +126,9 @@ int exec_plan(const struct plan *p, const struct matrix *m, const struct exec_op
 		if (x->cells[i].active)
 			prepare_cell(x, &x->cells[i]);
 	res->time.datasets = secs(now_ns() - t);
-	for (size_t i = 0; i < x->n_groups && !x->stop && !run_interrupted(); i++)
-		run_group(x, x->groups[i]);
+	order_units(x);
+	for (size_t i = 0; i < x->n_units && !x->stop && !run_interrupted(); i++)
+		run_unit(x, &x->units[i]);
 
 	res->signal = run_interrupted();
 	reset_unfinished(x);

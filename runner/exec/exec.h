@@ -6,13 +6,15 @@
  * every cell with the same VM configuration), and its runs (warmups first, then measured runs
  * until the repeat rule stops), each run timed per phase with CLOCK_MONOTONIC on the host and
  * verified against the dataset manifest. Cells that share a guest run in the plan's order
- * (sequential, interleaved, shuffled). A failing cell records its error with diagnostics and the
- * executor goes on to the next cell (a broken guest is replaced) unless fail_fast. The results
- * file is rewritten atomically after every cell.
+ * (sequential, interleaved, shuffled); under a guest per cell or per run, interleaved and
+ * shuffled cells take turns across their guests (order.c). A failing cell records its error with
+ * diagnostics and the executor goes on to the next cell (a broken guest is replaced) unless
+ * fail_fast. The results file is rewritten atomically after every cell.
  *
  * Layout of runner/exec/: exec.c (setup, cell selection, teardown), cells.c (a cell's
- * preparation and VM groups), schedule.c (order and repeat rule), runs.c (one run: reset,
- * phases, timing), record.c (results bookkeeping and progress), criteria.c (pure verdicts).
+ * preparation and VM groups), schedule.c (order and repeat rule), order.c (order units: turns
+ * across VM configurations), runs.c (one run: reset, phases, timing), record.c (results bookkeeping
+ * and progress), criteria.c (pure verdicts).
  */
 #pragma once
 

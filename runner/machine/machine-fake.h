@@ -32,11 +32,21 @@ struct machine_fake {
 	double alloc_fresh, alloc_per_run, alloc_trimmed;
 	double cpu_qemu_per_run, cpu_guest_per_run;
 	unsigned reclaims;
+	/* suspend/resume: when no_suspend is set the machine has neither (machine_can_suspend()
+	 * is false); fail_suspend makes the suspend with this number (1-based) fail;
+	 * host_memory is what machine_host_memory() says (0: unknown) */
+	bool no_suspend;
+	unsigned fail_suspend;
+	uint64_t host_memory;
 	/* ---- what happened ---- */
 	unsigned boots, destroys, resets, fresh_disks, drops;
 	unsigned live; /* guests booted and not destroyed */
-	/* One line per event: "boot N", "destroy N", "reset N", "run CELLID #I" (before prepare;
-	 * "(warmup)" appended for warmups). Freed by machine_fake_clear(). */
+	unsigned suspends, resumes;
+	unsigned running, max_running; /* live guests not suspended, now and at most */
+	unsigned bad_runs; /* runs or resets on a suspended guest (the executor's bug) */
+	/* One line per event: "boot N", "destroy N", "reset N", "suspend N", "resume N",
+	 * "run CELLID #I" (before prepare; "(warmup)" appended for warmups). Freed by
+	 * machine_fake_clear(). */
 	char *log;
 	size_t log_len;
 };

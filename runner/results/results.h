@@ -95,6 +95,8 @@ struct result_run {
 	int64_t boot;     /* which VM boot of the file the run happened in (ids unique within one
 			   * results file, from 1); -1 when unknown (a version 1 file) */
 	json_t *metrics;  /* method-reported metrics {"name": number} (owned), or NULL */
+	int64_t started_ms; /* wall clock when the run began (Unix ms; 0: unknown): the order of
+			     * runs across cells, e.g. under run.order interleaved */
 };
 
 /* A metric's unit and direction (results.metrics): "total", "phase.NAME", "throughput",
