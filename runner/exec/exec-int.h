@@ -91,6 +91,16 @@ static inline double secs(uint64_t ns)
 	return (double)ns / 1e9;
 }
 
+/* exec.c: the results' plan section; the cells to run (this shard's, less those resumed) */
+void results_start(struct exec *x);
+void select_cells(struct exec *x);
+
+/* hosts.c: a run fanned out over several hosts (exec_opts.hosts); whether the machine's
+ * connection was lost after a failure (then the run stops: exec_result.host_lost) */
+int exec_hosts(const struct plan *p, const struct matrix *m, const struct exec_opts *o,
+	       struct results **out, struct exec_result *res, char **err);
+bool exec_host_lost(struct exec *x);
+
 /* record.c: results bookkeeping and progress */
 struct result_cell *rcell(struct exec *x, const struct xcell *c);
 struct result_error *cell_error(struct exec *x, struct xcell *c, enum result_error_kind kind,

@@ -61,6 +61,8 @@ bool cell_run(struct exec *x, struct xcell *c)
 		x->stop = true;
 		return false;
 	}
+	if (rc < 0 && exec_host_lost(x))
+		return false; /* the host's fault: the cell stays pending (exec_hosts retries it) */
 	if (rc < 0) {
 		finish_cell(x, c);
 		return false;

@@ -13,6 +13,10 @@
 struct fake_machine {
 	struct machine base;
 	struct machine_fake *f;
+	char *uri;
+	bool doomed;     /* opened with f->lost_uri */
+	unsigned resets; /* on this machine */
+	bool lost;
 };
 
 struct fake_guest {
@@ -50,6 +54,11 @@ static int fake_boot(struct machine *m, const struct machine_config *c, struct m
 	(void)c;
 	(void)detail;
 	struct machine_fake *f = script(m);
+	if (((struct fake_machine *)m)->lost) {
+		*err = xasprintf("the fake connection to '%s' is lost",
+				 ((struct fake_machine *)m)->uri);
+		return -1;
+	}
 	unsigned number = ++f->boots;
 	logf_(f, "boot %u", number);
 	if (number == f->fail_boot) {
@@ -71,9 +80,16 @@ static int fake_reset(struct machine *m, struct machine_guest *mg, const struct 
 		      char **err)
 {
 	struct machine_fake *f = script(m);
+	struct fake_machine *fm = (struct fake_machine *)m;
 	struct fake_guest *g = (struct fake_guest *)mg;
 	f->resets++;
 	logf_(f, "reset %u", g->number);
+	if (fm->doomed && ++fm->resets >= f->lost_after)
+		fm->lost = true;
+	if (fm->lost) {
+		*err = xasprintf("the fake connection to '%s' is lost", fm->uri);
+		return -1;
+	}
 	if (g->suspended)
 		f->bad_runs++;
 	if (f->break_after && g->runs >= f->break_after)
@@ -118,9 +134,21 @@ static char *fake_console_tail(struct machine *m, struct machine_guest *mg, unsi
 
 static void fake_describe(struct machine *m, struct machine_guest *g, struct result_provenance *pv)
 {
-	(void)m;
+	struct fake_machine *fm = (struct fake_machine *)m;
 	if (g && !pv->accelerator)
 		pv->accelerator = xstrdup("fake");
+	if (!g && fm->uri) { /* each fake host its own name */
+		free(pv->hostname);
+		pv->hostname = xasprintf("fake:%s", fm->uri);
+	}
+}
+
+static bool fake_alive(struct machine *m, char **why)
+{
+	struct fake_machine *fm = (struct fake_machine *)m;
+	if (fm->lost)
+		*why = xasprintf("the fake connection to '%s' is lost", fm->uri);
+	return !fm->lost;
 }
 
 static void fake_bind(struct machine *m, struct machine_guest *g, struct method_ctx *ctx)
@@ -231,6 +259,7 @@ static int fake_reclaim(struct machine *m, struct machine_guest *mg, char **err)
 
 static void fake_close(struct machine *m)
 {
+	free(((struct fake_machine *)m)->uri);
 	free(m);
 }
 
@@ -249,6 +278,7 @@ static const struct machine_ops fake_ops = {
 	.resume = fake_resume,
 	.host_memory = fake_host_memory,
 	.hook = fake_hook,
+	.alive = fake_alive,
 	.close = fake_close,
 };
 
@@ -266,17 +296,24 @@ static const struct machine_ops fake_ops_no_suspend = {
 	.reclaim = fake_reclaim,
 	.host_memory = fake_host_memory,
 	.hook = fake_hook,
+	.alive = fake_alive,
 	.close = fake_close,
 };
 
 struct machine *machine_fake_open(struct run *run, const char *uri, void *data, char **err)
 {
 	(void)run;
-	(void)uri;
-	(void)err;
+	struct machine_fake *f = data;
+	bool doomed = uri && f->lost_uri && STREQ(uri, f->lost_uri);
+	if (doomed && !f->lost_after) {
+		*err = xasprintf("cannot connect to the fake host '%s'", uri);
+		return NULL;
+	}
 	struct fake_machine *fm = xcalloc(1, sizeof(*fm));
-	fm->f = data;
+	fm->f = f;
 	fm->base.ops = fm->f->no_suspend ? &fake_ops_no_suspend : &fake_ops;
+	fm->uri = uri ? xstrdup(uri) : NULL;
+	fm->doomed = doomed;
 	return &fm->base;
 }
 

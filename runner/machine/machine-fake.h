@@ -23,6 +23,11 @@ struct machine_fake {
 	 * after a reset, alloc_fresh + alloc_per_run once a run's transfer began, alloc_trimmed
 	 * after a reclaim (which applies when `discard` is set); the QEMU and guest CPU counters
 	 * advance by cpu_qemu_per_run and cpu_guest_per_run during each transfer */
+	/* a machine opened with the URI lost_uri (fan-out tests) loses its connection once
+	 * lost_after resets happened on it: that reset fails and alive() says so from then on;
+	 * lost_after 0: opening it fails (the host is unreachable) */
+	const char *lost_uri;
+	unsigned lost_after;
 	bool sample, discard;
 	double alloc_fresh, alloc_per_run, alloc_trimmed;
 	double cpu_qemu_per_run, cpu_guest_per_run;

@@ -675,6 +675,19 @@ static void lv_hook(struct machine *m, struct machine_guest *mg, const struct ma
 		machine_faults_inject(&lm->faults, g->vm, w);
 }
 
+/* A connection libvirt closed (the remote end went away, keepalive gave up) is the host's
+ * failure, not the cell's. */
+static bool lv_alive(struct machine *m, char **why)
+{
+	struct lv_machine *lm = (struct lv_machine *)m;
+	if (virConnectIsAlive(lm->conn) == 1)
+		return true;
+	_cleanup_free_ char *uri = virConnectGetURI(lm->conn);
+	*why = xasprintf("the libvirt connection%s%s%s was lost", uri ? " to '" : "",
+			 uri ? uri : "", uri ? "'" : "");
+	return false;
+}
+
 static void lv_close(struct machine *m)
 {
 	struct lv_machine *lm = (struct lv_machine *)m;
@@ -702,6 +715,7 @@ static const struct machine_ops libvirt_ops = {
 	.sample = lv_sample,
 	.reclaim = lv_reclaim,
 	.hook = lv_hook,
+	.alive = lv_alive,
 	.close = lv_close,
 };
 

@@ -127,6 +127,10 @@ struct machine_ops {
 	uint64_t (*host_memory)(struct machine *m);
 	/* Called at each point of every run (test fault injection; the fake's script). */
 	void (*hook)(struct machine *m, struct machine_guest *g, const struct machine_where *w);
+	/* After a failure: whether the connection to the host still works (a lost libvirt
+	 * connection is the host's fault, not the cell's), else false with *why (caller frees).
+	 * May be NULL (always alive). */
+	bool (*alive)(struct machine *m, char **why);
 	void (*close)(struct machine *m);
 };
 
@@ -224,6 +228,10 @@ static inline void machine_hook(struct machine *m, struct machine_guest *g,
 {
 	if (m->ops->hook)
 		m->ops->hook(m, g, w);
+}
+static inline bool machine_alive(struct machine *m, char **why)
+{
+	return m->ops->alive ? m->ops->alive(m, why) : true;
 }
 static inline void machine_close(struct machine *m)
 {

@@ -219,12 +219,18 @@ static json_t *head_to_json(const struct results *r)
 		json_object_set_new(head, "shard", shard_to_json(r->shard_k, r->shard_n));
 	if (head && r->n_origins) {
 		json_t *origins = json_array();
-		for (size_t i = 0; i < r->n_origins; i++)
-			json_array_append_new(
-			    origins,
-			    json_pack("{s:o, s:o}", "shard",
-				      shard_to_json(r->origins[i].shard_k, r->origins[i].shard_n),
-				      "provenance", provenance_to_json(&r->origins[i].provenance)));
+		for (size_t i = 0; i < r->n_origins; i++) {
+			const struct result_origin *o = &r->origins[i];
+			json_t *oj =
+			    json_pack("{s:o, s:o}", "shard", shard_to_json(o->shard_k, o->shard_n),
+				      "provenance", provenance_to_json(&o->provenance));
+			/* a host of a fan-out: its URI, and why it failed */
+			if (oj && o->host)
+				json_object_set_new(oj, "host", jstr(o->host));
+			if (oj && o->lost)
+				json_object_set_new(oj, "lost", jstr(o->lost));
+			json_array_append_new(origins, oj);
+		}
 		json_object_set_new(head, "origins", origins);
 	}
 	return head;
