@@ -620,16 +620,61 @@ static void write_provenance(FILE *f, const struct results *r)
 	fputs(n ? "\n" : "Nothing was recorded.\n\n", f);
 }
 
+/* Whether several hosts of a fan-out (origins with a host URI) ran cells of r. */
+static bool fanned_out(const struct results *r)
+{
+	bool fanout = false;
+	for (size_t o = 0; o < r->n_origins; o++)
+		fanout |= r->origins[o].host != NULL;
+	for (size_t i = 1; fanout && i < r->n_cells; i++)
+		if (r->cells[i].origin != r->cells[0].origin)
+			return true;
+	return false;
+}
+
+/* A run fanned out over several hosts: what each host is, how many cells it ran and why it
+ * failed; the raw runs name the host of each cell. Nothing when one host ran every cell. */
+static void write_hosts(FILE *f, const struct results *r)
+{
+	if (!fanned_out(r))
+		return;
+	fputs("### Hosts\n\n| host | URI | hostname | CPU | QEMU | libvirt | accelerator | cells | "
+	      "failed |\n| ---: | :--- | :--- | :--- | :--- | :--- | :--- | ---: | :--- |\n",
+	      f);
+	for (size_t o = 0; o < r->n_origins; o++) {
+		const struct result_origin *og = &r->origins[o];
+		const struct result_provenance *p = &og->provenance;
+		const char *cols[] = { og->host,        p->hostname,        p->cpu_model,
+				       p->qemu_version, p->libvirt_version, p->accelerator };
+		size_t cells = 0;
+		for (size_t i = 0; i < r->n_cells; i++)
+			cells += r->cells[i].origin == (int)o;
+		fprintf(f, "| %zu |", o + 1);
+		for (size_t k = 0; k < ELEMENTSOF(cols); k++) {
+			fputc(' ', f);
+			md_text(f, cols[k] ? cols[k] : "");
+			fputs(" |", f);
+		}
+		fprintf(f, " %zu | ", cells);
+		md_text(f, og->lost ? og->lost : "");
+		fputs(" |\n", f);
+	}
+	fputc('\n', f);
+}
+
 /* The raw runs table; *row_end[i] is the offset just after row i, so the caller can keep the
  * rows that fit. Returns the number of rows. */
 static size_t write_raw_runs(FILE *f, const struct results *r, size_t **row_end, size_t *header)
 {
 	size_t n = 0, cap = 0;
-	fputs("| cell | run | kind | prepare | transfer | finalize | verify | cleanup | total | "
-	      "bytes | files | integrity |\n"
-	      "| :--- | ---: | :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | :--- "
-	      "|\n",
-	      f);
+	bool hosts = fanned_out(r); /* then a host column (### Hosts) */
+	fprintf(
+	    f,
+	    "| cell |%s run | kind | prepare | transfer | finalize | verify | cleanup | total | "
+	    "bytes | files | integrity |\n"
+	    "| :--- |%s ---: | :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
+	    ":--- |\n",
+	    hosts ? " host |" : "", hosts ? " ---: |" : "");
 	fflush(f);
 	*header = (size_t)ftell(f);
 	*row_end = NULL;
@@ -639,6 +684,10 @@ static size_t write_raw_runs(FILE *f, const struct results *r, size_t **row_end,
 			const struct result_run *run = &c->runs[k];
 			fputs("| ", f);
 			md_text(f, c->id);
+			if (hosts && c->origin >= 0)
+				fprintf(f, " | %d", c->origin + 1);
+			else if (hosts)
+				fputs(" |", f);
 			fprintf(f, " | %zu | %s%s |", k, run->warmup ? "warmup" : "measured",
 				run->outlier ? ", outlier" : "");
 			for (int p = 0; p < PHASE_COUNT; p++) {
@@ -735,6 +784,7 @@ int report_markdown(const struct results *r, const struct report_markdown_opts *
 	membuf_close(&body);
 
 	write_provenance(prov.f, r);
+	write_hosts(prov.f, r);
 	membuf_close(&prov);
 
 	_cleanup_free_ size_t *row_end = NULL;

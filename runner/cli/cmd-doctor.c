@@ -227,20 +227,34 @@ static void check_volumes(struct doctor *d, virConnectPtr conn, bool reap)
 {
 	struct hoststore_leftovers o;
 	_cleanup_free_ char *err = NULL;
-	if (hoststore_leftovers(conn, reap, &o, &err) < 0) {
+	/* the current build's guest volumes are kept; those of older builds are pruned (when
+	   there is no local build, nothing tells them apart: all are kept) */
+	struct guest_files gf = { 0 };
+	_cleanup_free_ char *gerr = NULL, *kname = NULL, *iname = NULL;
+	if (guest_locate(NULL, &gf, &gerr) == 0) {
+		kname = hoststore_guest_volume_name(gf.kernel, "kernel", &gerr);
+		iname = hoststore_guest_volume_name(gf.initramfs, "initramfs", &gerr);
+	}
+	guest_files_clear(&gf);
+	const char *keep[] = { kname, iname, NULL };
+	int rc = hoststore_leftovers(conn, reap, kname && iname ? keep : NULL, &o, &err);
+	if (rc < 0) {
 		line(d, FAIL, "volumes", NULL, "%s", err);
 		return;
 	}
 	if (reap)
 		line(d, OK, "volumes", NULL,
-		     "reaped %u stale run volume%s in pool '" HOSTSTORE_POOL
+		     "reaped %u stale run volume%s and %u old guest file%s in pool '" HOSTSTORE_POOL
 		     "'; %u in use by running ferry; %u cached guest file%s kept",
-		     o.reaped, o.reaped == 1 ? "" : "s", o.live, o.guest_files,
+		     o.reaped, o.reaped == 1 ? "" : "s", o.guest_reaped,
+		     o.guest_reaped == 1 ? "" : "s", o.live, o.guest_files,
 		     o.guest_files == 1 ? "" : "s");
-	else if (o.stale)
+	else if (o.stale || o.old_guest_files)
 		line(d, WARN, "volumes", "ferry doctor --reap --connect URI",
-		     "%u stale run volume%s in pool '" HOSTSTORE_POOL "'", o.stale,
-		     o.stale == 1 ? "" : "s");
+		     "%u stale run volume%s and %u guest file%s of an older guest build in pool "
+		     "'" HOSTSTORE_POOL "'",
+		     o.stale, o.stale == 1 ? "" : "s", o.old_guest_files,
+		     o.old_guest_files == 1 ? "" : "s");
 	else
 		line(d, OK, "volumes", NULL, "no stale run volumes in pool '" HOSTSTORE_POOL "'%s",
 		     o.pool ? "" : " (no pool yet)");

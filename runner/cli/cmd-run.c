@@ -18,8 +18,8 @@
 
 static void usage(FILE *out)
 {
-	fputs("usage: ferry run [--connect URI] [--storage auto|local|volumes] [--shard K/N]\n"
-	      "                 [--max-cells N] [--junit F]\n"
+	fputs("usage: ferry run [--connect URI]... [--hosts FILE] [--storage auto|local|volumes]\n"
+	      "                 [--shard K/N] [--max-cells N] [--junit F]\n"
 	      "                 [--markdown F] [--json F] [--bmf F] [--gab F] [--results F]\n"
 	      "                 [--resume F] [--rerun-failed] [--fail-fast] [--quiet] [--verbose]\n"
 	      "                 [--allow-env NAME] [--var NAME=VALUE] [--allow-output DIR]\n"
@@ -30,6 +30,10 @@ static void usage(FILE *out)
 	      "results file (after every cell) and the reports the plan or the options name.\n"
 	      "With --baseline (a results file or a directory of them) or the plan's baseline:\n"
 	      "the run compares itself (ferry(1) COMPARE), and a regressed cell fails.\n"
+	      "--connect given several times (or --hosts FILE, one URI a line) fans the cells\n"
+	      "out over those libvirt hosts, one cell (or shared-VM group) at a time per host,\n"
+	      "all hosts at once; a host that fails is reported and its unfinished cells go to\n"
+	      "the others (ferry(1) REMOTE HOSTS).\n"
 	      "Exit: 0 all passed, 1 a criterion, integrity check or regression failed, 2 plan\n"
 	      "errors or a refused comparison,\n"
 	      "3 infrastructure errors, 4 nothing measured (no cell has a measured run: all\n"
@@ -131,6 +135,9 @@ static int exit_code(const struct exec_result *st, const struct results *r, bool
 		return 128 + st->signal;
 	if (st->counts[STATUS_ERROR])
 		return EXIT_INFRA;
+	/* a host failed and cells it could not hand on are left (--resume runs them) */
+	if (st->hosts_lost && st->counts[STATUS_PENDING])
+		return EXIT_INFRA;
 	if (st->counts[STATUS_FAILED])
 		return EXIT_FAILED;
 	if (!allow_empty && measured_cells(r) == 0)
@@ -175,6 +182,47 @@ static void print_time_breakdown(const struct exec_result *st)
 		w > 0 ? t->measured / w : 0.0);
 }
 
+/* --hosts FILE: one libvirt URI a line; blank lines and lines starting with # are skipped. */
+static int read_hosts(const char *path, char ***uris, size_t *n)
+{
+	size_t len = 0;
+	_cleanup_free_ char *text = read_file(path, &len);
+	if (!text) {
+		errorf("cannot read --hosts '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	size_t before = *n;
+	for (char *line = text, *next; line && *line; line = next) {
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		line += strspn(line, " \t\r");
+		size_t l = strlen(line);
+		while (l && strchr(" \t\r", line[l - 1]))
+			line[--l] = '\0';
+		if (!l || line[0] == '#')
+			continue;
+		*uris = xrealloc(*uris, (*n + 1) * sizeof(**uris));
+		(*uris)[(*n)++] = xstrdup(line);
+	}
+	if (*n == before) {
+		errorf("--hosts '%s' names no host (one libvirt URI a line)", path);
+		return -1;
+	}
+	return 0;
+}
+
+struct uri_list {
+	char **v;
+	size_t n;
+};
+static void free_uris(struct uri_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+}
+
 /* --storage: whether the libvirt host shares ferry's filesystem (ferry(1) REMOTE HOSTS). */
 static int parse_storage(const char *s, enum machine_storage *out)
 {
@@ -192,6 +240,7 @@ int cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "connect", required_argument, NULL, 'c' },
+		{ "hosts", required_argument, NULL, 'H' },
 		{ "storage", required_argument, NULL, 'S' },
 		{ "shard", required_argument, NULL, 's' },
 		{ "max-cells", required_argument, NULL, 'm' },
@@ -223,6 +272,8 @@ int cmd_run(int argc, char **argv)
 	size_t cap = 0, window = 0;
 	_cleanup_free_ const char **baselines = NULL;
 	size_t n_baselines = 0;
+	/* --connect and --hosts, in order: one host is the connection, several the fan-out */
+	_cleanup_(free_uris) struct uri_list ul = { NULL, 0 };
 	int c;
 	while ((c = getopt_long(argc, argv, "qvh", opts, NULL)) != -1) {
 		_cleanup_free_ char *err = NULL;
@@ -233,7 +284,14 @@ int cmd_run(int argc, char **argv)
 		if (t)
 			continue;
 		switch (c) {
-		case 'c': eo.connect = optarg; break;
+		case 'c':
+			ul.v = xrealloc(ul.v, (ul.n + 1) * sizeof(*ul.v));
+			ul.v[ul.n++] = xstrdup(optarg);
+			break;
+		case 'H':
+			if (read_hosts(optarg, &ul.v, &ul.n) < 0)
+				return EXIT_PLAN;
+			break;
 		case 'S':
 			if (parse_storage(optarg, &lvo.storage) < 0)
 				return EXIT_PLAN;
@@ -288,6 +346,12 @@ int cmd_run(int argc, char **argv)
 		return EXIT_PLAN;
 	}
 	eo.plan_path = argv[optind];
+	if (ul.n == 1)
+		eo.connect = ul.v[0];
+	else if (ul.n > 1) {
+		eo.hosts = (const char *const *)ul.v;
+		eo.n_hosts = ul.n;
+	}
 
 	struct diag_list diags = { 0 };
 	_cleanup_(plan_freep) struct plan *p = plan_load(eo.plan_path, &po, &diags);

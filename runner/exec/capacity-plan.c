@@ -3,6 +3,8 @@
  */
 #include "capacity-plan.h"
 
+#include <unistd.h>
+
 #include "capacity.h"
 #include "dataset-plan.h"
 #include "dataset.h"
@@ -21,6 +23,12 @@ int capacity_plan(const struct plan *p, const struct matrix *m, const char *cach
 	size_t n = matrix_n_cells(m);
 	const struct plan_dataset **seen = xcalloc(n ? n : 1, sizeof(*seen));
 	size_t n_seen = 0;
+	/* the guests that take turns under vm: per-cell (order.c) */
+	struct turns {
+		enum plan_order order;
+		uint64_t seed, mem;
+	} *turns = xcalloc(n ? n : 1, sizeof(*turns));
+	size_t n_turns = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct plan_cell c;
 		plan_cell(p, m, i, &c);
@@ -56,16 +64,38 @@ int capacity_plan(const struct plan *p, const struct matrix *m, const char *cach
 		/* the largest VM, not a sum: under every run.vm mode the executor runs its VM
 		   groups one after the other and destroys each group's guest before the next
 		   boots (schedule.c run_group(); per-run destroys after every run), so one guest
-		   is alive at a time (test-executor /executor/one-guest-at-a-time holds it) */
+		   is alive at a time (test-executor /executor/one-guest-at-a-time holds it);
+		   except per-cell cells that take turns (order.c): their guests stay booted,
+		   paused, so they count together (by run.order and seed, as order.c groups them) */
 		uint64_t mem = c.vm->memory + QEMU_OVERHEAD;
 		if (mem > mem_max)
 			mem_max = mem;
+		if (c.run.vm == PLAN_VM_PER_CELL && c.run.order != PLAN_ORDER_SEQUENTIAL) {
+			size_t k = 0;
+			while (k < n_turns &&
+			       (turns[k].order != c.run.order || turns[k].seed != c.run.seed))
+				k++;
+			if (k == n_turns)
+				turns[n_turns++] = (struct turns){ c.run.order, c.run.seed, 0 };
+			if (!add_u64(turns[k].mem, mem, &turns[k].mem))
+				turns[k].mem = UINT64_MAX;
+		}
 	}
+	/* the executor keeps them booted only within half the host's memory (else one at a time) */
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	uint64_t total = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+	const char *mem_what = "the largest VM";
+	for (size_t k = 0; k < n_turns; k++)
+		if (turns[k].mem > mem_max && (!total || turns[k].mem <= total / 2)) {
+			mem_max = turns[k].mem;
+			mem_what = "the guests that take turns, kept booted";
+		}
+	free(turns);
 	free(seen);
 	struct capacity_need needs[] = {
 		{ "datasets to generate", cache_fs, gen },
 		{ "target disks and method images of the largest cell", run_fs, cell_max },
-		{ "the largest VM", 0, mem_max },
+		{ mem_what, 0, mem_max },
 	};
 	struct capacity_space space[3] = {
 		{ cache_fs, cache_dir, capacity_fs_avail(cache_dir) },

@@ -21,6 +21,19 @@ struct xgroup {
 	struct machine_config cfg;   /* borrowed from the cell that created the group */
 	struct machine_guest *guest; /* NULL: not booted (or destroyed) */
 	int64_t boot;                /* the id of the guest's boot (result_run.boot) */
+	bool suspended;              /* the guest is paused while another group measures */
+};
+
+/*
+ * An order unit (order.c): VM groups whose cells take their runs in one rotation. Under
+ * vm: shared a unit is one group (its cells share the guest); under vm: per-cell or per-run
+ * with order interleaved or shuffled, the cells with the same run.vm, order and seed take
+ * turns across their VM configurations (`across`). A unit runs on one machine, as a whole.
+ */
+struct xunit {
+	struct xgroup **groups;
+	size_t n_groups;
+	bool across;
 };
 
 /* What the executor sampled of the guest during one run (run-metrics.c). */
@@ -49,6 +62,8 @@ struct xcell {
 	uint64_t started_ns;
 	char *cell_dir;
 	struct xsamples smp; /* the current run's samples (run-metrics.c) */
+	bool across;         /* in an order unit across VM configurations (order.c) */
+	uint64_t own_ns;     /* there: the time of its own steps (its cell timeout counts these) */
 };
 
 struct exec {
@@ -63,6 +78,8 @@ struct exec {
 	size_t n_cells;
 	struct xgroup **groups;
 	size_t n_groups;
+	struct xunit *units; /* order.c order_units() */
+	size_t n_units;
 	size_t n_active, n_finished;
 	bool stop;         /* fail-fast or interrupted */
 	int64_t last_boot; /* the highest boot id in the results so far */
@@ -73,6 +90,16 @@ static inline double secs(uint64_t ns)
 {
 	return (double)ns / 1e9;
 }
+
+/* exec.c: the results' plan section; the cells to run (this shard's, less those resumed) */
+void results_start(struct exec *x);
+void select_cells(struct exec *x);
+
+/* hosts.c: a run fanned out over several hosts (exec_opts.hosts); whether the machine's
+ * connection was lost after a failure (then the run stops: exec_result.host_lost) */
+int exec_hosts(const struct plan *p, const struct matrix *m, const struct exec_opts *o,
+	       struct results **out, struct exec_result *res, char **err);
+bool exec_host_lost(struct exec *x);
 
 /* record.c: results bookkeeping and progress */
 struct result_cell *rcell(struct exec *x, const struct xcell *c);
@@ -106,3 +133,11 @@ void metrics_record(struct exec *x, struct xcell *c, struct result_run *rr);
 
 /* schedule.c: order of the cells of a group and the repeat rule */
 void run_group(struct exec *x, struct xgroup *g);
+bool cell_next(struct exec *x, struct xcell *c);
+bool cell_run(struct exec *x, struct xcell *c);
+void shuffle(size_t *a, size_t n, uint64_t seed);
+
+/* order.c: order units (several VM groups in one rotation) */
+void order_units(struct exec *x);
+void run_unit(struct exec *x, struct xunit *u);
+void units_free(struct exec *x);

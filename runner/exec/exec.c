@@ -5,7 +5,7 @@
 #include "exec-int.h"
 
 /* The results' plan section and the provenance of this host and machine. */
-static void results_start(struct exec *x)
+void results_start(struct exec *x)
 {
 	size_t len = 0;
 	_cleanup_free_ char *text = read_file(x->o->plan_path, &len);
@@ -42,7 +42,7 @@ static struct result_cell *results_entry(struct exec *x, size_t i, const struct 
 }
 
 /* Which cells run: this shard's, less those an earlier results file has finished (--resume). */
-static void select_cells(struct exec *x)
+void select_cells(struct exec *x)
 {
 	const struct exec_opts *o = x->o;
 	size_t n = matrix_n_cells(x->m);
@@ -53,6 +53,8 @@ static void select_cells(struct exec *x)
 		c->index = i;
 		plan_cell(x->p, x->m, i, &c->pc);
 		if (o->shard_n && !shard_contains(i, o->shard_k, o->shard_n))
+			continue;
+		if (o->only && !o->only[i])
 			continue;
 		struct result_cell *rc = results_find_cell(x->r, c->pc.id);
 		if (rc && o->resume && result_cell_finished(rc, o->rerun_failed))
@@ -83,6 +85,7 @@ static void teardown(struct exec *x)
 		group_destroy(x, x->groups[i]);
 	for (size_t i = 0; i < x->n_cells; i++)
 		cell_free(&x->cells[i]);
+	units_free(x);
 	for (size_t i = 0; i < x->n_groups; i++)
 		group_free(x->groups[i]);
 	free(x->groups);
@@ -96,6 +99,8 @@ static void teardown(struct exec *x)
 int exec_plan(const struct plan *p, const struct matrix *m, const struct exec_opts *o,
 	      struct results **out, struct exec_result *res, char **err)
 {
+	if (o->n_hosts > 1)
+		return exec_hosts(p, m, o, out, res, err);
 	struct exec X = { .p = p, .m = m, .o = o, .res = res }, *x = &X;
 	*res = (struct exec_result){ 0 };
 	x->t0 = now_ns();
@@ -121,8 +126,9 @@ int exec_plan(const struct plan *p, const struct matrix *m, const struct exec_op
 		if (x->cells[i].active)
 			prepare_cell(x, &x->cells[i]);
 	res->time.datasets = secs(now_ns() - t);
-	for (size_t i = 0; i < x->n_groups && !x->stop && !run_interrupted(); i++)
-		run_group(x, x->groups[i]);
+	order_units(x);
+	for (size_t i = 0; i < x->n_units && !x->stop && !run_interrupted(); i++)
+		run_unit(x, &x->units[i]);
 
 	res->signal = run_interrupted();
 	reset_unfinished(x);

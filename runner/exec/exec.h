@@ -6,13 +6,15 @@
  * every cell with the same VM configuration), and its runs (warmups first, then measured runs
  * until the repeat rule stops), each run timed per phase with CLOCK_MONOTONIC on the host and
  * verified against the dataset manifest. Cells that share a guest run in the plan's order
- * (sequential, interleaved, shuffled). A failing cell records its error with diagnostics and the
- * executor goes on to the next cell (a broken guest is replaced) unless fail_fast. The results
- * file is rewritten atomically after every cell.
+ * (sequential, interleaved, shuffled); under a guest per cell or per run, interleaved and
+ * shuffled cells take turns across their guests (order.c). A failing cell records its error with
+ * diagnostics and the executor goes on to the next cell (a broken guest is replaced) unless
+ * fail_fast. The results file is rewritten atomically after every cell.
  *
  * Layout of runner/exec/: exec.c (setup, cell selection, teardown), cells.c (a cell's
- * preparation and VM groups), schedule.c (order and repeat rule), runs.c (one run: reset,
- * phases, timing), record.c (results bookkeeping and progress), criteria.c (pure verdicts).
+ * preparation and VM groups), schedule.c (order and repeat rule), order.c (order units: turns
+ * across VM configurations), runs.c (one run: reset, phases, timing), record.c (results bookkeeping
+ * and progress), criteria.c (pure verdicts).
  */
 #pragma once
 
@@ -48,6 +50,15 @@ struct exec_opts {
 	/* The machine the cells run on: NULL means machine_libvirt_open. */
 	machine_open_fn machine_open;
 	void *machine_data;
+	/*
+	 * Fan-out (hosts.c): with n_hosts > 1, the cells are spread over these libvirt URIs
+	 * (connect is not used): one unit of cells at a time per host, every host at once, each
+	 * unit in a child process of its own. NULL/0 (or 1): one host, connect.
+	 */
+	const char *const *hosts;
+	size_t n_hosts;
+	/* Only the cells i (matrix index) with only[i] run (a unit of a fan-out); NULL: all. */
+	const bool *only;
 };
 
 /* What the execution did, for the summary and the exit status. */
@@ -56,8 +67,12 @@ struct exec_result {
 	int signal;   /* the signal that interrupted the run (run_interrupted), or 0 */
 	bool stopped; /* fail_fast stopped the run after a cell that did not pass */
 	unsigned boots;
-	double wall_s;     /* from the start to the end */
-	double measured_s; /* sum of prepare+transfer+finalize of every measured run */
+	/* The machine's connection was lost (the host failed, not a cell): why; the cell that was
+	 * running stays pending and the run stops. Empty: no. */
+	char host_lost[256];
+	unsigned hosts_lost; /* fan-out: hosts that failed during the run */
+	double wall_s;       /* from the start to the end */
+	double measured_s;   /* sum of prepare+transfer+finalize of every measured run */
 	/* Where wall_s went, in seconds (what is left is wall_s minus their sum). */
 	struct exec_time {
 		double setup;     /* libvirt connection, provenance, run directory */
@@ -83,6 +98,16 @@ struct exec_result {
  */
 int exec_plan(const struct plan *p, const struct matrix *m, const struct exec_opts *o,
 	      struct results **out, struct exec_result *res, char **err);
+
+/*
+ * The units of a fan-out (hosts.c): cells that must run on one host together get one unit
+ * number in unit_of[i] (matrix index; SIZE_MAX where !active[i]): the cells of a shared guest
+ * (run.vm shared: same vm and disk), every cell whose runs are ordered against others
+ * (run.order interleaved or shuffled), else one cell each. Numbered from 0 in the plan's order;
+ * returns how many.
+ */
+size_t exec_host_units(const struct plan *p, const struct matrix *m, const bool *active,
+		       size_t *unit_of);
 
 /* A cell's resolved parameters as the results record them (a new JSON object). */
 json_t *exec_cell_params(const struct plan *p, const struct matrix *m, size_t i);

@@ -22,6 +22,7 @@ void group_destroy(struct exec *x, struct xgroup *g)
 	uint64_t t = now_ns();
 	machine_destroy(x->machine, g->guest);
 	g->guest = NULL;
+	g->suspended = false;
 	x->res->time.teardown += secs(now_ns() - t);
 }
 
@@ -252,6 +253,7 @@ int do_run(struct exec *x, struct xcell *c)
 		ph[i] = NAN;
 	c->group->guest->dirty = true;
 	uint64_t run_start = now_ns();
+	rcell(x, c)->runs[ri].started_ms = results_now_ms();
 	bool integrity_ok;
 	int failed = run_phases(x, c, ph, &integrity_ok);
 	struct method_error ferr;

@@ -27,7 +27,9 @@ static bool cell_wants_run(struct exec *x, struct xcell *c)
 		rcell(x, c)->stop_reason = (int)s;
 		return false;
 	}
-	if (c->pc.run.cell_timeout && now_ns() - c->started_ns > c->pc.run.cell_timeout) {
+	/* a cell that takes turns with others counts only its own steps */
+	uint64_t took = c->across ? c->own_ns : now_ns() - c->started_ns;
+	if (c->pc.run.cell_timeout && took > c->pc.run.cell_timeout) {
 		_cleanup_free_ char *lim = format_duration(c->pc.run.cell_timeout);
 		struct result_error *e = result_cell_add_error(
 		    rcell(x, c), ERROR_TIMEOUT,
@@ -39,19 +41,28 @@ static bool cell_wants_run(struct exec *x, struct xcell *c)
 	return true;
 }
 
-/* One step for cell c: a run, or finishing it. Returns false when the cell is over. */
-static bool cell_step(struct exec *x, struct xcell *c)
+/* Whether cell c takes another run; a cell that does not is finished here. */
+bool cell_next(struct exec *x, struct xcell *c)
 {
 	cell_begin(x, c);
 	if (!cell_wants_run(x, c)) {
 		finish_cell(x, c);
 		return false;
 	}
+	return true;
+}
+
+/* The next run of cell c (cell_next() said it wants one). Returns false when the cell is over.
+ */
+bool cell_run(struct exec *x, struct xcell *c)
+{
 	int rc = do_run(x, c);
 	if (run_interrupted()) {
 		x->stop = true;
 		return false;
 	}
+	if (rc < 0 && exec_host_lost(x))
+		return false; /* the host's fault: the cell stays pending (exec_hosts retries it) */
 	if (rc < 0) {
 		finish_cell(x, c);
 		return false;
@@ -61,8 +72,14 @@ static bool cell_step(struct exec *x, struct xcell *c)
 	return true;
 }
 
+/* One step for cell c: a run, or finishing it. Returns false when the cell is over. */
+static bool cell_step(struct exec *x, struct xcell *c)
+{
+	return cell_next(x, c) && cell_run(x, c);
+}
+
 /* A seeded Fisher-Yates shuffle (xorshift64), the same order for the same seed everywhere. */
-static void shuffle(size_t *a, size_t n, uint64_t seed)
+void shuffle(size_t *a, size_t n, uint64_t seed)
 {
 	uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
 	for (size_t i = n; i > 1; i--) {

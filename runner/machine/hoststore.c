@@ -291,6 +291,24 @@ static int open_regular(const char *path, struct stat *st, char **err)
 	return fd;
 }
 
+char *hoststore_guest_volume_name(const char *local_path, const char *what, char **err)
+{
+	struct stat st;
+	_cleanup_close_ int fd = open_regular(local_path, &st, err);
+	if (fd < 0)
+		return NULL;
+	unsigned char sum[SHA256_BYTES];
+	char hex[SHA256_HEX];
+	uint64_t size = 0;
+	if (sha256_fd(fd, sum, &size) < 0) {
+		*err = xasprintf("cannot read '%s': %s", local_path, strerror(errno));
+		return NULL;
+	}
+	sha256_hex(sum, hex);
+	hex[16] = '\0';
+	return xasprintf("guest-%s-%s", hex, what);
+}
+
 int hoststore_guest_file(struct hoststore *hs, const char *local_path, const char *what,
 			 char **remote_path, char **err)
 {
@@ -462,7 +480,31 @@ static bool run_has_domain(virDomainPtr *doms, int n, const char *id)
 	return false;
 }
 
-int hoststore_leftovers(virConnectPtr conn, bool reap, struct hoststore_leftovers *out, char **err)
+/* Whether a guest volume ("guest-HASH-what" or its "....ok" marker) is one of keep. */
+static bool guest_kept(const char *name, const char *const *keep)
+{
+	size_t n = strlen(name);
+	if (n > 3 && STREQ(name + n - 3, ".ok"))
+		n -= 3;
+	for (size_t i = 0; keep[i]; i++)
+		if (strlen(keep[i]) == n && !strncmp(keep[i], name, n))
+			return true;
+	return false;
+}
+
+/* Whether a domain on the host names path (a disk, kernel or initrd of its XML). */
+static bool domain_uses(virDomainPtr *doms, int n, const char *path)
+{
+	for (int i = 0; i < n && path; i++) {
+		_cleanup_free_ char *xml = virDomainGetXMLDesc(doms[i], 0);
+		if (xml && strstr(xml, path))
+			return true;
+	}
+	return false;
+}
+
+int hoststore_leftovers(virConnectPtr conn, bool reap, const char *const *keep,
+			struct hoststore_leftovers *out, char **err)
 {
 	*out = (struct hoststore_leftovers){ 0 };
 	vm_quiet_libvirt();
@@ -491,8 +533,20 @@ int hoststore_leftovers(virConnectPtr conn, bool reap, struct hoststore_leftover
 		_cleanup_free_ char *run = NULL;
 		long pid = 0;
 		if (name && !strncmp(name, "guest-", 6)) {
-			out->guest_files += strstr(name, ".ok") == NULL;
-			kept++;
+			bool marker = strstr(name, ".ok") != NULL;
+			_cleanup_free_ char *path = virStorageVolGetPath(vols[i]);
+			if (!keep || nd < 0 || guest_kept(name, keep) ||
+			    domain_uses(doms, nd, path)) {
+				out->guest_files += !marker;
+				kept++;
+			} else {
+				/* an older build's: no run of this build boots it */
+				out->old_guest_files += !marker;
+				if (reap && virStorageVolDelete(vols[i], 0) == 0)
+					out->guest_reaped += !marker;
+				else
+					kept++;
+			}
 		} else if (name && parse_run_volume(name, &run, &pid)) {
 			if (nd < 0 || pid_alive(pid) || run_has_domain(doms, nd, run)) {
 				out->live++;

@@ -84,19 +84,33 @@ void hoststore_delete(struct hoststore *hs, const char *label);
 /* The last max bytes of a run volume (a console log), or NULL. Caller frees. */
 char *hoststore_tail(struct hoststore *hs, const char *label, size_t max);
 
+/*
+ * The name of the guest volume a local built-in guest file (kernel or initramfs; what:
+ * "kernel", "initramfs") is uploaded as: "guest-<first 16 hex digits of SHA-256>-<what>".
+ * Returns NULL with *err (caller frees both).
+ */
+char *hoststore_guest_volume_name(const char *local_path, const char *what, char **err);
+
 /* What `ferry doctor` found of ferry's on the host. */
 struct hoststore_leftovers {
-	bool pool;            /* the pool exists */
-	unsigned guest_files; /* cached guest volumes (kept) */
-	unsigned stale;       /* run volumes of runs that are over */
-	unsigned live;        /* run volumes of runs still in progress */
-	unsigned reaped;      /* stale run volumes deleted (reap) */
+	bool pool;                /* the pool exists */
+	unsigned guest_files;     /* cached guest volumes kept (the current build's, in use, or all
+				     when the current build is not known) */
+	unsigned old_guest_files; /* cached guest volumes of another build, not in use by a
+				     domain */
+	unsigned guest_reaped;    /* of those, deleted (reap) */
+	unsigned stale;           /* run volumes of runs that are over */
+	unsigned live;            /* run volumes of runs still in progress */
+	unsigned reaped;          /* stale run volumes deleted (reap) */
 };
 
 /*
  * Look at (and with reap, delete the stale of) ferry's run volumes on conn. A run volume is
  * stale when no domain on the host belongs to its run and its ferry process (the pid of the run
- * id, on this machine) is gone. With reap, an empty pool is removed too (undefined). Returns 0
- * or -1 with *err.
+ * id, on this machine) is gone. The cached guest volumes: with keep (the names of the current
+ * build's, hoststore_guest_volume_name(); NULL-terminated), the others that no domain on the
+ * host boots from are old, and reap deletes them (and their .ok markers); without keep, all
+ * are kept. With reap, an empty pool is removed too (undefined). Returns 0 or -1 with *err.
  */
-int hoststore_leftovers(virConnectPtr conn, bool reap, struct hoststore_leftovers *out, char **err);
+int hoststore_leftovers(virConnectPtr conn, bool reap, const char *const *keep,
+			struct hoststore_leftovers *out, char **err);

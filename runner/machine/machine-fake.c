@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -12,6 +13,10 @@
 struct fake_machine {
 	struct machine base;
 	struct machine_fake *f;
+	char *uri;
+	bool doomed;     /* opened with f->lost_uri */
+	unsigned resets; /* on this machine */
+	bool lost;
 };
 
 struct fake_guest {
@@ -19,6 +24,7 @@ struct fake_guest {
 	unsigned number; /* 1-based boot number */
 	unsigned runs;   /* resets so far */
 	bool broken;
+	bool suspended;
 	double alloc, cpu_qemu, cpu_guest; /* what fake_sample reports */
 };
 
@@ -48,6 +54,11 @@ static int fake_boot(struct machine *m, const struct machine_config *c, struct m
 	(void)c;
 	(void)detail;
 	struct machine_fake *f = script(m);
+	if (((struct fake_machine *)m)->lost) {
+		*err = xasprintf("the fake connection to '%s' is lost",
+				 ((struct fake_machine *)m)->uri);
+		return -1;
+	}
 	unsigned number = ++f->boots;
 	logf_(f, "boot %u", number);
 	if (number == f->fail_boot) {
@@ -59,6 +70,8 @@ static int fake_boot(struct machine *m, const struct machine_config *c, struct m
 	g->base.name = xasprintf("fake-%u", number);
 	g->base.boot_ms = 1;
 	f->live++;
+	if (++f->running > f->max_running)
+		f->max_running = f->running;
 	*out = &g->base;
 	return 0;
 }
@@ -67,9 +80,18 @@ static int fake_reset(struct machine *m, struct machine_guest *mg, const struct 
 		      char **err)
 {
 	struct machine_fake *f = script(m);
+	struct fake_machine *fm = (struct fake_machine *)m;
 	struct fake_guest *g = (struct fake_guest *)mg;
 	f->resets++;
 	logf_(f, "reset %u", g->number);
+	if (fm->doomed && ++fm->resets >= f->lost_after)
+		fm->lost = true;
+	if (fm->lost) {
+		*err = xasprintf("the fake connection to '%s' is lost", fm->uri);
+		return -1;
+	}
+	if (g->suspended)
+		f->bad_runs++;
 	if (f->break_after && g->runs >= f->break_after)
 		g->broken = true;
 	if (g->broken) {
@@ -90,6 +112,8 @@ static void fake_destroy(struct machine *m, struct machine_guest *mg)
 	struct fake_guest *g = (struct fake_guest *)mg;
 	f->destroys++;
 	f->live--;
+	if (!g->suspended)
+		f->running--;
 	logf_(f, "destroy %u", g->number);
 	free(g->base.name);
 	free(g);
@@ -110,9 +134,21 @@ static char *fake_console_tail(struct machine *m, struct machine_guest *mg, unsi
 
 static void fake_describe(struct machine *m, struct machine_guest *g, struct result_provenance *pv)
 {
-	(void)m;
+	struct fake_machine *fm = (struct fake_machine *)m;
 	if (g && !pv->accelerator)
 		pv->accelerator = xstrdup("fake");
+	if (!g && fm->uri) { /* each fake host its own name */
+		free(pv->hostname);
+		pv->hostname = xasprintf("fake:%s", fm->uri);
+	}
+}
+
+static bool fake_alive(struct machine *m, char **why)
+{
+	struct fake_machine *fm = (struct fake_machine *)m;
+	if (fm->lost)
+		*why = xasprintf("the fake connection to '%s' is lost", fm->uri);
+	return !fm->lost;
 }
 
 static void fake_bind(struct machine *m, struct machine_guest *g, struct method_ctx *ctx)
@@ -145,6 +181,8 @@ static void fake_hook(struct machine *m, struct machine_guest *g, const struct m
 		fg->cpu_qemu += f->cpu_qemu_per_run;
 		fg->cpu_guest += f->cpu_guest_per_run;
 	}
+	if (fg && fg->suspended)
+		f->bad_runs++;
 	if (w->point == MACHINE_BEFORE_PREPARE)
 		logf_(f, "run %s #%u%s", w->cell, w->run_index, w->warmup ? " (warmup)" : "");
 	if (w->point == MACHINE_BEFORE_TRANSFER && f->hang_cell && STREQ(f->hang_cell, w->cell) &&
@@ -152,6 +190,43 @@ static void fake_hook(struct machine *m, struct machine_guest *g, const struct m
 		logf_(f, "hang %s #%u", w->cell, w->run_index);
 		hang(w->timeout_ms + 1);
 	}
+}
+
+static int fake_suspend(struct machine *m, struct machine_guest *mg, char **err)
+{
+	struct machine_fake *f = script(m);
+	struct fake_guest *g = (struct fake_guest *)mg;
+	unsigned number = ++f->suspends;
+	logf_(f, "suspend %u", g->number);
+	if (number == f->fail_suspend) {
+		*err = xasprintf("fake suspend %u fails as scripted", number);
+		return -1;
+	}
+	if (!g->suspended)
+		f->running--;
+	g->suspended = true;
+	return 0;
+}
+
+static int fake_resume(struct machine *m, struct machine_guest *mg, char **err)
+{
+	struct machine_fake *f = script(m);
+	struct fake_guest *g = (struct fake_guest *)mg;
+	logf_(f, "resume %u", g->number);
+	if (++f->resumes == f->sigint_resume) {
+		raise(SIGINT);
+		*err = xstrdup("interrupted");
+		return -1;
+	}
+	if (g->suspended && ++f->running > f->max_running)
+		f->max_running = f->running;
+	g->suspended = false;
+	return 0;
+}
+
+static uint64_t fake_host_memory(struct machine *m)
+{
+	return script(m)->host_memory;
 }
 
 static void fake_sample(struct machine *m, struct machine_guest *mg, unsigned what,
@@ -184,6 +259,7 @@ static int fake_reclaim(struct machine *m, struct machine_guest *mg, char **err)
 
 static void fake_close(struct machine *m)
 {
+	free(((struct fake_machine *)m)->uri);
 	free(m);
 }
 
@@ -198,18 +274,46 @@ static const struct machine_ops fake_ops = {
 	.bind = fake_bind,
 	.sample = fake_sample,
 	.reclaim = fake_reclaim,
+	.suspend = fake_suspend,
+	.resume = fake_resume,
+	.host_memory = fake_host_memory,
 	.hook = fake_hook,
+	.alive = fake_alive,
+	.close = fake_close,
+};
+
+/* The same machine without suspend and resume (machine_fake.no_suspend). */
+static const struct machine_ops fake_ops_no_suspend = {
+	.name = "fake",
+	.boot = fake_boot,
+	.reset = fake_reset,
+	.destroy = fake_destroy,
+	.healthy = fake_healthy,
+	.console_tail = fake_console_tail,
+	.describe = fake_describe,
+	.bind = fake_bind,
+	.sample = fake_sample,
+	.reclaim = fake_reclaim,
+	.host_memory = fake_host_memory,
+	.hook = fake_hook,
+	.alive = fake_alive,
 	.close = fake_close,
 };
 
 struct machine *machine_fake_open(struct run *run, const char *uri, void *data, char **err)
 {
 	(void)run;
-	(void)uri;
-	(void)err;
+	struct machine_fake *f = data;
+	bool doomed = uri && f->lost_uri && STREQ(uri, f->lost_uri);
+	if (doomed && !f->lost_after) {
+		*err = xasprintf("cannot connect to the fake host '%s'", uri);
+		return NULL;
+	}
 	struct fake_machine *fm = xcalloc(1, sizeof(*fm));
-	fm->base.ops = &fake_ops;
-	fm->f = data;
+	fm->f = f;
+	fm->base.ops = fm->f->no_suspend ? &fake_ops_no_suspend : &fake_ops;
+	fm->uri = uri ? xstrdup(uri) : NULL;
+	fm->doomed = doomed;
 	return &fm->base;
 }
 

@@ -23,15 +23,31 @@ struct machine_fake {
 	 * after a reset, alloc_fresh + alloc_per_run once a run's transfer began, alloc_trimmed
 	 * after a reclaim (which applies when `discard` is set); the QEMU and guest CPU counters
 	 * advance by cpu_qemu_per_run and cpu_guest_per_run during each transfer */
+	/* a machine opened with the URI lost_uri (fan-out tests) loses its connection once
+	 * lost_after resets happened on it: that reset fails and alive() says so from then on;
+	 * lost_after 0: opening it fails (the host is unreachable) */
+	const char *lost_uri;
+	unsigned lost_after;
 	bool sample, discard;
 	double alloc_fresh, alloc_per_run, alloc_trimmed;
 	double cpu_qemu_per_run, cpu_guest_per_run;
 	unsigned reclaims;
+	/* suspend/resume: when no_suspend is set the machine has neither (machine_can_suspend()
+	 * is false); fail_suspend makes the suspend with this number (1-based) fail;
+	 * host_memory is what machine_host_memory() says (0: unknown) */
+	bool no_suspend;
+	unsigned fail_suspend;
+	unsigned sigint_resume; /* the resume with this number raises SIGINT (Ctrl-C) and fails */
+	uint64_t host_memory;
 	/* ---- what happened ---- */
 	unsigned boots, destroys, resets, fresh_disks, drops;
 	unsigned live; /* guests booted and not destroyed */
-	/* One line per event: "boot N", "destroy N", "reset N", "run CELLID #I" (before prepare;
-	 * "(warmup)" appended for warmups). Freed by machine_fake_clear(). */
+	unsigned suspends, resumes;
+	unsigned running, max_running; /* live guests not suspended, now and at most */
+	unsigned bad_runs; /* runs or resets on a suspended guest (the executor's bug) */
+	/* One line per event: "boot N", "destroy N", "reset N", "suspend N", "resume N",
+	 * "run CELLID #I" (before prepare; "(warmup)" appended for warmups). Freed by
+	 * machine_fake_clear(). */
 	char *log;
 	size_t log_len;
 };

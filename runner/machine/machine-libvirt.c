@@ -425,6 +425,62 @@ static bool lv_healthy(struct machine *m, struct machine_guest *mg)
 	return false;
 }
 
+/* Pause the domain (virDomainSuspend): its vCPUs stop and QEMU keeps its memory, so the guest's
+ * page cache survives until it resumes. */
+static int lv_suspend(struct machine *m, struct machine_guest *mg, char **err)
+{
+	(void)m;
+	struct lv_guest *g = (struct lv_guest *)mg;
+	if (!g->vm) {
+		*err = xasprintf("cannot suspend '%s': it has no domain", mg->name);
+		return -1;
+	}
+	if (virDomainSuspend(vm_domain(g->vm)) < 0) {
+		const char *lv = virGetLastErrorMessage();
+		*err = xasprintf("cannot suspend '%s': %s", mg->name, lv ? lv : "unknown error");
+		return -1;
+	}
+	return 0;
+}
+
+/* Resume a paused domain and wait for its agent; its clock is set from the host's again (best
+ * effort: the guest's clock stood still while it was paused). */
+static int lv_resume(struct machine *m, struct machine_guest *mg, char **err)
+{
+	(void)m;
+	struct lv_guest *g = (struct lv_guest *)mg;
+	if (!g->vm) {
+		*err = xasprintf("cannot resume '%s': it has no domain", mg->name);
+		return -1;
+	}
+	virDomainPtr d = vm_domain(g->vm);
+	if (virDomainResume(d) < 0) {
+		const char *lv = virGetLastErrorMessage();
+		*err = xasprintf("cannot resume '%s': %s", mg->name, lv ? lv : "unknown error");
+		return -1;
+	}
+	_cleanup_free_ char *perr = NULL;
+	for (int i = 0; agent_ping(d, 2, &perr) < 0; i++) {
+		if (i == 9 || run_interrupted()) {
+			*err = xasprintf("'%s' does not answer after resume: %s", mg->name,
+					 perr ? perr : "no answer");
+			return -1;
+		}
+		free(perr);
+		perr = NULL;
+		sleep(1);
+	}
+	(void)virDomainSetTime(d, 0, 0, VIR_DOMAIN_TIME_SYNC);
+	return 0;
+}
+
+static uint64_t lv_host_memory(struct machine *m)
+{
+	struct lv_machine *lm = (struct lv_machine *)m;
+	virNodeInfo ni;
+	return virNodeGetInfo(lm->conn, &ni) == 0 ? (uint64_t)ni.memory * 1024 : 0;
+}
+
 static char *lv_console_tail(struct machine *m, struct machine_guest *mg, unsigned lines)
 {
 	(void)m;
@@ -619,6 +675,19 @@ static void lv_hook(struct machine *m, struct machine_guest *mg, const struct ma
 		machine_faults_inject(&lm->faults, g->vm, w);
 }
 
+/* A connection libvirt closed (the remote end went away, keepalive gave up) is the host's
+ * failure, not the cell's. */
+static bool lv_alive(struct machine *m, char **why)
+{
+	struct lv_machine *lm = (struct lv_machine *)m;
+	if (virConnectIsAlive(lm->conn) == 1)
+		return true;
+	_cleanup_free_ char *uri = virConnectGetURI(lm->conn);
+	*why = xasprintf("the libvirt connection%s%s%s was lost", uri ? " to '" : "",
+			 uri ? uri : "", uri ? "'" : "");
+	return false;
+}
+
 static void lv_close(struct machine *m)
 {
 	struct lv_machine *lm = (struct lv_machine *)m;
@@ -635,6 +704,9 @@ static const struct machine_ops libvirt_ops = {
 	.boot = lv_boot,
 	.reset = lv_reset,
 	.destroy = lv_destroy,
+	.suspend = lv_suspend,
+	.resume = lv_resume,
+	.host_memory = lv_host_memory,
 	.healthy = lv_healthy,
 	.console_tail = lv_console_tail,
 	.describe = lv_describe,
@@ -643,6 +715,7 @@ static const struct machine_ops libvirt_ops = {
 	.sample = lv_sample,
 	.reclaim = lv_reclaim,
 	.hook = lv_hook,
+	.alive = lv_alive,
 	.close = lv_close,
 };
 

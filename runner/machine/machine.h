@@ -116,8 +116,21 @@ struct machine_ops {
 	 * (fstrim; blkdiscard when the target is not mounted), where the target disk allows
 	 * discard. Returns 1 when done, 0 when it does not apply, -1 with *err. May be NULL. */
 	int (*reclaim)(struct machine *m, struct machine_guest *g, char **err);
+	/* Pause guest g: its vCPUs stop, its memory (and page cache) stays, so it takes no CPU
+	 * while another guest of an interleaved unit measures (ferry(1) run.order). 0, or -1 with
+	 * *err. May be NULL: the machine cannot; the executor then boots a guest per run. */
+	int (*suspend)(struct machine *m, struct machine_guest *g, char **err);
+	/* Resume a suspended guest and wait until it answers again. 0, or -1 with *err. */
+	int (*resume)(struct machine *m, struct machine_guest *g, char **err);
+	/* The physical memory of the host the guests run on, in bytes; 0 when unknown. May be
+	 * NULL. */
+	uint64_t (*host_memory)(struct machine *m);
 	/* Called at each point of every run (test fault injection; the fake's script). */
 	void (*hook)(struct machine *m, struct machine_guest *g, const struct machine_where *w);
+	/* After a failure: whether the connection to the host still works (a lost libvirt
+	 * connection is the host's fault, not the cell's), else false with *why (caller frees).
+	 * May be NULL (always alive). */
+	bool (*alive)(struct machine *m, char **why);
 	void (*close)(struct machine *m);
 };
 
@@ -194,11 +207,31 @@ static inline int machine_reclaim(struct machine *m, struct machine_guest *g, ch
 {
 	return m->ops->reclaim && g ? m->ops->reclaim(m, g, err) : 0;
 }
+static inline bool machine_can_suspend(struct machine *m)
+{
+	return m->ops->suspend && m->ops->resume;
+}
+static inline int machine_suspend(struct machine *m, struct machine_guest *g, char **err)
+{
+	return m->ops->suspend(m, g, err);
+}
+static inline int machine_resume(struct machine *m, struct machine_guest *g, char **err)
+{
+	return m->ops->resume(m, g, err);
+}
+static inline uint64_t machine_host_memory(struct machine *m)
+{
+	return m->ops->host_memory ? m->ops->host_memory(m) : 0;
+}
 static inline void machine_hook(struct machine *m, struct machine_guest *g,
 				const struct machine_where *w)
 {
 	if (m->ops->hook)
 		m->ops->hook(m, g, w);
+}
+static inline bool machine_alive(struct machine *m, char **why)
+{
+	return m->ops->alive ? m->ops->alive(m, why) : true;
 }
 static inline void machine_close(struct machine *m)
 {

@@ -133,8 +133,7 @@ size_t pl_check_cells(const struct plan *p, const struct matrix *m, struct diag_
 	struct cell_out co = { .o = { .fail = cell_fail }, .diags = diags };
 	size_t n = matrix_n_cells(m), skipped = 0;
 	char *first_skip = NULL;
-	const char *first_id = NULL, *order_id = NULL;
-	struct plan_run order_run = { 0 }; /* the first cell's run settings that order nothing */
+	const char *first_id = NULL;
 
 	strmap_init(&co.seen, 8);
 	for (size_t i = 0; i < n; i++) {
@@ -145,12 +144,6 @@ size_t pl_check_cells(const struct plan *p, const struct matrix *m, struct diag_
 			continue; /* an include entry left it incomplete: reported by plan_expand */
 		co.cell = &cell;
 		co.skip = NULL;
-		/* run order acts within a VM group: with a VM per cell there is nothing to order */
-		if (!order_id && cell.run.order != PLAN_ORDER_SEQUENTIAL &&
-		    cell.run.vm != PLAN_VM_SHARED) {
-			order_run = cell.run;
-			order_id = cell.id;
-		}
 		for (size_t r = 0; r < n_plan_rules; r++) {
 			const struct plan_rule *rule = &plan_rules[r];
 			/* entry errors were reported where the entry is written */
@@ -169,18 +162,6 @@ size_t pl_check_cells(const struct plan *p, const struct matrix *m, struct diag_
 				free(co.skip);
 			}
 		}
-	}
-	if (order_id) {
-		const char *order = key_find(&plan_run_keys, "order")->values[order_run.order];
-		const char *vm = key_find(&plan_run_keys, "vm")->values[order_run.vm];
-		diag_add(diags, p->matrix_pos.file, p->matrix_pos.line, p->matrix_pos.col,
-			 "'order: %s' cannot be used with 'vm: %s' (first in cell '%s'): ferry "
-			 "orders runs only among cells that share one VM, and under 'vm: %s' every "
-			 "cell has its own, so the runs would still go cell after cell (use 'vm: "
-			 "shared' to %s the cells that share a VM, or 'order: sequential')",
-			 order, vm, order_id, vm,
-			 order_run.order == PLAN_ORDER_INTERLEAVED ? "interleave" : "shuffle");
-		co.errors++;
 	}
 	if (n && skipped == n && !co.errors) {
 		diag_add(diags, p->matrix_pos.file, p->matrix_pos.line, p->matrix_pos.col,

@@ -154,11 +154,17 @@ static bool allowed(const struct compare_opts *o, const char *key)
 static void add_diff(struct comparison *c, const struct compare_opts *o, const char *key,
 		     const char *base, const char *cand, bool refusing)
 {
+	base = base ? base : "unknown";
+	cand = cand ? cand : "unknown";
+	for (size_t i = 0; i < c->n_diffs; i++) /* the same difference seen on another cell */
+		if (STREQ(c->diffs[i].key, key) && STREQ(c->diffs[i].base, base) &&
+		    STREQ(c->diffs[i].cand, cand))
+			return;
 	c->diffs = xrealloc(c->diffs, (c->n_diffs + 1) * sizeof(*c->diffs));
 	c->diffs[c->n_diffs++] = (struct cmp_diff){
 		.key = xstrdup(key),
-		.base = xstrdup(base ? base : "unknown"),
-		.cand = xstrdup(cand ? cand : "unknown"),
+		.base = xstrdup(base),
+		.cand = xstrdup(cand),
 		.refusing = refusing,
 		.allowed = refusing && allowed(o, key),
 	};
@@ -188,10 +194,49 @@ static void check_str(struct comparison *c, const struct compare_opts *o, const 
 	add_diff(c, o, key, a, b, refusing && a && b);
 }
 
+/* The environment of one host: what refuses a comparison, and what is only shown. */
+static void host_diffs(struct comparison *c, const struct compare_opts *o,
+		       const struct result_provenance *p, const struct result_provenance *q)
+{
+	check_str(c, o, "accelerator", p->accelerator, q->accelerator, true);
+	check_str(c, o, "cpu_model", p->cpu_model, q->cpu_model, true);
+	check_str(c, o, "qemu_version", p->qemu_version, q->qemu_version, true);
+	check_str(c, o, "libvirt_version", p->libvirt_version, q->libvirt_version, true);
+	check_str(c, o, "hostname", p->hostname, q->hostname, false);
+	check_str(c, o, "host_kernel", p->host_kernel, q->host_kernel, false);
+}
+
+/* The provenance of the host that ran cell i of r: its origin's in a merged or fanned-out file,
+ * else the file's. */
+static const struct result_provenance *cell_host(const struct results *r, size_t i)
+{
+	int o = r->cells[i].origin;
+	return o >= 0 && (size_t)o < r->n_origins ? &r->origins[o].provenance : &r->provenance;
+}
+
+/*
+ * A file whose cells ran on several hosts (a fan-out, a merge of shards): every cell's host is
+ * compared with the host that ran the same cell in the baseline, like the files' own environment
+ * (each difference once).
+ */
+static void cell_host_diffs(struct comparison *c, const struct compare_opts *o,
+			    const struct results *a, const struct results *b)
+{
+	if (!a->n_origins && !b->n_origins)
+		return;
+	for (size_t i = 0; i < b->n_cells; i++) {
+		const struct result_cell *bc = &b->cells[i];
+		const struct result_cell *ac = results_find_cell(a, bc->id);
+		if (ac)
+			host_diffs(c, o, cell_host(a, (size_t)(ac - a->cells)), cell_host(b, i));
+	}
+}
+
 static void provenance_diffs(struct comparison *c, const struct compare_opts *o,
 			     const struct results *a, const struct results *b)
 {
 	const struct result_provenance *p = &a->provenance, *q = &b->provenance;
+	cell_host_diffs(c, o, a, b);
 	check_str(c, o, "accelerator", p->accelerator, q->accelerator, true);
 	check_str(c, o, "cpu_model", p->cpu_model, q->cpu_model, true);
 	check_str(c, o, "qemu_version", p->qemu_version, q->qemu_version, true);

@@ -327,6 +327,7 @@ static void rd_cell(struct reader *rd, const char *where, const json_t *o, struc
 			rd_uint(rd, w, jr, "boot", INT64_MAX, &boot);
 			run->boot = boot > 0 ? (int64_t)boot : -1;
 		}
+		rd_time(rd, w, jr, "started", &run->started_ms);
 		rd_object(rd, w, jr, "metrics", &run->metrics);
 		const char *mk;
 		const json_t *mv;
@@ -516,8 +517,10 @@ static struct results *from_json(json_t *root, bool consume, char **err)
 		_cleanup_free_ char *wp = xasprintf("%s.provenance", w);
 		rd_shard(&rd, w, o, &k, &n);
 		rd_provenance(&rd, wp, get(o, "provenance"), &pv);
-		results_add_origin(r, k, n, &pv);
+		size_t oi = results_add_origin(r, k, n, &pv);
 		result_provenance_clear(&pv);
+		rd_str(&rd, w, o, "host", false, &r->origins[oi].host);
+		rd_str(&rd, w, o, "lost", false, &r->origins[oi].lost);
 	}
 	rd.n_origins = r->n_origins;
 

@@ -121,14 +121,17 @@ static json_t *cell_to_json(const struct result_cell *c)
 	json_t *runs = json_array();
 	for (size_t i = 0; i < c->n_runs; i++) {
 		const struct result_run *r = &c->runs[i];
-		json_array_append_new(
-		    runs, json_pack("{s:I, s:b, s:o, s:o, s:o, s:o, s:b, s:b, s:o, s:o}", "index",
-				    (json_int_t)r->index, "warmup", r->warmup, "phases",
-				    phases_to_json(r->phase), "total", jnum(r->total), "bytes",
-				    juint(r->bytes), "files", juint(r->files), "integrity_ok",
-				    r->integrity_ok, "outlier", r->outlier, "boot",
-				    r->boot > 0 ? json_integer(r->boot) : json_null(), "metrics",
-				    jobj_or_null(r->metrics)));
+		json_t *jr = json_pack("{s:I, s:b, s:o, s:o, s:o, s:o, s:b, s:b, s:o, s:o}",
+				       "index", (json_int_t)r->index, "warmup", r->warmup, "phases",
+				       phases_to_json(r->phase), "total", jnum(r->total), "bytes",
+				       juint(r->bytes), "files", juint(r->files), "integrity_ok",
+				       r->integrity_ok, "outlier", r->outlier, "boot",
+				       r->boot > 0 ? json_integer(r->boot) : json_null(), "metrics",
+				       jobj_or_null(r->metrics));
+		/* optional: files written before it existed have no run start */
+		if (r->started_ms)
+			json_object_set_new(jr, "started", jtime(r->started_ms));
+		json_array_append_new(runs, jr);
 	}
 
 	json_t *stats = json_null();
@@ -216,12 +219,18 @@ static json_t *head_to_json(const struct results *r)
 		json_object_set_new(head, "shard", shard_to_json(r->shard_k, r->shard_n));
 	if (head && r->n_origins) {
 		json_t *origins = json_array();
-		for (size_t i = 0; i < r->n_origins; i++)
-			json_array_append_new(
-			    origins,
-			    json_pack("{s:o, s:o}", "shard",
-				      shard_to_json(r->origins[i].shard_k, r->origins[i].shard_n),
-				      "provenance", provenance_to_json(&r->origins[i].provenance)));
+		for (size_t i = 0; i < r->n_origins; i++) {
+			const struct result_origin *o = &r->origins[i];
+			json_t *oj =
+			    json_pack("{s:o, s:o}", "shard", shard_to_json(o->shard_k, o->shard_n),
+				      "provenance", provenance_to_json(&o->provenance));
+			/* a host of a fan-out: its URI, and why it failed */
+			if (oj && o->host)
+				json_object_set_new(oj, "host", jstr(o->host));
+			if (oj && o->lost)
+				json_object_set_new(oj, "lost", jstr(o->lost));
+			json_array_append_new(origins, oj);
+		}
 		json_object_set_new(head, "origins", origins);
 	}
 	return head;

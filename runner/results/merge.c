@@ -26,7 +26,11 @@ static size_t shard_key(unsigned k, unsigned n, size_t j)
 /* The expansion index of every cell of r into keys[]. */
 static void expansion_keys(const struct results *r, size_t *keys)
 {
-	if (!r->n_origins) {
+	/* a run fanned out over hosts (every origin a host) holds its cells in its own order */
+	bool hosts = r->n_origins > 0;
+	for (size_t o = 0; o < r->n_origins; o++)
+		hosts &= r->origins[o].host != NULL;
+	if (!r->n_origins || hosts) {
 		for (size_t j = 0; j < r->n_cells; j++)
 			keys[j] = shard_key(r->shard_k, r->shard_n, j);
 		return;
@@ -213,10 +217,13 @@ struct results *results_merge(struct results *const *in, const char *const *name
 	for (size_t j = 0; j < n; j++) {
 		size_t i = order[j];
 		base[i] = out->n_origins;
-		for (size_t o = 0; o < in[i]->n_origins; o++)
-			results_add_origin(out, in[i]->origins[o].shard_k,
-					   in[i]->origins[o].shard_n,
-					   &in[i]->origins[o].provenance);
+		for (size_t o = 0; o < in[i]->n_origins; o++) {
+			const struct result_origin *io = &in[i]->origins[o];
+			size_t oo =
+			    results_add_origin(out, io->shard_k, io->shard_n, &io->provenance);
+			out->origins[oo].host = io->host ? xstrdup(io->host) : NULL;
+			out->origins[oo].lost = io->lost ? xstrdup(io->lost) : NULL;
+		}
 		if (!in[i]->n_origins)
 			own_origin(out, in[i], &own[i]);
 	}

@@ -237,8 +237,11 @@ void results_free(struct results *r)
 		cell_clear(&r->cells[i]);
 	free(r->cells);
 	strmap_free(&r->ids);
-	for (size_t i = 0; i < r->n_origins; i++)
+	for (size_t i = 0; i < r->n_origins; i++) {
 		result_provenance_clear(&r->origins[i].provenance);
+		free(r->origins[i].host);
+		free(r->origins[i].lost);
+	}
 	free(r->origins);
 	free(r);
 }
@@ -411,6 +414,7 @@ size_t results_add_origin(struct results *r, unsigned shard_k, unsigned shard_n,
 	struct result_origin *o = &r->origins[r->n_origins];
 	o->shard_k = shard_k;
 	o->shard_n = shard_n;
+	o->host = o->lost = NULL;
 	result_provenance_copy(&o->provenance, p);
 	return r->n_origins++;
 }

@@ -95,6 +95,8 @@ struct result_run {
 	int64_t boot;     /* which VM boot of the file the run happened in (ids unique within one
 			   * results file, from 1); -1 when unknown (a version 1 file) */
 	json_t *metrics;  /* method-reported metrics {"name": number} (owned), or NULL */
+	int64_t started_ms; /* wall clock when the run began (Unix ms; 0: unknown): the order of
+			     * runs across cells, e.g. under run.order interleaved */
 };
 
 /* A metric's unit and direction (results.metrics): "total", "phase.NAME", "throughput",
@@ -188,11 +190,16 @@ struct result_provenance {
 /*
  * Where the cells of a merged file came from (`ferry merge`): one entry per results file merged
  * (or per shard of a merged file merged again), with the shard it ran and its provenance, so
- * that every cell knows which host, QEMU and guest measured it.
+ * that every cell knows which host, QEMU and guest measured it. A run fanned out over several
+ * hosts writes one per host (with `host` set).
  */
 struct result_origin {
 	unsigned shard_k, shard_n; /* `--shard K/N` of that run; 0/0: it ran every cell */
 	struct result_provenance provenance;
+	/* a host of a fan-out (`ferry run --connect A --connect B`): its libvirt URI as given
+	 * on the command line, and why it failed during the run (NULL: it did not) */
+	char *host;
+	char *lost;
 };
 
 struct results {

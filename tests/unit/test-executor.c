@@ -104,6 +104,7 @@ static void tx_run(struct tx *t)
 	results_free(t->r);
 	machine_fake_clear(&t->fake);
 	t->fake.boots = t->fake.destroys = t->fake.resets = t->fake.drops = 0;
+	t->fake.suspends = t->fake.resumes = t->fake.max_running = t->fake.bad_runs = 0;
 	char *err = NULL;
 	g_assert_cmpint(exec_plan(t->p, t->m, &t->o, &t->r, &t->res, &err), ==, 0);
 	g_assert_null(err);
@@ -234,10 +235,12 @@ static void test_warmups(void)
 /* ---- orders and VM lifetimes ---- */
 
 /*
- * How many guests are alive at once, under each run.vm: one. The VM groups (a shared guest per
- * vm, disk and method devices; a guest per cell or per run otherwise) run one after the other,
- * each destroyed before the next boots, so the capacity check (capacity-plan.c) rightly counts
- * the largest single VM and not a sum. Counted from the fake's log of boots and destroys.
+ * How many guests are alive at once, under each run.vm and order: one, except per-cell cells that
+ * take turns (order interleaved or shuffled), whose guests stay booted and paused; running, one
+ * always. The VM groups (a shared guest per vm, disk and method devices; a guest per cell or per
+ * run otherwise) run one after the other, each destroyed before the next boots, so the capacity
+ * check (capacity-plan.c) counts the largest single VM, or the sum of the guests that take turns.
+ * Counted from the fake's log of boots and destroys.
  */
 static void test_one_guest_at_a_time(void)
 {
@@ -245,10 +248,6 @@ static void test_one_guest_at_a_time(void)
 	const char *orders[] = { "sequential", "interleaved", "shuffled" };
 	for (size_t i = 0; i < ELEMENTSOF(modes); i++) {
 		for (size_t o = 0; o < ELEMENTSOF(orders); o++) {
-			/* an order under a VM per cell or per run is refused at validate (it would
-			 * order nothing): tests/plans/bad/order-*.yaml */
-			if (i > 0 && o > 0)
-				continue;
 			char *plan = g_strdup_printf(
 			    "ferry: 1\n"
 			    "name: t\n"
@@ -277,7 +276,11 @@ static void test_one_guest_at_a_time(void)
 			/* shared: a guest per vm and disk (4); otherwise per cell (8) or run (16)
 			 */
 			g_assert_cmpuint(t.fake.boots, ==, i == 0 ? 4 : i == 1 ? 8 : 16);
-			g_assert_cmpuint(most, ==, 1);
+			/* per-cell cells that take turns keep their guests booted, all but one
+			 * paused (the capacity check sums their memory); else one at a time */
+			g_assert_cmpuint(most, ==, i == 1 && o > 0 ? 8 : 1);
+			g_assert_cmpuint(t.fake.max_running, ==, 1);
+			g_assert_cmpuint(t.fake.bad_runs, ==, 0);
 			tx_clear(&t);
 		}
 	}
@@ -369,6 +372,304 @@ static void test_vm_per_cell_per_run(void)
 		for (size_t i = 0; i < t.r->cells[k].n_runs; i++)
 			g_assert_cmpint(t.r->cells[k].runs[i].boot, ==, (int64_t)k + 1);
 	tx_clear(&t);
+}
+
+/* ---- run order across VM configurations (order.c) ---- */
+
+/* The fake's log without the "run" lines' cell ids: "boot 1, reset 1, a0, suspend 1, ..." */
+static char *events_of(const struct tx *t)
+{
+	GString *s = g_string_new("");
+	gchar **lines = g_strsplit(t->fake.log ? t->fake.log : "", "\n", -1);
+	for (gchar **l = lines; *l && **l; l++) {
+		const char *m = strstr(*l, "method=");
+		if (s->len)
+			g_string_append(s, ", ");
+		if (g_str_has_prefix(*l, "run ") && m)
+			g_string_append_printf(s, "%c%s", m[7], strchr(m, '#') + 1);
+		else
+			g_string_append(s, *l);
+	}
+	g_strfreev(lines);
+	return g_string_free(s, FALSE);
+}
+
+/* The runs' start times follow the order of the fake's log: for every "run" line in the log, the
+ * run it names started no earlier than the one before it. */
+static void assert_starts_in_log_order(const struct tx *t)
+{
+	gchar **lines = g_strsplit(t->fake.log ? t->fake.log : "", "\n", -1);
+	int64_t last = 0;
+	size_t seen = 0;
+	for (gchar **l = lines; *l; l++) {
+		if (!g_str_has_prefix(*l, "run "))
+			continue;
+		char *id = g_strndup(*l + 4, (gsize)(strchr(*l, '#') - *l - 5));
+		unsigned idx = (unsigned)atoi(strchr(*l, '#') + 1);
+		const struct result_cell *c = results_find_cell(t->r, id);
+		g_assert_nonnull(c);
+		g_assert_cmpuint(idx, <, c->n_runs);
+		g_assert_cmpint(c->runs[idx].started_ms, >, 0);
+		g_assert_cmpint(c->runs[idx].started_ms, >=, last);
+		last = c->runs[idx].started_ms;
+		seen++;
+		g_free(id);
+	}
+	g_assert_cmpuint(seen, >, 0);
+	g_strfreev(lines);
+}
+
+static void test_across_per_run(void)
+{
+	struct tx t;
+	tx_init(&t, "run: {repeat: 2, warmup: 1, vm: per-run, order: interleaved}\n");
+	tx_run(&t);
+	char *runs = runs_of(&t);
+	/* warmups first, in the first round; then round-robin, a fresh guest every run */
+	g_assert_cmpstr(runs, ==, "a0 (warmup) b0 (warmup) c0 (warmup) a1 b1 c1 a2 b2 c2");
+	g_free(runs);
+	char *ev = events_of(&t);
+	g_assert_cmpstr(
+	    ev, ==,
+	    "boot 1, reset 1, a0 (warmup), destroy 1, boot 2, reset 2, b0 (warmup), "
+	    "destroy 2, boot 3, reset 3, c0 (warmup), destroy 3, boot 4, reset 4, a1, destroy 4, "
+	    "boot 5, reset 5, b1, destroy 5, boot 6, reset 6, c1, destroy 6, "
+	    "boot 7, reset 7, a2, destroy 7, boot 8, reset 8, b2, destroy 8, "
+	    "boot 9, reset 9, c2, destroy 9");
+	g_free(ev);
+	g_assert_cmpuint(t.fake.suspends, ==, 0);
+	g_assert_cmpuint(t.res.counts[STATUS_PASSED], ==, 3);
+	/* the results show the order: every run's start, in the order the runs happened */
+	assert_starts_in_log_order(&t);
+	/* a's runs were on boots 1, 4, 7 */
+	const struct result_cell *a = cell(&t, CELL("a"));
+	g_assert_cmpint(a->runs[0].boot, ==, 1);
+	g_assert_cmpint(a->runs[1].boot, ==, 4);
+	g_assert_cmpint(a->runs[2].boot, ==, 7);
+	g_assert_true(a->runs[0].warmup && !a->runs[1].warmup);
+	tx_clear(&t);
+}
+
+static void test_across_per_cell(void)
+{
+	struct tx t;
+	tx_init(&t, "run: {repeat: 2, vm: per-cell, order: interleaved, caches: drop}\n");
+	tx_run(&t);
+	char *ev = events_of(&t);
+	/* every cell boots once; all but the measuring guest are paused; a cell whose rule is met
+	 * leaves the rotation without waking its guest, which is destroyed */
+	g_assert_cmpstr(ev, ==,
+			"boot 1, reset 1, a0, suspend 1, boot 2, reset 2, b0, suspend 2, "
+			"boot 3, reset 3, c0, suspend 3, resume 1, reset 1, a1, suspend 1, "
+			"resume 2, reset 2, b1, suspend 2, resume 3, reset 3, c1, suspend 3, "
+			"destroy 1, destroy 2, destroy 3");
+	g_free(ev);
+	g_assert_cmpuint(t.fake.boots, ==, 3);
+	g_assert_cmpuint(t.fake.max_running, ==, 1);
+	g_assert_cmpuint(t.fake.bad_runs, ==, 0);
+	/* caches dropped before every measured run, on the guest that measures */
+	g_assert_cmpuint(t.fake.drops, ==, 6);
+	g_assert_cmpuint(t.res.counts[STATUS_PASSED], ==, 3);
+	for (size_t k = 0; k < t.r->n_cells; k++)
+		for (size_t i = 0; i < t.r->cells[k].n_runs; i++)
+			g_assert_cmpint(t.r->cells[k].runs[i].boot, ==, (int64_t)k + 1);
+	assert_starts_in_log_order(&t);
+	tx_clear(&t);
+}
+
+static char *across_shuffled(const char *vm, uint64_t seed)
+{
+	struct tx t;
+	char *extra = g_strdup_printf("run: {repeat: 3, vm: %s, order: shuffled, seed: %llu}\n", vm,
+				      (unsigned long long)seed);
+	tx_init(&t, extra);
+	g_free(extra);
+	tx_run(&t);
+	g_assert_cmpuint(t.fake.max_running, ==, 1);
+	g_assert_cmpuint(t.res.counts[STATUS_PASSED], ==, 3);
+	char *runs = runs_of(&t);
+	tx_clear(&t);
+	return runs;
+}
+
+static void test_across_shuffled(void)
+{
+	/* rounds of one run per cell, each round in a seeded order: the same seed, the same order;
+	 * some seed moves the cells away from a b c */
+	bool moved = false;
+	for (uint64_t seed = 1; seed <= 4; seed++) {
+		for (int v = 0; v < 2; v++) {
+			const char *vm = v ? "per-cell" : "per-run";
+			char *r1 = across_shuffled(vm, seed), *r2 = across_shuffled(vm, seed);
+			g_assert_cmpstr(r1, ==, r2);
+			g_assert_cmpuint(strlen(r1), ==, strlen("a0 b0 c0 a1 b1 c1 a2 b2 c2"));
+			for (int round = 0; round < 3; round++) {
+				const char *rd = r1 + round * 9;
+				/* each round holds every cell once, with its run index */
+				g_assert_true(rd[0] != rd[3] && rd[3] != rd[6] && rd[0] != rd[6]);
+				for (int k = 0; k < 3; k++)
+					g_assert_cmpint(rd[k * 3 + 1], ==, '0' + round);
+			}
+			moved |= !STREQ(r1, "a0 b0 c0 a1 b1 c1 a2 b2 c2");
+			g_free(r1);
+			g_free(r2);
+		}
+	}
+	g_assert_true(moved);
+}
+
+/* A cell whose repeat rule is met leaves the rotation (and its guest goes); the others go on. */
+static void test_across_drop_out(void)
+{
+	struct tx t;
+	tx_init(&t, "matrix:\n"
+		    "  method: [a, b, c]\n"
+		    "  include: [{method: a, run: {repeat: {min: 2, max: 5, until_cv: 1000%}}}]\n"
+		    "run: {repeat: {min: 2, max: 4, until_cv: 0.001%}, vm: per-cell, "
+		    "order: interleaved, caches: keep}\n");
+	set_null_duration(&t, 1 * MS);
+	tx_run(&t);
+	char *runs = runs_of(&t);
+	g_assert_cmpstr(runs, ==, "a0 b0 c0 a1 b1 c1 b2 c2 b3 c3");
+	g_free(runs);
+	g_assert_cmpint(cell(&t, CELL("a"))->stop_reason, ==, STATS_STOP_CV);
+	g_assert_cmpint(cell(&t, CELL("b"))->stop_reason, ==, STATS_STOP_MAX);
+	g_assert_cmpuint(measured(cell(&t, CELL("c"))), ==, 4);
+	/* a's guest was destroyed when it left, before b's third run */
+	const char *gone = strstr(t.fake.log, "destroy 1\n");
+	g_assert_nonnull(gone);
+	g_assert_true(gone < strstr(t.fake.log, "method=b #2"));
+	g_assert_cmpuint(t.fake.max_running, ==, 1);
+	tx_clear(&t);
+}
+
+/* A failing cell leaves the rotation with its guest destroyed; a guest that cannot pause is
+ * destroyed and booted again; without suspend (or memory), every run boots a fresh guest. */
+static void test_across_faults(void)
+{
+	struct tx t;
+	/* boot 2 (b's guest) fails: b is over with the error, a and c go on */
+	tx_init(&t, "run: {repeat: 2, vm: per-cell, order: interleaved}\n");
+	t.fake.fail_boot = 2;
+	tx_run(&t);
+	char *runs = runs_of(&t);
+	g_assert_cmpstr(runs, ==, "a0 c0 a1 c1");
+	g_free(runs);
+	g_assert_cmpint(cell(&t, CELL("b"))->status, ==, STATUS_ERROR);
+	g_assert_cmpint(cell(&t, CELL("a"))->status, ==, STATUS_PASSED);
+	g_assert_cmpint(cell(&t, CELL("c"))->status, ==, STATUS_PASSED);
+	tx_clear(&t);
+
+	/* a guest that breaks (the fake: after 1 run) fails its cell's next run: the guest is
+	 * destroyed there, not left paused */
+	tx_init(&t, "run: {repeat: 2, vm: per-cell, order: interleaved}\n");
+	t.fake.break_after = 1;
+	tx_run(&t);
+	g_assert_cmpuint(t.res.counts[STATUS_ERROR], ==, 3);
+	g_assert_cmpuint(t.fake.max_running, ==, 1);
+	g_assert_cmpuint(t.fake.bad_runs, ==, 0);
+	tx_clear(&t);
+
+	/* the first suspend fails: a's guest is destroyed, a boots again for its next run */
+	tx_init(&t, "run: {repeat: 2, vm: per-cell, order: interleaved}\n");
+	t.fake.fail_suspend = 1;
+	tx_run(&t);
+	char *ev = events_of(&t);
+	g_assert_nonnull(
+	    strstr(ev, "boot 1, reset 1, a0, suspend 1, destroy 1, boot 2, reset 2, b0"));
+	g_assert_nonnull(strstr(ev, "c0, suspend 3, boot 4, reset 4, a1"));
+	g_free(ev);
+	g_assert_cmpuint(t.res.counts[STATUS_PASSED], ==, 3);
+	g_assert_cmpuint(t.fake.max_running, ==, 1);
+	bool told = false;
+	for (guint i = 0; i < t.lines->len; i++)
+		told |= strstr(t.lines->pdata[i], "fake suspend 1 fails as scripted") != NULL;
+	g_assert_true(told);
+	tx_clear(&t);
+
+	/* 3 x (1 GiB + 256 MiB of QEMU) > half of 4 GiB: a fresh guest every run, in order */
+	const char *fallbacks[] = { "memory", "no-suspend" };
+	for (size_t f = 0; f < ELEMENTSOF(fallbacks); f++) {
+		tx_init(&t, "run: {repeat: 2, vm: per-cell, order: interleaved}\n");
+		if (f == 0)
+			t.fake.host_memory = 4ull << 30;
+		else
+			t.fake.no_suspend = true;
+		tx_run(&t);
+		runs = runs_of(&t);
+		g_assert_cmpstr(runs, ==, "a0 b0 c0 a1 b1 c1");
+		g_free(runs);
+		g_assert_cmpuint(t.fake.boots, ==, 6);
+		g_assert_cmpuint(t.fake.suspends, ==, 0);
+		g_assert_cmpuint(t.res.counts[STATUS_PASSED], ==, 3);
+		bool said = false;
+		for (guint i = 0; i < t.lines->len; i++)
+			said |=
+			    strstr(t.lines->pdata[i], "each of its runs boots a fresh guest") !=
+				NULL &&
+			    strstr(t.lines->pdata[i], f == 0 ? "more than half of the host's 4GiB"
+							     : "cannot suspend") != NULL;
+		g_assert_true(said);
+		tx_clear(&t);
+	}
+	/* enough memory: the guests stay */
+	tx_init(&t, "run: {repeat: 2, vm: per-cell, order: interleaved}\n");
+	t.fake.host_memory = 64ull << 30;
+	tx_run(&t);
+	g_assert_cmpuint(t.fake.boots, ==, 3);
+	g_assert_cmpuint(t.fake.suspends, ==, 6);
+	tx_clear(&t);
+}
+
+/* An interrupt in a rotation destroys every guest of the unit, running or paused (tx_run checks
+ * that none is left), and leaves its cells pending. */
+static void interrupt_after_a1(void *ud, const char *text)
+{
+	on_line(ud, text);
+	if (g_str_has_prefix(text, CELL("a") " run 1:"))
+		raise(SIGINT);
+}
+
+static void test_across_interrupt(void)
+{
+	if (g_test_subprocess()) {
+		struct tx t;
+		tx_init(&t, "run: {repeat: 3, vm: per-cell, order: interleaved}\n");
+		t.o.line = interrupt_after_a1;
+		tx_run(&t);
+		g_assert_cmpint(t.res.signal, ==, SIGINT);
+		char *runs = runs_of(&t);
+		g_assert_cmpstr(runs, ==, "a0 b0 c0 a1");
+		g_free(runs);
+		g_assert_cmpuint(t.fake.boots, ==, 3);
+		g_assert_cmpuint(t.fake.destroys, ==, 3);
+		g_assert_cmpuint(t.res.counts[STATUS_PENDING], ==, 3);
+		tx_clear(&t);
+		return;
+	}
+	g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
+	g_test_trap_assert_passed();
+}
+
+/* Ctrl-C while a guest resumes: no new guest boots in its place, all go. */
+static void test_across_interrupt_resume(void)
+{
+	if (g_test_subprocess()) {
+		struct tx t;
+		tx_init(&t, "run: {repeat: 3, vm: per-cell, order: interleaved}\n");
+		t.fake.sigint_resume = 1;
+		tx_run(&t);
+		g_assert_cmpint(t.res.signal, ==, SIGINT);
+		g_assert_cmpuint(t.fake.boots, ==, 3);
+		g_assert_cmpuint(t.fake.destroys, ==, 3);
+		char *ev = events_of(&t);
+		g_assert_true(g_str_has_suffix(ev, "resume 1, destroy 1, destroy 2, destroy 3"));
+		g_free(ev);
+		tx_clear(&t);
+		return;
+	}
+	g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
+	g_test_trap_assert_passed();
 }
 
 /* ---- resume, rerun-failed, fail-fast ---- */
@@ -801,6 +1102,13 @@ int main(int argc, char **argv)
 	g_test_add_func("/executor/order/interleaved", test_order_interleaved);
 	g_test_add_func("/executor/order/shuffled", test_order_shuffled);
 	g_test_add_func("/executor/vm/per-cell-per-run", test_vm_per_cell_per_run);
+	g_test_add_func("/executor/order/across/per-run", test_across_per_run);
+	g_test_add_func("/executor/order/across/per-cell", test_across_per_cell);
+	g_test_add_func("/executor/order/across/shuffled", test_across_shuffled);
+	g_test_add_func("/executor/order/across/drop-out", test_across_drop_out);
+	g_test_add_func("/executor/order/across/faults", test_across_faults);
+	g_test_add_func("/executor/order/across/interrupt", test_across_interrupt);
+	g_test_add_func("/executor/order/across/interrupt-resume", test_across_interrupt_resume);
 	g_test_add_func("/executor/resume", test_resume);
 	g_test_add_func("/executor/rerun-failed", test_rerun_failed);
 	g_test_add_func("/executor/fail-fast", test_fail_fast);

@@ -75,6 +75,9 @@ static struct results *sample(void)
 		run->files = 10;
 		run->integrity_ok = true;
 		run->boot = 1 + (int64_t)i / 3;
+		/* the last run has no start: a file written before runs recorded it */
+		if (i + 1 < ELEMENTSOF(times))
+			run->started_ms = INT64_C(1795993868500) + (int64_t)i * 1250;
 	}
 	c->runs[1].metrics = json_pack("{s:f}", "pages_per_s", 1234.5);
 	results_set_metric(r, "pages_per_s", "pages/s", true);
@@ -252,6 +255,7 @@ static void assert_same_results(const struct results *a, const struct results *b
 			g_assert_cmpint(x->integrity_ok, ==, y->integrity_ok);
 			g_assert_cmpint(x->outlier, ==, y->outlier);
 			g_assert_cmpint(x->boot, ==, y->boot);
+			g_assert_cmpint(x->started_ms, ==, y->started_ms);
 			g_assert_true((!x->metrics && !y->metrics) ||
 				      json_equal(x->metrics, y->metrics));
 		}
