@@ -197,10 +197,14 @@ static void run_across(struct exec *x, struct xunit *u)
 			if (c->done)
 				continue;
 			/* a cell whose repeat rule is met leaves before its guest wakes */
-			bool more = cell_next(x, c);
+			bool more = !run_interrupted() && cell_next(x, c);
+			if (more && keep)
+				wake_cell(x, c);
+			if (run_interrupted()) {
+				x->stop = true; /* not a new boot for a guest that did not resume */
+				break;
+			}
 			if (more) {
-				if (keep)
-					wake_cell(x, c);
 				uint64_t t = now_ns();
 				more = cell_run(x, c);
 				c->own_ns += now_ns() - t;

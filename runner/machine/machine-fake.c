@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -209,11 +210,14 @@ static int fake_suspend(struct machine *m, struct machine_guest *mg, char **err)
 
 static int fake_resume(struct machine *m, struct machine_guest *mg, char **err)
 {
-	(void)err;
 	struct machine_fake *f = script(m);
 	struct fake_guest *g = (struct fake_guest *)mg;
-	f->resumes++;
 	logf_(f, "resume %u", g->number);
+	if (++f->resumes == f->sigint_resume) {
+		raise(SIGINT);
+		*err = xstrdup("interrupted");
+		return -1;
+	}
 	if (g->suspended && ++f->running > f->max_running)
 		f->max_running = f->running;
 	g->suspended = false;

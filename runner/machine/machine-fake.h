@@ -37,6 +37,7 @@ struct machine_fake {
 	 * host_memory is what machine_host_memory() says (0: unknown) */
 	bool no_suspend;
 	unsigned fail_suspend;
+	unsigned sigint_resume; /* the resume with this number raises SIGINT (Ctrl-C) and fails */
 	uint64_t host_memory;
 	/* ---- what happened ---- */
 	unsigned boots, destroys, resets, fresh_disks, drops;

@@ -651,6 +651,27 @@ static void test_across_interrupt(void)
 	g_test_trap_assert_passed();
 }
 
+/* Ctrl-C while a guest resumes: no new guest boots in its place, all go. */
+static void test_across_interrupt_resume(void)
+{
+	if (g_test_subprocess()) {
+		struct tx t;
+		tx_init(&t, "run: {repeat: 3, vm: per-cell, order: interleaved}\n");
+		t.fake.sigint_resume = 1;
+		tx_run(&t);
+		g_assert_cmpint(t.res.signal, ==, SIGINT);
+		g_assert_cmpuint(t.fake.boots, ==, 3);
+		g_assert_cmpuint(t.fake.destroys, ==, 3);
+		char *ev = events_of(&t);
+		g_assert_true(g_str_has_suffix(ev, "resume 1, destroy 1, destroy 2, destroy 3"));
+		g_free(ev);
+		tx_clear(&t);
+		return;
+	}
+	g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
+	g_test_trap_assert_passed();
+}
+
 /* ---- resume, rerun-failed, fail-fast ---- */
 
 static void test_resume(void)
@@ -1087,6 +1108,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/executor/order/across/drop-out", test_across_drop_out);
 	g_test_add_func("/executor/order/across/faults", test_across_faults);
 	g_test_add_func("/executor/order/across/interrupt", test_across_interrupt);
+	g_test_add_func("/executor/order/across/interrupt-resume", test_across_interrupt_resume);
 	g_test_add_func("/executor/resume", test_resume);
 	g_test_add_func("/executor/rerun-failed", test_rerun_failed);
 	g_test_add_func("/executor/fail-fast", test_fail_fast);
