@@ -4,9 +4,11 @@
  * --connect B`, or `--hosts FILE`), ferry(1) REMOTE HOSTS.
  *
  * Units: the cells are cut into units that must run on one host together (exec_host_units()):
- * the cells of one shared guest (run.vm shared), all cells whose runs are ordered against each
- * other (run.order interleaved or shuffled), and otherwise one cell each. A free host takes the
- * next unit in the plan's order; every host runs one unit at a time, all hosts at once.
+ * the cells of one shared guest (run.vm shared: they take their turns on it in the plan's
+ * order), the cells of one rotation over guests of their own (run.vm per-cell or per-run with
+ * run.order interleaved or shuffled: same order and seed, order.c), and otherwise one cell each. A
+ * free host takes the next unit in the plan's order; every host runs one unit at a time, all hosts
+ * at once.
  *
  * Processes, not threads: each unit runs in a child process forked from this one, which calls
  * exec_plan() for that host and those cells only (exec_opts.only) and writes its own results
@@ -53,10 +55,14 @@ bool exec_host_lost(struct exec *x)
 	return true;
 }
 
+/* The unit key of a cell: cells with equal keys run on one host (order.c's order units, the
+ * executor's VM groups). */
 static void key_of(const struct plan_cell *pc, char *buf, size_t n)
 {
-	if (pc->run.order != PLAN_ORDER_SEQUENTIAL)
-		snprintf(buf, n, "order");
+	if (pc->run.vm != PLAN_VM_SHARED && pc->run.order != PLAN_ORDER_SEQUENTIAL)
+		/* a rotation over guests of their own (order.c): same run.vm, order and seed */
+		snprintf(buf, n, "order=%d|vm=%d|seed=%llu", (int)pc->run.order, (int)pc->run.vm,
+			 (unsigned long long)pc->run.seed);
 	else if (pc->run.vm == PLAN_VM_SHARED)
 		/* coarser than the executor's VM groups (which also tell the method's boot-time
 		 * devices apart): a unit may hold several guests, never split one */
@@ -272,7 +278,9 @@ static _Noreturn void child_main(struct fan *f, struct host *h, const bool *only
 	}
 	if (res.signal)
 		code = 128 + res.signal;
-	fflush(NULL);
+	/* only what this process wrote: the report files it inherited are the parent's */
+	fflush(stdout);
+	fflush(stderr);
 	_exit(code);
 }
 

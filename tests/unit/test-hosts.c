@@ -117,7 +117,7 @@ static bool logged(GPtrArray *a, const char *needle)
 	return false;
 }
 
-/* Which cells must share a host: a shared guest, ordered runs; otherwise one cell each. */
+/* Which cells must share a host: a shared guest, a rotation; otherwise one cell each. */
 static void test_units(void)
 {
 	static const struct {
@@ -126,9 +126,11 @@ static void test_units(void)
 	} cases[] = {
 		{ "run: {vm: per-cell}\n", 6 },
 		{ "run: {vm: per-run}\n", 6 },
-		{ "run: {vm: shared}\n", 2 }, /* one per vm */
-		{ "run: {vm: shared, order: interleaved}\n", 1 },
-		{ "run: {vm: shared, order: shuffled, seed: 3}\n", 1 },
+		{ "run: {vm: shared}\n", 2 },                     /* one per vm */
+		{ "run: {vm: shared, order: interleaved}\n", 2 }, /* turns on each guest */
+		{ "run: {vm: shared, order: shuffled, seed: 3}\n", 2 },
+		{ "run: {vm: per-cell, order: interleaved}\n", 1 }, /* one rotation */
+		{ "run: {vm: per-run, order: shuffled, seed: 3}\n", 1 },
 	};
 	for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
 		struct hx t;
@@ -250,7 +252,8 @@ static void test_host_unreachable(void)
 	hx_clear(&t);
 }
 
-/* Every host lost: the cells no host finished stay pending, without partial runs. */
+/* Every host lost: the cells no host finished stay pending, without partial runs, and --resume
+ * finishes them. */
 static void test_all_hosts_lost(void)
 {
 	const char *hosts[] = { "fake://b", "fake://b" };
@@ -264,6 +267,24 @@ static void test_all_hosts_lost(void)
 	for (size_t i = 0; i < t.r->n_cells; i++)
 		g_assert_cmpuint(t.r->cells[i].n_runs, ==, 0);
 	g_assert_true(logged(t.errors, "stay pending"));
+	/* --resume over hosts that work finishes them */
+	char *err = NULL;
+	struct results *earlier = results_read(t.results_path, &err);
+	g_assert_null(err);
+	const char *good[] = { "fake://a", "fake://c" };
+	t.o.hosts = good;
+	t.o.resume = earlier;
+	results_free(t.r);
+	t.r = NULL;
+	hx_run(&t);
+	g_assert_true(t.r == earlier);
+	g_assert_cmpuint(t.res.hosts_lost, ==, 0);
+	g_assert_cmpuint(t.res.counts[STATUS_PASSED], ==, 3);
+	for (size_t i = 0; i < t.r->n_cells; i++) {
+		g_assert_cmpuint(t.r->cells[i].n_runs, ==, 2);
+		const char *h = host_of(t.r, &t.r->cells[i]);
+		g_assert_true(STREQ(h, "fake://a") || STREQ(h, "fake://c"));
+	}
 	hx_clear(&t);
 }
 
