@@ -99,10 +99,10 @@ static char *why_not_suspend(struct exec *x, struct xcell **cells, size_t n)
 		if (!add_u64(sum, cells[i]->pc.vm->memory + QEMU_OVERHEAD, &sum))
 			sum = UINT64_MAX;
 	if (host && sum > host / 2) {
-		_cleanup_free_ char *need = format_size(sum), *have = format_size(host);
-		return xasprintf("the %zu guests together would take %s, more than half of the "
-				 "host's %s",
-				 n, need, have);
+		/* GiB with one decimal: the host's memory is rarely a round number of units */
+		return xasprintf("the %zu guests together would take %.1f GiB, more than half of "
+				 "the host's %.1f GiB",
+				 n, (double)sum / 1073741824.0, (double)host / 1073741824.0);
 	}
 	return NULL;
 }
