@@ -103,8 +103,8 @@ int exec_plan(const struct plan *p, const struct matrix *m, const struct exec_op
  * The units of a fan-out (hosts.c): cells that must run on one host together get one unit
  * number in unit_of[i] (matrix index; SIZE_MAX where !active[i]): the cells of a shared guest
  * (run.vm shared: same vm and disk), the cells of one rotation (run.vm per-cell or per-run with
- * run.order interleaved or shuffled: same order and seed), else one cell each. Numbered from 0 in the plan's order;
- * returns how many.
+ * run.order interleaved or shuffled: same order and seed), else one cell each. Numbered from 0 in
+ * the plan's order; returns how many.
  */
 size_t exec_host_units(const struct plan *p, const struct matrix *m, const bool *active,
 		       size_t *unit_of);

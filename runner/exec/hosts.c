@@ -439,7 +439,8 @@ static void enqueue(struct fan *f, size_t unit, bool front)
 		/* compact, with room at the front for one */
 		size_t cap = f->q_len + 16;
 		size_t *q = xcalloc(cap, sizeof(*q));
-		memcpy(q + 1, f->queue + f->q_head, f->q_len * sizeof(*q));
+		if (f->q_len) /* the first time, there is no queue to copy from */
+			memcpy(q + 1, f->queue + f->q_head, f->q_len * sizeof(*q));
 		free(f->queue);
 		f->queue = q;
 		f->q_cap = cap;
