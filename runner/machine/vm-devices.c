@@ -129,6 +129,18 @@ int vm_disk_attach(struct vm *vm, const struct disk_config *d, unsigned timeout_
 		}
 		vm->scsi_loaded = true;
 	}
+	if (d->bus == DISK_BUS_SCSI && !vm->scsi_ctl) {
+		/* a VM configured without SCSI disks boots without the controller (vm_needs_scsi())
+		 */
+		if (virDomainAttachDeviceFlags(vm->dom, vm_scsi_controller_xml,
+					       VIR_DOMAIN_AFFECT_LIVE) < 0) {
+			*err =
+			    xasprintf("cannot attach a virtio-scsi controller to domain '%s': %s",
+				      vm->name, virGetLastErrorMessage());
+			return -1;
+		}
+		vm->scsi_ctl = true;
+	}
 	unsigned *slot = &vm->next[d->bus == DISK_BUS_VIRTIO ? 0 : 1];
 	_cleanup_free_ char *target = vm_disk_target_name(d->bus, *slot);
 	/* a remote host: the image is uploaded into a run volume, attached by its path there */

@@ -29,6 +29,7 @@ struct vm {
 	unsigned next[3];
 	/* the built-in guest, and whether its SCSI drivers are loaded (vm_guest_modules()) */
 	bool builtin, scsi_loaded;
+	bool scsi_ctl;    /* the domain has its virtio-scsi controller */
 	char *tap;        /* private NIC: ferry's tap (netns.h), removed with the domain */
 	char *guest_addr; /* private NIC: the guest's address there */
 	bool no_vhost;    /* private virtio NIC without vhost-net */

@@ -562,6 +562,7 @@ static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_conf
 	vm->builtin = c->kernel != NULL;
 	_cleanup_free_ char *mods = vm->builtin ? vm_guest_modules(&cc) : NULL;
 	vm->scsi_loaded = mods && strstr(mods, "virtio_scsi");
+	vm->scsi_ctl = vm_needs_scsi(&cc);
 	/* hot-plugged targets follow the boot-time ones */
 	if (c->image)
 		vm->next[c->os == VM_OS_WINDOWS ? 1 : 0]++;

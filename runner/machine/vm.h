@@ -178,6 +178,11 @@ char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const
  * driver only with a NIC. Every driver left out is boot time saved under TCG. Caller frees.
  */
 char *vm_guest_modules(const struct vm_config *c);
+/* Whether c has SCSI disks, at boot or in c->hotplug_buses: only then does its domain get the
+ * virtio-scsi controller at boot. */
+bool vm_needs_scsi(const struct vm_config *c);
+/* The virtio-scsi controller's XML, hot-plugged before the first SCSI disk of a VM without it. */
+extern const char vm_scsi_controller_xml[];
 /* The guest target name of the idx-th disk (0-based) on bus: "vda", "sdb", "hdc". Caller frees. */
 char *vm_disk_target_name(enum disk_bus bus, unsigned idx);
 /* The <disk> element alone, for hot-plug; target is e.g. "vdb". Caller frees. */

@@ -94,6 +94,14 @@ static void test_guest_modules(void)
 	m = vm_guest_modules(&c);
 	g_assert_cmpstr(m, ==, "virtio_blk,virtio_scsi,sd_mod,e1000");
 	g_free(m);
+	/* a SCSI hot-plug ahead: the controller is in the domain from the boot on */
+	g_assert_true(vm_needs_scsi(&c));
+	char *err = NULL, *xml = vm_domain_xml(&c, "s", false, NULL, &err);
+	g_assert_null(err);
+	struct parsed p = parse(xml);
+	assert_x(&p, "string(/domain/devices/controller[@type='scsi']/@model)", "virtio-scsi");
+	parsed_free(&p);
+	free(xml);
 
 	struct disk_config d[2] = {
 		{ .kind = DISK_KIND_IMAGE, .bus = DISK_BUS_IDE, .path = "/x.raw" },
@@ -103,6 +111,7 @@ static void test_guest_modules(void)
 	c.n_disks = 2;
 	c.hotplug_buses = 0;
 	c.nic.model = NIC_MODEL_VIRTIO;
+	g_assert_false(vm_needs_scsi(&c));
 	m = vm_guest_modules(&c);
 	g_assert_cmpstr(m, ==, "virtio_blk,ahci,sd_mod,ata_piix,virtio_net");
 	g_free(m);
@@ -232,11 +241,12 @@ static void test_builtin_xml(void)
 	assert_x(&p, "string(/domain/os/initrd)", c.initrd);
 	/* the default VM has a virtio NIC on user networking and no disks */
 	assert_x(&p, "string(/domain/os/cmdline)",
-		 "console=ttyS0 panic=-1 quiet ferry.modules=virtio_blk,virtio_net");
+		 "console=ttyS0 panic=-1 quiet acpi=noirq ferry.modules=virtio_blk,virtio_net");
 	g_assert_cmpfloat(xn(&p, "count(/domain/os/@firmware)"), ==, 0);
 	g_assert_cmpfloat(xn(&p, "count(/domain/features/acpi)"), ==, 1);
 	assert_x(&p, "string(/domain/devices/controller[@type='usb']/@model)", "none");
-	assert_x(&p, "string(/domain/devices/controller[@type='scsi']/@model)", "virtio-scsi");
+	/* no SCSI disk: no SCSI controller (vm_disk_attach() hot-plugs it when needed) */
+	g_assert_cmpfloat(xn(&p, "count(/domain/devices/controller[@type='scsi'])"), ==, 0);
 	assert_x(&p, "string(/domain/devices/memballoon/@model)", "none");
 	assert_x(&p, "string(/domain/devices/serial[@type='file']/source/@path)",
 		 "/run/x/logs/c.log");
@@ -256,6 +266,15 @@ static void test_builtin_xml(void)
 	p = parse(xml);
 	assert_x(&p, "string(/domain/@type)", "kvm");
 	g_assert_cmpfloat(xn(&p, "count(/domain/devices/serial)"), ==, 0);
+	parsed_free(&p);
+	free(xml);
+
+	/* q35 keeps ACPI interrupt routing: its hot-plug needs the SCI routed through ACPI */
+	c.machine = VM_MACHINE_Q35;
+	xml = vm_domain_xml(&c, "q", false, NULL, &err);
+	p = parse(xml);
+	assert_x(&p, "string(/domain/os/cmdline)",
+		 "console=ttyS0 panic=-1 quiet ferry.modules=virtio_blk,virtio_net");
 	parsed_free(&p);
 	free(xml);
 }
@@ -307,6 +326,8 @@ static void test_disks_xml(void)
 	struct parsed p = parse(xml);
 	/* tmpfs lives in guest RAM: no disk element */
 	g_assert_cmpfloat(xn(&p, "count(/domain/devices/disk)"), ==, 5);
+	/* a SCSI disk at boot: the virtio-scsi controller */
+	assert_x(&p, "string(/domain/devices/controller[@type='scsi']/@model)", "virtio-scsi");
 	const char *d0 = "/domain/devices/disk[serial='ro-virtio']";
 	char *e;
 #define AT(suffix, want)                                                                           \
