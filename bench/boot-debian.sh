@@ -14,6 +14,8 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+prog=boot-debian.sh
+. "$here/bench/lib-boot.sh"
 bin="${FERRY:-$here/build/ferry}"
 n=5
 vcpus=2
@@ -30,57 +32,27 @@ done
 [ -x "$bin" ] || { echo "boot-debian.sh: no ferry at '$bin'" >&2; exit 2; }
 "$bin" guest path debian >/dev/null || exit 2
 
-work="$(mktemp -d /tmp/ferry-bench-boot-debian.XXXXXX)"
-chmod 0755 "$work"
-mkdir -m 0755 "$work/runs"
-trap 'rm -rf "$work"' EXIT
-
+boot_workdir
 for g in builtin debian; do
-	cat >"$work/$g.yaml" <<PLAN
-ferry: 1
-name: bench-boot-$g
-vms:
-  g: {guest: $g, vcpus: $vcpus, memory: $memory, accel: tcg, boot_timeout: 5m}
-disks:
-  ram: {kind: tmpfs, size: 16MiB}
-datasets:
-  one: {files: 1, size: 4KiB}
-methods:
-  idle: {type: null, duration: 1ms}
-run: {repeat: 1, vm: per-cell, timeout: 2m}
-PLAN
+	boot_plan "$work/$g.yaml" "$g" "$vcpus" "$memory" ", boot_timeout: 5m"
 done
 
-boot_once() { # GUEST -> prints seconds
-	local out
-	out="$(FERRY_RUN_DIR="$work/runs" "$bin" run --verbose --results "$work/r.json" \
-		"$work/$1.yaml" 2>&1 >/dev/null)" || {
-		echo "boot-debian.sh: the $1 boot failed:" >&2; echo "$out" >&2; return 1; }
-	rm -f "$work/r.json"
-	sed -n 's/.*booted .* in \([0-9.]*\) s.*/\1/p' <<<"$out" | head -1
-}
-
-stats() { # numbers on stdin -> "median min max"
-	sort -g | awk '{v[NR]=$1} END {m = NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2;
-		printf "%.2f %.2f %.2f\n", m, v[1], v[NR]}'
-}
-
-load0="$(cut -d' ' -f1-3 /proc/loadavg)"
+load0="$(boot_load)"
 # one boot each first (not counted): page cache warm for both kernels, initrds and the root image
-boot_once builtin >/dev/null
-boot_once debian >/dev/null
+boot_once "$bin" "" "$work/builtin.yaml" >/dev/null
+boot_once "$bin" "" "$work/debian.yaml" >/dev/null
 : >"$work/builtin"; : >"$work/debian"
 for ((i = 1; i <= n; i++)); do
-	boot_once builtin >>"$work/builtin"
-	boot_once debian >>"$work/debian"
+	boot_once "$bin" "" "$work/builtin.yaml" >>"$work/builtin"
+	boot_once "$bin" "" "$work/debian.yaml" >>"$work/debian"
 	printf 'boot %d/%d: built-in %s s, Debian %s s (load %s)\n' "$i" "$n" \
 		"$(tail -1 "$work/builtin")" "$(tail -1 "$work/debian")" \
 		"$(cut -d' ' -f1 /proc/loadavg)" >&2
 done
-read -r bm bmin bmax < <(stats <"$work/builtin")
-read -r dm dmin dmax < <(stats <"$work/debian")
+read -r bm bmin bmax < <(boot_stats <"$work/builtin")
+read -r dm dmin dmax < <(boot_stats <"$work/debian")
 echo "boot to agent ready, $vcpus vCPU, $memory, TCG, n=$n (interleaved), seconds:"
 printf '  built-in  median %s  range %s-%s  (%s)\n' "$bm" "$bmin" "$bmax" "$(paste -sd' ' "$work/builtin")"
 printf '  Debian    median %s  range %s-%s  (%s)\n' "$dm" "$dmin" "$dmax" "$(paste -sd' ' "$work/debian")"
 echo "  Debian / built-in (medians): $(awk -v a="$dm" -v b="$bm" 'BEGIN {printf "%.1f", a / b}')x"
-echo "  load average (1, 5, 15 min): before $load0, after $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "  load average (1, 5, 15 min): before $load0, after $(boot_load)"
