@@ -7,7 +7,8 @@
  * verifies it there.
  *
  *   prepare   build the image
- *   transfer  attach (hot-plug, wait for the device), mount, copy (in_place: read everything)
+ *   transfer  attach (hot-plug; the guest waits for the device in the command that mounts it),
+ *             mount, copy (in_place: read everything)
  *   finalize  sync, unmount, detach (in_place: nothing; the image stays mounted for verify)
  *   cleanup   unmount and detach when still there, delete the image
  *
@@ -237,15 +238,18 @@ static int di_transfer(struct method_ctx *ctx)
 		.serial = s->serial,
 		.path = s->image,
 	};
-	_cleanup_free_ char *dev = NULL, *err = NULL;
-	if (vm_disk_attach(ctx->vm, &s->d, ctx->timeout_ms, &dev, &err) < 0)
+	_cleanup_free_ char *err = NULL;
+	if (vm_disk_plug(ctx->vm, &s->d, ctx->timeout_ms, &err) < 0)
 		return method_fail(ctx, ERROR_INFRA, NULL, "hot-plugging the image: %s", err);
 	s->attached = true;
+	/* the guest waits for the device itself, in the command that mounts it: no agent round
+	   trips polling for it from the host */
+	_cleanup_free_ char *wait = vm_disk_wait_command(s->serial, ctx->timeout_ms);
 	const char *mod = m->filesystem == PLAN_IMAGE_FS_ISO9660 ? "isofs" : fs_type(m);
 	_cleanup_free_ char *cmd = xasprintf(
-	    METHOD_GUEST_MODULE_WAIT("%s") "modprobe %s 2>/dev/null; mkdir -p " SRC_MNT
-					   " && mount -t %s -o ro%s /dev/%s " SRC_MNT,
-	    mod, mod, fs_type(m), m->filesystem == PLAN_IMAGE_FS_EXT4 ? ",noload" : "", dev);
+	    "%s" METHOD_GUEST_MODULE_WAIT("%s") "modprobe %s 2>/dev/null; mkdir -p " SRC_MNT
+						" && mount -t %s -o ro%s \"/dev/$d\" " SRC_MNT,
+	    wait, mod, mod, fs_type(m), m->filesystem == PLAN_IMAGE_FS_EXT4 ? ",noload" : "");
 	if (method_guest_sh(ctx, "mounting the image", cmd, NULL) < 0)
 		return -1;
 	s->mounted = true;
