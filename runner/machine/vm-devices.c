@@ -100,8 +100,23 @@ static int wait_disk(struct vm *vm, const char *serial, int want, unsigned timeo
 	}
 }
 
-int vm_disk_attach(struct vm *vm, const struct disk_config *d, unsigned timeout_ms, char **dev,
-		   char **err)
+char *vm_disk_wait_command(const char *serial, unsigned timeout_ms)
+{
+	/* find_script's test per device, with the shell's own read (no process per device and
+	 * round: a fork is milliseconds under TCG) where sysfs has the serial as text; the
+	 * trailing blanks a VPD page may pad with are cut as trim() does */
+	return xasprintf(
+	    "d=; i=0; while :; do for b in /sys/block/*; do [ -e \"$b\" ] || continue; s=; "
+	    "if [ -r \"$b/serial\" ]; then read -r s < \"$b/serial\"; "
+	    "elif [ -r \"$b/device/vpd_pg80\" ]; then s=$(tail -c +5 \"$b/device/vpd_pg80\"); "
+	    "fi; s=${s%%%%[ \t\r]*}; if [ \"$s\" = '%s' ]; then d=${b##*/}; break; fi; done; "
+	    "[ -z \"$d\" ] || break; i=$((i+1)); if [ $i -gt %u ]; then "
+	    "echo \"the guest did not see disk '%s' within %u ms\" >&2; exit 1; fi; "
+	    "usleep 5000 2>/dev/null || sleep 0.01; done; ",
+	    serial, timeout_ms / 5 + 1, serial, timeout_ms);
+}
+
+int vm_disk_plug(struct vm *vm, const struct disk_config *d, unsigned timeout_ms, char **err)
 {
 	_cleanup_free_ char *why = NULL;
 	if (vm_disk_validate(d, vm->machine, true, &why) < 0) {
@@ -168,6 +183,14 @@ int vm_disk_attach(struct vm *vm, const struct disk_config *d, unsigned timeout_
 	vm->att = xgrow(vm->att, &vm->cap_att, vm->n_att + 1, sizeof(*vm->att));
 	vm->att[vm->n_att++] =
 	    (struct attached){ xstrdup(d->serial), TAKE_PTR(xml), TAKE_PTR(target), TAKE_PTR(vol) };
+	return 0;
+}
+
+int vm_disk_attach(struct vm *vm, const struct disk_config *d, unsigned timeout_ms, char **dev,
+		   char **err)
+{
+	if (vm_disk_plug(vm, d, timeout_ms, err) < 0)
+		return -1;
 	return wait_disk(vm, d->serial, 1, timeout_ms, dev, err);
 }
 

@@ -2,7 +2,7 @@
 /*
  * The filesystem helpers (runner/util/fs.c): mkdir -p, the one atomic writer and its output
  * rules (only regular files replaced, never through a symlink, no predictable temporary name),
- * and rm_tree (never follows a symlink, never crosses into another mount).
+ * rm_tree (never follows a symlink, never crosses into another mount) and dir_replace.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -290,6 +290,65 @@ static void test_rm_tree(void)
 	cleanup_dir(d);
 }
 
+/* A finished directory replaces what stands in its place; a failed rename leaves no temporary. */
+static void test_dir_replace(void)
+{
+	_cleanup_free_ char *d = scratch();
+	_cleanup_free_ char *dir = g_build_filename(d, "entry", NULL);
+	_cleanup_free_ char *old = g_build_filename(dir, "old", NULL);
+	_cleanup_free_ char *tmp = g_build_filename(d, ".build-1", NULL);
+	_cleanup_free_ char *f = g_build_filename(tmp, "f", NULL);
+	_cleanup_free_ char *moved = g_build_filename(dir, "f", NULL);
+	_cleanup_free_ char *err = NULL;
+
+	/* into an empty place, then over an earlier entry */
+	for (int i = 0; i < 2; i++) {
+		g_assert_cmpint(mkdir_p(tmp, 0755, NULL), ==, 0);
+		g_assert_true(g_file_set_contents(f, i ? "new" : "first", -1, NULL));
+		if (i)
+			g_assert_true(g_file_set_contents(old, "old", -1, NULL));
+		g_assert_cmpint(dir_replace(tmp, dir, &err), ==, 0);
+		g_assert_null(err);
+		_cleanup_free_ char *text = read_file(moved, NULL);
+		g_assert_cmpstr(text, ==, i ? "new" : "first");
+		g_assert_false(g_file_test(old, G_FILE_TEST_EXISTS));
+		g_assert_false(g_file_test(tmp, G_FILE_TEST_EXISTS));
+	}
+	/* a place whose directory is missing: the rename fails, the temporary goes */
+	_cleanup_free_ char *nowhere = g_build_filename(d, "missing", "entry", NULL);
+	g_assert_cmpint(mkdir_p(tmp, 0755, NULL), ==, 0);
+	g_assert_cmpint(dir_replace(tmp, nowhere, &err), ==, -1);
+	g_assert_cmpint(errno, ==, ENOENT);
+	g_assert_true(g_str_has_prefix(err, "cannot rename '"));
+	g_assert_nonnull(strstr(err, "/missing/entry': "));
+	g_assert_false(g_file_test(tmp, G_FILE_TEST_EXISTS));
+	cleanup_dir(d);
+}
+
+/* The host's cache of an image is flushed and evicted; what is not a regular file is refused. */
+static void test_file_cache_evict(void)
+{
+	_cleanup_free_ char *d = scratch();
+	_cleanup_free_ char *img = g_build_filename(d, "disk.img", NULL);
+	_cleanup_free_ char *link = g_build_filename(d, "link.img", NULL);
+	_cleanup_free_ char *missing = g_build_filename(d, "missing.img", NULL);
+	_cleanup_free_ char *data = g_malloc0(1 << 20);
+	uint64_t resident = UINT64_MAX;
+
+	g_assert_true(g_file_set_contents(img, data, 1 << 20, NULL));
+	_cleanup_free_ char *err = NULL;
+	g_assert_cmpint(file_cache_evict(img, &resident, &err), ==, 0);
+	g_assert_null(err);
+	g_assert_cmpuint(resident, <=, 1 << 20); /* a tmpfs keeps its pages: not zero there */
+	g_assert_cmpint(file_cache_evict(missing, &resident, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "cannot open the target image"));
+	g_clear_pointer(&err, free);
+	g_assert_cmpint(symlink(img, link), ==, 0);
+	g_assert_cmpint(file_cache_evict(link, &resident, &err), ==, -1); /* never followed */
+	g_assert_nonnull(strstr(err, "link.img"));
+	cleanup_dir(d);
+}
+
 /* A mount inside the tree (what a guest-writable staging area could hold) is not entered. */
 static void test_rm_tree_mount(void)
 {
@@ -334,5 +393,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/fs/symlink-replace", test_symlink_replace);
 	g_test_add_func("/fs/rm-tree", test_rm_tree);
 	g_test_add_func("/fs/rm-tree/mount", test_rm_tree_mount);
+	g_test_add_func("/fs/dir-replace", test_dir_replace);
+	g_test_add_func("/fs/file-cache-evict", test_file_cache_evict);
 	return g_test_run();
 }
