@@ -18,7 +18,7 @@ boot_plan() {
 ferry: 1
 name: bench-boot-$2
 vms:
-  g: {guest: $2, vcpus: $3, memory: $4, accel: tcg$5}
+  g: {guest: $2, vcpus: $3, memory: $4, accel: tcg${5:-}}
 disks:
   ram: {kind: tmpfs, size: 16MiB}
 datasets:
