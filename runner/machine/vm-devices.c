@@ -100,8 +100,34 @@ static int wait_disk(struct vm *vm, const char *serial, int want, unsigned timeo
 	}
 }
 
-int vm_disk_attach(struct vm *vm, const struct disk_config *d, unsigned timeout_ms, char **dev,
-		   char **err)
+char *vm_disk_wait_script(const struct vm *vm, const char *serial, unsigned timeout_ms, char **err)
+{
+	if (vm->os != VM_OS_LINUX) {
+		*err = xasprintf("finding disks by serial is not implemented for '%s' guests",
+				 vm_os_names[vm->os]);
+		return NULL;
+	}
+	if (!*serial || strspn(serial, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+				       "0123456789_.+-") != strlen(serial)) {
+		*err = xasprintf("disk serial '%s' is not [A-Za-z0-9_.+-]", serial);
+		return NULL;
+	}
+	/* find_script's test, polled in the guest every 10 ms: one agent round trip, not one a
+	   poll; the serial trimmed of blanks as vm_find_disk does */
+	return xasprintf(
+	    "dev=; read u _ </proc/uptime; end=$((${u%%%%.*} + %u)); while :; do "
+	    "for b in /sys/block/*; do [ -e \"$b\" ] || continue; s=; "
+	    "if [ -r \"$b/serial\" ]; then s=$(cat \"$b/serial\"); "
+	    "elif [ -r \"$b/device/vpd_pg80\" ]; then s=$(tail -c +5 \"$b/device/vpd_pg80\"); "
+	    "fi; s=${s#\"${s%%%%[! ]*}\"}; s=${s%%\"${s##*[! ]}\"}; "
+	    "if [ \"$s\" = '%s' ]; then dev=${b##*/}; break; fi; done; [ -n \"$dev\" ] && break; "
+	    "read u _ </proc/uptime; if [ ${u%%%%.*} -ge $end ]; then "
+	    "echo \"the guest did not see disk '%s' within %u ms\" >&2; exit 1; fi; "
+	    "sleep 0.01; done; ",
+	    (timeout_ms + 999) / 1000 + 1, serial, serial, timeout_ms);
+}
+
+int vm_disk_plug(struct vm *vm, const struct disk_config *d, unsigned timeout_ms, char **err)
 {
 	_cleanup_free_ char *why = NULL;
 	if (vm_disk_validate(d, vm->machine, true, &why) < 0) {
@@ -156,6 +182,14 @@ int vm_disk_attach(struct vm *vm, const struct disk_config *d, unsigned timeout_
 	vm->att = xgrow(vm->att, &vm->cap_att, vm->n_att + 1, sizeof(*vm->att));
 	vm->att[vm->n_att++] =
 	    (struct attached){ xstrdup(d->serial), TAKE_PTR(xml), TAKE_PTR(target), TAKE_PTR(vol) };
+	return 0;
+}
+
+int vm_disk_attach(struct vm *vm, const struct disk_config *d, unsigned timeout_ms, char **dev,
+		   char **err)
+{
+	if (vm_disk_plug(vm, d, timeout_ms, err) < 0)
+		return -1;
 	return wait_disk(vm, d->serial, 1, timeout_ms, dev, err);
 }
 

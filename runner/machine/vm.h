@@ -201,6 +201,13 @@ int vm_image_create(const struct disk_config *d, const char *path, char **err);
  */
 int vm_target_create(const struct disk_config *d, char **err);
 
+/*
+ * The target image d->path as a copy of template_path, an image vm_target_create made for the
+ * same format and size with sparse allocation: the same bytes and the same holes (the
+ * filesystem's UUID included) in a few milliseconds instead of mke2fs + qemu-img. 0 or -1.
+ */
+int vm_target_copy(const char *template_path, const struct disk_config *d, char **err);
+
 struct vm;
 
 /*
@@ -256,6 +263,18 @@ void vm_kvm_probe_remember(virConnectPtr conn, int usable);
  */
 int vm_disk_attach(struct vm *vm, const struct disk_config *d, unsigned timeout_ms, char **dev,
 		   char **err);
+/*
+ * vm_disk_attach without the wait (timeout_ms bounds loading the SCSI drivers before the
+ * first SCSI hot-plug): the caller waits in the guest with vm_disk_wait_script, in the same
+ * guest command as what it does with the disk next.
+ */
+int vm_disk_plug(struct vm *vm, const struct disk_config *d, unsigned timeout_ms, char **err);
+/*
+ * A guest shell snippet (ends with "; ") that waits up to timeout_ms until the guest shows a
+ * block device with this serial (as vm_find_disk finds it) and leaves its name in $dev, or
+ * exits 1 with a message on stderr. NULL with *err for a guest that is not Linux. Caller frees.
+ */
+char *vm_disk_wait_script(const struct vm *vm, const char *serial, unsigned timeout_ms, char **err);
 /* Unplug the disk with this serial and wait until the guest no longer shows it. */
 int vm_disk_detach(struct vm *vm, const char *serial, unsigned timeout_ms, char **err);
 /*
