@@ -54,7 +54,7 @@ static void push(const char *const **arr, size_t *n, const char *s)
 	*arr = a;
 }
 
-int plan_trust_option(int opt, const char *arg, struct plan_options *o)
+static int plan_trust_option(int opt, const char *arg, struct plan_options *o)
 {
 	switch (opt) {
 	case OPT_ALLOW_ENV:
@@ -84,15 +84,46 @@ int plan_trust_option(int opt, const char *arg, struct plan_options *o)
 	}
 }
 
-void plan_trust_free(struct plan_options *o)
+/* 1: `opt` was one of the shared options (stored), 0: it was not, -1: invalid (printed). */
+static int plan_args_option(int opt, const char *arg, struct plan_args *a)
 {
-	free((void *)o->allow_env);
-	free((void *)o->vars);
-	free((void *)o->allow_output);
-	*o = (struct plan_options){ 0 };
+	switch (opt) {
+	case OPT_MAX_CELLS: return parse_cap(arg, &a->cap) < 0 ? -1 : 1;
+	case OPT_SHARD: {
+		_cleanup_free_ char *err = NULL;
+		if (shard_parse(arg, &a->shard_k, &a->shard_n, &err) < 0) {
+			errorf("%s", err);
+			return -1;
+		}
+		return 1;
+	}
+	default: return plan_trust_option(opt, arg, &a->trust);
+	}
 }
 
-void plan_warnings_print(const struct plan *p)
+int plan_args_getopt(int argc, char **argv, const char *shortopts, const struct option *opts,
+		     struct plan_args *a)
+{
+	for (;;) {
+		int c = getopt_long(argc, argv, shortopts, opts, NULL);
+		int t = c == -1 ? 0 : plan_args_option(c, optarg, a);
+		if (t < 0)
+			return PLAN_ARGS_INVALID;
+		if (!t)
+			return c;
+	}
+}
+
+void plan_args_free(struct plan_args *a)
+{
+	free((void *)a->trust.allow_env);
+	free((void *)a->trust.vars);
+	free((void *)a->trust.allow_output);
+	*a = (struct plan_args){ 0 };
+}
+
+/* Print a plan's warnings (valid, but probably not meant) on standard error. */
+static void plan_warnings_print(const struct plan *p)
 {
 	bool annotate = gh_actions();
 	for (size_t i = 0; i < p->warnings.n; i++) {
@@ -109,16 +140,14 @@ void plan_warnings_print(const struct plan *p)
 	}
 }
 
-/* Parse and expand one plan; prints diagnostics and warnings. */
-static struct matrix *load(const char *path, const struct plan_options *o, size_t cap,
-			   struct plan **out)
+struct matrix *plan_args_load(const char *path, const struct plan_args *a, struct plan **out)
 {
 	_cleanup_(diag_list_clearp) struct diag_list diags = { 0 };
-	_cleanup_(plan_freep) struct plan *p = plan_load(path, o, &diags);
+	_cleanup_(plan_freep) struct plan *p = plan_load(path, &a->trust, &diags);
 	struct matrix *m = NULL;
 
 	if (p)
-		m = plan_expand(p, cap, &diags);
+		m = plan_expand(p, a->cap, &diags);
 	diag_print(&diags, stderr);
 	if (!m)
 		return NULL;
@@ -144,26 +173,16 @@ int cmd_validate(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },
-		{ "max-cells", required_argument, NULL, 'm' },
-		PLAN_TRUST_LONG_OPTIONS,
+		PLAN_LONG_OPTIONS,
 		{ 0 },
 	};
-	size_t cap = 0;
 	int c, status = EXIT_OK;
-	_cleanup_(plan_trust_free) struct plan_options po = { 0 };
+	_cleanup_(plan_args_free) struct plan_args pa = { 0 };
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		int t = plan_trust_option(c, optarg, &po);
-		if (t < 0)
-			return EXIT_PLAN;
-		if (t)
-			continue;
+	while ((c = plan_args_getopt(argc, argv, "h", opts, &pa)) != -1) {
 		switch (c) {
+		case PLAN_ARGS_INVALID: return EXIT_PLAN;
 		case 'h': validate_usage(stdout); return EXIT_OK;
-		case 'm':
-			if (parse_cap(optarg, &cap) < 0)
-				return EXIT_PLAN;
-			break;
 		default: validate_usage(stderr); return EXIT_PLAN;
 		}
 	}
@@ -173,7 +192,7 @@ int cmd_validate(int argc, char **argv)
 	}
 	for (int i = optind; i < argc; i++) {
 		_cleanup_(plan_freep) struct plan *p = NULL;
-		_cleanup_(matrix_freep) struct matrix *m = load(argv[i], &po, cap, &p);
+		_cleanup_(matrix_freep) struct matrix *m = plan_args_load(argv[i], &pa, &p);
 		if (!m) {
 			status = EXIT_PLAN;
 			continue;
@@ -271,26 +290,20 @@ int cmd_expand(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "help", no_argument, NULL, 'h' },
 		{ "format", required_argument, NULL, 'f' },
-		{ "shard", required_argument, NULL, 's' },
-		{ "max-cells", required_argument, NULL, 'm' },
+		PLAN_SHARD_OPTION,
 		{ "estimate", required_argument, NULL, 'e' },
-		PLAN_TRUST_LONG_OPTIONS,
+		PLAN_LONG_OPTIONS,
 		{ 0 },
 	};
-	_cleanup_(plan_trust_free) struct plan_options po = { 0 };
-	size_t cap = 0;
+	_cleanup_(plan_args_free) struct plan_args pa = { 0 };
 	const char *estimate = NULL;
-	unsigned k = 1, n = 1;
-	bool json = false, sharded = false;
+	bool json = false;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "hf:s:", opts, NULL)) != -1) {
-		int t = plan_trust_option(c, optarg, &po);
-		if (t < 0)
-			return EXIT_PLAN;
-		if (t)
-			continue;
+	/* -s is --shard (OPT_SHARD) */
+	while ((c = plan_args_getopt(argc, argv, "hf:s:", opts, &pa)) != -1) {
 		switch (c) {
+		case PLAN_ARGS_INVALID: return EXIT_PLAN;
 		case 'h': expand_usage(stdout); return EXIT_OK;
 		case 'f':
 			if (STREQ(optarg, "json")) {
@@ -300,19 +313,6 @@ int cmd_expand(int argc, char **argv)
 				       optarg);
 				return EXIT_PLAN;
 			}
-			break;
-		case 's': {
-			_cleanup_free_ char *err = NULL;
-			if (shard_parse(optarg, &k, &n, &err) < 0) {
-				errorf("%s", err);
-				return EXIT_PLAN;
-			}
-			sharded = true;
-			break;
-		}
-		case 'm':
-			if (parse_cap(optarg, &cap) < 0)
-				return EXIT_PLAN;
 			break;
 		case 'e': estimate = optarg; break;
 		default: expand_usage(stderr); return EXIT_PLAN;
@@ -324,9 +324,11 @@ int cmd_expand(int argc, char **argv)
 	}
 
 	_cleanup_(plan_freep) struct plan *p = NULL;
-	_cleanup_(matrix_freep) struct matrix *m = load(argv[optind], &po, cap, &p);
+	_cleanup_(matrix_freep) struct matrix *m = plan_args_load(argv[optind], &pa, &p);
 	if (!m)
 		return EXIT_PLAN;
+	bool sharded = pa.shard_n > 0;
+	unsigned k = sharded ? pa.shard_k : 1, n = sharded ? pa.shard_n : 1;
 	_cleanup_(results_freep) struct results *earlier = NULL;
 	if (estimate) {
 		_cleanup_free_ char *err = NULL;

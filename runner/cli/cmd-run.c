@@ -242,8 +242,7 @@ int cmd_run(int argc, char **argv)
 		{ "connect", required_argument, NULL, 'c' },
 		{ "hosts", required_argument, NULL, 'H' },
 		{ "storage", required_argument, NULL, 'S' },
-		{ "shard", required_argument, NULL, 's' },
-		{ "max-cells", required_argument, NULL, 'm' },
+		PLAN_SHARD_OPTION,
 		{ "junit", required_argument, NULL, 'j' },
 		{ "markdown", required_argument, NULL, 'M' },
 		{ "json", required_argument, NULL, 'J' },
@@ -260,30 +259,26 @@ int cmd_run(int argc, char **argv)
 		{ "baseline-window", required_argument, NULL, 'w' },
 		{ "allow-empty", no_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
-		PLAN_TRUST_LONG_OPTIONS,
+		PLAN_LONG_OPTIONS,
 		{ 0 },
 	};
-	_cleanup_(plan_trust_free) struct plan_options po = { 0 };
+	_cleanup_(plan_args_free) struct plan_args pa = { 0 };
 	struct machine_libvirt_opts lvo = { MACHINE_STORAGE_AUTO };
 	struct exec_opts eo = { .error = show_error, .machine_data = &lvo };
 	bool quiet = false, no_capacity_check = false, allow_empty = false;
 	const char *paths[REPORT_FORMAT_COUNT] = { 0 };
 	const char *resume = NULL;
-	size_t cap = 0, window = 0;
+	size_t window = 0;
 	_cleanup_free_ const char **baselines = NULL;
 	size_t n_baselines = 0;
 	/* --connect and --hosts, in order: one host is the connection, several the fan-out */
 	_cleanup_(free_uris) struct uri_list ul = { NULL, 0 };
 	int c;
-	while ((c = getopt_long(argc, argv, "qvh", opts, NULL)) != -1) {
+	while ((c = plan_args_getopt(argc, argv, "qvh", opts, &pa)) != -1) {
 		_cleanup_free_ char *err = NULL;
 		uint64_t v;
-		int t = plan_trust_option(c, optarg, &po);
-		if (t < 0)
-			return EXIT_PLAN;
-		if (t)
-			continue;
 		switch (c) {
+		case PLAN_ARGS_INVALID: return EXIT_PLAN;
 		case 'c':
 			ul.v = xrealloc(ul.v, (ul.n + 1) * sizeof(*ul.v));
 			ul.v[ul.n++] = xstrdup(optarg);
@@ -295,20 +290,6 @@ int cmd_run(int argc, char **argv)
 		case 'S':
 			if (parse_storage(optarg, &lvo.storage) < 0)
 				return EXIT_PLAN;
-			break;
-		case 's':
-			if (shard_parse(optarg, &eo.shard_k, &eo.shard_n, &err) < 0) {
-				errorf("%s", err);
-				return EXIT_PLAN;
-			}
-			break;
-		case 'm':
-			if (parse_uint(optarg, &v, &err) < 0 || v == 0) {
-				errorf("invalid --max-cells '%s': expected a positive integer",
-				       optarg);
-				return EXIT_PLAN;
-			}
-			cap = (size_t)v;
 			break;
 		case 'j': paths[REPORT_JUNIT] = optarg; break;
 		case 'M': paths[REPORT_MARKDOWN] = optarg; break;
@@ -346,6 +327,8 @@ int cmd_run(int argc, char **argv)
 		return EXIT_PLAN;
 	}
 	eo.plan_path = argv[optind];
+	eo.shard_k = pa.shard_k;
+	eo.shard_n = pa.shard_n;
 	if (ul.n == 1)
 		eo.connect = ul.v[0];
 	else if (ul.n > 1) {
@@ -353,14 +336,10 @@ int cmd_run(int argc, char **argv)
 		eo.n_hosts = ul.n;
 	}
 
-	struct diag_list diags = { 0 };
-	_cleanup_(plan_freep) struct plan *p = plan_load(eo.plan_path, &po, &diags);
-	_cleanup_(matrix_freep) struct matrix *m = p ? plan_expand(p, cap, &diags) : NULL;
-	diag_print(&diags, stderr);
-	diag_list_clear(&diags);
+	_cleanup_(plan_freep) struct plan *p = NULL;
+	_cleanup_(matrix_freep) struct matrix *m = plan_args_load(eo.plan_path, &pa, &p);
 	if (!m)
 		return EXIT_PLAN;
-	plan_warnings_print(p);
 	if (!n_baselines && p->baseline && !plan_baseline_inside(p->baseline)) {
 		errorf(
 		    "baseline '%s' resolves outside the working directory (through a symbolic "

@@ -5,8 +5,11 @@
  */
 #pragma once
 
+#include <getopt.h>
 #include <stddef.h>
 #include <stdio.h>
+
+#include "plan.h"
 
 enum ferry_exit {
 	EXIT_OK = 0,
@@ -73,21 +76,31 @@ size_t results_annotate(FILE *out, const struct results *r, const struct plan *p
 			const struct matrix *m);
 
 /*
- * What the command line allows a plan (ferry(1) SECURITY), shared by validate, expand and run
- * (cmd-plan.c): add PLAN_TRUST_LONG_OPTIONS to the getopt table and hand every option to
- * plan_trust_option() first.
+ * The options the plan commands share (cmd-plan.c): what the command line allows a plan
+ * (ferry(1) SECURITY) and --max-cells, for validate, expand and run; --shard for expand and run.
+ * Add PLAN_LONG_OPTIONS (and PLAN_SHARD_OPTION) to the getopt table, read the options with
+ * plan_args_getopt(), then the plan with plan_args_load().
  */
-struct plan;
-struct plan_options;
-enum { OPT_ALLOW_ENV = 0x1000, OPT_VAR, OPT_ALLOW_OUTPUT };
+struct plan_args {
+	struct plan_options trust;
+	size_t cap;                /* --max-cells N; 0: no cap */
+	unsigned shard_k, shard_n; /* --shard K/N; 0/0: not given (every cell) */
+};
+/* --shard is 's', which is also `ferry expand -s` */
+enum { OPT_ALLOW_ENV = 0x1000, OPT_VAR, OPT_ALLOW_OUTPUT, OPT_MAX_CELLS, OPT_SHARD = 's' };
 /* clang-format off */
-#define PLAN_TRUST_LONG_OPTIONS                                                                    \
+#define PLAN_LONG_OPTIONS                                                                          \
+	{ "max-cells", required_argument, NULL, OPT_MAX_CELLS },                                   \
 	{ "allow-env", required_argument, NULL, OPT_ALLOW_ENV },                                   \
 	{ "var", required_argument, NULL, OPT_VAR },                                               \
 	{ "allow-output", required_argument, NULL, OPT_ALLOW_OUTPUT }
+#define PLAN_SHARD_OPTION { "shard", required_argument, NULL, OPT_SHARD }
 /* clang-format on */
-/* 1: `opt` was one of them (stored), 0: it was not, -1: invalid (printed). */
-int plan_trust_option(int opt, const char *arg, struct plan_options *o);
-void plan_trust_free(struct plan_options *o);
-/* Print a plan's warnings (valid, but probably not meant) on standard error. */
-void plan_warnings_print(const struct plan *p);
+/* getopt_long() that stores the shared options itself: returns the command's next option, -1
+ * after the last, or PLAN_ARGS_INVALID when a shared option is invalid (printed). */
+#define PLAN_ARGS_INVALID (-2)
+int plan_args_getopt(int argc, char **argv, const char *shortopts, const struct option *opts,
+		     struct plan_args *a);
+void plan_args_free(struct plan_args *a);
+/* Parse and expand the plan at path; prints its errors and warnings. Returns NULL on errors. */
+struct matrix *plan_args_load(const char *path, const struct plan_args *a, struct plan **out);

@@ -174,7 +174,7 @@ void prepare_cell(struct exec *x, struct xcell *c)
 		return;
 	}
 	if (x->o->verbose)
-		progress_line(x, "dataset '%s' %s in %s", c->pc.dataset->e.name,
+		progress_line(x->o, "dataset '%s' %s in %s", c->pc.dataset->e.name,
 			      c->dinfo.generated ? "generated" : "cached", c->dinfo.dir);
 	ctx->dataset_dir = c->dinfo.dir;
 	ctx->manifest = c->man;

@@ -111,8 +111,9 @@ json_t *entry_json(const struct key_table *t, const struct plan_entry *e);
 int write_results(struct exec *x);
 void finish_cell(struct exec *x, struct xcell *c);
 void progress(struct exec *x, const struct xcell *c, const char *phase);
-void progress_line(struct exec *x, const char *fmt, ...) _printf_(2, 3);
-void exec_error(struct exec *x, const char *fmt, ...) _printf_(2, 3);
+/* Format a message for the options' line() or error() callback; nothing when it is unset. */
+void progress_line(const struct exec_opts *o, const char *fmt, ...) _printf_(2, 3);
+void exec_error(const struct exec_opts *o, const char *fmt, ...) _printf_(2, 3);
 
 /* cells.c: a cell's preparation, skips and VM groups */
 void cell_begin(struct exec *x, struct xcell *c);

@@ -93,7 +93,7 @@ static void teardown(struct exec *x)
 	machine_close(x->machine);
 	_cleanup_free_ char *cerr = NULL;
 	if (run_close(x->run, &cerr) < 0)
-		exec_error(x, "cleanup: %s", cerr);
+		exec_error(x->o, "cleanup: %s", cerr);
 }
 
 int exec_plan(const struct plan *p, const struct matrix *m, const struct exec_opts *o,

@@ -158,30 +158,6 @@ static void signals_restore(const struct sigaction *old)
 
 /* ---- progress ------------------------------------------------------------------------------ */
 
-static void fan_line(struct fan *f, const char *fmt, ...) _printf_(2, 3);
-static void fan_line(struct fan *f, const char *fmt, ...)
-{
-	if (!f->o->line)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	_cleanup_free_ char *s = xvasprintf(fmt, ap);
-	va_end(ap);
-	f->o->line(f->o->ud, s);
-}
-
-static void fan_error(struct fan *f, const char *fmt, ...) _printf_(2, 3);
-static void fan_error(struct fan *f, const char *fmt, ...)
-{
-	if (!f->o->error)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	_cleanup_free_ char *s = xvasprintf(fmt, ap);
-	va_end(ap);
-	f->o->error(f->o->ud, s);
-}
-
 /* The first cell of a unit, for messages. */
 static const char *unit_first(struct fan *f, size_t u, size_t *count)
 {
@@ -425,7 +401,7 @@ static int fan_write(struct fan *f)
 	_cleanup_free_ char *err = NULL;
 	f->r->provenance.finished_ms = results_now_ms();
 	if (results_write(f->r, f->o->results_path, &err) < 0) {
-		fan_error(f, "%s", err);
+		exec_error(f->o, "%s", err);
 		return -1;
 	}
 	return 0;
@@ -469,7 +445,7 @@ static void start_unit(struct fan *f, struct host *h, size_t u)
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {
-		fan_error(f, "%s: cannot start a process: %s", h->label, strerror(errno));
+		exec_error(f->o, "%s: cannot start a process: %s", h->label, strerror(errno));
 		enqueue(f, u, true);
 		h->lost = true;
 		return;
@@ -484,10 +460,11 @@ static void start_unit(struct fan *f, struct host *h, size_t u)
 	const char *first = unit_first(f, u, &count);
 	/* the process id names the unit's run (its run id, domains and volumes) */
 	if (count == 1)
-		fan_line(f, "%s (%s) runs %s (process %ld)", h->label, h->uri, first, (long)pid);
+		progress_line(f->o, "%s (%s) runs %s (process %ld)", h->label, h->uri, first,
+			      (long)pid);
 	else
-		fan_line(f, "%s (%s) runs %zu cells from %s (process %ld)", h->label, h->uri, count,
-			 first, (long)pid);
+		progress_line(f->o, "%s (%s) runs %zu cells from %s (process %ld)", h->label,
+			      h->uri, count, first, (long)pid);
 	fan_status(f);
 }
 
@@ -522,11 +499,11 @@ static void unit_ended(struct fan *f, struct host *h, int status)
 		for (size_t o = 0; o < f->n_hosts; o++)
 			others |= !f->hosts[o].lost;
 		bool retry = left && others && u->tries < UNIT_TRIES && !fan_signal;
-		fan_error(f, "%s (%s) failed: %s; %s", h->label, h->uri, why ? why : "unknown",
-			  !left ? "none of its cells is left"
-			  : retry
-			      ? "its unfinished cells go to another host"
-			      : "its unfinished cells stay pending (ferry run --resume runs them)");
+		exec_error(
+		    f->o, "%s (%s) failed: %s; %s", h->label, h->uri, why ? why : "unknown",
+		    !left   ? "none of its cells is left"
+		    : retry ? "its unfinished cells go to another host"
+			    : "its unfinished cells stay pending (ferry run --resume runs them)");
 		if (retry)
 			enqueue(f, h->unit, true);
 		else if (!left)
@@ -579,7 +556,7 @@ static void fan_loop(struct fan *f)
 		if (pid < 0) {
 			if (errno == EINTR)
 				continue;
-			fan_error(f, "waitpid: %s", strerror(errno));
+			exec_error(f->o, "waitpid: %s", strerror(errno));
 			return;
 		}
 		for (size_t h = 0; h < f->n_hosts; h++)
@@ -640,7 +617,7 @@ int exec_hosts(const struct plan *p, const struct matrix *m, const struct exec_o
 		n_sel += active[i];
 	f->n_cells = matrix_n_cells(m);
 	fan_write(f);
-	fan_line(f, "%zu cells in %zu units over %zu hosts", n_sel, f->n_units, f->n_hosts);
+	progress_line(f->o, "%zu cells in %zu units over %zu hosts", n_sel, f->n_units, f->n_hosts);
 
 	size_t first_origin = x->r->n_origins; /* a resumed file keeps its own first */
 	struct sigaction old[ELEMENTSOF(fan_signals)];
@@ -651,10 +628,10 @@ int exec_hosts(const struct plan *p, const struct matrix *m, const struct exec_o
 	res->signal = fan_signal;
 	signals_restore(old);
 	if (f->q_len && res->hosts_lost == f->n_hosts)
-		fan_error(f,
-			  "no host is left: the cells of %zu unit%s stay pending (ferry run "
-			  "--resume runs them)",
-			  f->q_len, f->q_len == 1 ? "" : "s");
+		exec_error(f->o,
+			   "no host is left: the cells of %zu unit%s stay pending (ferry run "
+			   "--resume runs them)",
+			   f->q_len, f->q_len == 1 ? "" : "s");
 
 	x->r->provenance.finished_ms = results_now_ms();
 	res->wall_s = secs(now_ns() - t0);

@@ -122,7 +122,7 @@ static void pause_cell(struct exec *x, struct xcell *c)
 		g->suspended = true;
 		return;
 	}
-	progress_line(x, "%s: %s; its guest is destroyed and boots again for its next run",
+	progress_line(x->o, "%s: %s; its guest is destroyed and boots again for its next run",
 		      c->pc.id, err);
 	group_destroy(x, g);
 }
@@ -142,7 +142,7 @@ static void wake_cell(struct exec *x, struct xcell *c)
 		g->suspended = false;
 		return;
 	}
-	progress_line(x, "%s: %s; a new guest boots for its run", c->pc.id, err);
+	progress_line(x->o, "%s: %s; a new guest boots for its run", c->pc.id, err);
 	group_destroy(x, g);
 }
 
@@ -173,12 +173,12 @@ static void run_across(struct exec *x, struct xunit *u)
 		_cleanup_free_ char *why = n > 1 ? why_not_suspend(x, cells, n) : NULL;
 		keep = !why;
 		if (why)
-			progress_line(x,
+			progress_line(x->o,
 				      "%s: %s, so each of its runs boots a fresh guest (the order "
 				      "is kept)",
 				      cells[0]->pc.id, why);
 		else if (x->o->verbose && n > 1)
-			progress_line(x,
+			progress_line(x->o,
 				      "%zu cells take turns, each on its own guest, paused while "
 				      "another measures",
 				      n);

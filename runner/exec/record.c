@@ -69,7 +69,7 @@ int write_results(struct exec *x)
 	int rc = results_write(x->r, x->o->results_path, &err);
 	x->res->time.results += secs(now_ns() - t);
 	if (rc < 0) {
-		exec_error(x, "%s", err);
+		exec_error(x->o, "%s", err);
 		return -1;
 	}
 	return 0;
@@ -101,8 +101,8 @@ void finish_cell(struct exec *x, struct xcell *c)
 	struct result_cell *rc = rcell(x, c);
 	rc->finished_ms = results_now_ms();
 	if (rc->status == STATUS_SKIPPED) {
-		progress_line(x, "[%zu/%zu] %s: skipped: %s", x->n_finished, x->n_active, c->pc.id,
-			      rc->skip_reason);
+		progress_line(x->o, "[%zu/%zu] %s: skipped: %s", x->n_finished, x->n_active,
+			      c->pc.id, rc->skip_reason);
 		write_results(x);
 		return;
 	}
@@ -112,7 +112,7 @@ void finish_cell(struct exec *x, struct xcell *c)
 		x->stop = true;
 		x->res->stopped = true;
 	}
-	progress_line(x, "[%zu/%zu] %s: %s%s%s", x->n_finished, x->n_active, c->pc.id,
+	progress_line(x->o, "[%zu/%zu] %s: %s%s%s", x->n_finished, x->n_active, c->pc.id,
 		      result_status_name(rc->status), rc->n_errors ? ": " : "",
 		      rc->n_errors ? rc->errors[0].message : "");
 	write_results(x);
@@ -134,24 +134,29 @@ void progress(struct exec *x, const struct xcell *c, const char *phase)
 	x->o->status(x->o->ud, text);
 }
 
-void progress_line(struct exec *x, const char *fmt, ...)
+/* Formats a message and hands it to one of the options' callbacks (line or error), if set. */
+static void say(void (*cb)(void *ud, const char *text), void *ud, const char *fmt, va_list ap)
+    _printf_(3, 0);
+static void say(void (*cb)(void *ud, const char *text), void *ud, const char *fmt, va_list ap)
 {
-	if (!x->o->line)
+	if (!cb)
 		return;
-	va_list ap;
-	va_start(ap, fmt);
 	_cleanup_free_ char *text = xvasprintf(fmt, ap);
-	va_end(ap);
-	x->o->line(x->o->ud, text);
+	cb(ud, text);
 }
 
-void exec_error(struct exec *x, const char *fmt, ...)
+void progress_line(const struct exec_opts *o, const char *fmt, ...)
 {
-	if (!x->o->error)
-		return;
 	va_list ap;
 	va_start(ap, fmt);
-	_cleanup_free_ char *text = xvasprintf(fmt, ap);
+	say(o->line, o->ud, fmt, ap);
 	va_end(ap);
-	x->o->error(x->o->ud, text);
+}
+
+void exec_error(const struct exec_opts *o, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	say(o->error, o->ud, fmt, ap);
+	va_end(ap);
 }

@@ -40,7 +40,7 @@ void metrics_reclaim(struct exec *x, struct xcell *c)
 	if (rc > 0)
 		machine_sample(x->machine, c->group->guest, MACHINE_SAMPLE_ALLOC, &c->smp.deleted);
 	else if (rc < 0 && x->o->verbose)
-		progress_line(x, "%s: no alloc_deleted: %s", c->pc.id, err);
+		progress_line(x->o, "%s: no alloc_deleted: %s", c->pc.id, err);
 }
 
 static void put(json_t *o, const char *name, double v)

@@ -52,7 +52,7 @@ static int group_boot(struct exec *x, struct xgroup *g, char **err, char **detai
 	g->boot = ++x->last_boot;
 	machine_describe(x->machine, g->guest, &x->r->provenance);
 	if (x->o->verbose)
-		progress_line(x, "booted %s in %.1f s (%s)", g->guest->name,
+		progress_line(x->o, "booted %s in %.1f s (%s)", g->guest->name,
 			      g->guest->boot_ms / 1000.0, g->key);
 	return 0;
 }
@@ -63,7 +63,7 @@ static void group_check(struct exec *x, struct xgroup *g)
 	if (!g->guest || machine_healthy(x->machine, g->guest))
 		return;
 	if (x->o->verbose)
-		progress_line(x, "the guest %s broke; the next cell boots a new one",
+		progress_line(x->o, "the guest %s broke; the next cell boots a new one",
 			      g->guest->name);
 	group_destroy(x, g);
 }
@@ -230,7 +230,7 @@ static void run_succeeded(struct exec *x, struct xcell *c, const struct result_r
 		x->res->measured_s += rr->total;
 	}
 	if (!x->o->live_status)
-		progress_line(x,
+		progress_line(x->o,
 			      "%s run %u%s: total %.3f s (prepare %.3f, transfer %.3f, finalize "
 			      "%.3f; verify %.3f, cleanup %.3f)",
 			      c->pc.id, rr->index, warmup ? " (warmup)" : "", rr->total,

@@ -13,6 +13,9 @@
 struct fake_machine {
 	struct machine base;
 	struct machine_fake *f;
+	/* fake_ops, or its copy without suspend and resume under machine_fake.no_suspend: the
+	 * executor asks machine_can_suspend(), which looks for those two operations */
+	struct machine_ops ops;
 	char *uri;
 	bool doomed;     /* opened with f->lost_uri */
 	unsigned resets; /* on this machine */
@@ -282,24 +285,6 @@ static const struct machine_ops fake_ops = {
 	.close = fake_close,
 };
 
-/* The same machine without suspend and resume (machine_fake.no_suspend). */
-static const struct machine_ops fake_ops_no_suspend = {
-	.name = "fake",
-	.boot = fake_boot,
-	.reset = fake_reset,
-	.destroy = fake_destroy,
-	.healthy = fake_healthy,
-	.console_tail = fake_console_tail,
-	.describe = fake_describe,
-	.bind = fake_bind,
-	.sample = fake_sample,
-	.reclaim = fake_reclaim,
-	.host_memory = fake_host_memory,
-	.hook = fake_hook,
-	.alive = fake_alive,
-	.close = fake_close,
-};
-
 struct machine *machine_fake_open(struct run *run, const char *uri, void *data, char **err)
 {
 	(void)run;
@@ -311,7 +296,10 @@ struct machine *machine_fake_open(struct run *run, const char *uri, void *data, 
 	}
 	struct fake_machine *fm = xcalloc(1, sizeof(*fm));
 	fm->f = f;
-	fm->base.ops = fm->f->no_suspend ? &fake_ops_no_suspend : &fake_ops;
+	fm->ops = fake_ops;
+	if (f->no_suspend)
+		fm->ops.suspend = fm->ops.resume = NULL;
+	fm->base.ops = &fm->ops;
 	fm->uri = uri ? xstrdup(uri) : NULL;
 	fm->doomed = doomed;
 	return &fm->base;

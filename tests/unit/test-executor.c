@@ -12,8 +12,7 @@
 #include <string.h>
 
 #include "criteria.h"
-#include "exec.h"
-#include "machine-fake.h"
+#include "fake-run.h"
 #include "fs.h"
 #include "plan.h"
 #include "run.h"
@@ -35,22 +34,9 @@ static const char *const base_plan =
 
 #define CELL(m) "vm=v,disk=d,dataset=s,method=" m
 
-struct tx {
-	struct plan *p;
-	struct matrix *m;
-	struct results *r;
-	struct exec_result res;
-	struct machine_fake fake;
-	struct exec_opts o;
-	char *plan_path;
-	char *results_path;
-	GPtrArray *lines;
-	GArray *seen; /* cells not pending in the results file when a cell finished */
-};
-
 static void on_line(void *ud, const char *text)
 {
-	struct tx *t = ud;
+	struct fake_run *t = ud;
 	g_ptr_array_add(t->lines, g_strdup(text));
 	if (text[0] != '[' || !t->results_path)
 		return;
@@ -66,10 +52,8 @@ static void on_line(void *ud, const char *text)
 }
 
 /* Parse base_plan + extra (the matrix, run, criteria). */
-static void tx_init(struct tx *t, const char *extra)
+static void tx_init(struct fake_run *t, const char *extra)
 {
-	memset(t, 0, sizeof(*t));
-	t->plan_path = g_build_filename(tmp_dir, "plan.yaml", NULL);
 	/* extra that starts with "ferry:" is the whole plan */
 	char *text =
 	    g_str_has_prefix(extra, "ferry:")
@@ -77,56 +61,21 @@ static void tx_init(struct tx *t, const char *extra)
 		: g_strconcat(base_plan,
 			      strstr(extra, "matrix:") ? "" : "matrix: {method: [a, b, c]}\n",
 			      extra, NULL);
-	g_assert_true(g_file_set_contents(t->plan_path, text, -1, NULL));
+	fake_run_init(t, tmp_dir, text, on_line);
 	g_free(text);
-	struct diag_list d = { 0 };
-	t->p = plan_parse_file(t->plan_path, &d);
-	if (!t->p || d.n) {
-		diag_print(&d, stderr);
-		g_assert_not_reached();
-	}
-	t->m = plan_expand(t->p, 0, &d);
-	g_assert_nonnull(t->m);
-	diag_list_clear(&d);
-	t->lines = g_ptr_array_new_with_free_func(g_free);
-	t->seen = g_array_new(FALSE, FALSE, sizeof(guint));
-	t->o = (struct exec_opts){
-		.plan_path = t->plan_path,
-		.line = on_line,
-		.ud = t,
-		.machine_open = machine_fake_open,
-		.machine_data = &t->fake,
-	};
 }
 
-static void tx_run(struct tx *t)
+static void tx_run(struct fake_run *t)
 {
 	results_free(t->r);
 	machine_fake_clear(&t->fake);
 	t->fake.boots = t->fake.destroys = t->fake.resets = t->fake.drops = 0;
 	t->fake.suspends = t->fake.resumes = t->fake.max_running = t->fake.bad_runs = 0;
-	char *err = NULL;
-	g_assert_cmpint(exec_plan(t->p, t->m, &t->o, &t->r, &t->res, &err), ==, 0);
-	g_assert_null(err);
+	fake_run_exec(t);
 	g_assert_cmpuint(t->fake.live, ==, 0); /* every guest destroyed */
 }
 
-static void tx_clear(struct tx *t)
-{
-	results_free(t->r);
-	matrix_free(t->m);
-	plan_free(t->p);
-	machine_fake_clear(&t->fake);
-	if (t->results_path)
-		g_unlink(t->results_path);
-	g_free(t->results_path);
-	g_unlink(t->plan_path);
-	g_free(t->plan_path);
-	g_ptr_array_free(t->lines, TRUE);
-	g_array_free(t->seen, TRUE);
-}
-
-static struct result_cell *cell(struct tx *t, const char *id)
+static struct result_cell *cell(struct fake_run *t, const char *id)
 {
 	struct result_cell *c = results_find_cell(t->r, id);
 	g_assert_nonnull(c);
@@ -142,7 +91,7 @@ static size_t measured(const struct result_cell *c)
 }
 
 /* The "run CELL #I" lines of the fake's log, as "a0 a1 b0 ..." (method letter and run index). */
-static char *runs_of(const struct tx *t)
+static char *runs_of(const struct fake_run *t)
 {
 	GString *s = g_string_new("");
 	gchar **lines = g_strsplit(t->fake.log ? t->fake.log : "", "\n", -1);
@@ -157,7 +106,7 @@ static char *runs_of(const struct tx *t)
 	return g_string_free(s, FALSE);
 }
 
-static void set_null_duration(struct tx *t, uint64_t ns)
+static void set_null_duration(struct fake_run *t, uint64_t ns)
 {
 	for (size_t i = 0; i < t->p->n_methods; i++)
 		t->p->methods[i].duration = ns;
@@ -167,7 +116,7 @@ static void set_null_duration(struct tx *t, uint64_t ns)
 
 static void test_repeat_cv(void)
 {
-	struct tx t;
+	struct fake_run t;
 	tx_init(&t, "matrix: {method: [a]}\n"
 		    "run: {repeat: {min: 3, max: 10, until_cv: 1000%}, caches: keep}\n");
 	set_null_duration(&t, 2 * MS);
@@ -177,12 +126,12 @@ static void test_repeat_cv(void)
 	g_assert_cmpuint(measured(c), ==, 3); /* min wins; then the CV target is met */
 	g_assert_cmpint(c->stop_reason, ==, STATS_STOP_CV);
 	g_assert_cmpuint(c->stats.total.n, ==, 3);
-	tx_clear(&t);
+	fake_run_clear(&t);
 }
 
 static void test_repeat_cap(void)
 {
-	struct tx t;
+	struct fake_run t;
 	/* 1 ms, 2 ms, 3 ms, ... can never reach a CV of 0.001% */
 	tx_init(&t, "matrix: {method: [a]}\n"
 		    "run: {repeat: {min: 2, max: 5, until_cv: 0.001%}, caches: keep}\n");
@@ -192,12 +141,12 @@ static void test_repeat_cap(void)
 	g_assert_cmpint(c->status, ==, STATUS_PASSED);
 	g_assert_cmpuint(measured(c), ==, 5);
 	g_assert_cmpint(c->stop_reason, ==, STATS_STOP_MAX);
-	tx_clear(&t);
+	fake_run_clear(&t);
 }
 
 static void test_repeat_budget(void)
 {
-	struct tx t;
+	struct fake_run t;
 	tx_init(&t, "matrix: {method: [a]}\n"
 		    "run: {repeat: {min: 2, max: 1000, budget: 1s}, caches: keep}\n");
 	set_null_duration(&t, 2 * MS);
@@ -207,12 +156,12 @@ static void test_repeat_budget(void)
 	g_assert_cmpint(c->stop_reason, ==, STATS_STOP_BUDGET);
 	g_assert_cmpuint(measured(c), >=, 2);
 	g_assert_cmpuint(measured(c), <=, 5);
-	tx_clear(&t);
+	fake_run_clear(&t);
 }
 
 static void test_warmups(void)
 {
-	struct tx t;
+	struct fake_run t;
 	tx_init(&t, "matrix: {method: [a]}\nrun: {repeat: 3, warmup: 2, caches: drop}\n");
 	tx_run(&t);
 	struct result_cell *c = cell(&t, CELL("a"));
@@ -229,7 +178,7 @@ static void test_warmups(void)
 		g_assert_cmpuint(c->runs[i].files, ==, 0);
 	}
 	g_assert_cmpfloat(c->stats.bytes_per_s, ==, 0.0);
-	tx_clear(&t);
+	fake_run_clear(&t);
 }
 
 /* ---- orders and VM lifetimes ---- */
@@ -260,7 +209,7 @@ static void test_one_guest_at_a_time(void)
 			    "matrix: {vm: [v, w], disk: [d, e], method: [a, b]}\n"
 			    "run: {repeat: 2, vm: %s, order: %s}\n",
 			    modes[i], orders[o]);
-			struct tx t;
+			struct fake_run t;
 			tx_init(&t, plan);
 			g_free(plan);
 			tx_run(&t);
@@ -281,14 +230,14 @@ static void test_one_guest_at_a_time(void)
 			g_assert_cmpuint(most, ==, i == 1 && o > 0 ? 8 : 1);
 			g_assert_cmpuint(t.fake.max_running, ==, 1);
 			g_assert_cmpuint(t.fake.bad_runs, ==, 0);
-			tx_clear(&t);
+			fake_run_clear(&t);
 		}
 	}
 }
 
 static void test_order_sequential(void)
 {
-	struct tx t;
+	struct fake_run t;
 	tx_init(&t, "run: {repeat: 2, vm: shared, order: sequential}\n");
 	tx_run(&t);
 	char *runs = runs_of(&t);
@@ -297,31 +246,31 @@ static void test_order_sequential(void)
 	g_assert_cmpuint(t.fake.boots, ==, 1); /* one guest for the three cells */
 	g_assert_cmpuint(t.res.boots, ==, 1);
 	g_assert_cmpuint(t.res.counts[STATUS_PASSED], ==, 3);
-	tx_clear(&t);
+	fake_run_clear(&t);
 }
 
 static void test_order_interleaved(void)
 {
-	struct tx t;
+	struct fake_run t;
 	tx_init(&t, "run: {repeat: 2, vm: shared, order: interleaved}\n");
 	tx_run(&t);
 	char *runs = runs_of(&t);
 	g_assert_cmpstr(runs, ==, "a0 b0 c0 a1 b1 c1"); /* round-robin over the cells */
 	g_free(runs);
 	g_assert_cmpuint(t.fake.boots, ==, 1);
-	tx_clear(&t);
+	fake_run_clear(&t);
 }
 
 static char *shuffled_runs(uint64_t seed)
 {
-	struct tx t;
+	struct fake_run t;
 	char *extra = g_strdup_printf("run: {repeat: 2, vm: shared, order: shuffled, seed: %llu}\n",
 				      (unsigned long long)seed);
 	tx_init(&t, extra);
 	g_free(extra);
 	tx_run(&t);
 	char *runs = runs_of(&t);
-	tx_clear(&t);
+	fake_run_clear(&t);
 	return runs;
 }
 
@@ -350,11 +299,11 @@ static void test_order_shuffled(void)
 
 static void test_vm_per_cell_per_run(void)
 {
-	struct tx t;
+	struct fake_run t;
 	tx_init(&t, "run: {repeat: 2, vm: per-cell}\n");
 	tx_run(&t);
 	g_assert_cmpuint(t.fake.boots, ==, 3);
-	tx_clear(&t);
+	fake_run_clear(&t);
 	tx_init(&t, "matrix: {method: [a]}\nrun: {repeat: 3, warmup: 1, vm: per-run}\n");
 	tx_run(&t);
 	g_assert_cmpuint(t.fake.boots, ==, 4);
@@ -364,20 +313,20 @@ static void test_vm_per_cell_per_run(void)
 	g_assert_cmpuint(c->n_runs, ==, 4);
 	for (size_t i = 0; i < c->n_runs; i++)
 		g_assert_cmpint(c->runs[i].boot, ==, (int64_t)i + 1);
-	tx_clear(&t);
+	fake_run_clear(&t);
 	/* per cell: the runs of a cell share its boot, the next cell has the next one */
 	tx_init(&t, "run: {repeat: 2, vm: per-cell}\n");
 	tx_run(&t);
 	for (size_t k = 0; k < t.r->n_cells; k++)
 		for (size_t i = 0; i < t.r->cells[k].n_runs; i++)
 			g_assert_cmpint(t.r->cells[k].runs[i].boot, ==, (int64_t)k + 1);
-	tx_clear(&t);
+	fake_run_clear(&t);
 }
 
 /* ---- run order across VM configurations (order.c) ---- */
 
 /* The fake's log without the "run" lines' cell ids: "boot 1, reset 1, a0, suspend 1, ..." */
-static char *events_of(const struct tx *t)
+static char *events_of(const struct fake_run *t)
 {
 	GString *s = g_string_new("");
 	gchar **lines = g_strsplit(t->fake.log ? t->fake.log : "", "\n", -1);
@@ -396,7 +345,7 @@ static char *events_of(const struct tx *t)
 
 /* The runs' start times follow the order of the fake's log: for every "run" line in the log, the
  * run it names started no earlier than the one before it. */
-static void assert_starts_in_log_order(const struct tx *t)
+static void assert_starts_in_log_order(const struct fake_run *t)
 {
 	gchar **lines = g_strsplit(t->fake.log ? t->fake.log : "", "\n", -1);
 	int64_t last = 0;
@@ -421,7 +370,7 @@ static void assert_starts_in_log_order(const struct tx *t)
 
 static void test_across_per_run(void)
 {
-	struct tx t;
+	struct fake_run t;
 	tx_init(&t, "run: {repeat: 2, warmup: 1, vm: per-run, order: interleaved}\n");
 	tx_run(&t);
 	char *runs = runs_of(&t);
@@ -447,12 +396,12 @@ static void test_across_per_run(void)
 	g_assert_cmpint(a->runs[1].boot, ==, 4);
 	g_assert_cmpint(a->runs[2].boot, ==, 7);
 	g_assert_true(a->runs[0].warmup && !a->runs[1].warmup);
-	tx_clear(&t);
+	fake_run_clear(&t);
 }
 
 static void test_across_per_cell(void)
 {
-	struct tx t;
+	struct fake_run t;
 	tx_init(&t, "run: {repeat: 2, vm: per-cell, order: interleaved, caches: drop}\n");
 	tx_run(&t);
 	char *ev = events_of(&t);
@@ -474,12 +423,12 @@ static void test_across_per_cell(void)
 		for (size_t i = 0; i < t.r->cells[k].n_runs; i++)
 			g_assert_cmpint(t.r->cells[k].runs[i].boot, ==, (int64_t)k + 1);
 	assert_starts_in_log_order(&t);
-	tx_clear(&t);
+	fake_run_clear(&t);
 }
 
 static char *across_shuffled(const char *vm, uint64_t seed)
 {
-	struct tx t;
+	struct fake_run t;
 	char *extra = g_strdup_printf("run: {repeat: 3, vm: %s, order: shuffled, seed: %llu}\n", vm,
 				      (unsigned long long)seed);
 	tx_init(&t, extra);
@@ -488,7 +437,7 @@ static char *across_shuffled(const char *vm, uint64_t seed)
 	g_assert_cmpuint(t.fake.max_running, ==, 1);
 	g_assert_cmpuint(t.res.counts[STATUS_PASSED], ==, 3);
 	char *runs = runs_of(&t);
-	tx_clear(&t);
+	fake_run_clear(&t);
 	return runs;
 }
 
@@ -521,7 +470,7 @@ static void test_across_shuffled(void)
 /* A cell whose repeat rule is met leaves the rotation (and its guest goes); the others go on. */
 static void test_across_drop_out(void)
 {
-	struct tx t;
+	struct fake_run t;
 	tx_init(&t, "matrix:\n"
 		    "  method: [a, b, c]\n"
 		    "  include: [{method: a, run: {repeat: {min: 2, max: 5, until_cv: 1000%}}}]\n"
@@ -540,14 +489,14 @@ static void test_across_drop_out(void)
 	g_assert_nonnull(gone);
 	g_assert_true(gone < strstr(t.fake.log, "method=b #2"));
 	g_assert_cmpuint(t.fake.max_running, ==, 1);
-	tx_clear(&t);
+	fake_run_clear(&t);
 }
 
 /* A failing cell leaves the rotation with its guest destroyed; a guest that cannot pause is
  * destroyed and booted again; without suspend (or memory), every run boots a fresh guest. */
 static void test_across_faults(void)
 {
-	struct tx t;
+	struct fake_run t;
 	/* boot 2 (b's guest) fails: b is over with the error, a and c go on */
 	tx_init(&t, "run: {repeat: 2, vm: per-cell, order: interleaved}\n");
 	t.fake.fail_boot = 2;
@@ -558,7 +507,7 @@ static void test_across_faults(void)
 	g_assert_cmpint(cell(&t, CELL("b"))->status, ==, STATUS_ERROR);
 	g_assert_cmpint(cell(&t, CELL("a"))->status, ==, STATUS_PASSED);
 	g_assert_cmpint(cell(&t, CELL("c"))->status, ==, STATUS_PASSED);
-	tx_clear(&t);
+	fake_run_clear(&t);
 
 	/* a guest that breaks (the fake: after 1 run) fails its cell's next run: the guest is
 	 * destroyed there, not left paused */
@@ -568,7 +517,7 @@ static void test_across_faults(void)
 	g_assert_cmpuint(t.res.counts[STATUS_ERROR], ==, 3);
 	g_assert_cmpuint(t.fake.max_running, ==, 1);
 	g_assert_cmpuint(t.fake.bad_runs, ==, 0);
-	tx_clear(&t);
+	fake_run_clear(&t);
 
 	/* the first suspend fails: a's guest is destroyed, a boots again for its next run */
 	tx_init(&t, "run: {repeat: 2, vm: per-cell, order: interleaved}\n");
@@ -585,7 +534,7 @@ static void test_across_faults(void)
 	for (guint i = 0; i < t.lines->len; i++)
 		told |= strstr(t.lines->pdata[i], "fake suspend 1 fails as scripted") != NULL;
 	g_assert_true(told);
-	tx_clear(&t);
+	fake_run_clear(&t);
 
 	/* 3 x (1 GiB + 256 MiB of QEMU) > half of 4 GiB: a fresh guest every run, in order */
 	const char *fallbacks[] = { "memory", "no-suspend" };
@@ -610,7 +559,7 @@ static void test_across_faults(void)
 				       f == 0 ? "take 3.8 GiB, more than half of the host's 4.0 GiB"
 					      : "cannot suspend") != NULL;
 		g_assert_true(said);
-		tx_clear(&t);
+		fake_run_clear(&t);
 	}
 	/* enough memory: the guests stay */
 	tx_init(&t, "run: {repeat: 2, vm: per-cell, order: interleaved}\n");
@@ -618,7 +567,7 @@ static void test_across_faults(void)
 	tx_run(&t);
 	g_assert_cmpuint(t.fake.boots, ==, 3);
 	g_assert_cmpuint(t.fake.suspends, ==, 6);
-	tx_clear(&t);
+	fake_run_clear(&t);
 }
 
 /* An interrupt in a rotation destroys every guest of the unit, running or paused (tx_run checks
@@ -633,7 +582,7 @@ static void interrupt_after_a1(void *ud, const char *text)
 static void test_across_interrupt(void)
 {
 	if (g_test_subprocess()) {
-		struct tx t;
+		struct fake_run t;
 		tx_init(&t, "run: {repeat: 3, vm: per-cell, order: interleaved}\n");
 		t.o.line = interrupt_after_a1;
 		tx_run(&t);
@@ -644,7 +593,7 @@ static void test_across_interrupt(void)
 		g_assert_cmpuint(t.fake.boots, ==, 3);
 		g_assert_cmpuint(t.fake.destroys, ==, 3);
 		g_assert_cmpuint(t.res.counts[STATUS_PENDING], ==, 3);
-		tx_clear(&t);
+		fake_run_clear(&t);
 		return;
 	}
 	g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
@@ -655,7 +604,7 @@ static void test_across_interrupt(void)
 static void test_across_interrupt_resume(void)
 {
 	if (g_test_subprocess()) {
-		struct tx t;
+		struct fake_run t;
 		tx_init(&t, "run: {repeat: 3, vm: per-cell, order: interleaved}\n");
 		t.fake.sigint_resume = 1;
 		tx_run(&t);
@@ -665,7 +614,7 @@ static void test_across_interrupt_resume(void)
 		char *ev = events_of(&t);
 		g_assert_true(g_str_has_suffix(ev, "resume 1, destroy 1, destroy 2, destroy 3"));
 		g_free(ev);
-		tx_clear(&t);
+		fake_run_clear(&t);
 		return;
 	}
 	g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
@@ -676,7 +625,7 @@ static void test_across_interrupt_resume(void)
 
 static void test_resume(void)
 {
-	struct tx t;
+	struct fake_run t;
 	tx_init(&t, "run: {repeat: 1}\n");
 	t.results_path = g_build_filename(tmp_dir, "resume.json", NULL);
 	t.o.results_path = t.results_path;
@@ -701,7 +650,7 @@ static void test_resume(void)
 	g_assert_cmpstr(runs, ==, "b0");
 	g_free(runs);
 	g_assert_cmpuint(t.res.counts[STATUS_PASSED], ==, 3);
-	tx_clear(&t);
+	fake_run_clear(&t);
 }
 
 static const char *const fail_b = "run: {repeat: 1}\n"
@@ -710,7 +659,7 @@ static const char *const fail_b = "run: {repeat: 1}\n"
 
 static void test_rerun_failed(void)
 {
-	struct tx t;
+	struct fake_run t;
 	tx_init(&t, fail_b);
 	set_null_duration(&t, 3 * MS); /* b's total (3 ms) breaks its criterion */
 	t.results_path = g_build_filename(tmp_dir, "rerun.json", NULL);
@@ -736,12 +685,12 @@ static void test_rerun_failed(void)
 	runs = runs_of(&t);
 	g_assert_cmpstr(runs, ==, "b0");
 	g_free(runs);
-	tx_clear(&t);
+	fake_run_clear(&t);
 }
 
 static void test_fail_fast(void)
 {
-	struct tx t;
+	struct fake_run t;
 	tx_init(&t, fail_b);
 	set_null_duration(&t, 3 * MS);
 	t.o.fail_fast = true;
@@ -754,14 +703,14 @@ static void test_fail_fast(void)
 	g_assert_cmpint(cell(&t, CELL("c"))->status, ==, STATUS_PENDING);
 	g_assert_cmpuint(cell(&t, CELL("c"))->n_runs, ==, 0);
 	g_assert_cmpuint(t.res.counts[STATUS_PENDING], ==, 1);
-	tx_clear(&t);
+	fake_run_clear(&t);
 }
 
 /* ---- faults of the machine ---- */
 
 static void test_broken_shared_vm(void)
 {
-	struct tx t;
+	struct fake_run t;
 	tx_init(&t, "run: {repeat: 2, vm: shared}\n");
 	t.o.verbose = true;
 	t.fake.break_after = 2; /* the guest breaks before b's first run */
@@ -779,12 +728,12 @@ static void test_broken_shared_vm(void)
 	for (guint i = 0; i < t.lines->len; i++)
 		told |= strstr(t.lines->pdata[i], "the guest fake-1 broke") != NULL;
 	g_assert_true(told);
-	tx_clear(&t);
+	fake_run_clear(&t);
 }
 
 static void test_boot_fails(void)
 {
-	struct tx t;
+	struct fake_run t;
 	tx_init(&t, "run: {repeat: 1, vm: per-cell}\n");
 	t.fake.fail_boot = 1;
 	tx_run(&t);
@@ -793,14 +742,14 @@ static void test_boot_fails(void)
 	g_assert_cmpstr(a->errors[0].message, ==, "fake boot 1 fails as scripted");
 	g_assert_cmpint(cell(&t, CELL("b"))->status, ==, STATUS_PASSED);
 	g_assert_cmpint(cell(&t, CELL("c"))->status, ==, STATUS_PASSED);
-	tx_clear(&t);
+	fake_run_clear(&t);
 }
 
 /* ---- timeouts ---- */
 
 static void test_run_timeout(void)
 {
-	struct tx t;
+	struct fake_run t;
 	tx_init(&t, "matrix: {method: [a, b]}\nrun: {repeat: 3}\n");
 	t.p->run.timeout = 40 * MS;
 	t.fake.hang_cell = CELL("a");
@@ -815,12 +764,12 @@ static void test_run_timeout(void)
 	g_assert_nonnull(strstr(a->errors[0].message, "longer than the run timeout 40ms"));
 	g_assert_cmpuint(a->n_runs, ==, 2); /* the cell stops at the run that timed out */
 	g_assert_cmpint(cell(&t, CELL("b"))->status, ==, STATUS_PASSED);
-	tx_clear(&t);
+	fake_run_clear(&t);
 }
 
 static void test_null_longer_than_timeout(void)
 {
-	struct tx t;
+	struct fake_run t;
 	tx_init(&t, "matrix: {method: [a]}\nrun: {repeat: 1}\n");
 	set_null_duration(&t, 3600000 * MS); /* an hour: the transfer gives up at the timeout */
 	t.p->run.timeout = 20 * MS;
@@ -832,12 +781,12 @@ static void test_null_longer_than_timeout(void)
 	g_assert_cmpint(a->errors[0].kind, ==, ERROR_TIMEOUT);
 	g_assert_cmpint(a->errors[0].phase, ==, PHASE_TRANSFER);
 	g_assert_nonnull(strstr(a->errors[0].message, "longer than the run timeout"));
-	tx_clear(&t);
+	fake_run_clear(&t);
 }
 
 static void test_cell_timeout(void)
 {
-	struct tx t;
+	struct fake_run t;
 	tx_init(&t, "matrix: {method: [a]}\nrun: {repeat: {min: 1000, max: 1000}}\n");
 	set_null_duration(&t, 10 * MS);
 	t.p->run.cell_timeout = 45 * MS;
@@ -849,14 +798,14 @@ static void test_cell_timeout(void)
 	g_assert_nonnull(strstr(a->errors[0].message, "cell took longer than its timeout 45ms"));
 	g_assert_cmpuint(a->n_runs, >=, 1);
 	g_assert_cmpuint(a->n_runs, <=, 5); /* 45 ms of 10 ms runs, not 1000 runs */
-	tx_clear(&t);
+	fake_run_clear(&t);
 }
 
 /* ---- criteria ---- */
 
 static void test_criteria(void)
 {
-	struct tx t;
+	struct fake_run t;
 	tx_init(&t, "criteria:\n"
 		    "  - {metric: throughput, min: 20MB/s}\n"
 		    "  - {metric: total, max: 2s, where: {method: a}}\n"
@@ -887,7 +836,7 @@ static void test_criteria(void)
 	g_assert_nonnull(strstr(rc->errors[1].message, "throughput is undefined, expected at "
 						       "least 20MB/s"));
 	g_assert_nonnull(strstr(rc->errors[2].message, "total is 2.500 s, expected at most 2s"));
-	tx_clear(&t);
+	fake_run_clear(&t);
 }
 
 /* ---- the metrics of a run (run-metrics.c) ---- */
@@ -903,7 +852,7 @@ static double run_metric(const struct result_run *r, const char *name)
  * transfer phase only, and the allocation again after a reclaim; every run records them. */
 static void test_metrics_sampled(void)
 {
-	struct tx t;
+	struct fake_run t;
 	tx_init(&t, "matrix: {method: [a]}\n"
 		    "run: {repeat: 3, warmup: 1, caches: keep}\n");
 	t.fake.sample = t.fake.discard = true;
@@ -957,14 +906,14 @@ static void test_metrics_sampled(void)
 	g_assert_cmpfloat(json_number_value(json_object_get(cg, "median")), ==, 0.125);
 	json_decref(root);
 	g_free(text);
-	tx_clear(&t);
+	fake_run_clear(&t);
 }
 
 /* A machine that cannot measure records nothing; without discard there is no reclaim, and a
  * failed run is never reclaimed. */
 static void test_metrics_absent(void)
 {
-	struct tx t;
+	struct fake_run t;
 	tx_init(&t, "matrix: {method: [a]}\nrun: {repeat: 2, caches: keep}\n");
 	tx_run(&t);
 	struct result_cell *c = cell(&t, CELL("a"));
@@ -972,7 +921,7 @@ static void test_metrics_absent(void)
 	for (size_t i = 0; i < c->n_runs; i++)
 		g_assert_null(c->runs[i].metrics);
 	g_assert_null(results_find_metric(t.r, "alloc_after"));
-	tx_clear(&t);
+	fake_run_clear(&t);
 
 	tx_init(&t, "matrix: {method: [a]}\nrun: {repeat: 2, caches: keep}\n");
 	t.fake.sample = true;
@@ -982,7 +931,7 @@ static void test_metrics_absent(void)
 	g_assert_cmpuint(t.fake.reclaims, ==, 0);
 	g_assert_null(json_object_get(c->runs[0].metrics, "alloc_deleted"));
 	g_assert_cmpfloat(run_metric(&c->runs[0], "alloc_before"), ==, 4096);
-	tx_clear(&t);
+	fake_run_clear(&t);
 
 	/* a transfer that fails (longer than the run timeout) is not reclaimed */
 	tx_init(&t, "matrix: {method: [a]}\nrun: {repeat: 1, caches: keep}\n");
@@ -992,13 +941,13 @@ static void test_metrics_absent(void)
 	tx_run(&t);
 	g_assert_cmpint(cell(&t, CELL("a"))->status, ==, STATUS_ERROR);
 	g_assert_cmpuint(t.fake.reclaims, ==, 0);
-	tx_clear(&t);
+	fake_run_clear(&t);
 }
 
 /* A criterion on a run metric checks its median over the cell's measured runs, in its unit. */
 static void test_criteria_run_metric(void)
 {
-	struct tx t;
+	struct fake_run t;
 	tx_init(&t, "criteria:\n"
 		    "  - {metric: write_throughput, min: 20MB/s}\n"
 		    "  - {metric: alloc_growth, max: 10MiB}\n"
@@ -1026,14 +975,14 @@ static void test_criteria_run_metric(void)
 	g_assert_cmpuint(criteria_check(t.p->criteria, t.p->n_criteria, &pa, &s, rc), ==, 2);
 	g_assert_nonnull(
 	    strstr(rc->errors[2].message, "cpu_qemu is undefined, expected at most 1s"));
-	tx_clear(&t);
+	fake_run_clear(&t);
 }
 
 /* ---- the results file ---- */
 
 static void test_results_every_cell(void)
 {
-	struct tx t;
+	struct fake_run t;
 	tx_init(&t, "run: {repeat: 1}\n");
 	t.results_path = g_build_filename(tmp_dir, "every.json", NULL);
 	t.o.results_path = t.results_path;
@@ -1050,7 +999,7 @@ static void test_results_every_cell(void)
 	g_assert_cmpuint(counts[STATUS_PASSED], ==, 3);
 	g_assert_cmpstr(r->provenance.accelerator, ==, "fake");
 	results_free(r);
-	tx_clear(&t);
+	fake_run_clear(&t);
 }
 
 static void interrupt_after_first(void *ud, const char *text)
@@ -1064,7 +1013,7 @@ static void interrupt_after_first(void *ud, const char *text)
 static void test_interrupt(void)
 {
 	if (g_test_subprocess()) {
-		struct tx t;
+		struct fake_run t;
 		/* shared: b starts in the same group and is cut short at its first run */
 		tx_init(&t, "run: {repeat: 2, vm: shared}\n");
 		t.o.line = interrupt_after_first;
@@ -1077,7 +1026,7 @@ static void test_interrupt(void)
 		char *runs = runs_of(&t);
 		g_assert_cmpstr(runs, ==, "a0 a1");
 		g_free(runs);
-		tx_clear(&t);
+		fake_run_clear(&t);
 		return;
 	}
 	g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
@@ -1088,11 +1037,7 @@ int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g_test_init(&argc, &argv, NULL);
-	tmp_dir = g_dir_make_tmp("ferry-test-executor-XXXXXX", NULL);
-	char *runs = g_build_filename(tmp_dir, "runs", NULL);
-	char *cache = g_build_filename(tmp_dir, "cache", NULL);
-	g_setenv("FERRY_RUN_DIR", runs, TRUE);
-	g_setenv("FERRY_CACHE_DIR", cache, TRUE);
+	tmp_dir = fake_dir_make("ferry-test-executor");
 	g_test_add_func("/executor/repeat/cv", test_repeat_cv);
 	g_test_add_func("/executor/repeat/cap", test_repeat_cap);
 	g_test_add_func("/executor/repeat/budget", test_repeat_budget);
@@ -1124,9 +1069,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/executor/metrics/absent", test_metrics_absent);
 	g_test_add_func("/executor/interrupt", test_interrupt);
 	int rc = g_test_run();
-	rm_tree(tmp_dir, NULL);
-	g_free(runs);
-	g_free(cache);
-	g_free(tmp_dir);
+	fake_dir_remove(tmp_dir);
 	return rc;
 }

@@ -11,8 +11,7 @@
 #include <string.h>
 
 #include "compare.h"
-#include "exec.h"
-#include "machine-fake.h"
+#include "fake-run.h"
 #include "plan.h"
 #include "reporters.h"
 #include "util.h"
@@ -27,78 +26,15 @@ static const char *const plan_head =
     "datasets: {s: {files: 1, size: 1KiB}}\n"
     "methods: {a: {type: null}, b: {type: null}, c: {type: null}}\n";
 
-struct hx {
-	struct plan *p;
-	struct matrix *m;
-	struct results *r;
-	struct exec_result res;
-	struct machine_fake fake;
-	struct exec_opts o;
-	char *plan_path, *results_path;
-	GPtrArray *lines, *errors;
-};
-
-static void on_line(void *ud, const char *text)
+static void hx_init(struct fake_run *t, const char *rest, const char *const *hosts, size_t n_hosts)
 {
-	g_ptr_array_add(((struct hx *)ud)->lines, g_strdup(text));
-}
-
-static void on_error(void *ud, const char *text)
-{
-	g_ptr_array_add(((struct hx *)ud)->errors, g_strdup(text));
-}
-
-static void hx_init(struct hx *t, const char *rest, const char *const *hosts, size_t n_hosts)
-{
-	memset(t, 0, sizeof(*t));
-	t->plan_path = g_build_filename(tmp_dir, "plan.yaml", NULL);
-	t->results_path = g_build_filename(tmp_dir, "results.json", NULL);
 	char *text = g_strconcat(plan_head, rest, NULL);
-	g_assert_true(g_file_set_contents(t->plan_path, text, -1, NULL));
+	fake_run_init(t, tmp_dir, text, NULL);
 	g_free(text);
-	struct diag_list d = { 0 };
-	t->p = plan_parse_file(t->plan_path, &d);
-	if (!t->p || d.n) {
-		diag_print(&d, stderr);
-		g_assert_not_reached();
-	}
-	t->m = plan_expand(t->p, 0, &d);
-	g_assert_nonnull(t->m);
-	diag_list_clear(&d);
-	t->lines = g_ptr_array_new_with_free_func(g_free);
-	t->errors = g_ptr_array_new_with_free_func(g_free);
-	t->o = (struct exec_opts){
-		.plan_path = t->plan_path,
-		.results_path = t->results_path,
-		.line = on_line,
-		.error = on_error,
-		.ud = t,
-		.machine_open = machine_fake_open,
-		.machine_data = &t->fake,
-		.hosts = hosts,
-		.n_hosts = n_hosts,
-	};
-}
-
-static void hx_run(struct hx *t)
-{
-	char *err = NULL;
-	g_assert_cmpint(exec_plan(t->p, t->m, &t->o, &t->r, &t->res, &err), ==, 0);
-	g_assert_null(err);
-}
-
-static void hx_clear(struct hx *t)
-{
-	results_free(t->r);
-	matrix_free(t->m);
-	plan_free(t->p);
-	machine_fake_clear(&t->fake);
-	g_unlink(t->results_path);
-	g_unlink(t->plan_path);
-	g_free(t->results_path);
-	g_free(t->plan_path);
-	g_ptr_array_free(t->lines, TRUE);
-	g_ptr_array_free(t->errors, TRUE);
+	t->results_path = g_build_filename(tmp_dir, "results.json", NULL);
+	t->o.results_path = t->results_path;
+	t->o.hosts = hosts;
+	t->o.n_hosts = n_hosts;
 }
 
 /* The host URI that ran the cell (its origin), or NULL. */
@@ -133,7 +69,7 @@ static void test_units(void)
 		{ "run: {vm: per-run, order: shuffled, seed: 3}\n", 1 },
 	};
 	for (size_t k = 0; k < G_N_ELEMENTS(cases); k++) {
-		struct hx t;
+		struct fake_run t;
 		char *rest =
 		    g_strconcat("matrix: {vm: [v, w], method: [a, b, c]}\n", cases[k].run, NULL);
 		hx_init(&t, rest, NULL, 0);
@@ -153,7 +89,7 @@ static void test_units(void)
 		active[1] = false;
 		exec_host_units(t.p, t.m, active, unit_of);
 		g_assert_cmpuint(unit_of[1], ==, SIZE_MAX);
-		hx_clear(&t);
+		fake_run_clear(&t);
 	}
 }
 
@@ -162,9 +98,9 @@ static void test_units(void)
 static void test_fanout(void)
 {
 	const char *hosts[] = { "fake://a", "fake://b" };
-	struct hx t;
+	struct fake_run t;
 	hx_init(&t, "matrix: {vm: [v, w], method: [a, b, c]}\nrun: {repeat: 2}\n", hosts, 2);
-	hx_run(&t);
+	fake_run_exec(&t);
 	g_assert_cmpuint(t.res.counts[STATUS_PASSED], ==, 6);
 	g_assert_cmpuint(t.res.hosts_lost, ==, 0);
 	g_assert_cmpuint(t.r->n_origins, ==, 2);
@@ -204,18 +140,18 @@ static void test_fanout(void)
 	}
 	g_assert_nonnull(back->origins[0].host);
 	results_free(back);
-	hx_clear(&t);
+	fake_run_clear(&t);
 }
 
 /* Host b loses its connection at its first reset: that cell and the rest go to host a. */
 static void test_host_lost(void)
 {
 	const char *hosts[] = { "fake://a", "fake://b" };
-	struct hx t;
+	struct fake_run t;
 	hx_init(&t, "matrix: {vm: [v, w], method: [a, b, c]}\n", hosts, 2);
 	t.fake.lost_uri = "fake://b";
 	t.fake.lost_after = 1;
-	hx_run(&t);
+	fake_run_exec(&t);
 	g_assert_cmpuint(t.res.counts[STATUS_PASSED], ==, 6);
 	g_assert_cmpuint(t.res.hosts_lost, ==, 1);
 	for (size_t i = 0; i < t.r->n_cells; i++) {
@@ -232,24 +168,24 @@ static void test_host_lost(void)
 	g_assert_true(lost_named);
 	g_assert_true(logged(t.errors, "host 2 (fake://b) failed: "));
 	g_assert_true(logged(t.errors, "go to another host"));
-	hx_clear(&t);
+	fake_run_clear(&t);
 }
 
 /* A host that cannot be reached at all: everything runs on the other. */
 static void test_host_unreachable(void)
 {
 	const char *hosts[] = { "fake://a", "fake://b" };
-	struct hx t;
+	struct fake_run t;
 	hx_init(&t, "matrix: {vm: [v], method: [a, b, c]}\n", hosts, 2);
 	t.fake.lost_uri = "fake://a";
 	t.fake.lost_after = 0;
-	hx_run(&t);
+	fake_run_exec(&t);
 	g_assert_cmpuint(t.res.counts[STATUS_PASSED], ==, 3);
 	g_assert_cmpuint(t.res.hosts_lost, ==, 1);
 	for (size_t i = 0; i < t.r->n_cells; i++)
 		g_assert_cmpstr(host_of(t.r, &t.r->cells[i]), ==, "fake://b");
 	g_assert_true(logged(t.errors, "cannot connect to the fake host 'fake://a'"));
-	hx_clear(&t);
+	fake_run_clear(&t);
 }
 
 /* Every host lost: the cells no host finished stay pending, without partial runs, and --resume
@@ -257,11 +193,11 @@ static void test_host_unreachable(void)
 static void test_all_hosts_lost(void)
 {
 	const char *hosts[] = { "fake://b", "fake://b" };
-	struct hx t;
+	struct fake_run t;
 	hx_init(&t, "matrix: {vm: [v], method: [a, b, c]}\nrun: {repeat: 2}\n", hosts, 2);
 	t.fake.lost_uri = "fake://b";
 	t.fake.lost_after = 2; /* each host finishes its first run, then fails */
-	hx_run(&t);
+	fake_run_exec(&t);
 	g_assert_cmpuint(t.res.hosts_lost, ==, 2);
 	g_assert_cmpuint(t.res.counts[STATUS_PENDING], ==, 3);
 	for (size_t i = 0; i < t.r->n_cells; i++)
@@ -276,7 +212,7 @@ static void test_all_hosts_lost(void)
 	t.o.resume = earlier;
 	results_free(t.r);
 	t.r = NULL;
-	hx_run(&t);
+	fake_run_exec(&t);
 	g_assert_true(t.r == earlier);
 	g_assert_cmpuint(t.res.hosts_lost, ==, 0);
 	g_assert_cmpuint(t.res.counts[STATUS_PASSED], ==, 3);
@@ -285,16 +221,16 @@ static void test_all_hosts_lost(void)
 		const char *h = host_of(t.r, &t.r->cells[i]);
 		g_assert_true(STREQ(h, "fake://a") || STREQ(h, "fake://c"));
 	}
-	hx_clear(&t);
+	fake_run_clear(&t);
 }
 
 /* The Markdown report of a fanned-out run names the hosts and the host of every raw run. */
 static void test_markdown_hosts(void)
 {
 	const char *hosts[] = { "fake://a", "fake://b" };
-	struct hx t;
+	struct fake_run t;
 	hx_init(&t, "matrix: {vm: [v, w], method: [a, b, c]}\n", hosts, 2);
-	hx_run(&t);
+	fake_run_exec(&t);
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
@@ -316,7 +252,7 @@ static void test_markdown_hosts(void)
 	g_assert_null(strstr(buf, "### Hosts"));
 	g_assert_null(strstr(buf, "| cell | host |"));
 	free(buf);
-	hx_clear(&t);
+	fake_run_clear(&t);
 }
 
 /* compare: a cell measured on a host with another QEMU than in the baseline is refused like a
@@ -324,9 +260,9 @@ static void test_markdown_hosts(void)
 static void test_compare_hosts(void)
 {
 	const char *hosts[] = { "fake://a", "fake://b" };
-	struct hx t;
+	struct fake_run t;
 	hx_init(&t, "matrix: {vm: [v, w], method: [a, b, c]}\nrun: {repeat: 3}\n", hosts, 2);
-	hx_run(&t);
+	fake_run_exec(&t);
 	char *err = NULL;
 	struct results *base = results_read(t.results_path, &err);
 	g_assert_null(err);
@@ -372,18 +308,14 @@ static void test_compare_hosts(void)
 	g_assert_true(shown);
 	comparison_free(c);
 	results_free(base);
-	hx_clear(&t);
+	fake_run_clear(&t);
 }
 
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g_test_init(&argc, &argv, NULL);
-	tmp_dir = g_dir_make_tmp("ferry-test-hosts-XXXXXX", NULL);
-	char *runs = g_build_filename(tmp_dir, "runs", NULL);
-	char *cache = g_build_filename(tmp_dir, "cache", NULL);
-	g_setenv("FERRY_RUN_DIR", runs, TRUE);
-	g_setenv("FERRY_CACHE_DIR", cache, TRUE);
+	tmp_dir = fake_dir_make("ferry-test-hosts");
 	g_test_add_func("/hosts/units", test_units);
 	g_test_add_func("/hosts/fanout", test_fanout);
 	g_test_add_func("/hosts/lost", test_host_lost);
@@ -392,11 +324,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/hosts/markdown", test_markdown_hosts);
 	g_test_add_func("/hosts/compare", test_compare_hosts);
 	int rc = g_test_run();
-	char *cmd = g_strdup_printf("rm -rf '%s'", tmp_dir);
-	g_assert_cmpint(system(cmd), ==, 0);
-	g_free(cmd);
-	g_free(runs);
-	g_free(cache);
-	g_free(tmp_dir);
+	fake_dir_remove(tmp_dir);
 	return rc;
 }
