@@ -315,9 +315,8 @@ int dataset_get(const struct dataset_spec *spec, const struct dataset_get_opts *
 	_cleanup_free_ char *tmp = xasprintf("%s/.tmp-%s-%ld", base, hash, (long)getpid());
 	if (dataset_generate(spec, tmp, &opts->gen, &m, err) < 0)
 		return -1;
-	if (rename(tmp, dir) < 0) {
+	if (dir_replace(tmp, dir, NULL) < 0) {
 		dataset_err_errno(err, "rename into place", tmp);
-		rm_tree(tmp, NULL);
 		manifest_free(m);
 		return -1;
 	}

@@ -421,12 +421,8 @@ int guest_build(const struct guest_build_opts *opts, struct guest_files *out, bo
 				r = guest_cache_build_dir(guestdir, &tmp, err);
 			if (r >= 0)
 				r = build_into(&b, tmp, key, fx, mtime, err);
-			if (r >= 0) {
-				remove_dir(dir);
-				if (rename(tmp, dir) < 0)
-					r = guest_err(err, -errno, "cannot rename '%s' to '%s': %s",
-						      tmp, dir, strerror(errno));
-			}
+			if (r >= 0 && dir_replace(tmp, dir, err) < 0)
+				r = -errno;
 			if (r < 0 && tmp)
 				remove_dir(tmp);
 			else if (rebuilt)

@@ -557,12 +557,8 @@ int guest_debian_build(const struct guest_build_opts *opts, struct guest_image *
 			_cleanup_free_ char *mp = xasprintf("%s/manifest.json", tmp);
 			r = guest_write_file(mp, js, strlen(js), 0644, err);
 		}
-		if (r >= 0) {
-			(void)rm_tree(dir, NULL);
-			if (rename(tmp, dir) < 0)
-				r = guest_err(err, -errno, "cannot rename '%s' to '%s': %s", tmp,
-					      dir, strerror(errno));
-		}
+		if (r >= 0 && dir_replace(tmp, dir, err) < 0)
+			r = -errno;
 		if (r < 0) {
 			(void)rm_tree(tmp, NULL);
 			return r;

@@ -168,14 +168,11 @@ static int mount_target(struct lv_guest *g, bool drop, char **err)
 				g->cfg.disk->size / 1024, then);
 		return guest_sh(g, cmd, err);
 	}
-	_cleanup_free_ char *wait =
-	    vm_disk_wait_script(g->vm, MACHINE_TARGET_SERIAL, ATTACH_MS, err);
-	if (!wait)
-		return -1;
+	_cleanup_free_ char *wait = vm_disk_wait_command(MACHINE_TARGET_SERIAL, ATTACH_MS);
 	cmd = xasprintf("%s" METHOD_GUEST_MODULE_WAIT(
 			    "ext4") "mkdir -p " MACHINE_TARGET_MNT
-				    " && mount -t ext4 \"/dev/$dev\" " MACHINE_TARGET_MNT
-				    " && mkdir -p " MACHINE_LANDING " && echo \"$dev\"%s",
+				    " && mount -t ext4 \"/dev/$d\" " MACHINE_TARGET_MNT
+				    " && mkdir -p " MACHINE_LANDING " && echo \"$d\"%s",
 			wait, then);
 	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
 	_cleanup_free_ char *out = NULL;

@@ -100,31 +100,20 @@ static int wait_disk(struct vm *vm, const char *serial, int want, unsigned timeo
 	}
 }
 
-char *vm_disk_wait_script(const struct vm *vm, const char *serial, unsigned timeout_ms, char **err)
+char *vm_disk_wait_command(const char *serial, unsigned timeout_ms)
 {
-	if (vm->os != VM_OS_LINUX) {
-		*err = xasprintf("finding disks by serial is not implemented for '%s' guests",
-				 vm_os_names[vm->os]);
-		return NULL;
-	}
-	if (!*serial || strspn(serial, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-				       "0123456789_.+-") != strlen(serial)) {
-		*err = xasprintf("disk serial '%s' is not [A-Za-z0-9_.+-]", serial);
-		return NULL;
-	}
-	/* find_script's test, polled in the guest every 10 ms: one agent round trip, not one a
-	   poll; the serial trimmed of blanks as vm_find_disk does */
+	/* find_script's test per device, with the shell's own read (no process per device and
+	 * round: a fork is milliseconds under TCG) where sysfs has the serial as text; the
+	 * trailing blanks a VPD page may pad with are cut as trim() does */
 	return xasprintf(
-	    "dev=; read u _ </proc/uptime; end=$((${u%%%%.*} + %u)); while :; do "
-	    "for b in /sys/block/*; do [ -e \"$b\" ] || continue; s=; "
-	    "if [ -r \"$b/serial\" ]; then s=$(cat \"$b/serial\"); "
+	    "d=; i=0; while :; do for b in /sys/block/*; do [ -e \"$b\" ] || continue; s=; "
+	    "if [ -r \"$b/serial\" ]; then read -r s < \"$b/serial\"; "
 	    "elif [ -r \"$b/device/vpd_pg80\" ]; then s=$(tail -c +5 \"$b/device/vpd_pg80\"); "
-	    "fi; s=${s#\"${s%%%%[! ]*}\"}; s=${s%%\"${s##*[! ]}\"}; "
-	    "if [ \"$s\" = '%s' ]; then dev=${b##*/}; break; fi; done; [ -n \"$dev\" ] && break; "
-	    "read u _ </proc/uptime; if [ ${u%%%%.*} -ge $end ]; then "
+	    "fi; s=${s%%%%[ \t\r]*}; if [ \"$s\" = '%s' ]; then d=${b##*/}; break; fi; done; "
+	    "[ -z \"$d\" ] || break; i=$((i+1)); if [ $i -gt %u ]; then "
 	    "echo \"the guest did not see disk '%s' within %u ms\" >&2; exit 1; fi; "
-	    "sleep 0.01; done; ",
-	    (timeout_ms + 999) / 1000 + 1, serial, serial, timeout_ms);
+	    "usleep 5000 2>/dev/null || sleep 0.01; done; ",
+	    serial, timeout_ms / 5 + 1, serial, timeout_ms);
 }
 
 int vm_disk_plug(struct vm *vm, const struct disk_config *d, unsigned timeout_ms, char **err)

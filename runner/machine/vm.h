@@ -264,17 +264,19 @@ void vm_kvm_probe_remember(virConnectPtr conn, int usable);
 int vm_disk_attach(struct vm *vm, const struct disk_config *d, unsigned timeout_ms, char **dev,
 		   char **err);
 /*
- * vm_disk_attach without the wait (timeout_ms bounds loading the SCSI drivers before the
- * first SCSI hot-plug): the caller waits in the guest with vm_disk_wait_script, in the same
- * guest command as what it does with the disk next.
+ * Hot-plug d as vm_disk_attach() does, without waiting for the guest to show it: the caller
+ * waits inside its own guest command (vm_disk_wait_command()), which saves the agent round
+ * trips of polling from the host. The disk counts as attached (vm_disk_detach() unplugs it).
+ * timeout_ms bounds the SCSI driver load before a first SCSI hot-plug.
  */
 int vm_disk_plug(struct vm *vm, const struct disk_config *d, unsigned timeout_ms, char **err);
 /*
- * A guest shell snippet (ends with "; ") that waits up to timeout_ms until the guest shows a
- * block device with this serial (as vm_find_disk finds it) and leaves its name in $dev, or
- * exits 1 with a message on stderr. NULL with *err for a guest that is not Linux. Caller frees.
+ * A POSIX shell prefix (Linux guests) that waits until a block device with this serial shows
+ * (virtio sysfs serial, SCSI/ATA VPD page 0x80, as vm_find_disk()) and leaves its name ("vdb")
+ * in $d, or exits 1 with a message after about timeout_ms. serial: letters, digits, '-', '_'
+ * (what the callers generate; not quoted further). Caller frees.
  */
-char *vm_disk_wait_script(const struct vm *vm, const char *serial, unsigned timeout_ms, char **err);
+char *vm_disk_wait_command(const char *serial, unsigned timeout_ms);
 /* Unplug the disk with this serial and wait until the guest no longer shows it. */
 int vm_disk_detach(struct vm *vm, const char *serial, unsigned timeout_ms, char **err);
 /*

@@ -455,3 +455,13 @@ int rm_tree(const char *path, char **err)
 	errno = e;
 	return r;
 }
+
+int dir_replace(const char *tmp, const char *dir, char **err)
+{
+	(void)rm_tree(dir, NULL);
+	if (rename(tmp, dir) == 0)
+		return 0;
+	int e = errno;
+	(void)rm_tree(tmp, NULL);
+	return fail(err, e, "cannot rename '%s' to '%s': %s", tmp, dir, strerror(e));
+}

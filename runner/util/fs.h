@@ -84,3 +84,11 @@ int symlink_replace(const char *target, const char *path, char **err);
 int rm_tree(const char *path, char **err);
 /* The same for the entry `name` of the directory dirfd. */
 int rm_tree_at(int dirfd, const char *name, char **err);
+
+/*
+ * Put the finished directory tmp (built beside it, on the same filesystem) in the place of dir:
+ * what dir holds is removed (rm_tree; a failure there shows as the rename's), then tmp is renamed
+ * to dir. When that fails tmp is removed too. Returns 0, or -1 with errno set and *err (when not
+ * NULL): "cannot rename 'TMP' to 'DIR': ...".
+ */
+int dir_replace(const char *tmp, const char *dir, char **err);

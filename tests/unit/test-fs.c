@@ -2,7 +2,7 @@
 /*
  * The filesystem helpers (runner/util/fs.c): mkdir -p, the one atomic writer and its output
  * rules (only regular files replaced, never through a symlink, no predictable temporary name),
- * and rm_tree (never follows a symlink, never crosses into another mount).
+ * rm_tree (never follows a symlink, never crosses into another mount) and dir_replace.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -290,6 +290,41 @@ static void test_rm_tree(void)
 	cleanup_dir(d);
 }
 
+/* A finished directory replaces what stands in its place; a failed rename leaves no temporary. */
+static void test_dir_replace(void)
+{
+	_cleanup_free_ char *d = scratch();
+	_cleanup_free_ char *dir = g_build_filename(d, "entry", NULL);
+	_cleanup_free_ char *old = g_build_filename(dir, "old", NULL);
+	_cleanup_free_ char *tmp = g_build_filename(d, ".build-1", NULL);
+	_cleanup_free_ char *f = g_build_filename(tmp, "f", NULL);
+	_cleanup_free_ char *moved = g_build_filename(dir, "f", NULL);
+	_cleanup_free_ char *err = NULL;
+
+	/* into an empty place, then over an earlier entry */
+	for (int i = 0; i < 2; i++) {
+		g_assert_cmpint(mkdir_p(tmp, 0755, NULL), ==, 0);
+		g_assert_true(g_file_set_contents(f, i ? "new" : "first", -1, NULL));
+		if (i)
+			g_assert_true(g_file_set_contents(old, "old", -1, NULL));
+		g_assert_cmpint(dir_replace(tmp, dir, &err), ==, 0);
+		g_assert_null(err);
+		_cleanup_free_ char *text = read_file(moved, NULL);
+		g_assert_cmpstr(text, ==, i ? "new" : "first");
+		g_assert_false(g_file_test(old, G_FILE_TEST_EXISTS));
+		g_assert_false(g_file_test(tmp, G_FILE_TEST_EXISTS));
+	}
+	/* a place whose directory is missing: the rename fails, the temporary goes */
+	_cleanup_free_ char *nowhere = g_build_filename(d, "missing", "entry", NULL);
+	g_assert_cmpint(mkdir_p(tmp, 0755, NULL), ==, 0);
+	g_assert_cmpint(dir_replace(tmp, nowhere, &err), ==, -1);
+	g_assert_cmpint(errno, ==, ENOENT);
+	g_assert_true(g_str_has_prefix(err, "cannot rename '"));
+	g_assert_nonnull(strstr(err, "/missing/entry': "));
+	g_assert_false(g_file_test(tmp, G_FILE_TEST_EXISTS));
+	cleanup_dir(d);
+}
+
 /* A mount inside the tree (what a guest-writable staging area could hold) is not entered. */
 static void test_rm_tree_mount(void)
 {
@@ -334,5 +369,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/fs/symlink-replace", test_symlink_replace);
 	g_test_add_func("/fs/rm-tree", test_rm_tree);
 	g_test_add_func("/fs/rm-tree/mount", test_rm_tree_mount);
+	g_test_add_func("/fs/dir-replace", test_dir_replace);
 	return g_test_run();
 }
