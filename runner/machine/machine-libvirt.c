@@ -594,6 +594,18 @@ static void lv_bind(struct machine *m, struct machine_guest *mg, struct method_c
 	ctx->target_disk = is_image(g) ? &g->target : NULL;
 }
 
+static int lv_evict_target(struct machine *m, struct machine_guest *mg, uint64_t *resident,
+			   char **err)
+{
+	(void)m;
+	struct lv_guest *g = (struct lv_guest *)mg;
+	if (!g || !is_image(g)) {
+		*err = xstrdup("the guest has no target disk image");
+		return -1;
+	}
+	return file_cache_evict(g->target.path, resident, err);
+}
+
 /* What a remote host cannot do: ferry's filesystem and loopback are not the host's. */
 static char *lv_supports(struct machine *m, const struct plan_cell *pc)
 {
@@ -714,6 +726,7 @@ static const struct machine_ops libvirt_ops = {
 	.supports = lv_supports,
 	.sample = lv_sample,
 	.reclaim = lv_reclaim,
+	.evict_target = lv_evict_target,
 	.hook = lv_hook,
 	.alive = lv_alive,
 	.close = lv_close,

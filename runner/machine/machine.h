@@ -116,6 +116,12 @@ struct machine_ops {
 	 * (fstrim; blkdiscard when the target is not mounted), where the target disk allows
 	 * discard. Returns 1 when done, 0 when it does not apply, -1 with *err. May be NULL. */
 	int (*reclaim)(struct machine *m, struct machine_guest *g, char **err);
+	/* Flush and evict the host's cached pages of guest g's target disk image (the block
+	 * method, between a write and its read-back, so that the read comes from the device);
+	 * *resident gets the bytes of it still cached. 0, or -1 with *err. May be NULL: the
+	 * machine cannot (machine_evict_target() says so). */
+	int (*evict_target)(struct machine *m, struct machine_guest *g, uint64_t *resident,
+			    char **err);
 	/* Pause guest g: its vCPUs stop, its memory (and page cache) stays, so it takes no CPU
 	 * while another guest of an interleaved unit measures (ferry(1) run.order). 0, or -1 with
 	 * *err. May be NULL: the machine cannot; the executor then boots a guest per run. */
@@ -190,6 +196,8 @@ static inline void machine_describe(struct machine *m, struct machine_guest *g,
 }
 static inline void machine_bind(struct machine *m, struct machine_guest *g, struct method_ctx *ctx)
 {
+	ctx->machine = m;
+	ctx->guest = g;
 	m->ops->bind(m, g, ctx);
 }
 static inline char *machine_supports(struct machine *m, const struct plan_cell *pc)
@@ -206,6 +214,15 @@ static inline void machine_sample(struct machine *m, struct machine_guest *g, un
 static inline int machine_reclaim(struct machine *m, struct machine_guest *g, char **err)
 {
 	return m->ops->reclaim && g ? m->ops->reclaim(m, g, err) : 0;
+}
+static inline int machine_evict_target(struct machine *m, struct machine_guest *g,
+				       uint64_t *resident, char **err)
+{
+	if (!m || !m->ops->evict_target) {
+		*err = xstrdup("this machine cannot evict the host's cache of the target disk");
+		return -1;
+	}
+	return m->ops->evict_target(m, g, resident, err);
 }
 static inline bool machine_can_suspend(struct machine *m)
 {

@@ -33,7 +33,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,6 +40,7 @@
 #include "util.h"
 #include "channel.h"
 #include "guestproc.h"
+#include "machine.h"
 #include "method.h"
 #include "stream.h"
 #include "rules.h"
@@ -137,50 +137,6 @@ static int block_stage(struct method_ctx *ctx)
 	return 0;
 }
 
-/*
- * Flush and evict the host's cached pages of the image file at `path`; *resident gets the
- * bytes of it still in the host page cache afterwards. Returns 0 or -1 with *err.
- */
-static int host_evict(const char *path, uint64_t *resident, char **err)
-{
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		*err = xasprintf("cannot open the target image '%s': %s", path, strerror(errno));
-		return -1;
-	}
-	/* fdatasync writes back what cache=unsafe left dirty; DONTNEED drops clean pages only */
-	int rc = fdatasync(fd);
-	if (rc == 0)
-		rc = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) ? -1 : 0;
-	if (rc < 0) {
-		*err =
-		    xasprintf("cannot evict the host's cache of '%s': %s", path, strerror(errno));
-		return -1;
-	}
-	*resident = 0;
-	if (st.st_size == 0)
-		return 0;
-	void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED) {
-		*err = xasprintf("cannot map the target image '%s': %s", path, strerror(errno));
-		return -1;
-	}
-	long page = sysconf(_SC_PAGESIZE);
-	size_t pages = ((size_t)st.st_size + (size_t)page - 1) / (size_t)page;
-	_cleanup_free_ unsigned char *vec = xmalloc(pages);
-	rc = mincore(map, (size_t)st.st_size, vec);
-	munmap(map, (size_t)st.st_size);
-	if (rc < 0) {
-		*err = xasprintf("cannot read the host cache state of '%s': %s", path,
-				 strerror(errno));
-		return -1;
-	}
-	for (size_t i = 0; i < pages; i++)
-		*resident += (vec[i] & 1) ? (uint64_t)page : 0;
-	return 0;
-}
-
 static int block_before_phase(struct method_ctx *ctx, enum result_phase p)
 {
 	if (p == PHASE_PREPARE)
@@ -189,7 +145,7 @@ static int block_before_phase(struct method_ctx *ctx, enum result_phase p)
 		return 0;
 	uint64_t resident = 0;
 	_cleanup_free_ char *err = NULL;
-	if (host_evict(ctx->target_disk->path, &resident, &err) < 0)
+	if (machine_evict_target(ctx->machine, ctx->guest, &resident, &err) < 0)
 		return method_fail(ctx, ERROR_INFRA, NULL, "block: before the read-back: %s", err);
 	json_t *rb = json_pack("{s:b,s:I}", "host_cache_evicted", 1, "host_cached_bytes",
 			       (json_int_t)resident);

@@ -76,6 +76,9 @@ struct method_boot_needs {
 };
 
 /* Everything a method receives. The executor fills it; members marked (method) are the method's. */
+struct machine;
+struct machine_guest;
+
 struct method_ctx {
 	/* ---- the cell ---- */
 	const struct plan *plan;
@@ -92,6 +95,10 @@ struct method_ctx {
 	virConnectPtr conn;   /* libvirt connection */
 	const char *cell_dir; /* a scratch directory for this cell inside the run directory,
 				 created by the executor, removed with the run */
+	/* The machine and guest (NULL before boot) the cell runs on, set by machine_bind(): the
+	 * host operations a method needs go through them (machine.h, machine_evict_target()). */
+	struct machine *machine;
+	struct machine_guest *guest;
 
 	/* ---- the guest (NULL in supports() and add_devices()) ---- */
 	struct vm *vm;

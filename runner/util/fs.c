@@ -6,9 +6,11 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -464,4 +466,44 @@ int dir_replace(const char *tmp, const char *dir, char **err)
 	int e = errno;
 	(void)rm_tree(tmp, NULL);
 	return fail(err, e, "cannot rename '%s' to '%s': %s", tmp, dir, strerror(e));
+}
+
+int file_cache_evict(const char *path, uint64_t *resident, char **err)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		*err = xasprintf("cannot open the target image '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	/* fdatasync writes back what cache=unsafe left dirty; DONTNEED drops clean pages only */
+	int rc = fdatasync(fd);
+	if (rc == 0)
+		rc = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) ? -1 : 0;
+	if (rc < 0) {
+		*err =
+		    xasprintf("cannot evict the host's cache of '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	*resident = 0;
+	if (st.st_size == 0)
+		return 0;
+	void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		*err = xasprintf("cannot map the target image '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	long page = sysconf(_SC_PAGESIZE);
+	size_t pages = ((size_t)st.st_size + (size_t)page - 1) / (size_t)page;
+	_cleanup_free_ unsigned char *vec = xmalloc(pages);
+	rc = mincore(map, (size_t)st.st_size, vec);
+	munmap(map, (size_t)st.st_size);
+	if (rc < 0) {
+		*err = xasprintf("cannot read the host cache state of '%s': %s", path,
+				 strerror(errno));
+		return -1;
+	}
+	for (size_t i = 0; i < pages; i++)
+		*resident += (vec[i] & 1) ? (uint64_t)page : 0;
+	return 0;
 }

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /*
@@ -92,3 +93,10 @@ int rm_tree_at(int dirfd, const char *name, char **err);
  * NULL): "cannot rename 'TMP' to 'DIR': ...".
  */
 int dir_replace(const char *tmp, const char *dir, char **err);
+
+/*
+ * Flush the file at path (an image file, not followed through a symbolic link) and evict its
+ * pages from the host's page cache; *resident gets the bytes of it still cached afterwards.
+ * Returns 0 or -1 with *err.
+ */
+int file_cache_evict(const char *path, uint64_t *resident, char **err);

@@ -20,6 +20,7 @@
 #include "dataset.h"
 #include "fs.h"
 #include "guest.h"
+#include "machine.h"
 #include "manifest.h"
 #include "methods/method.h"
 #include "run.h"
@@ -82,6 +83,21 @@ static char *sh(struct vm *vm, const char *line)
 		die("guest: %s: %s", line, err);
 	return out;
 }
+
+/*
+ * The block method evicts the host's cache of the target image through the machine interface
+ * (machine_evict_target()). This test plays the executor and the machine (it boots the VM with
+ * vm_boot()), so a machine of its own does that one host operation, with the function the
+ * libvirt machine uses, on the image it attached.
+ */
+static int evict_target(struct machine *m, struct machine_guest *g, uint64_t *resident, char **err)
+{
+	(void)m;
+	(void)g;
+	return file_cache_evict(t.target.path, resident, err);
+}
+static const struct machine_ops host_ops = { .name = "methods-e2e", .evict_target = evict_target };
+static struct machine host = { &host_ops };
 
 static void ctx_init(struct method_ctx *ctx, struct plan_cell *cell, const struct plan_method *m,
 		     const struct plan_disk *disk, struct ds *ds)
@@ -205,6 +221,7 @@ static void run_method(struct vm *vm, const struct plan_method *m, const struct 
 	if (block) {
 		ctx.target_dev = t.target_dev;
 		ctx.target_disk = &t.target;
+		ctx.machine = &host;
 	}
 	char *cell_dir = run_path(t.run, "cells", m->e.name);
 	g_mkdir_with_parents(cell_dir, 0755);

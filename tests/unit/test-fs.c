@@ -325,6 +325,30 @@ static void test_dir_replace(void)
 	cleanup_dir(d);
 }
 
+/* The host's cache of an image is flushed and evicted; what is not a regular file is refused. */
+static void test_file_cache_evict(void)
+{
+	_cleanup_free_ char *d = scratch();
+	_cleanup_free_ char *img = g_build_filename(d, "disk.img", NULL);
+	_cleanup_free_ char *link = g_build_filename(d, "link.img", NULL);
+	_cleanup_free_ char *missing = g_build_filename(d, "missing.img", NULL);
+	_cleanup_free_ char *data = g_malloc0(1 << 20);
+	uint64_t resident = UINT64_MAX;
+
+	g_assert_true(g_file_set_contents(img, data, 1 << 20, NULL));
+	_cleanup_free_ char *err = NULL;
+	g_assert_cmpint(file_cache_evict(img, &resident, &err), ==, 0);
+	g_assert_null(err);
+	g_assert_cmpuint(resident, <=, 1 << 20); /* a tmpfs keeps its pages: not zero there */
+	g_assert_cmpint(file_cache_evict(missing, &resident, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "cannot open the target image"));
+	g_clear_pointer(&err, free);
+	g_assert_cmpint(symlink(img, link), ==, 0);
+	g_assert_cmpint(file_cache_evict(link, &resident, &err), ==, -1); /* never followed */
+	g_assert_nonnull(strstr(err, "link.img"));
+	cleanup_dir(d);
+}
+
 /* A mount inside the tree (what a guest-writable staging area could hold) is not entered. */
 static void test_rm_tree_mount(void)
 {
@@ -370,5 +394,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/fs/rm-tree", test_rm_tree);
 	g_test_add_func("/fs/rm-tree/mount", test_rm_tree_mount);
 	g_test_add_func("/fs/dir-replace", test_dir_replace);
+	g_test_add_func("/fs/file-cache-evict", test_file_cache_evict);
 	return g_test_run();
 }
