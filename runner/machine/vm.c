@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <libvirt/virterror.h>
@@ -108,6 +109,70 @@ int vm_target_create(const struct disk_config *d, char **err)
 	int rc = proc_run(cv, NULL, err);
 	unlink(raw);
 	return rc;
+}
+
+/*
+ * A byte-for-byte copy of src at dst that keeps src's holes where they are (SEEK_DATA and
+ * SEEK_HOLE): the copy's allocation is the template's. read + pwrite, never copy_file_range,
+ * which may share the blocks (reflink) and turn the guest's first writes into copy-on-write.
+ */
+static int copy_sparse(int in, int out, off_t size)
+{
+	char buf[1 << 16];
+	off_t off = 0;
+	while (off < size) {
+		off_t data = lseek(in, off, SEEK_DATA);
+		if (data < 0)
+			return errno == ENXIO ? 0 : -1; /* only a hole is left */
+		off_t hole = lseek(in, data, SEEK_HOLE);
+		if (hole < 0)
+			return -1;
+		for (off = data; off < hole;) {
+			size_t want =
+			    (size_t)(hole - off) < sizeof(buf) ? (size_t)(hole - off) : sizeof(buf);
+			ssize_t n = pread(in, buf, want, off);
+			if (n <= 0)
+				return n == 0 ? (errno = EIO, -1) : -1;
+			for (ssize_t w = 0; w < n;) {
+				ssize_t k = pwrite(out, buf + w, (size_t)(n - w), off + w);
+				if (k < 0)
+					return -1;
+				w += k;
+			}
+			off += n;
+		}
+	}
+	return 0;
+}
+
+int vm_target_copy(const char *template_path, const struct disk_config *d, char **err)
+{
+	_cleanup_close_ int in = open(template_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (in < 0 || fstat(in, &st) < 0) {
+		*err = xasprintf("cannot read the empty target image '%s': %s", template_path,
+				 strerror(errno));
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		*err = xasprintf("the empty target image '%s' is %s, not a regular file",
+				 template_path, file_kind(st.st_mode));
+		return -1;
+	}
+	unlink(d->path);
+	/* O_EXCL: a new file of ferry's, never through a symlink someone left at the path */
+	_cleanup_close_ int out =
+	    open(d->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (out < 0 || ftruncate(out, st.st_size) < 0 || copy_sparse(in, out, st.st_size) < 0) {
+		*err = xasprintf("cannot copy the empty target image to '%s': %s", d->path,
+				 strerror(errno));
+		if (out >= 0)
+			unlink(d->path);
+		return -1;
+	}
+	/* QEMU opens it as libvirt-qemu (libvirt chowns it while in use) */
+	fchmod(out, 0644);
+	return 0;
 }
 
 virDomainPtr vm_domain(const struct vm *vm)
