@@ -18,6 +18,7 @@
 #include "cleanup.h"
 #include "fs.h"
 #include "hash.h"
+#include "run.h"
 #include "util.h"
 #include "vm.h"
 
@@ -309,6 +310,30 @@ char *hoststore_guest_volume_name(const char *local_path, const char *what, char
 	return xasprintf("guest-%s-%s", hex, what);
 }
 
+/*
+ * Wait while volume v grows without its marker volume ok: another process is uploading it.
+ * Returns the marker once it appears, NULL when v stopped growing for 5 s without one (an
+ * upload that died half way) or went away.
+ */
+static virStorageVolPtr wait_upload(struct hoststore *hs, virStorageVolPtr v, const char *ok)
+{
+	unsigned long long last = 0;
+	for (int still = 0; still < 50 && !run_interrupted(); still++) {
+		virStorageVolPtr okv = virStorageVolLookupByName(hs->pool, ok);
+		if (okv)
+			return okv;
+		virStorageVolInfo info;
+		if (virStorageVolGetInfo(v, &info) < 0)
+			return NULL;
+		if (info.allocation != last) {
+			last = info.allocation;
+			still = 0;
+		}
+		run_sleep_ms(100);
+	}
+	return NULL;
+}
+
 int hoststore_guest_file(struct hoststore *hs, const char *local_path, const char *what,
 			 char **remote_path, char **err)
 {
@@ -335,7 +360,13 @@ int hoststore_guest_file(struct hoststore *hs, const char *local_path, const cha
 		*remote_path = vol_path(v, name, err);
 		return *remote_path ? 0 : -1;
 	}
-	/* none, or a half-uploaded one (no marker): upload it (again) */
+	/* a volume without its marker: another ferry process (another host's URI may name this
+	   same libvirtd) may be uploading it right now; take it once its marker appears */
+	if (v && (okv = wait_upload(hs, v, ok))) {
+		*remote_path = vol_path(v, name, err);
+		return *remote_path ? 0 : -1;
+	}
+	/* none, or a half-uploaded one that stopped growing: upload it (again) */
 	if (v) {
 		(void)virStorageVolDelete(v, 0);
 		virStorageVolFree(v);
@@ -362,8 +393,11 @@ int hoststore_guest_file(struct hoststore *hs, const char *local_path, const cha
 	}
 	if (!okv) {
 		okv = vol_create(hs, ok, 0, 0, err);
-		if (!okv)
+		/* another process completed the same upload and marked it first */
+		if (!okv && !(okv = virStorageVolLookupByName(hs->pool, ok)))
 			return -1;
+		free(*err);
+		*err = NULL;
 	}
 	*remote_path = vol_path(v, name, err);
 	return *remote_path ? 0 : -1;
