@@ -17,6 +17,8 @@ packages=(
 	# run guests (libvirtd without systemd, QEMU under TCG, disk images)
 	libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils e2fsprogs
 	dnsmasq-base busybox-static
+	# libvirtd's child reaper where PID 1 is not an init (below)
+	tini
 	# disk-image vfat images without root (mkfs.vfat -C, mcopy)
 	dosfstools mtools
 	# the Debian guest (ferry guest build debian; tests/e2e/run-debian.sh builds it)
@@ -79,7 +81,14 @@ if ! pgrep -x virtlogd >/dev/null; then
 fi
 if ! pgrep -x libvirtd >/dev/null || ! [ -S /var/run/libvirt/libvirt-sock ]; then
 	log "starting libvirtd"
-	pgrep -x libvirtd >/dev/null || libvirtd -d
+	# libvirtd daemonizes each QEMU, which then belongs to PID 1 once libvirtd lets go of it. A
+	# destroyed domain is gone for libvirt only when its zombie is reaped: systemd does that at
+	# once, but a container's PID 1 may not (on the CI machines, 1.5-1.9 s per QEMU, which every
+	# virDomainDestroy waited for). tini -s is a child subreaper: it runs libvirtd in the
+	# foreground and the orphaned QEMUs become its children, reaped as they exit.
+	if ! pgrep -x libvirtd >/dev/null; then
+		setsid -f tini -s -- libvirtd </dev/null >>/var/log/libvirt/libvirtd-stderr.log 2>&1
+	fi
 	for _ in $(seq 1 100); do
 		[ -S /var/run/libvirt/libvirt-sock ] && break
 		sleep 0.1
