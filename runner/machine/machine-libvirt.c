@@ -42,8 +42,8 @@
 /* Unmount the target (the block method may have unmounted it already: it writes the raw
  * device). */
 #define UMOUNT_CMD                                                                                 \
-	"if grep -q ' " MACHINE_TARGET_MNT " ' /proc/mounts; then umount " MACHINE_TARGET_MNT "; " \
-											      "fi"
+	"if grep -q ' " MACHINE_TARGET_MNT " ' /proc/mounts; then "                                \
+	"umount " MACHINE_TARGET_MNT "; fi"
 /*
  * For a method that uses the NIC: wait until the guest can reach the host (10.0.2.2 on QEMU user
  * networking). The built-in guest's init configures eth0 before the agent starts; systemd guests
