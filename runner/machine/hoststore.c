@@ -172,19 +172,13 @@ static int src_in_data(virStreamPtr st, int *in_data, long long *length, void *o
 	off_t end = lseek(fd, 0, SEEK_END);
 	if (cur < 0 || end < 0)
 		return -1;
-	off_t data = cur < end ? lseek(fd, cur, SEEK_DATA) : -1;
-	if (data < 0 || data >= end) {
-		/* a hole up to the end (or the end itself) */
-		*in_data = 0;
-		*length = end - cur;
-	} else if (data > cur) {
-		*in_data = 0;
-		*length = data - cur;
-	} else {
-		off_t hole = lseek(fd, cur, SEEK_HOLE);
-		*in_data = 1;
-		*length = (hole < 0 ? end : hole) - cur;
-	}
+	off_t data, hole;
+	int r = fd_next_data(fd, cur, end, &data, &hole);
+	if (r < 0)
+		return -1;
+	/* a hole up to the next data, or up to the end */
+	*in_data = r > 0 && data == cur;
+	*length = (r == 0 ? end : *in_data ? hole : data) - cur;
 	return lseek(fd, cur, SEEK_SET) < 0 ? -1 : 0;
 }
 
@@ -374,13 +368,16 @@ int hoststore_guest_file(struct hoststore *hs, const char *local_path, const cha
 	v = vol_create(hs, name, size, 0, err);
 	if (!v) {
 		/* another ferry process created it a moment ago: take it once it is complete */
-		for (int i = 0; i < 600 && !okv; i++) {
-			usleep(100000);
-			okv = virStorageVolLookupByName(hs->pool, ok);
-		}
-		v = okv ? virStorageVolLookupByName(hs->pool, name) : NULL;
+		v = virStorageVolLookupByName(hs->pool, name);
 		if (!v)
 			return -1;
+		if (!okv && !(okv = wait_upload(hs, v, ok))) {
+			free(*err);
+			*err = xasprintf("another upload of the guest's %s into the host's storage "
+					 "pool stopped before it completed",
+					 what);
+			return -1;
+		}
 		free(*err);
 		*err = NULL;
 		*remote_path = vol_path(v, name, err);

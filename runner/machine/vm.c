@@ -120,13 +120,11 @@ static int copy_sparse(int in, int out, off_t size)
 {
 	char buf[1 << 16];
 	off_t off = 0;
-	while (off < size) {
-		off_t data = lseek(in, off, SEEK_DATA);
-		if (data < 0)
-			return errno == ENXIO ? 0 : -1; /* only a hole is left */
-		off_t hole = lseek(in, data, SEEK_HOLE);
-		if (hole < 0)
-			return -1;
+	for (;;) {
+		off_t data, hole;
+		int r = fd_next_data(in, off, size, &data, &hole);
+		if (r <= 0)
+			return r; /* 0: only a hole is left */
 		for (off = data; off < hole;) {
 			size_t want =
 			    (size_t)(hole - off) < sizeof(buf) ? (size_t)(hole - off) : sizeof(buf);

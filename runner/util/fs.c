@@ -468,6 +468,23 @@ int dir_replace(const char *tmp, const char *dir, char **err)
 	return fail(err, e, "cannot rename '%s' to '%s': %s", tmp, dir, strerror(e));
 }
 
+int fd_next_data(int fd, off_t off, off_t end, off_t *data, off_t *hole)
+{
+	if (off >= end)
+		return 0;
+	off_t d = lseek(fd, off, SEEK_DATA);
+	if (d < 0)
+		return errno == ENXIO ? 0 : -1; /* ENXIO: only a hole is left */
+	if (d >= end)
+		return 0;
+	off_t h = lseek(fd, d, SEEK_HOLE);
+	if (h < 0)
+		return -1;
+	*data = d;
+	*hole = h < end ? h : end;
+	return 1;
+}
+
 int file_cache_evict(const char *path, uint64_t *resident, char **err)
 {
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);

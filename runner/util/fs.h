@@ -95,6 +95,13 @@ int rm_tree_at(int dirfd, const char *name, char **err);
 int dir_replace(const char *tmp, const char *dir, char **err);
 
 /*
+ * The next extent of data in fd at or after off, up to end (SEEK_DATA, then SEEK_HOLE; on a
+ * filesystem without holes the whole rest is data): 1 with [*data, *hole) set (*hole at most
+ * end), 0 when only a hole is left before end, -1 with errno. Moves fd's offset.
+ */
+int fd_next_data(int fd, off_t off, off_t end, off_t *data, off_t *hole);
+
+/*
  * Flush the file at path (an image file, not followed through a symbolic link) and evict its
  * pages from the host's page cache; *resident gets the bytes of it still cached afterwards.
  * Returns 0 or -1 with *err.

@@ -349,6 +349,42 @@ static void test_file_cache_evict(void)
 	cleanup_dir(d);
 }
 
+/* The extents of data of a sparse file, and the end bound clamping them. */
+static void test_fd_next_data(void)
+{
+	_cleanup_free_ char *d = scratch();
+	_cleanup_free_ char *path = g_build_filename(d, "sparse.img", NULL);
+	const off_t K64 = 64 << 10, M1 = 1 << 20, size = 4 << 20;
+	_cleanup_free_ char *buf = g_malloc(K64);
+	memset(buf, 0x5a, K64);
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	g_assert_cmpint(fd, >=, 0);
+	g_assert_cmpint(pwrite(fd, buf, K64, 0), ==, K64);
+	g_assert_cmpint(pwrite(fd, buf, K64, M1), ==, K64);
+	g_assert_cmpint(ftruncate(fd, size), ==, 0);
+	off_t data = -1, hole = -1;
+	g_assert_cmpint(fd_next_data(fd, 0, size, &data, &hole), ==, 1);
+	if (hole == size) {
+		g_test_skip("the scratch filesystem reports no holes");
+	} else {
+		g_assert_cmpint(data, ==, 0);
+		g_assert_cmpint(hole, ==, K64);
+		g_assert_cmpint(fd_next_data(fd, K64, size, &data, &hole), ==, 1);
+		g_assert_cmpint(data, ==, M1);
+		g_assert_cmpint(hole, ==, M1 + K64);
+		g_assert_cmpint(fd_next_data(fd, M1 + 4096, size, &data, &hole), ==, 1);
+		g_assert_cmpint(data, ==, M1 + 4096); /* inside an extent: from there */
+		g_assert_cmpint(fd_next_data(fd, M1 + K64, size, &data, &hole), ==, 0);
+		/* end bounds both the hole and the search */
+		g_assert_cmpint(fd_next_data(fd, 0, 4096, &data, &hole), ==, 1);
+		g_assert_cmpint(hole, ==, 4096);
+		g_assert_cmpint(fd_next_data(fd, K64, M1, &data, &hole), ==, 0);
+	}
+	g_assert_cmpint(fd_next_data(fd, size, size, &data, &hole), ==, 0);
+	close(fd);
+	cleanup_dir(d);
+}
+
 /* A mount inside the tree (what a guest-writable staging area could hold) is not entered. */
 static void test_rm_tree_mount(void)
 {
@@ -395,5 +431,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/fs/rm-tree/mount", test_rm_tree_mount);
 	g_test_add_func("/fs/dir-replace", test_dir_replace);
 	g_test_add_func("/fs/file-cache-evict", test_file_cache_evict);
+	g_test_add_func("/fs/fd-next-data", test_fd_next_data);
 	return g_test_run();
 }
