@@ -150,6 +150,7 @@ static void print_time_breakdown(const struct exec_result *st)
 {
 	const struct exec_time *t = &st->time;
 	_cleanup_free_ char *boots = xasprintf("boots (%u)", st->boots);
+	_cleanup_free_ char *switches = xasprintf("disk switches (%u)", st->switches);
 	struct {
 		const char *what;
 		double s;
@@ -159,6 +160,7 @@ static void print_time_breakdown(const struct exec_result *st)
 		{ boots, t->boots },
 		{ "KVM probe", t->kvm_probe },
 		{ "datasets", t->datasets },
+		{ switches, t->switches },
 		{ "reset, cache drop", t->resets },
 		{ "verify", t->verify },
 		{ "cleanup", t->cleanup },

@@ -93,14 +93,31 @@ static char *key_append(char *k, const char *fmt, const char *v)
 	return k2;
 }
 
+/*
+ * The target disk's part of a group key: the disk (a swept one is another disk than the entry as
+ * written), or under run.vm shared, for a disk the machine mounts or plugs only after boot, what
+ * of it the boot configuration holds (machine_disk_boot_key()): the cells of such disks share a
+ * guest, which switches its target between them (machine_reset's disk; run_group keeps the
+ * cells of one disk together).
+ */
+static char *disk_key(struct exec *x, const struct xcell *c)
+{
+	const struct plan_disk *d = c->pc.disk;
+	_cleanup_free_ char *boot =
+	    c->pc.run.vm == PLAN_VM_SHARED ? machine_disk_boot_key(x->machine, d) : NULL;
+	if (boot)
+		return xasprintf("after-boot%s%s", *boot ? ":" : "", boot);
+	return xasprintf("%s{%s}", d->e.name, d->e.sweep ? d->e.sweep : "");
+}
+
 /* Cells with equal keys share a guest (run.vm shared) */
-static char *group_key(const struct xcell *c)
+static char *group_key(struct exec *x, const struct xcell *c)
 {
 	const struct method_boot_needs *n = &c->needs;
-	/* a swept vm or disk (e.sweep) is another guest than the entry as written */
-	char *k = xasprintf("vm=%s{%s}|disk=%s{%s}|share=%s:%s:%d:%d:%d|nic=%d", c->pc.vm->e.name,
-			    c->pc.vm->e.sweep ? c->pc.vm->e.sweep : "", c->pc.disk->e.name,
-			    c->pc.disk->e.sweep ? c->pc.disk->e.sweep : "",
+	_cleanup_free_ char *disk = disk_key(x, c);
+	/* a swept vm (e.sweep) is another guest than the entry as written */
+	char *k = xasprintf("vm=%s{%s}|disk=%s|share=%s:%s:%d:%d:%d|nic=%d", c->pc.vm->e.name,
+			    c->pc.vm->e.sweep ? c->pc.vm->e.sweep : "", disk,
 			    n->share_dir ? n->share_dir : "", n->share_tag ? n->share_tag : "",
 			    (int)n->share_mode, (int)n->share_readonly, (int)n->share_driver,
 			    (int)n->nic);
@@ -115,7 +132,7 @@ static char *group_key(const struct xcell *c)
 
 static void join_group(struct exec *x, struct xcell *c)
 {
-	_cleanup_free_ char *key = group_key(c);
+	_cleanup_free_ char *key = group_key(x, c);
 	for (size_t i = 0; i < x->n_groups; i++)
 		if (STREQ(x->groups[i]->key, key)) {
 			c->group = x->groups[i];

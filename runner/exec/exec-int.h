@@ -18,7 +18,9 @@
 /* A VM group: the cells that run on one guest (the same key), booted when one of them runs. */
 struct xgroup {
 	char *key;
-	struct machine_config cfg;   /* borrowed from the cell that created the group */
+	/* borrowed from the cell that created the group; disk: the target disk the guest boots
+	 * with (that of the cell that boots it), then the one machine_reset switched it to */
+	struct machine_config cfg;
 	struct machine_guest *guest; /* NULL: not booted (or destroyed) */
 	int64_t boot;                /* the id of the guest's boot (result_run.boot) */
 	bool suspended;              /* the guest is paused while another group measures */

@@ -67,6 +67,7 @@ struct exec_result {
 	int signal;   /* the signal that interrupted the run (run_interrupted), or 0 */
 	bool stopped; /* fail_fast stopped the run after a cell that did not pass */
 	unsigned boots;
+	unsigned switches; /* a shared guest's target switched to another disk (exec_time) */
 	/* The machine's connection was lost (the host failed, not a cell): why; the cell that was
 	 * running stays pending and the run stops. Empty: no. */
 	char host_lost[256];
@@ -81,6 +82,8 @@ struct exec_result {
 		double boots;     /* guests booted up to a mounted landing place (less the probe) */
 		double resets;    /* before every run: landing place emptied or a fresh disk,
 				     caches dropped */
+		double switches;  /* before a run: a shared guest's target switched to the
+				     run's disk, caches dropped (instead of a boot) */
 		double unmeasured; /* prepare+transfer+finalize of warmups and failed runs,
 				      and the methods' untimed steps (before_phase) */
 		double measured;   /* == measured_s */
@@ -102,9 +105,10 @@ int exec_plan(const struct plan *p, const struct matrix *m, const struct exec_op
 /*
  * The units of a fan-out (hosts.c): cells that must run on one host together get one unit
  * number in unit_of[i] (matrix index; SIZE_MAX where !active[i]): the cells of a shared guest
- * (run.vm shared: same vm and disk), the cells of one rotation (run.vm per-cell or per-run with
- * run.order interleaved or shuffled: same order and seed), else one cell each. Numbered from 0 in
- * the plan's order; returns how many.
+ * (run.vm shared: same vm and disk; the cells of several disks one guest could switch between
+ * are separate units, which hosts run at once), the cells of one rotation (run.vm per-cell or
+ * per-run with run.order interleaved or shuffled: same order and seed), else one cell each.
+ * Numbered from 0 in the plan's order; returns how many.
  */
 size_t exec_host_units(const struct plan *p, const struct matrix *m, const bool *active,
 		       size_t *unit_of);

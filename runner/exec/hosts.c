@@ -64,8 +64,10 @@ static void key_of(const struct plan_cell *pc, char *buf, size_t n)
 		snprintf(buf, n, "order=%d|vm=%d|seed=%llu", (int)pc->run.order, (int)pc->run.vm,
 			 (unsigned long long)pc->run.seed);
 	else if (pc->run.vm == PLAN_VM_SHARED)
-		/* coarser than the executor's VM groups (which also tell the method's boot-time
-		 * devices apart): a unit may hold several guests, never split one */
+		/* a unit per vm and disk: it may hold several of the executor's VM groups (which
+		 * also tell the method's boot-time devices apart); the cells of disks that one
+		 * guest can switch between (cells.c disk_key: known to a host's machine only) may
+		 * go to several hosts, each booting a guest of its own, at once */
 		snprintf(buf, n, "vm=%s{%s}|disk=%s{%s}", pc->vm->e.name,
 			 pc->vm->e.sweep ? pc->vm->e.sweep : "", pc->disk->e.name,
 			 pc->disk->e.sweep ? pc->disk->e.sweep : "");

@@ -74,18 +74,33 @@ static int guest_ready(struct exec *x, struct xcell *c, bool warmup)
 	struct xgroup *g = c->group;
 	_cleanup_free_ char *err = NULL, *detail = NULL;
 	progress(x, c, "boot");
-	if (!g->guest && group_boot(x, g, &err, &detail) < 0) {
-		cell_error(x, c, ERROR_INFRA, -1, -1, err, NULL, detail);
-		return -1;
+	if (!g->guest) {
+		g->cfg.disk = c->pc.disk;
+		if (group_boot(x, g, &err, &detail) < 0) {
+			cell_error(x, c, ERROR_INFRA, -1, -1, err, NULL, detail);
+			return -1;
+		}
 	}
 	progress(x, c, "reset");
+	/* a guest shared by cells of several disks (cells.c disk_key) switches to c's */
+	bool sw = !machine_disk_same(g->cfg.disk, c->pc.disk);
 	struct machine_reset r = {
+		.disk = c->pc.disk,
 		.fresh_disk = c->pc.run.disk == PLAN_DISK_FRESH,
 		.drop_caches = !warmup && c->pc.run.caches == PLAN_CACHES_DROP,
 	};
 	uint64_t t0 = now_ns();
 	int rc = machine_reset(x->machine, g->guest, &r, &err);
-	x->res->time.resets += secs(now_ns() - t0);
+	double s = secs(now_ns() - t0);
+	*(sw ? &x->res->time.switches : &x->res->time.resets) += s;
+	if (sw) {
+		x->res->switches++;
+		if (rc == 0 && x->o->verbose)
+			progress_line(x->o, "switched %s from disk '%s' to '%s' in %.1f s",
+				      g->guest->name, g->cfg.disk->e.name, c->pc.disk->e.name, s);
+		if (rc == 0)
+			g->cfg.disk = c->pc.disk;
+	}
 	if (rc < 0) {
 		cell_error(x, c, ERROR_INFRA, -1, -1, err, NULL, NULL);
 		group_check(x, g);

@@ -93,16 +93,9 @@ void shuffle(size_t *a, size_t n, uint64_t seed)
 	}
 }
 
-/* Run the cells of group g in the plan's order (that of its first cell). */
-void run_group(struct exec *x, struct xgroup *g)
+/* Run the cells idx[0..n) in the plan's order (that of the first). */
+static void run_cells(struct exec *x, size_t *idx, size_t n)
 {
-	_cleanup_free_ size_t *idx = xcalloc(x->n_cells, sizeof(*idx));
-	size_t n = 0;
-	for (size_t i = 0; i < x->n_cells; i++)
-		if (x->cells[i].active && !x->cells[i].done && x->cells[i].group == g)
-			idx[n++] = i;
-	if (n == 0)
-		return;
 	const struct plan_run *first = &x->cells[idx[0]].pc.run;
 	if (first->order == PLAN_ORDER_SHUFFLED)
 		shuffle(idx, n, first->seed);
@@ -118,6 +111,35 @@ void run_group(struct exec *x, struct xgroup *g)
 		for (size_t i = 0; i < n && !x->stop; i++)
 			while (!x->stop && cell_step(x, &x->cells[idx[i]]))
 				;
+	}
+}
+
+/*
+ * Run the cells of group g. A group may hold cells of several target disks (cells.c disk_key):
+ * the cells of each disk run together, in the order they would have on a guest of their own,
+ * the disks in the order of their first cells, so that the guest switches its target once per
+ * disk (machine_reset's disk), never per run.
+ */
+void run_group(struct exec *x, struct xgroup *g)
+{
+	_cleanup_free_ size_t *idx = xcalloc(x->n_cells, sizeof(*idx));
+	_cleanup_free_ size_t *ord = xcalloc(x->n_cells, sizeof(*ord));
+	_cleanup_free_ bool *taken = xcalloc(x->n_cells, sizeof(*taken));
+	size_t n = 0;
+	for (size_t i = 0; i < x->n_cells; i++)
+		if (x->cells[i].active && !x->cells[i].done && x->cells[i].group == g)
+			idx[n++] = i;
+	for (size_t i = 0, k = 0; i < n && !x->stop; i++) {
+		if (taken[i])
+			continue;
+		size_t from = k;
+		for (size_t j = i; j < n; j++)
+			if (!taken[j] &&
+			    machine_disk_same(x->cells[idx[i]].pc.disk, x->cells[idx[j]].pc.disk)) {
+				taken[j] = true;
+				ord[k++] = idx[j];
+			}
+		run_cells(x, ord + from, k - from);
 	}
 	/* a cell may still be open when the loop stopped early */
 	group_destroy(x, g);

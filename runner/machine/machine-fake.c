@@ -28,6 +28,7 @@ struct fake_guest {
 	unsigned runs;   /* resets so far */
 	bool broken;
 	bool suspended;
+	const struct plan_disk *disk;      /* the target disk its landing place is on */
 	double alloc, cpu_qemu, cpu_guest; /* what fake_sample reports */
 };
 
@@ -54,7 +55,6 @@ static struct machine_fake *script(struct machine *m)
 static int fake_boot(struct machine *m, const struct machine_config *c, struct machine_guest **out,
 		     char **err, char **detail)
 {
-	(void)c;
 	(void)detail;
 	struct machine_fake *f = script(m);
 	if (((struct fake_machine *)m)->lost) {
@@ -70,6 +70,7 @@ static int fake_boot(struct machine *m, const struct machine_config *c, struct m
 	}
 	struct fake_guest *g = xcalloc(1, sizeof(*g));
 	g->number = number;
+	g->disk = c->disk;
 	g->base.name = xasprintf("fake-%u", number);
 	g->base.boot_ms = 1;
 	f->live++;
@@ -79,12 +80,45 @@ static int fake_boot(struct machine *m, const struct machine_config *c, struct m
 	return 0;
 }
 
+/* libvirt's rule (machine-libvirt.c lv_disk_boot_key()) on the plan's disk alone */
+static char *fake_disk_boot_key(struct machine *m, const struct plan_disk *d)
+{
+	(void)m;
+	if (d->kind == PLAN_DISK_TMPFS)
+		return xstrdup("");
+	switch (d->bus) {
+	case PLAN_BUS_VIRTIO: return xstrdup("");
+	case PLAN_BUS_SCSI: return xstrdup("scsi");
+	default: return NULL;
+	}
+}
+
+/* Whether a guest can switch its target between disks a and b. */
+static bool fake_switchable(struct machine *m, const struct plan_disk *a, const struct plan_disk *b)
+{
+	_cleanup_free_ char *ka = fake_disk_boot_key(m, a), *kb = fake_disk_boot_key(m, b);
+	return ka && kb && STREQ(ka, kb);
+}
+
 static int fake_reset(struct machine *m, struct machine_guest *mg, const struct machine_reset *r,
 		      char **err)
 {
 	struct machine_fake *f = script(m);
 	struct fake_machine *fm = (struct fake_machine *)m;
 	struct fake_guest *g = (struct fake_guest *)mg;
+	if (r->disk && !machine_disk_same(r->disk, g->disk)) {
+		logf_(f, "switch %u %s", g->number, r->disk->e.name);
+		f->switches++;
+		if (!g->disk || !fake_switchable(m, g->disk, r->disk))
+			f->bad_switches++;
+		if (f->switches == f->fail_switch) {
+			g->broken = true; /* like libvirt's, which destroys the domain */
+			*err = xasprintf("fake switch %u fails as scripted", f->switches);
+			return -1;
+		}
+		g->disk = r->disk;
+		g->base.dirty = false; /* a fresh target */
+	}
 	f->resets++;
 	logf_(f, "reset %u", g->number);
 	if (fm->doomed && ++fm->resets >= f->lost_after)
@@ -270,6 +304,7 @@ static const struct machine_ops fake_ops = {
 	.name = "fake",
 	.boot = fake_boot,
 	.reset = fake_reset,
+	.disk_boot_key = fake_disk_boot_key,
 	.destroy = fake_destroy,
 	.healthy = fake_healthy,
 	.console_tail = fake_console_tail,

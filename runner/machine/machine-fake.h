@@ -17,6 +17,8 @@ struct machine_fake {
 	/* ---- the script (set before exec_plan) ---- */
 	unsigned fail_boot;    /* the boot with this number (1-based) fails; 0: none */
 	unsigned break_after;  /* every guest breaks after this many runs (resets); 0: never */
+	unsigned fail_switch;  /* the switch of disks with this number (1-based) fails and breaks
+				  the guest; 0: none */
 	const char *hang_cell; /* before the transfer of run hang_run of this cell, block until */
 	unsigned hang_run;     /* the run timeout has passed (or a signal) */
 	/* samples (machine_sample), when `sample` is set: the target's allocation is alloc_fresh
@@ -41,11 +43,18 @@ struct machine_fake {
 	uint64_t host_memory;
 	/* ---- what happened ---- */
 	unsigned boots, destroys, resets, fresh_disks, drops;
+	/* resets that switched a guest to another target disk (machine_reset's disk), and those
+	 * the executor asked for between disks that disk_boot_key() says a guest cannot switch
+	 * between (its bug). The fake's rule is libvirt's: a tmpfs or a virtio image is no part
+	 * of the boot (key ""), a scsi image needs its controller ("scsi"), sata and ide are
+	 * attached at boot. */
+	unsigned switches, bad_switches;
 	unsigned live; /* guests booted and not destroyed */
 	unsigned suspends, resumes;
 	unsigned running, max_running; /* live guests not suspended, now and at most */
 	unsigned bad_runs; /* runs or resets on a suspended guest (the executor's bug) */
-	/* One line per event: "boot N", "destroy N", "reset N", "suspend N", "resume N",
+	/* One line per event: "boot N", "destroy N", "reset N", "switch N DISK" (before
+	 * its reset's line), "suspend N", "resume N",
 	 * "run CELLID #I" (before prepare; "(warmup)" appended for warmups). Freed by
 	 * machine_fake_clear(). */
 	char *log;

@@ -39,6 +39,11 @@
 #define ATTACH_MS       60000u
 #define DROP_CMD        "sync && echo 3 > /proc/sys/vm/drop_caches"
 #define EMPTY_CMD       "rm -rf " MACHINE_LANDING " && mkdir -p " MACHINE_LANDING
+/* Unmount the target (the block method may have unmounted it already: it writes the raw
+ * device). */
+#define UMOUNT_CMD                                                                                 \
+	"if grep -q ' " MACHINE_TARGET_MNT " ' /proc/mounts; then "                                \
+	"umount " MACHINE_TARGET_MNT "; fi"
 /*
  * For a method that uses the NIC: wait until the guest can reach the host (10.0.2.2 on QEMU user
  * networking). The built-in guest's init configures eth0 before the agent starts; systemd guests
@@ -312,23 +317,26 @@ static int target_create(struct lv_machine *lm, const struct disk_config *d, cha
 	return vm_target_copy(path, d, err);
 }
 
+/* A new target image of g's disk (g->target; its file named at the first need). */
+static int target_new(struct lv_machine *lm, struct lv_guest *g, char **err)
+{
+	if (!g->target_path) {
+		_cleanup_free_ char *name =
+		    xasprintf("target-%u.%s", ++lm->n_targets,
+			      g->cfg.disk->format == PLAN_FORMAT_QCOW2 ? "qcow2" : "raw");
+		g->target_path = run_path(lm->run, "disks", name);
+	}
+	vm_disk_config_from_plan(g->cfg.disk, g->target_path, MACHINE_TARGET_SERIAL, &g->target);
+	return target_create(lm, &g->target, err);
+}
+
 /* Boot g's domain with a new target disk and mount the landing place. */
 static int lv_boot_into(struct lv_machine *lm, struct lv_guest *g, char **err)
 {
 	if (guest_ready(lm, g, err) < 0)
 		return -1;
-	if (is_image(g)) {
-		if (!g->target_path) {
-			_cleanup_free_ char *name =
-			    xasprintf("target-%u.%s", ++lm->n_targets,
-				      g->cfg.disk->format == PLAN_FORMAT_QCOW2 ? "qcow2" : "raw");
-			g->target_path = run_path(lm->run, "disks", name);
-		}
-		vm_disk_config_from_plan(g->cfg.disk, g->target_path, MACHINE_TARGET_SERIAL,
-					 &g->target);
-		if (target_create(lm, &g->target, err) < 0)
-			return -1;
-	}
+	if (is_image(g) && target_new(lm, g, err) < 0)
+		return -1;
 	struct vm_config c;
 	_cleanup_free_ struct disk_config *disks =
 	    xcalloc(g->cfg.needs->n_disks + 1, sizeof(*disks));
@@ -401,11 +409,7 @@ static int fresh_disk(struct lv_machine *lm, struct lv_guest *g, bool drop, char
 			return -1;
 		return drop ? guest_sh(g, DROP_CMD, err) : 0;
 	}
-	/* the block method unmounts the target itself (it writes the raw device) */
-	if (guest_sh(g,
-		     "if grep -q ' " MACHINE_TARGET_MNT
-		     " ' /proc/mounts; then umount " MACHINE_TARGET_MNT "; fi",
-		     err) < 0)
+	if (guest_sh(g, UMOUNT_CMD, err) < 0)
 		return -1;
 	if (vm_disk_detach(g->vm, MACHINE_TARGET_SERIAL, ATTACH_MS, err) < 0)
 		return -1;
@@ -416,9 +420,82 @@ static int fresh_disk(struct lv_machine *lm, struct lv_guest *g, bool drop, char
 	return mount_target(g, drop, err);
 }
 
+/* Whether plan disk d is a target that a running guest can take: a tmpfs, or an image on a bus
+ * that can be hot-plugged. */
+static bool plan_disk_pluggable(const struct plan_disk *d)
+{
+	if (d->kind != PLAN_DISK_IMAGE)
+		return true;
+	struct disk_config c;
+	vm_disk_config_from_plan(d, NULL, NULL, &c);
+	return hotpluggable(&c);
+}
+
 /*
- * Bring the landing place to its start state (empty, or a fresh disk) and drop the guest's
- * caches when asked; one guest command where possible, since each costs ~0.1 s under TCG.
+ * What of target disk d the domain's boot configuration holds (machine_disk_boot_key()): a tmpfs
+ * is mounted after boot and an image on a hot-pluggable bus plugged after boot (lv_boot_into), so
+ * neither is in the domain's configuration; only the bus's drivers are (domain_config's
+ * hotplug_buses): none for virtio, whose driver the guest loads always and whose PCI slots
+ * every domain has (vm_guest_modules(), VM_Q35_SPARE_PORTS), the virtio-scsi controller and
+ * drivers for scsi. A disk on sata or ide is attached at boot: NULL.
+ */
+static char *lv_disk_boot_key(struct machine *m, const struct plan_disk *d)
+{
+	(void)m;
+	if (!plan_disk_pluggable(d))
+		return NULL;
+	if (d->kind != PLAN_DISK_IMAGE)
+		return xstrdup("");
+	struct disk_config c;
+	vm_disk_config_from_plan(d, NULL, NULL, &c);
+	return xstrdup(c.bus == DISK_BUS_VIRTIO ? "" : "scsi");
+}
+
+/*
+ * The landing place on disk d instead of the guest's current target (machine_reset's disk): the
+ * current target unmounted (tmpfs) or unmounted, detached and deleted (image), then a new one of
+ * d plugged and mounted, the start state a boot with d gives (lv_boot_into); drop: the guest's
+ * caches dropped after the mount. Only between disks a running guest can take
+ * (lv_disk_boot_key()). A switch that fails half-way leaves no usable guest: the domain is
+ * destroyed, so that healthy() says so and the executor boots a new one.
+ */
+static int switch_disk(struct lv_machine *lm, struct lv_guest *g, const struct plan_disk *d,
+		       bool drop, char **err)
+{
+	if (!plan_disk_pluggable(g->cfg.disk) || !plan_disk_pluggable(d)) {
+		*err =
+		    xasprintf("cannot switch the target of '%s' from disk '%s' to '%s': a disk on "
+			      "a bus that cannot be hot-plugged is part of the boot configuration",
+			      g->base.name, g->cfg.disk->e.name, d->e.name);
+		return -1;
+	}
+	if (guest_sh(g, UMOUNT_CMD, err) < 0)
+		goto fail;
+	if (is_image(g)) {
+		if (vm_disk_detach(g->vm, MACHINE_TARGET_SERIAL, ATTACH_MS, err) < 0)
+			goto fail;
+		unlink(g->target_path);
+		free(g->target_path);
+		g->target_path = NULL; /* its name says its format */
+	}
+	free(g->target_dev);
+	g->target_dev = NULL;
+	g->cfg.disk = d;
+	if (is_image(g) &&
+	    (target_new(lm, g, err) < 0 || vm_disk_plug(g->vm, &g->target, ATTACH_MS, err) < 0))
+		goto fail;
+	if (mount_target(g, drop, err) < 0)
+		goto fail;
+	return 0;
+fail:
+	lv_teardown(g);
+	return -1;
+}
+
+/*
+ * Bring the landing place to its start state (empty, or a fresh disk, or one of another disk)
+ * and drop the guest's caches when asked; one guest command where possible, since each costs
+ * ~0.1 s under TCG.
  */
 static int lv_reset(struct machine *m, struct machine_guest *mg, const struct machine_reset *r,
 		    char **err)
@@ -426,7 +503,11 @@ static int lv_reset(struct machine *m, struct machine_guest *mg, const struct ma
 	struct lv_machine *lm = (struct lv_machine *)m;
 	struct lv_guest *g = (struct lv_guest *)mg;
 	int rc;
-	if (!g->base.dirty) {
+	if (r->disk && !machine_disk_same(r->disk, g->cfg.disk)) {
+		rc = switch_disk(lm, g, r->disk, r->drop_caches, err);
+		if (rc == 0)
+			g->base.dirty = false;
+	} else if (!g->base.dirty) {
 		rc = r->drop_caches ? guest_sh(g, DROP_CMD, err) : 0;
 	} else if (r->fresh_disk && is_image(g)) {
 		if (fresh_disk(lm, g, r->drop_caches, err) < 0)
@@ -765,6 +846,7 @@ static const struct machine_ops libvirt_ops = {
 	.name = "libvirt",
 	.boot = lv_boot,
 	.reset = lv_reset,
+	.disk_boot_key = lv_disk_boot_key,
 	.destroy = lv_destroy,
 	.suspend = lv_suspend,
 	.resume = lv_resume,

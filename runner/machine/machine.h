@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "methods/method.h"
 #include "plan.h"
@@ -30,7 +31,7 @@
 /* What to boot: borrowed, valid while the guest lives. */
 struct machine_config {
 	const struct plan_vm *vm;
-	const struct plan_disk *disk;          /* the target disk (tmpfs or image) */
+	const struct plan_disk *disk;          /* the target disk (tmpfs or image) to boot with */
 	const struct method_boot_needs *needs; /* the method's boot-time devices */
 };
 
@@ -48,6 +49,12 @@ struct machine_guest {
 
 /* The start state of a run (machine_reset). */
 struct machine_reset {
+	/* the run's target disk. When it is not the one the guest's landing place is on (cells of
+	 * several disks share a guest: machine_disk_boot_key()), the machine unmounts (tmpfs) or
+	 * unmounts and detaches (image) the current target and mounts or plugs a fresh one of this
+	 * disk, the start state a boot with it would have given, whatever fresh_disk says. NULL:
+	 * the guest's current disk. */
+	const struct plan_disk *disk;
 	bool fresh_disk;  /* re-create the target disk instead of emptying the landing directory */
 	bool drop_caches; /* sync and drop the host's and the guest's page caches */
 };
@@ -90,9 +97,18 @@ struct machine_ops {
 	 * libvirt message; caller frees both). */
 	int (*boot)(struct machine *m, const struct machine_config *c, struct machine_guest **out,
 		    char **err, char **detail);
-	/* Bring the landing place to the start state r asks for. 0 or -1 with *err. */
+	/* Bring the landing place to the start state r asks for, on r->disk. 0 or -1 with *err
+	 * (after a failed switch of disks the guest is not healthy()). */
 	int (*reset)(struct machine *m, struct machine_guest *g, const struct machine_reset *r,
 		     char **err);
+	/* What of target disk d a guest's boot configuration holds, as a key (caller frees), or
+	 * NULL when d is part of it (a disk on a bus that cannot be hot-plugged). A disk the
+	 * machine mounts or plugs only after boot (tmpfs, a hot-pluggable image) gives a key that
+	 * is the same for every disk it can switch a running guest to (machine_reset's disk): ""
+	 * when the boot configuration holds nothing of it, else e.g. the driver its bus loads at
+	 * boot. Under run.vm shared, cells whose disks give equal keys (and that agree on the rest
+	 * of the configuration) share one guest. May be NULL: every disk is part of the boot. */
+	char *(*disk_boot_key)(struct machine *m, const struct plan_disk *d);
 	/* Destroy the guest and free g. Safe with NULL. */
 	void (*destroy)(struct machine *m, struct machine_guest *g);
 	/* After a failure: whether the guest still answers (false: destroy it). */
@@ -175,6 +191,20 @@ static inline int machine_reset(struct machine *m, struct machine_guest *g,
 				const struct machine_reset *r, char **err)
 {
 	return m->ops->reset(m, g, r, err);
+}
+static inline char *machine_disk_boot_key(struct machine *m, const struct plan_disk *d)
+{
+	return m->ops->disk_boot_key ? m->ops->disk_boot_key(m, d) : NULL;
+}
+/* Whether a and b are the same disk of the plan: the same entry with the same swept values. */
+static inline bool machine_disk_same(const struct plan_disk *a, const struct plan_disk *b)
+{
+	if (a == b)
+		return true;
+	if (!a || !b || strcmp(a->e.name, b->e.name) != 0)
+		return false;
+	return a->e.sweep && b->e.sweep ? strcmp(a->e.sweep, b->e.sweep) == 0
+					: !a->e.sweep && !b->e.sweep;
 }
 static inline void machine_destroy(struct machine *m, struct machine_guest *g)
 {

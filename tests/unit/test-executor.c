@@ -71,6 +71,7 @@ static void tx_run(struct fake_run *t)
 	machine_fake_clear(&t->fake);
 	t->fake.boots = t->fake.destroys = t->fake.resets = t->fake.drops = 0;
 	t->fake.suspends = t->fake.resumes = t->fake.max_running = t->fake.bad_runs = 0;
+	t->fake.switches = t->fake.bad_switches = 0;
 	fake_run_exec(t);
 	g_assert_cmpuint(t->fake.live, ==, 0); /* every guest destroyed */
 }
@@ -222,9 +223,12 @@ static void test_one_guest_at_a_time(void)
 					live--;
 			}
 			g_strfreev(lines);
-			/* shared: a guest per vm and disk (4); otherwise per cell (8) or run (16)
-			 */
-			g_assert_cmpuint(t.fake.boots, ==, i == 0 ? 4 : i == 1 ? 8 : 16);
+			/* shared: a guest per vm (2), which switches from tmpfs d to tmpfs e
+			 * (neither is part of the boot); otherwise per cell (8) or run (16) */
+			g_assert_cmpuint(t.fake.boots, ==, i == 0 ? 2 : i == 1 ? 8 : 16);
+			g_assert_cmpuint(t.fake.switches, ==, i == 0 ? 2 : 0);
+			g_assert_cmpuint(t.res.switches, ==, t.fake.switches);
+			g_assert_cmpuint(t.fake.bad_switches, ==, 0);
 			/* per-cell cells that take turns keep their guests booted, all but one
 			 * paused (the capacity check sums their memory); else one at a time */
 			g_assert_cmpuint(most, ==, i == 1 && o > 0 ? 8 : 1);
@@ -320,6 +324,144 @@ static void test_vm_per_cell_per_run(void)
 	for (size_t k = 0; k < t.r->n_cells; k++)
 		for (size_t i = 0; i < t.r->cells[k].n_runs; i++)
 			g_assert_cmpint(t.r->cells[k].runs[i].boot, ==, (int64_t)k + 1);
+	fake_run_clear(&t);
+}
+
+/* ---- one shared guest for cells of several target disks (cells.c disk_key) ---- */
+
+/* Disks: ram (tmpfs) and q (virtio image) are mounted or plugged after boot and share a guest;
+ * s (sata) is part of the boot; c (scsi) is plugged after boot but its controller is part of the
+ * boot configuration. Methods a and b; disk is the last axis, so the matrix alternates disks. */
+static const char *const disks_plan = "ferry: 1\n"
+				      "name: t\n"
+				      "vms: {v: {guest: builtin}}\n"
+				      "disks:\n"
+				      "  ram: {kind: tmpfs, size: 64MiB}\n"
+				      "  q: {format: qcow2, size: 1GiB, bus: virtio}\n"
+				      "  s: {format: qcow2, size: 1GiB, bus: sata}\n"
+				      "  c: {format: qcow2, size: 1GiB, bus: scsi}\n"
+				      "  c2: {format: raw, size: 1GiB, bus: scsi}\n"
+				      "datasets: {s: {files: 1, size: 1KiB}}\n"
+				      "methods: {a: {type: null}, b: {type: null}}\n";
+
+/* The fake's log as "boot 1, ram:a0, ram:a1, switch 1 q, q:a0, ..., destroy 1": runs as
+ * DISK:METHOD+INDEX, boots, switches and destroys; resets left out. */
+static char *disk_events(const struct fake_run *t)
+{
+	GString *s = g_string_new("");
+	gchar **lines = g_strsplit(t->fake.log ? t->fake.log : "", "\n", -1);
+	for (gchar **l = lines; *l && **l; l++) {
+		if (g_str_has_prefix(*l, "reset "))
+			continue;
+		if (s->len)
+			g_string_append(s, ", ");
+		const char *d = strstr(*l, "disk="), *m = strstr(*l, "method=");
+		if (g_str_has_prefix(*l, "run ") && d && m)
+			g_string_append_printf(s, "%.*s:%c%s", (int)strcspn(d + 5, ", "), d + 5,
+					       m[7], strchr(m, '#') + 1);
+		else
+			g_string_append(s, *l);
+	}
+	g_strfreev(lines);
+	return g_string_free(s, FALSE);
+}
+
+static void disks_run(struct fake_run *t, const char *disks, const char *run)
+{
+	char *plan = g_strdup_printf("%smatrix: {method: [a, b], disk: [%s]}\nrun: {%s}\n",
+				     disks_plan, disks, run);
+	tx_init(t, plan);
+	g_free(plan);
+	t->o.verbose = true;
+	tx_run(t);
+}
+
+static void test_disk_switch(void)
+{
+	struct fake_run t;
+	disks_run(&t, "ram, q, s, c, c2", "repeat: 2, vm: shared");
+	char *ev = disk_events(&t);
+	/* ram and q on one guest, each disk's cells together (one switch, not one per cell); s on
+	 * a guest of its own; c and c2 (scsi) on a third */
+	g_assert_cmpstr(ev, ==,
+			"boot 1, ram:a0, ram:a1, ram:b0, ram:b1, switch 1 q, q:a0, q:a1, q:b0, "
+			"q:b1, destroy 1, boot 2, s:a0, s:a1, s:b0, s:b1, destroy 2, boot 3, c:a0, "
+			"c:a1, c:b0, c:b1, switch 3 c2, c2:a0, c2:a1, c2:b0, c2:b1, destroy 3");
+	g_free(ev);
+	g_assert_cmpuint(t.fake.bad_switches, ==, 0);
+	g_assert_cmpuint(t.res.boots, ==, 3);
+	g_assert_cmpuint(t.res.switches, ==, 2);
+	g_assert_cmpuint(t.res.counts[STATUS_PASSED], ==, 10);
+	/* every run records the boot it ran in: the switch is no new boot */
+	const char *ids[] = { "vm=v,dataset=s,method=a,disk=ram", "vm=v,dataset=s,method=b,disk=q",
+			      "vm=v,dataset=s,method=a,disk=s", "vm=v,dataset=s,method=b,disk=c2" };
+	const int64_t boots[] = { 1, 1, 2, 3 };
+	for (size_t k = 0; k < ELEMENTSOF(ids); k++) {
+		const struct result_cell *c = cell(&t, ids[k]);
+		g_assert_cmpuint(c->n_runs, ==, 2);
+		for (size_t i = 0; i < c->n_runs; i++)
+			g_assert_cmpint(c->runs[i].boot, ==, boots[k]);
+	}
+	bool told = false;
+	for (guint i = 0; i < t.lines->len; i++)
+		told |= strstr(t.lines->pdata[i], "switched fake-1 from disk 'ram' to 'q'") != NULL;
+	g_assert_true(told);
+	fake_run_clear(&t);
+}
+
+static void test_disk_switch_orders(void)
+{
+	struct fake_run t;
+	/* interleaved: round-robin over the cells of one disk, then the next disk's */
+	disks_run(&t, "ram, q", "repeat: 2, vm: shared, order: interleaved");
+	char *ev = disk_events(&t);
+	g_assert_cmpstr(ev, ==,
+			"boot 1, ram:a0, ram:b0, ram:a1, ram:b1, switch 1 q, q:a0, q:b0, q:a1, "
+			"q:b1, destroy 1");
+	g_free(ev);
+	fake_run_clear(&t);
+	/* shuffled: each disk's cells in a seeded order, one switch */
+	for (uint64_t seed = 1; seed <= 4; seed++) {
+		char *run = g_strdup_printf("repeat: 1, vm: shared, order: shuffled, seed: %llu",
+					    (unsigned long long)seed);
+		disks_run(&t, "ram, q", run);
+		g_free(run);
+		g_assert_cmpuint(t.fake.boots, ==, 1);
+		g_assert_cmpuint(t.fake.switches, ==, 1);
+		fake_run_clear(&t);
+	}
+	/* a guest per cell or per run never switches */
+	disks_run(&t, "ram, q", "repeat: 1, vm: per-cell");
+	g_assert_cmpuint(t.fake.boots, ==, 4);
+	g_assert_cmpuint(t.fake.switches, ==, 0);
+	fake_run_clear(&t);
+	disks_run(&t, "ram, q", "repeat: 2, vm: per-run, order: interleaved");
+	g_assert_cmpuint(t.fake.boots, ==, 8);
+	g_assert_cmpuint(t.fake.switches, ==, 0);
+	fake_run_clear(&t);
+}
+
+/* A switch that fails: the cell has the error, the broken guest is destroyed, and the next cell
+ * boots a new one with its own disk (no switch back). */
+static void test_disk_switch_fails(void)
+{
+	struct fake_run t;
+	char *plan = g_strdup_printf("%smatrix: {disk: [ram, q], method: [a, b]}\n"
+				     "run: {repeat: 1, vm: shared}\n",
+				     disks_plan);
+	tx_init(&t, plan);
+	g_free(plan);
+	t.fake.fail_switch = 1;
+	tx_run(&t);
+	char *ev = disk_events(&t);
+	g_assert_cmpstr(ev, ==,
+			"boot 1, ram:a0, ram:b0, switch 1 q, destroy 1, boot 2, q:b0, destroy 2");
+	g_free(ev);
+	struct result_cell *qa = cell(&t, "vm=v,disk=q,dataset=s,method=a");
+	g_assert_cmpint(qa->status, ==, STATUS_ERROR);
+	g_assert_cmpstr(qa->errors[0].message, ==, "fake switch 1 fails as scripted");
+	g_assert_cmpint(cell(&t, "vm=v,disk=q,dataset=s,method=b")->status, ==, STATUS_PASSED);
+	g_assert_cmpuint(t.fake.bad_switches, ==, 0);
 	fake_run_clear(&t);
 }
 
@@ -1047,6 +1189,9 @@ int main(int argc, char **argv)
 	g_test_add_func("/executor/order/interleaved", test_order_interleaved);
 	g_test_add_func("/executor/order/shuffled", test_order_shuffled);
 	g_test_add_func("/executor/vm/per-cell-per-run", test_vm_per_cell_per_run);
+	g_test_add_func("/executor/disk-switch", test_disk_switch);
+	g_test_add_func("/executor/disk-switch/orders", test_disk_switch_orders);
+	g_test_add_func("/executor/disk-switch/fails", test_disk_switch_fails);
 	g_test_add_func("/executor/order/across/per-run", test_across_per_run);
 	g_test_add_func("/executor/order/across/per-cell", test_across_per_cell);
 	g_test_add_func("/executor/order/across/shuffled", test_across_shuffled);
