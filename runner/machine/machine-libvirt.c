@@ -478,6 +478,7 @@ static int switch_disk(struct lv_machine *lm, struct lv_guest *g, const struct p
 		unlink(g->target_path);
 		free(g->target_path);
 		g->target_path = NULL; /* its name says its format */
+		memset(&g->target, 0, sizeof(g->target));
 	}
 	free(g->target_dev);
 	g->target_dev = NULL;
