@@ -35,7 +35,9 @@
 #
 # Usage: bench/methods.sh [--ferry BIN] [--cache DIR] [--large-mib N] [--small-files N]
 #                         [--repeat N] [--chunks "64 96 128"] [--only "agent-file channel ..."]
-#                         [--lock FILE] [--keep DIR]
+#                         [--ferry-chunk K] [--lock FILE] [--keep DIR]
+# --ferry-chunk K: agent-file's chunk_size in ferry's plan, K KiB (default: ferry's default); a
+# chunk-size sweep runs the script once per size with --chunks K --ferry-chunk K.
 # --lock FILE: hold FILE (flock) for each method's rounds, not between methods (a shared
 # machine: /work/e2e.lock keeps other guests from booting meanwhile). --keep DIR: keep the
 # ferry results and the samples there. Needs root (virsh, 9p), python3.
@@ -51,6 +53,7 @@ chunks="64 96 128"
 only="agent-file channel network share disk-image block"
 lock=""
 keep=""
+fchunk=""
 uri=qemu:///system
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -61,9 +64,10 @@ while [ $# -gt 0 ]; do
 	--repeat) repeat="$2"; shift 2 ;;
 	--chunks) chunks="$2"; shift 2 ;;
 	--only) only="$2"; shift 2 ;;
+	--ferry-chunk) fchunk="$2"; shift 2 ;;
 	--lock) lock="$2"; shift 2 ;;
 	--keep) keep="$2"; shift 2 ;;
-	-h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,44p' "$0"; exit 0 ;;
 	*) echo "methods.sh: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
@@ -199,7 +203,7 @@ ceiling() { # METHOD CASE ROUND -> seconds on stdout
 plan_for() { # METHOD -> plan file
 	local m="$1" spec disk=ram
 	case "$m" in
-	agent-file) spec="{type: agent-file}" ;;
+	agent-file) spec="{type: agent-file${fchunk:+, chunk_size: ${fchunk}KiB}}" ;;
 	channel) spec="{type: channel}" ;;
 	network) spec="{type: network}" ;;
 	share) spec="{type: share, driver: 9p}" ;;
@@ -281,11 +285,11 @@ done
 
 # ---------------------------------------------------------------- the table
 [ ! -s "$work/best-chunk" ] || best_chunk="$(cat "$work/best-chunk")"
-"$py" - "$work/samples.tsv" $((large_mib * 1048576)) $((small_files * 4096)) "$best_chunk" <<'PY'
+"$py" - "$work/samples.tsv" $((large_mib * 1048576)) $((small_files * 4096)) "$best_chunk" "${fchunk:-default}" <<'PY'
 import math, statistics, sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
 nbytes = {"large": int(sys.argv[2]), "small": int(sys.argv[3])}
-note = {"agent-file": "guest-file-write loop, %s KiB chunks" % sys.argv[4],
+note = {"agent-file": "guest-file-write loop, %s KiB chunks (ferry: %s)" % (sys.argv[4], sys.argv[5]),
         "channel": "raw bytes into the port, guest head -c",
         "network": "one wget of one file (small: a tar)",
         "share": "9p mount + cp -r + umount", "disk-image": "hot-plug + mount + cp -r (prebuilt)",

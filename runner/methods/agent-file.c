@@ -22,11 +22,15 @@ static char *af_supports(const struct method_ctx *ctx)
 	return plan_rules_skip(ctx->plan, ctx->cell);
 }
 
-/* Raw bytes per guest-file-write: the plan's chunk_size (keys.c bounds it to AGENT_MAX_CHUNK). */
+/*
+ * Raw bytes per guest-file-write: the plan's chunk_size (keys.c bounds it to AGENT_MAX_CHUNK and
+ * defaults to it: each command costs a fixed round trip besides its bytes, so the largest chunk
+ * libvirt carries safely is the fastest; bench/RESULTS-methods.md).
+ */
 static size_t chunk(const struct method_ctx *ctx)
 {
 	uint64_t c = ctx->method->chunk_size;
-	return c == 0 ? AGENT_CHUNK : c > AGENT_MAX_CHUNK ? AGENT_MAX_CHUNK : (size_t)c;
+	return c == 0 || c > AGENT_MAX_CHUNK ? AGENT_MAX_CHUNK : (size_t)c;
 }
 
 static bool packed(const struct method_ctx *ctx)

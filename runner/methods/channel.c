@@ -3,8 +3,8 @@
  * channel: the dataset packed by libarchive on the host and streamed into a dedicated
  * virtio-serial port; the guest unpacks it as it arrives (`dd if=PORT | tar -x`).
  * prepare connects to the port (the archive is packed while it streams: no pack phase),
- * transfer streams and unpacks, finalize syncs. Without `archive:` the stream is a plain tar:
- * a byte pipe carries one stream.
+ * transfer streams, unpacks and syncs (in the unpacker's guest command: no finalize). Without
+ * `archive:` the stream is a plain tar: a byte pipe carries one stream.
  */
 #include "channel.h"
 
@@ -110,8 +110,10 @@ static int channel_prepare(struct method_ctx *ctx)
 static int channel_transfer(struct method_ctx *ctx)
 {
 	struct channel_state *s = state(ctx);
-	_cleanup_free_ char *cmd = stream_unpack_command(
+	_cleanup_free_ char *unpack = stream_unpack_command(
 	    &ctx->method->archive, "{ " CHANNEL_GUEST_READ "; }", ctx->landing);
+	/* the sync ends the unpacker's own guest command (timed here: one guest command less) */
+	_cleanup_free_ char *cmd = xasprintf("( %s ) && sync", unpack);
 	if (guestproc_start(ctx, "channel: unpack", cmd, &s->pid) < 0)
 		return -1;
 	uint64_t bytes = 0;
@@ -134,11 +136,6 @@ static int channel_transfer(struct method_ctx *ctx)
 		return -1;
 	ctx->bytes = bytes;
 	return 0;
-}
-
-static int channel_finalize(struct method_ctx *ctx)
-{
-	return method_guest_sh(ctx, "channel: sync", "sync", NULL);
 }
 
 static int channel_cleanup(struct method_ctx *ctx)
@@ -170,7 +167,6 @@ const struct method_ops method_channel = {
 	.add_devices = channel_add_devices,
 	.prepare = channel_prepare,
 	.transfer = channel_transfer,
-	.finalize = channel_finalize,
 	.cleanup = channel_cleanup,
 	.free_state = channel_free_state,
 };
