@@ -30,16 +30,17 @@
  *   command line (vm_guest_modules(): the drivers of the VM's disk buses and NIC), or without that
  *   parameter all of virtio blk/net/scsi, e1000, sd_mod, sr_mod, ata_piix, ahci; a disk given at
  *   boot is visible once the agent answers. It links every virtio-serial port to
- *   /dev/virtio-ports/NAME (there is no udev; afterwards `mdev -d` keeps the links current for
- *   channels hot-plugged or unplugged later), brings up lo and, when a NIC exists, eth0 as
- *   10.0.2.15/24 with a default route via 10.0.2.2 (QEMU user networking), then busybox init
- *   respawns `qemu-ga -m virtio-serial -p /dev/virtio-ports/org.qemu.guest_agent.0`.
- * - Filesystem modules (ext4, vfat, isofs, 9p + 9pnet_virtio, virtiofs + fuse, crc32c) load
- *   behind the agent at nice 19, in that order; /run/ferry-modules/NAME appears when module NAME
- *   (file name without .ko) is in, /run/ferry-modules-loaded when they all are. A mount
- *   before that works too: the kernel loads what it needs through /sbin/modprobe (busybox, with
- * modules.dep and modules.alias in /lib/modules/KVER). `mount -t 9p -o trans=virtio TAG DIR` and
- *   `mount -t virtiofs TAG DIR` likewise.
+ *   /dev/virtio-ports/NAME (there is no udev; `mdev -d`, started behind the agent, keeps the
+ *   links current for channels hot-plugged or unplugged later), brings up lo and, when a NIC
+ *   exists, eth0 as 10.0.2.15/24 with a default route via 10.0.2.2 (QEMU user networking), then
+ *   busybox init respawns `qemu-ga -m virtio-serial -p /dev/virtio-ports/org.qemu.guest_agent.0`
+ *   (/etc/inittab; `qgadebug` on the command line adds `-v -l /tmp/qga.log`).
+ * - mdev, then the filesystem modules (ext4, vfat, isofs, 9p + 9pnet_virtio, virtiofs + fuse,
+ *   crc32c) start behind the agent at nice 19, in that order; /run/ferry-modules/NAME appears
+ *   when module NAME (file name without .ko) is in, /run/ferry-modules-loaded when they all
+ *   are. A mount before that works too: the kernel loads what it needs through /sbin/modprobe
+ *   (busybox, with modules.dep and modules.alias in /lib/modules/KVER). `mount -t 9p -o
+ *   trans=virtio TAG DIR` and `mount -t virtiofs TAG DIR` likewise.
  * - The domain needs the agent channel (target name GUEST_AGENT_CHANNEL), a serial console on
  *   ttyS0 (the command line sends the console there) and 256 MiB of memory or more.
  * - Busybox applets are at their usual paths (/bin/sh, /bin/mount, /sbin/ip, wget, nc, ...),
@@ -97,7 +98,7 @@ typedef void (*guest_progress_fn)(void *userdata, const char *msg);
 struct guest_build_opts {
 	const char *cache_dir; /* NULL: guest_default_cache_dir() */
 	const char
-	    *fixtures_dir; /* init, inittab, qga.sh; NULL: the source tree's fixtures/guest */
+	    *fixtures_dir; /* init, inittab, fstab, ...; NULL: the source tree's fixtures/guest */
 	bool force;        /* rebuild even when the keyed output exists and is intact */
 	guest_progress_fn progress; /* may be NULL */
 	void *userdata;

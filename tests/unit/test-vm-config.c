@@ -239,9 +239,10 @@ static void test_builtin_xml(void)
 	assert_x(&p, "string(/domain/os/type/@arch)", "x86_64");
 	assert_x(&p, "string(/domain/os/kernel)", c.kernel);
 	assert_x(&p, "string(/domain/os/initrd)", c.initrd);
-	/* the default VM has a virtio NIC on user networking and no disks */
+	/* the default VM has a virtio NIC on user networking and no disks; TCG with one vCPU */
 	assert_x(&p, "string(/domain/os/cmdline)",
-		 "console=ttyS0 panic=-1 quiet acpi=noirq ferry.modules=virtio_blk,virtio_net");
+		 "console=ttyS0 panic=-1 quiet acpi=noirq noreplace-smp noapictimer "
+		 "ferry.modules=virtio_blk,virtio_net");
 	g_assert_cmpfloat(xn(&p, "count(/domain/os/@firmware)"), ==, 0);
 	g_assert_cmpfloat(xn(&p, "count(/domain/features/acpi)"), ==, 1);
 	assert_x(&p, "string(/domain/devices/controller[@type='usb']/@model)", "none");
@@ -266,15 +267,31 @@ static void test_builtin_xml(void)
 	p = parse(xml);
 	assert_x(&p, "string(/domain/@type)", "kvm");
 	g_assert_cmpfloat(xn(&p, "count(/domain/devices/serial)"), ==, 0);
+	/* KVM: none of the TCG boot trims */
+	assert_x(&p, "string(/domain/os/cmdline)",
+		 "console=ttyS0 panic=-1 quiet acpi=noirq ferry.modules=virtio_blk,virtio_net");
 	parsed_free(&p);
 	free(xml);
+	c.accel = VM_ACCEL_AUTO;
+
+	/* TCG with two vCPUs keeps the local APIC timer (the HPET would broadcast the tick) */
+	c.vcpus = 2;
+	xml = vm_domain_xml(&c, "t2", false, NULL, &err);
+	p = parse(xml);
+	assert_x(&p, "string(/domain/os/cmdline)",
+		 "console=ttyS0 panic=-1 quiet acpi=noirq noreplace-smp "
+		 "ferry.modules=virtio_blk,virtio_net");
+	parsed_free(&p);
+	free(xml);
+	c.vcpus = 1;
 
 	/* q35 keeps ACPI interrupt routing: its hot-plug needs the SCI routed through ACPI */
 	c.machine = VM_MACHINE_Q35;
 	xml = vm_domain_xml(&c, "q", false, NULL, &err);
 	p = parse(xml);
 	assert_x(&p, "string(/domain/os/cmdline)",
-		 "console=ttyS0 panic=-1 quiet ferry.modules=virtio_blk,virtio_net");
+		 "console=ttyS0 panic=-1 quiet noreplace-smp noapictimer "
+		 "ferry.modules=virtio_blk,virtio_net");
 	parsed_free(&p);
 	free(xml);
 }
