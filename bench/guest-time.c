@@ -9,7 +9,8 @@
  *       /bin/sh -c CMD in the guest; prints the seconds from guest-exec to its end
  *   bench-guest-time URI DOMAIN channel SOCKET FILE CMD
  *       connects to the virtio-serial port's host SOCKET, starts CMD in the guest (it reads the
- *       port), writes FILE into the socket, waits for CMD; prints the seconds from the connect
+ *       port to its end), writes FILE into the socket, closes it once QEMU took every byte
+ *       (SIOCOUTQ 0, as ferry's channel does), waits for CMD; prints the seconds from the connect
  *   bench-guest-time URI DOMAIN attach XMLFILE CMD
  *       hot-plugs the device of XMLFILE (live), then runs CMD (it waits for the device and
  *       uses it); prints the seconds from the attach to CMD's end; the device stays attached
@@ -22,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -153,10 +156,18 @@ int main(int argc, char **argv)
 					die("writing the port", strerror(errno));
 				off += w;
 			}
-		/* keep the host end open until the guest has read everything (GUEST.md) */
+		/* the host end stays open until QEMU has taken every byte (a close before that
+		   loses what is left: GUEST.md); then the guest's reader sees the end */
+		for (int q = 1; q > 0;) {
+			if (ioctl(s, SIOCOUTQ, &q) < 0)
+				die("SIOCOUTQ", strerror(errno));
+			struct timespec ts = { 0, 2 * 1000000L };
+			if (q > 0)
+				nanosleep(&ts, NULL);
+		}
+		close(s);
 		wait_pid(dom, pid, argv[6]);
 		t1 = now_s();
-		close(s);
 		close(fd);
 	} else if ((strcmp(mode, "attach") == 0 || strcmp(mode, "detach") == 0) && argc >= 6) {
 		char *xml = slurp(argv[4]);

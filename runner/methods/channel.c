@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * channel: the dataset packed by libarchive on the host and streamed into a dedicated
- * virtio-serial port; the guest unpacks it as it arrives (`dd if=PORT | tar -x`).
+ * virtio-serial port; the guest unpacks it as it arrives (`tar -x < PORT`).
  * prepare connects to the port (the archive is packed while it streams: no pack phase),
  * transfer streams, unpacks and syncs (in the unpacker's guest command: no finalize). Without
  * `archive:` the stream is a plain tar: a byte pipe carries one stream.
@@ -110,10 +110,13 @@ static int channel_prepare(struct method_ctx *ctx)
 static int channel_transfer(struct method_ctx *ctx)
 {
 	struct channel_state *s = state(ctx);
-	_cleanup_free_ char *unpack = stream_unpack_command(
-	    &ctx->method->archive, "{ " CHANNEL_GUEST_READ "; }", ctx->landing);
-	/* the sync ends the unpacker's own guest command (timed here: one guest command less) */
-	_cleanup_free_ char *cmd = xasprintf("( %s ) && sync", unpack);
+	/* the unpacker reads the port itself (no dd and pipe in between: every byte crosses one
+	   process less, ~25% of the time at 64 MiB under TCG; bench/RESULTS-methods.md); the sync
+	   ends the same guest command (timed here: one guest command less) */
+	_cleanup_free_ char *unpack =
+	    stream_unpack_command(&ctx->method->archive, NULL, ctx->landing);
+	_cleanup_free_ char *cmd = xasprintf(
+	    "( " CHANNEL_GUEST_WAIT "; { %s; } < " CHANNEL_GUEST_DEV " ) && sync", unpack);
 	if (guestproc_start(ctx, "channel: unpack", cmd, &s->pid) < 0)
 		return -1;
 	uint64_t bytes = 0;

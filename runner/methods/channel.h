@@ -21,15 +21,15 @@
  * The guest command that reads the whole stream from the port to stdout. A read while the
  * guest does not yet know the host is connected returns end-of-file at once, so it first waits
  * (up to ~5 s) for debugfs's host_connected of the port to say 1 (skipped where the guest has
- * no debugfs).
+ * no debugfs). CHANNEL_GUEST_WAIT is the wait alone (for a reader that opens the port itself).
  */
-#define CHANNEL_GUEST_READ                                                                         \
+#define CHANNEL_GUEST_WAIT                                                                         \
 	"d=/sys/kernel/debug/virtio-ports; "                                                       \
 	"[ -d $d ] || mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null; "                    \
 	"p=$(readlink " CHANNEL_GUEST_DEV "); p=$d/${p##*/}; i=0; "                                \
 	"while [ -f $p ] && ! grep -q '^host_connected: 1' $p && [ $i -lt 500 ]; do "              \
-	"i=$((i + 1)); usleep 10000; done; "                                                       \
-	"dd if=" CHANNEL_GUEST_DEV " bs=65536 2>/dev/null"
+	"i=$((i + 1)); usleep 10000; done"
+#define CHANNEL_GUEST_READ CHANNEL_GUEST_WAIT "; dd if=" CHANNEL_GUEST_DEV " bs=65536 2>/dev/null"
 
 /* Add the port to the boot-time devices (once). */
 int channel_add_port(struct method_ctx *ctx, struct method_boot_needs *needs);

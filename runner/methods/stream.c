@@ -156,6 +156,8 @@ int stream_concat(const char *dir, const struct manifest *m, int fd, unsigned ti
 char *stream_unpack_command(const struct plan_archive *a, const char *source, const char *dir)
 {
 	_cleanup_free_ char *q = method_shell_quote(dir);
+	/* without a source command the unpacker reads its own stdin: no pipe stage */
+	_cleanup_free_ char *from = source ? xasprintf("%s | ", source) : xstrdup("");
 	const char *dec = "";
 	if (a->format != PLAN_ARCHIVE_ZIP) {
 		switch (a->compression) {
@@ -172,23 +174,22 @@ char *stream_unpack_command(const struct plan_archive *a, const char *source, co
 	case PLAN_ARCHIVE_PAX:
 		/* busybox tar reads on to the end of its input after the end-of-archive blocks; GNU
 		 * tar may stop there: drain the rest so the writer never sees a broken pipe */
-		return xasprintf(METHOD_SH_PIPEFAIL
-				 "%s | %s{ tar -x -f - -C %s && cat >/dev/null; }",
-				 source, dec, q);
+		return xasprintf(METHOD_SH_PIPEFAIL "%s%s{ tar -x -f - -C %s && cat >/dev/null; }",
+				 from, dec, q);
 	case PLAN_ARCHIVE_CPIO:
 		/* cpio stops at its trailer: drain the rest so the writer never sees a broken
 		 * pipe */
 		return xasprintf(METHOD_SH_PIPEFAIL
-				 "cd %s && %s | %s{ cpio -i -d -m -u 2>/dev/null || "
+				 "cd %s && %s%s{ cpio -i -d -m -u 2>/dev/null || "
 				 "exit 1; cat >/dev/null; }",
-				 q, source, dec);
+				 q, from, dec);
 	case PLAN_ARCHIVE_ZIP:
 		/* unzip needs a seekable file (the central directory is at the end) */
 		return xasprintf(
 		    METHOD_SH_PIPEFAIL
 		    "%s > %s/.ferry-stream.zip && "
 		    "unzip -o -q %s/.ferry-stream.zip -d %s && rm -f %s/.ferry-stream.zip",
-		    source, q, q, q, q);
+		    source ? source : "cat", q, q, q, q);
 	}
 	return NULL;
 }

@@ -31,7 +31,8 @@ int stream_concat(const char *dir, const struct manifest *m, int fd, unsigned ti
 
 /*
  * The guest shell command that reads the stream from the output of `source` (a shell command
- * such as "cat /dev/virtio-ports/X") and unpacks it into guest directory dir. Runs under
+ * such as "cat /dev/virtio-ports/X"; NULL: from the command's own stdin, without a pipe stage)
+ * and unpacks it into guest directory dir. Runs under
  * `set -o pipefail` where the guest's shell has it (METHOD_SH_PIPEFAIL: busybox ash, bash), so a
  * failure anywhere in the pipeline fails it; under dash only the unpacker's status counts (and
  * verify still checks every byte). Caller frees.

@@ -558,8 +558,9 @@ static const struct key_def run_defs[] = {
 	  .offset = FIELD(plan_run, order),
 	  .def = "sequential",
 	  .values = V("sequential", "interleaved", "shuffled"),
-	  .help = "order of runs: cell after cell, round-robin over the cells (sharing a VM, or "
-		  "across VMs under vm: per-cell or per-run), or shuffled (seeded)" },
+	  .help = "order of runs: cell after cell, round-robin over the cells (sharing a VM: "
+		  "those of one target disk at a time; or across VMs under vm: per-cell or "
+		  "per-run), or shuffled (seeded)" },
 	{ .name = "seed",
 	  .type = KEY_UINT,
 	  .offset = FIELD(plan_run, seed),
