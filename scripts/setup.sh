@@ -86,16 +86,20 @@ if ! pgrep -x libvirtd >/dev/null || ! [ -S /var/run/libvirt/libvirt-sock ]; the
 	# once, but a container's PID 1 may not (on the CI machines, 1.5-1.9 s per QEMU, which every
 	# virDomainDestroy waited for). tini -s is a child subreaper: it runs libvirtd in the
 	# foreground and the orphaned QEMUs become its children, reaped as they exit.
+	# Unlike `libvirtd -d`, tini returns before libvirtd is ready, and a libvirtd that was killed
+	# leaves its socket behind: so wait until libvirtd answers, not until the socket exists.
 	if ! pgrep -x libvirtd >/dev/null; then
 		setsid -f tini -s -- libvirtd </dev/null >>/var/log/libvirt/libvirtd-stderr.log 2>&1
 	fi
-	for _ in $(seq 1 100); do
-		[ -S /var/run/libvirt/libvirt-sock ] && break
-		sleep 0.1
-	done
 fi
+for _ in $(seq 1 300); do
+	virsh -c qemu:///system version >/dev/null 2>&1 && break
+	pgrep -x libvirtd >/dev/null || break
+	sleep 0.1
+done
 if ! virsh -c qemu:///system version >/dev/null 2>&1; then
-	log "libvirtd does not answer on qemu:///system"
+	log "libvirtd does not answer on qemu:///system (its log: /var/log/libvirt/libvirtd-stderr.log)"
+	tail -n 5 /var/log/libvirt/libvirtd-stderr.log >&2 2>/dev/null || true
 	exit 1
 fi
 
