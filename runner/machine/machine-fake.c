@@ -217,6 +217,8 @@ static void fake_hook(struct machine *m, struct machine_guest *g, const struct m
 		fg->alloc = f->alloc_fresh + f->alloc_per_run;
 		fg->cpu_qemu += f->cpu_qemu_per_run;
 		fg->cpu_guest += f->cpu_guest_per_run;
+		if (f->stretch_ms)
+			hang((w->run_index + 1) * f->stretch_ms);
 	}
 	if (fg && fg->suspended)
 		f->bad_runs++;

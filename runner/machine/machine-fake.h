@@ -21,6 +21,8 @@ struct machine_fake {
 				  the guest; 0: none */
 	const char *hang_cell; /* before the transfer of run hang_run of this cell, block until */
 	unsigned hang_run;     /* the run timeout has passed (or a signal) */
+	unsigned stretch_ms;   /* the transfer of run i (run_index) takes (i + 1) * stretch_ms
+				  longer: samples whose spread no CV target can miss by chance */
 	/* samples (machine_sample), when `sample` is set: the target's allocation is alloc_fresh
 	 * after a reset, alloc_fresh + alloc_per_run once a run's transfer began, alloc_trimmed
 	 * after a reclaim (which applies when `discard` is set); the QEMU and guest CPU counters
