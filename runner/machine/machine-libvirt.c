@@ -443,13 +443,13 @@ static bool plan_disk_pluggable(const struct plan_disk *d)
 static char *lv_disk_boot_key(struct machine *m, const struct plan_disk *d)
 {
 	(void)m;
-	if (!plan_disk_pluggable(d))
-		return NULL;
 	if (d->kind != PLAN_DISK_IMAGE)
 		return xstrdup("");
 	struct disk_config c;
 	vm_disk_config_from_plan(d, NULL, NULL, &c);
-	return xstrdup(c.bus == DISK_BUS_VIRTIO ? "" : "scsi");
+	if (!hotpluggable(&c))
+		return NULL;
+	return xstrdup(c.bus == DISK_BUS_SCSI ? "scsi" : "");
 }
 
 /*
