@@ -81,7 +81,8 @@ without_guests() {
 }
 bg_log="$(mktemp /tmp/ferry-test-bg.XXXXXX)"
 bg_tally="$(mktemp /tmp/ferry-test-tally.XXXXXX)"
-trap 'rm -f "$bg_log" "$bg_tally"' EXIT
+fmt_log="$(mktemp /tmp/ferry-test-format.XXXXXX)"
+trap 'rm -f "$bg_log" "$bg_tally" "$fmt_log"' EXIT
 (without_guests) >"$bg_log" 2>&1 &
 bg_pid=$!
 
@@ -96,10 +97,10 @@ passed=$((passed + bp)) failed=$((failed + bf)) skipped=$((skipped + bs))
 [ "$bst" = 0 ] && [ "$bg_st" = 0 ] || status=1
 
 log "format (clang-format-14)"
-if git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror 2>/tmp/ferry-format.log; then
+if git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror 2>"$fmt_log"; then
 	echo "format: ok"; passed=$((passed + 1))
 else
-	head -40 /tmp/ferry-format.log; echo "format: files differ from .clang-format (run: git ls-files '*.[ch]' | xargs clang-format -i)"
+	head -40 "$fmt_log"; echo "format: files differ from .clang-format (run: git ls-files '*.[ch]' | xargs clang-format -i)"
 	failed=$((failed + 1)); status=1
 fi
 
