@@ -38,12 +38,12 @@ refused() { # plan text, what the message must say
 
 # ---- class 4: report and baseline paths through a committed symlink ----
 ln -s "$tmp/outside" out
-refused 'report: {json: out/x.json}' "symbolic link that leads out of it"
-refused 'report: {markdown: out/sub/deeper/x.md}' "symbolic link that leads out of it"
-refused 'report: {junit: out/x.xml, gab: out/g.json}' "symbolic link that leads out of it"
-refused 'baseline: out/secret' "symbolic link that leads out of it"
+refused 'report: {json: out/x.json}' "symbolic link that leads out of the working directory"
+refused 'report: {markdown: out/sub/deeper/x.md}' "symbolic link that leads out of the working directory"
+refused 'report: {junit: out/x.xml, gab: out/g.json}' "symbolic link that leads out of the working directory"
+refused 'baseline: out/secret' "symbolic link that leads out of the working directory"
 ln -s "$tmp/outside/secret" secret-link.json
-refused 'baseline: secret-link.json' "symbolic link that leads out of it"
+refused 'baseline: secret-link.json' "symbolic link that leads out of the working directory"
 [ "$(ls "$tmp/outside")" = secret ] || fail "something was made outside the tree"
 ok "nothing was made outside the tree"
 # a symlink that stays inside is fine

@@ -146,25 +146,32 @@ static char *resolved(const char *path)
 	}
 }
 
-/* Whether path is below dir, lexically and as the kernel resolves both (symbolic links in
- * the working tree, say a committed "out -> /etc", lead nowhere outside). */
-static bool below_resolved(const char *path, const char *dir)
+/* Where path is against dir: below it lexically and as the kernel resolves both (symbolic
+ * links in the working tree, say a committed "out -> /etc", lead nowhere outside). */
+enum place { INSIDE, OUTSIDE, LINKED_OUT };
+
+static enum place place_in(const char *path, const char *dir)
 {
 	_cleanup_free_ char *abs = lexical_abs(path), *dabs = lexical_abs(dir);
 	if (!abs || !dabs || !below(abs, dabs))
-		return false;
-	_cleanup_free_ char *rp = resolved(path), *rd = realpath(dir, NULL);
-	return rp && rd && below(rp, rd);
+		return OUTSIDE;
+	_cleanup_free_ char *rp = resolved(path), *rd = resolved(dir);
+	return rp && rd && below(rp, rd) ? INSIDE : LINKED_OUT;
 }
 
-static bool allowed_output(const struct plan_options *o, const char *path)
+static const char *const place_why[] = {
+	[INSIDE] = "inside",
+	[OUTSIDE] = "outside the working directory",
+	[LINKED_OUT] = "reached through a symbolic link that leads out of the working directory",
+};
+
+static enum place allowed_output(const struct plan_options *o, const char *path)
 {
-	if (below_resolved(path, "."))
-		return true;
-	for (size_t i = 0; i < o->n_allow_output; i++)
-		if (below_resolved(path, o->allow_output[i]))
-			return true;
-	return false;
+	enum place p = place_in(path, ".");
+	for (size_t i = 0; p != INSIDE && i < o->n_allow_output; i++)
+		if (place_in(path, o->allow_output[i]) == INSIDE)
+			p = INSIDE;
+	return p;
 }
 
 static void check_report_path(struct ctx *c, const yaml_node_t *v, const char *key)
@@ -174,14 +181,13 @@ static void check_report_path(struct ctx *c, const yaml_node_t *v, const char *k
 	/* the value as the walk read it (substituted); a faulty one was reported there */
 	_cleanup_free_ char *err = NULL;
 	_cleanup_free_ char *path = env_subst_with(pl_scalar(v), plan_lookup, (void *)c->o, &err);
-	if (!path || !*path || STREQ(path, "-") || allowed_output(c->o, path))
+	enum place where = path && *path && !STREQ(path, "-") ? allowed_output(c->o, path) : INSIDE;
+	if (where == INSIDE)
 		return;
 	pl_err_node(c, v,
-		    "report path '%s' is outside the working directory (or reached through a "
-		    "symbolic link that leads out of it): a plan writes reports only below it "
-		    "(allow more on the command line with --allow-output DIR, or "
-		    "name the file with --%s)",
-		    path, key);
+		    "report path '%s' is %s: a plan writes reports only below it (allow more on "
+		    "the command line with --allow-output DIR, or name the file with --%s)",
+		    path, place_why[where], key);
 }
 
 void pl_check_trust(struct ctx *c, const yaml_node_t *root)
@@ -206,14 +212,12 @@ void pl_check_trust(struct ctx *c, const yaml_node_t *root)
 		_cleanup_free_ char *err = NULL;
 		_cleanup_free_ char *path =
 		    env_subst_with(pl_scalar(bl), plan_lookup, (void *)c->o, &err);
-		if (path && !below_resolved(path, "."))
-			pl_err_node(
-			    c, bl,
-			    "baseline '%s' is outside the working directory (or reached through a "
-			    "symbolic link that leads out of it): a plan reads a baseline only "
-			    "below "
-			    "it (name it on the command line with --baseline FILE)",
-			    path);
+		enum place where = path ? place_in(path, ".") : INSIDE;
+		if (where != INSIDE)
+			pl_err_node(c, bl,
+				    "baseline '%s' is %s: a plan reads a baseline only below it "
+				    "(name it on the command line with --baseline FILE)",
+				    path, place_why[where]);
 	}
 
 	yaml_node_t *report = pl_lookup(c, root, "report", NULL);
