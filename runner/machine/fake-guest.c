@@ -30,9 +30,11 @@
 #include "run.h"
 #include "util.h"
 
-#define BUSYBOX     "/bin/busybox"
-#define MAX_DISKS   16
-#define MAX_PORTS   4
+#define BUSYBOX   "/bin/busybox"
+#define MAX_DISKS 16
+#define MAX_PORTS 4
+#define PROFILE   "/etc/ferry-fake.sh"
+#define SHARES    "/run/ferry-shares"
 /* execve()'s vectors take char *: writable copies of the constants */
 static char arg_sh[] = "sh", arg_c[] = "-c", arg_hold[] = "read x";
 static char env_path[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin", env_home[] = "HOME=/root",
@@ -59,7 +61,7 @@ struct fake_root {
 	int hold_fd; /* the holder's stdin: closing it ends the holder */
 	int ns_fd;   /* the guest's mount namespace */
 	ino_t ns_ino;
-	int boot_mounts; /* /proc, /dev, /tmp, /run and the busybox binary */
+	int boot_mounts;  /* /proc, /dev, /tmp, /run and the busybox binary */
 	unsigned n_names; /* device names given so far: vdb, vdc, ... */
 	struct fake_disk disks[MAX_DISKS];
 	size_t n_disks;
@@ -98,11 +100,30 @@ static char *host_path(const struct fake_root *r, const char *p)
 	return xasprintf("%s%s", r->proc_root, p);
 }
 
+/*
+ * The guest shell's profile. busybox's shell runs its own applets before anything in PATH, so
+ * what stands in for a guest kernel's feature is a shell function: `mount -t 9p|virtiofs TAG
+ * DIR` binds the host folder the machine exported under TAG (fake_root_share()) on DIR,
+ * read-only with -o ...,ro; every other mount is busybox's. Hung programs are appended.
+ */
+#define PROFILE_TEXT                                                                               \
+	"mount() {\n"                                                                              \
+	"  case \" $* \" in *' -t 9p '*|*' -t virtiofs '*) ;; *) command mount \"$@\"; return;; "  \
+	"esac\n"                                                                                   \
+	"  _t=; _o=; _a=; _b=\n"                                                                   \
+	"  while [ $# -gt 0 ]; do case $1 in -t) _t=$2; shift 2;; -o) _o=$2; shift 2;; "           \
+	"*) if [ -z \"$_a\" ]; then _a=$1; else _b=$1; fi; shift;; esac; done\n"                   \
+	"  [ -d " SHARES "/\"$_a\" ] || { echo \"mount: no $_t share tagged '$_a'\" >&2; "         \
+	"return 32; }\n"                                                                           \
+	"  command mount --bind " SHARES "/\"$_a\" \"$_b\" || return\n"                            \
+	"  case \",$_o,\" in *,ro,*) command mount -o remount,bind,ro \"$_b\";; esac\n"            \
+	"}\n"
+
 /* The directories and applet links of the root, made on the host before the guest starts. */
 static int root_make(const char *dir, char **err)
 {
-	static const char *const dirs[] = { "bin", "usr/bin", "usr/sbin", "proc", "dev",  "tmp",
-					    "run", "mnt", "etc",      "sys/block", "root" };
+	static const char *const dirs[] = { "bin", "usr/bin", "usr/sbin", "proc",      "dev", "tmp",
+					    "run", "mnt",     "etc",      "sys/block", "root" };
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
 		_cleanup_free_ char *p = xasprintf("%s/%s", dir, dirs[i]);
 		if (mkdir_p(p, 0755, err) < 0)
@@ -115,6 +136,9 @@ static int root_make(const char *dir, char **err)
 		*err = xasprintf("fake guest: cannot make '%s': %s", dir, strerror(errno));
 		return -1;
 	}
+	_cleanup_free_ char *prof = xasprintf("%s" PROFILE, dir);
+	if (write_file_atomic(prof, PROFILE_TEXT, strlen(PROFILE_TEXT), 0644, err) < 0)
+		return -1;
 	/* every applet as a link to /usr/bin/busybox (Debian's busybox installs them so) */
 	_cleanup_free_ char *bin = xasprintf("%s/bin", dir);
 	const char *argv[] = { BUSYBOX, "--install", "-s", bin, NULL };
@@ -137,8 +161,11 @@ static void holder_main(const char *dir, char *const paths[], int hold, int stat
 	static const struct {
 		const char *path;
 		unsigned minor;
-	} nodes[] = { { "/dev/null", 3 }, { "/dev/zero", 5 }, { "/dev/full", 7 },
-		      { "/dev/random", 8 }, { "/dev/urandom", 9 } };
+	} nodes[] = { { "/dev/null", 3 },
+		      { "/dev/zero", 5 },
+		      { "/dev/full", 7 },
+		      { "/dev/random", 8 },
+		      { "/dev/urandom", 9 } };
 	for (size_t i = 0; i < ELEMENTSOF(nodes); i++)
 		if (mknod(nodes[i].path, S_IFCHR | 0666, makedev(1, nodes[i].minor)) < 0)
 			goto fail;
@@ -152,6 +179,11 @@ fail:;
 	int e = errno;
 	(void)!write(status, &e, sizeof(e));
 	_exit(127);
+}
+
+static bool ascii_alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 }
 
 static void root_free(struct fake_root *r)
@@ -256,11 +288,13 @@ static int memfile(const char *name, char **err)
 	return fd;
 }
 
-int fake_root_start(struct fake_root *r, const char *cmd, const void *input, size_t len,
-		    int *stdin_fd, struct fake_proc **out, char **err)
+int fake_root_start(struct fake_root *r, const char *const *argv, const struct fake_input *input,
+		    struct fake_proc **out, char **err)
 {
+	static const struct fake_input none = { .fd = -1 };
+	const struct fake_input *inp = input ? input : &none;
 	int in = -1, wr = -1;
-	if (stdin_fd) {
+	if (inp->pipe) {
 		int p[2];
 		if (pipe2(p, O_CLOEXEC) < 0) {
 			*err = xasprintf("fake guest: pipe: %s", strerror(errno));
@@ -268,10 +302,15 @@ int fake_root_start(struct fake_root *r, const char *cmd, const void *input, siz
 		}
 		in = p[0];
 		wr = p[1];
-	} else if (input && len) {
+	} else if (inp->fd >= 0) {
+		if ((in = fcntl(inp->fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+			*err = xasprintf("fake guest: stdin: %s", strerror(errno));
+			return -1;
+		}
+	} else if (inp->buf && inp->len) {
 		if ((in = memfile("stdin", err)) < 0)
 			return -1;
-		if (write_all(in, input, len) < 0 || lseek(in, 0, SEEK_SET) < 0) {
+		if (write_all(in, inp->buf, inp->len) < 0 || lseek(in, 0, SEEK_SET) < 0) {
 			*err = xasprintf("fake guest: stdin: %s", strerror(errno));
 			close(in);
 			return -1;
@@ -280,18 +319,35 @@ int fake_root_start(struct fake_root *r, const char *cmd, const void *input, siz
 		*err = xasprintf("fake guest: /dev/null: %s", strerror(errno));
 		return -1;
 	}
+	/* through the guest's shell, which reads the profile first (its functions stand in for
+	 * what the fake has no kernel for, and make a program hang: fake_root_hang()):
+	 * sh -c '. PROFILE; CMD' for a shell command, else sh -c '. PROFILE; "$0" "$@"' ARGV */
+	size_t n = 0;
+	while (argv[n])
+		n++;
+	bool shell =
+	    n >= 3 && (STREQ(argv[0], "/bin/sh") || STREQ(argv[0], "sh")) && STREQ(argv[1], "-c");
+	char **av = xcalloc(n + 4, sizeof(char *));
+	av[0] = arg_sh;
+	av[1] = arg_c;
+	size_t k = 2, first = shell ? 3 : 0;
+	av[k++] = shell ? xasprintf(". " PROFILE "; %s", argv[2])
+			: xstrdup(". " PROFILE "; \"$0\" \"$@\"");
+	for (size_t i = first; i < n; i++)
+		av[k++] = xstrdup(argv[i]);
 	struct fake_proc *p = xcalloc(1, sizeof(*p));
 	p->out = memfile("stdout", err);
 	p->err = p->out >= 0 ? memfile("stderr", err) : -1;
-	_cleanup_free_ char *line = xstrdup(cmd);
-	char *const argv[] = { arg_sh, arg_c, line, NULL };
 	/* the start is waited for (the status pipe closes at the exec), so that the process is
 	 * in the guest once this returns, and a failure to enter it is this call's error */
 	int st[2] = { -1, -1 };
 	p->pid = p->err >= 0 && pipe2(st, O_CLOEXEC) == 0 ? fork() : -1;
 	if (p->pid == 0)
-		child_main(r, argv, in, p->out, p->err, st[1]);
+		child_main(r, av, in, p->out, p->err, st[1]);
 	int e = errno, child_errno = 0;
+	for (size_t i = 2; i < k; i++)
+		free(av[i]);
+	free(av);
 	close(in);
 	if (st[1] >= 0)
 		close(st[1]);
@@ -304,8 +360,8 @@ int fake_root_start(struct fake_root *r, const char *cmd, const void *input, siz
 		close(st[0]);
 	if (p->pid < 0) {
 		if (p->err >= 0 || p->out >= 0)
-			*err = xasprintf("fake guest: cannot start a guest command: %s",
-					 strerror(e));
+			*err =
+			    xasprintf("fake guest: cannot start a guest command: %s", strerror(e));
 		if (wr >= 0)
 			close(wr);
 		if (p->out >= 0)
@@ -316,10 +372,17 @@ int fake_root_start(struct fake_root *r, const char *cmd, const void *input, siz
 		return -1;
 	}
 	setpgid(p->pid, p->pid); /* also here: a kill right after the fork reaches the group */
-	if (stdin_fd)
-		*stdin_fd = wr;
+	if (inp->pipe)
+		*inp->pipe = wr;
 	*out = p;
 	return 0;
+}
+
+int fake_root_start_sh(struct fake_root *r, const char *cmd, const struct fake_input *input,
+		       struct fake_proc **out, char **err)
+{
+	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	return fake_root_start(r, argv, input, out, err);
 }
 
 static char *slurp(int fd, size_t *len)
@@ -341,6 +404,14 @@ static void proc_free(struct fake_proc *p)
 	free(p);
 }
 
+/* Wait (a little) until the killed group pgid has no process left: its members are orphans
+ * that the host's init reaps. */
+static void group_gone(pid_t pgid)
+{
+	for (int i = 0; i < 2000 && kill(-pgid, 0) == 0; i++)
+		usleep(100);
+}
+
 bool fake_proc_done(struct fake_proc *p)
 {
 	if (p->reaped)
@@ -352,6 +423,7 @@ bool fake_proc_done(struct fake_proc *p)
 		return false;
 	kill(-p->pid, SIGKILL);
 	p->reaped = waitpid(p->pid, &p->status, 0) == p->pid;
+	group_gone(p->pid);
 	return true;
 }
 
@@ -361,6 +433,7 @@ void fake_proc_kill(struct fake_root *r, struct fake_proc *p)
 	kill(-p->pid, SIGKILL);
 	if (!p->reaped)
 		waitpid(p->pid, &p->status, 0);
+	group_gone(p->pid);
 	proc_free(p);
 }
 
@@ -374,7 +447,7 @@ int fake_proc_wait(struct fake_root *r, struct fake_proc *p, unsigned timeout_ms
 	while (!fake_proc_done(p)) {
 		if (run_interrupted() || now_ns() >= end) {
 			fake_proc_kill(r, p);
-			return 1;
+			return run_interrupted() ? 2 : 1;
 		}
 		run_sleep_ms(nap);
 		if (nap < 16)
@@ -398,8 +471,9 @@ void fake_result_clear(struct fake_result *res)
 int fake_root_run(struct fake_root *r, const char *cmd, const void *input, size_t len,
 		  unsigned timeout_ms, struct fake_result *res, char **err)
 {
+	struct fake_input in = { .buf = input, .len = len, .fd = -1 };
 	struct fake_proc *p = NULL;
-	if (fake_root_start(r, cmd, input, len, NULL, &p, err) < 0)
+	if (fake_root_start_sh(r, cmd, &in, &p, err) < 0)
 		return -1;
 	return fake_proc_wait(r, p, timeout_ms, res, err);
 }
@@ -467,7 +541,7 @@ int fake_root_plug(struct fake_root *r, const char *path, const char *serial, bo
 		*err = xstrdup("the fake guest has no free disk slot");
 		return -1;
 	}
-	const char *argv[] = { "losetup", "--find", "--show", ro ? "--read-only" : path,
+	const char *argv[] = { "losetup",        "--find", "--show", ro ? "--read-only" : path,
 			       ro ? path : NULL, NULL };
 	_cleanup_free_ char *out = NULL;
 	if (proc_run(argv, &out, err) < 0)
@@ -547,6 +621,67 @@ int fake_root_mounts(const struct fake_root *r)
 		n++;
 	fclose(f);
 	return n - r->boot_mounts;
+}
+
+/* ---- shares and hung programs ---- */
+
+int fake_root_share(struct fake_root *r, const char *tag, const char *host_dir, char **err)
+{
+	if (!*tag || strchr(tag, '/') || strchr(tag, '\'') || STREQ(tag, ".") || STREQ(tag, "..")) {
+		*err = xasprintf("the fake guest cannot export a share tagged '%s'", tag);
+		return -1;
+	}
+	_cleanup_free_ char *base = xasprintf("%s" SHARES, r->dir);
+	_cleanup_free_ char *at = xasprintf("%s/%s", base, tag);
+	int st[2];
+	if (pipe2(st, O_CLOEXEC) < 0) {
+		*err = xasprintf("fake guest: pipe: %s", strerror(errno));
+		return -1;
+	}
+	/* a child joins the namespace (this process may have threads: setns needs one) */
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (setns(r->ns_fd, CLONE_NEWNS) < 0 ||
+		    (mkdir(base, 0755) < 0 && errno != EEXIST) || mkdir(at, 0755) < 0 ||
+		    mount(host_dir, at, "none", MS_BIND | MS_REC, NULL) < 0) {
+			int e = errno;
+			(void)!write(st[1], &e, sizeof(e));
+		}
+		_exit(0);
+	}
+	int e = errno, child_errno = 0;
+	close(st[1]);
+	ssize_t n = pid > 0 ? read(st[0], &child_errno, sizeof(child_errno)) : -1;
+	close(st[0]);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	if (pid < 0 || n != 0) {
+		*err = xasprintf("fake guest: cannot export '%s' as '%s': %s", host_dir, tag,
+				 strerror(pid < 0 ? e : child_errno));
+		return -1;
+	}
+	r->boot_mounts++; /* a share is there from boot on, as the machine's device */
+	return 0;
+}
+
+int fake_root_hang(struct fake_root *r, const char *prog, char **err)
+{
+	for (const char *c = prog; *c; c++)
+		if (!ascii_alnum(*c) && *c != '_' && *c != '-') {
+			*err = xasprintf("fake guest: '%s' is no program name", prog);
+			return -1;
+		}
+	_cleanup_free_ char *prof = xasprintf("%s" PROFILE, r->dir);
+	_cleanup_free_ char *fn = xasprintf("%s() { sleep 2147483647; }\n", prog);
+	int fd = open(prof, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0 || write_all(fd, fn, strlen(fn)) < 0) {
+		*err = xasprintf("fake guest: %s: %s", PROFILE, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
 }
 
 /* ---- ports ---- */

@@ -44,13 +44,25 @@ const char *fake_root_dir(const struct fake_root *r);
 /* A guest process started by fake_root_start(). */
 struct fake_proc;
 
+/* What a guest process reads on stdin: len bytes of buf (copied), or a dup of the host's fd,
+ * or, when pipe is not NULL, a pipe whose write end *pipe gets (the caller closes it to end the
+ * input); else (all zero but fd -1) /dev/null. */
+struct fake_input {
+	const void *buf;
+	size_t len;
+	int fd;
+	int *pipe;
+};
+
 /*
- * Start `sh -c cmd` in the guest, in a process group of its own. stdin: input (len bytes,
- * copied) or, when stdin_fd is not NULL, a pipe whose write end *stdin_fd gets (caller closes
- * it to end the input); else /dev/null. stdout and stderr are kept in memory files.
+ * Start argv (argv[0] found in the guest's PATH) in the guest, in a process group of its own,
+ * with stdin from input (NULL: /dev/null); stdout and stderr are kept in memory files.
  */
-int fake_root_start(struct fake_root *r, const char *cmd, const void *input, size_t len,
-		    int *stdin_fd, struct fake_proc **out, char **err);
+int fake_root_start(struct fake_root *r, const char *const *argv, const struct fake_input *input,
+		    struct fake_proc **out, char **err);
+/* fake_root_start of `/bin/sh -c cmd`. */
+int fake_root_start_sh(struct fake_root *r, const char *cmd, const struct fake_input *input,
+		       struct fake_proc **out, char **err);
 
 struct fake_result {
 	int status; /* exit status, or -1 when killed by a signal */
@@ -62,7 +74,8 @@ void fake_result_clear(struct fake_result *res);
 
 /*
  * Wait up to timeout_ms for p to end and free it; returns 0 with *res filled, 1 on timeout or
- * interrupt (the process group then killed, *res empty), or -1 with *err.
+ * 2 on an interrupt (run_interrupted(); the process group is then killed, *res empty), or -1
+ * with *err.
  */
 int fake_proc_wait(struct fake_root *r, struct fake_proc *p, unsigned timeout_ms,
 		   struct fake_result *res, char **err);
@@ -71,7 +84,7 @@ bool fake_proc_done(struct fake_proc *p);
 /* Kill p's process group, reap it and free p. */
 void fake_proc_kill(struct fake_root *r, struct fake_proc *p);
 
-/* fake_root_start + fake_proc_wait. */
+/* fake_root_start_sh of cmd with len bytes of input + fake_proc_wait. */
 int fake_root_run(struct fake_root *r, const char *cmd, const void *input, size_t len,
 		  unsigned timeout_ms, struct fake_result *res, char **err);
 
@@ -93,6 +106,15 @@ const char *fake_root_disk(const struct fake_root *r, const char *serial);
  * connected unix stream socket. An earlier connection to the same port is ended. 0 or -1.
  */
 int fake_root_channel(struct fake_root *r, const char *name, int *fd, char **err);
+
+/*
+ * Export host_dir to the guest under tag, as a machine's 9p or virtiofs device: the guest's
+ * `mount -t 9p|virtiofs TAG DIR` (its shell's profile) binds it on DIR. 0 or -1 with *err.
+ */
+int fake_root_share(struct fake_root *r, const char *tag, const char *host_dir, char **err);
+/* Make the guest program prog (a name, e.g. "tar") hang: every later guest command that runs it
+ * through the guest's shell blocks there until it is killed. 0 or -1 with *err. */
+int fake_root_hang(struct fake_root *r, const char *prog, char **err);
 
 /* Processes in the guest's namespace now (the holder not counted), or -1 when it is gone. */
 int fake_root_procs(const struct fake_root *r);

@@ -119,14 +119,16 @@ static void test_timeout(void)
 	/* a running command is killed at destroy */
 	struct fake_proc *p = NULL;
 	int in = -1;
-	g_assert_cmpint(fake_root_start(r, "cat > /tmp/x", NULL, 0, &in, &p, &err), ==, 0);
+	struct fake_input pipe_in = { .fd = -1, .pipe = &in };
+	g_assert_cmpint(fake_root_start_sh(r, "cat > /tmp/x", &pipe_in, &p, &err), ==, 0);
 	g_assert_false(fake_proc_done(p));
 	g_assert_cmpint(write(in, "abc", 3), ==, 3);
 	close(in);
 	g_assert_cmpint(fake_proc_wait(r, p, 10000, &res, &err), ==, 0);
 	g_assert_cmpint(res.status, ==, 0);
 	fake_result_clear(&res);
-	g_assert_cmpint(fake_root_start(r, "sleep 100", NULL, 0, NULL, &p, &err), ==, 0);
+	const char *argv[] = { "sleep", "100", NULL };
+	g_assert_cmpint(fake_root_start(r, argv, NULL, &p, &err), ==, 0);
 	g_assert_cmpint(fake_root_procs(r), ==, 1);
 	fake_proc_kill(r, p);
 	g_assert_cmpint(fake_root_procs(r), ==, 0);
@@ -172,8 +174,7 @@ static void test_disk(void)
 	g_free(out);
 	/* read-only: the guest cannot write it */
 	struct fake_result res;
-	g_assert_cmpint(fake_root_run(r, "echo x > /mnt/s/new", NULL, 0, 10000, &res, &err), ==,
-			0);
+	g_assert_cmpint(fake_root_run(r, "echo x > /mnt/s/new", NULL, 0, 10000, &res, &err), ==, 0);
 	g_assert_cmpint(res.status, !=, 0);
 	fake_result_clear(&res);
 	g_assert_cmpuint(fake_root_disks(r), ==, 1);
@@ -209,8 +210,8 @@ static void test_channel(void)
 	int fd = -1;
 	g_assert_cmpint(fake_root_channel(r, "p", &fd, &err), ==, 0);
 	struct fake_proc *p = NULL;
-	g_assert_cmpint(
-	    fake_root_start(r, "sha256sum < /dev/virtio-ports/p", NULL, 0, NULL, &p, &err), ==, 0);
+	g_assert_cmpint(fake_root_start_sh(r, "sha256sum < /dev/virtio-ports/p", NULL, &p, &err),
+			==, 0);
 	/* 1 MiB: more than the socket, the relay and the FIFO hold */
 	size_t n = 1u << 20;
 	guchar *buf = g_malloc(n);
@@ -240,6 +241,46 @@ static void test_channel(void)
 	close(fd);
 }
 
+static void test_share_and_hang(void)
+{
+	if (skip_unless_supported())
+		return;
+	struct fake_root *r = boot();
+	char *dir = g_build_filename(tmp_dir, "shared", NULL);
+	g_assert_cmpint(g_mkdir(dir, 0755), ==, 0);
+	char *f = g_build_filename(dir, "f", NULL);
+	g_assert_true(g_file_set_contents(f, "shared", -1, NULL));
+	char *err = NULL;
+	g_assert_cmpint(fake_root_share(r, "tag", dir, &err), ==, 0);
+	g_assert_cmpint(fake_root_share(r, "../x", dir, &err), ==, -1);
+	g_free(err);
+	err = NULL;
+	/* read-only as the plan's 9p export: the guest reads, cannot write */
+	char *out = sh(r, "mkdir -p /mnt/s && mount -t 9p -o trans=virtio,ro tag /mnt/s && "
+			  "cat /mnt/s/f && ! touch /mnt/s/g 2>/dev/null && umount /mnt/s && "
+			  "mount -t virtiofs tag /mnt/s && mv /mnt/s/f /tmp/ && umount /mnt/s && "
+			  "cat /tmp/f");
+	g_assert_cmpstr(out, ==, "sharedshared");
+	g_free(out);
+	g_assert_false(g_file_test(f, G_FILE_TEST_EXISTS)); /* moved out of the host folder */
+	g_assert_cmpint(fake_root_mounts(r), ==, 0);
+	struct fake_result res;
+	g_assert_cmpint(fake_root_run(r, "mount -t 9p nosuch /mnt/s", NULL, 0, 10000, &res, &err),
+			==, 0);
+	g_assert_cmpint(res.status, ==, 32);
+	fake_result_clear(&res);
+	/* a hung program blocks the command, wherever it is in it */
+	g_assert_cmpint(fake_root_hang(r, "tar", &err), ==, 0);
+	g_assert_cmpint(fake_root_run(r, "echo x | tar -x", NULL, 0, 50, &res, &err), ==, 1);
+	g_assert_cmpint(fake_root_procs(r), ==, 0);
+	out = sh(r, "echo other programs run");
+	g_free(out);
+	destroy(r);
+	g_assert_cmpint(rm_tree(dir, NULL), ==, 0);
+	g_free(f);
+	g_free(dir);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -249,6 +290,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/fake-guest/timeout", test_timeout);
 	g_test_add_func("/fake-guest/disk", test_disk);
 	g_test_add_func("/fake-guest/channel", test_channel);
+	g_test_add_func("/fake-guest/share-and-hang", test_share_and_hang);
 	int rc = g_test_run();
 	g_assert_cmpint(rm_tree(tmp_dir, NULL), ==, 0);
 	g_free(tmp_dir);
