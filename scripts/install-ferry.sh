@@ -8,7 +8,8 @@
 #   install-ferry.sh --source ferry-0.1.0.tar.xz      build a release tarball (or a source
 #                                                      directory) and `meson install` it
 #   install-ferry.sh --services                       only start virtlogd and libvirtd
-# Options: --prefix DIR (with --source; default /usr/local), --no-guest (skip `ferry guest build`).
+# Options: --prefix DIR (with --source; default /usr/local), --no-guest (skip `ferry guest build`),
+# --no-services (do not start libvirtd: a job that only merges, reports or compares results).
 set -euo pipefail
 
 log() { printf 'install-ferry: %s\n' "$*" >&2; }
@@ -27,11 +28,11 @@ build_packages=(
 )
 
 usage() {
-	sed -n '7,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+	sed -n '7,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 
-mode= arg= prefix=/usr/local guest=1
+mode= arg= prefix=/usr/local guest=1 services=1
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--deb | --source)
@@ -46,6 +47,7 @@ while [ $# -gt 0 ]; do
 		shift 2
 		;;
 	--no-guest) guest=0; shift ;;
+	--no-services) services=0; shift ;;
 	-h | --help) usage ;;
 	*) log "unknown argument '$1'"; usage ;;
 	esac
@@ -149,7 +151,7 @@ esac
 if [ "$mode" = services ]; then
 	command -v libvirtd >/dev/null || die "libvirtd is not installed (install ferry first)"
 fi
-start_services
+[ "$services" -eq 0 ] || start_services
 [ "$mode" != services ] || exit 0
 
 ferry="$(command -v ferry)" || die "ferry is not on PATH after installing it"

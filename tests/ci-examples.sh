@@ -53,3 +53,18 @@ for f in github-workflow.yml gitlab-ci.yml; do
 	grep -q "examples/$f" "$src/docs/ci.md" || fail "docs/ci.md does not name examples/$f"
 done
 echo "ok: docs/ci.md names both examples"
+
+# the recipes gate a repository that is not ferry's: ferry from its release through
+# install-ferry.sh, with options the script has; nothing of a ferry checkout
+inst="$src/scripts/install-ferry.sh"
+for f in "$gh" "$gl"; do
+	grep -q 'bash install-ferry.sh .*--deb ' "$f" || fail "$f does not install ferry with install-ferry.sh --deb"
+	! grep -nE 'scripts/setup\.sh|build/ferry|plans/copy-methods' "$f" || fail "$f uses a ferry checkout"
+	for o in $(grep -o 'install-ferry.sh [^"]*' "$f" | grep -oE -- '--[a-z-]+' | sort -u); do
+		grep -qE "^[[:space:]]*$o[) |]" "$inst" || fail "$f passes $o, which install-ferry.sh does not take"
+	done
+done
+for o in $(grep -oE -- '--no-[a-z]+' "$gl" | sort -u); do
+	grep -qE "^[[:space:]]*$o[) |]" "$inst" || fail "$gl passes $o, which install-ferry.sh does not take"
+done
+echo "ok: both recipes install ferry with install-ferry.sh, with options it takes"

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# The Debian package, end to end: `dpkg-buildpackage -us -uc -b` builds ferry_*.deb from this
+# tree, lintian finds no error in it, scripts/install-ferry.sh --deb (apt-get install
+# ./ferry_*.deb) installs it into a fresh
+# Debian 12 minbase chroot (debootstrap; the chroot's only network is the Debian mirror of the
+# host's apt sources), and there, from the installed files only, `ferry validate` accepts the
+# installed quickstart plan, `ferry guest build` builds the built-in guest from the installed
+# init files, and `ferry run --shard 1/8` runs one cell of it.
+#
+# The run uses the host's libvirtd through its socket, bound into the chroot. libvirtd and QEMU
+# open the files ferry names (kernel, initramfs, images, console logs) in the host's mount
+# namespace, so ferry's cache and run directories inside the chroot are a host directory bound
+# at the same absolute path (FERRY_CACHE_DIR, FERRY_RUN_DIR). The guest's .debs are seeded
+# from the host's guest cache when there is one; ferry checks them against the chroot's apt
+# index, so they only save the download.
+#
+# The chroot with the runtime dependencies installed is cached as a tarball under
+# /var/cache/ferry/pkgtest, keyed by the package's Depends, the suite and the apt sources; a
+# run extracts a temporary copy and removes it at exit, after unmounting every bind, even on
+# failure.
+set -euo pipefail
+
+src="${FERRY_SOURCE_DIR:?}"
+cache="${FERRY_PKGTEST_CACHE:-/var/cache/ferry/pkgtest}"
+suite=bookworm
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*" >&2; exit 1; }
+step() { printf '[%4ds] %s\n' "$((SECONDS - t0))" "$*"; }
+t0=$SECONDS
+
+[ "$(id -u)" -eq 0 ] || skip "needs root (debootstrap, chroot, bind mounts)"
+for t in dpkg-buildpackage dh lintian debootstrap git; do
+	command -v "$t" >/dev/null || skip "$t is not installed (bash scripts/setup.sh)"
+done
+virsh -c qemu:///system version >/dev/null 2>&1 || skip "libvirtd does not answer"
+[ -S /run/libvirt/libvirt-sock ] || skip "no libvirt socket at /run/libvirt/libvirt-sock"
+sources=/etc/apt/sources.list.d/debian.sources
+[ -f "$sources" ] || skip "no $sources (the Debian mirror of the host's apt sources)"
+mirror="$(sed -n 's/^URIs: *//p' "$sources" | head -1)"
+[ -n "$mirror" ] || skip "no URIs in $sources"
+
+mkdir -p /var/tmp /var/lib/ferry "$cache"
+work="$(mktemp -d /var/tmp/ferry-pkgtest.XXXXXX)"
+# the same absolute path on the host and in the chroot; QEMU (libvirt-qemu) must traverse it
+shared="$(mktemp -d /var/lib/ferry/pkgtest.XXXXXX)"
+chmod 0755 "$work" "$shared"
+root="$work/root"
+mounts=()
+cleanup() {
+	local st=$? i
+	for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
+		umount "${mounts[i]}" 2>/dev/null || umount -l "${mounts[i]}" || st=1
+	done
+	# never remove a tree something is still mounted in
+	if grep -qE " ($work|$shared)[/ ]" /proc/self/mounts; then
+		echo "FAIL: still mounted under $work or $shared; left in place" >&2
+		exit 1
+	fi
+	rm -rf --one-file-system "$work" "$shared"
+	exit "$st"
+}
+trap cleanup EXIT
+bind() { # SOURCE TARGET: bind a directory or a file (a socket) over one made for it
+	if [ -d "$1" ]; then mkdir -p "$2"; else mkdir -p "$(dirname "$2")" && : >"$2"; fi
+	mount --bind "$1" "$2"
+	mounts+=("$2")
+}
+mount_proc() { mkdir -p "$1/proc" && mount -t proc proc "$1/proc" && mounts+=("$1/proc"); }
+unmount_last() { umount "${mounts[-1]}" && unset 'mounts[-1]'; }
+in_root() { # a clean environment: nothing of the host's (or the test's) but what is given
+	chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LC_ALL=C.UTF-8 \
+		DEBIAN_FRONTEND=noninteractive "$@"
+}
+
+# ---- 1. the package -------------------------------------------------------------------------
+mkdir -p "$work/src/ferry"
+(cd "$src" && git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf -) |
+	tar -xf - -C "$work/src/ferry"
+(cd "$work/src/ferry" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" \
+	dpkg-buildpackage -us -uc -b) >"$work/build.log" 2>&1 ||
+	{ tail -40 "$work/build.log"; fail "dpkg-buildpackage failed"; }
+debs=("$work"/src/ferry_*_amd64.deb)
+[ -f "${debs[0]}" ] || fail "dpkg-buildpackage made no ferry_*_amd64.deb"
+deb="${debs[0]}"
+step "dpkg-buildpackage -us -uc -b: ${deb##*/}"
+
+lintian --fail-on error "$work"/src/ferry_*_amd64.changes >"$work/lintian.log" 2>&1 ||
+	{ cat "$work/lintian.log"; fail "lintian reports errors"; }
+step "lintian: $(grep -c '^E: ' "$work/lintian.log" || true) errors, $(grep -c '^W: ' "$work/lintian.log" || true) warnings"
+
+# ---- 2. a fresh chroot with the package's dependencies (cached) --------------------------------
+depends="$(dpkg-deb -f "$deb" Depends | tr ',' '\n' | sed 's/(.*)//; s/[[:space:]]//g' |
+	sed '/^$/d' | sort -u | tr '\n' ' ')"
+case "$depends" in *'|'*) fail "Depends has alternatives, which this test does not install: $depends" ;; esac
+key="$(printf '%s\n' "pkgtest 1" "$suite" "$mirror" "$depends" | cat - "$sources" |
+	sha256sum | cut -c1-16)"
+tarball="$cache/chroot-$key.tar"
+exec 9>"$cache/.lock"
+flock 9
+if [ ! -f "$tarball" ]; then
+	step "building the chroot (debootstrap $suite minbase + $depends)"
+	base="$work/base"
+	debootstrap --variant=minbase "$suite" "$base" "$mirror" >"$work/debootstrap.log" 2>&1 ||
+		{ tail -20 "$work/debootstrap.log"; fail "debootstrap failed"; }
+	rm -f "$base/etc/apt/sources.list"
+	cp "$sources" "$base/etc/apt/sources.list.d/debian.sources"
+	cp /etc/resolv.conf "$base/etc/resolv.conf"
+	# no service starts inside the chroot (libvirt-daemon-system's postinst)
+	printf '#!/bin/sh\nexit 101\n' >"$base/usr/sbin/policy-rc.d"
+	chmod 0755 "$base/usr/sbin/policy-rc.d"
+	mount_proc "$base"
+	bind /dev "$base/dev"
+	root="$base" in_root apt-get update -qq >"$work/apt.log" 2>&1 &&
+		root="$base" in_root apt-get install -y -qq --no-install-recommends $depends \
+			>>"$work/apt.log" 2>&1 ||
+		{ tail -20 "$work/apt.log"; fail "installing the dependencies in the chroot failed"; }
+	root="$base" in_root apt-get clean
+	unmount_last
+	unmount_last
+	tar -C "$base" -cf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
+	rm -rf --one-file-system "$base"
+	step "cached the chroot as $tarball"
+fi
+flock -u 9
+mkdir "$root"
+tar -C "$root" -xf "$tarball"
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+step "fresh chroot from $tarball"
+
+# ---- 3. install the .deb, as a user would ------------------------------------------------------
+mount_proc "$root"
+bind /dev "$root/dev"
+cp "$deb" "$src/scripts/install-ferry.sh" "$root/tmp/"
+# the user-side setup (docs/ci.md): apt-get install ./ferry_*.deb; the host's libvirtd serves
+# the chroot, so no daemon starts here, and the guest is built below with the shared cache
+in_root bash /tmp/install-ferry.sh --no-services --no-guest --deb "/tmp/${deb##*/}" \
+	>"$work/apt.log" 2>&1 ||
+	{ tail -20 "$work/apt.log"; fail "install-ferry.sh --deb ${deb##*/} failed in the chroot"; }
+in_root dpkg-query -W -f='${Status}\n' ferry | grep -q 'install ok installed' ||
+	fail "ferry is not installed in the chroot"
+[ ! -e "$root/$src" ] || fail "the source tree is visible in the chroot"
+plan=/usr/share/ferry/plans/quickstart.yaml
+in_root ferry validate "$plan" >"$work/validate.log" 2>&1 ||
+	{ cat "$work/validate.log"; fail "ferry validate $plan failed in the chroot"; }
+step "installed: $(in_root ferry --version); $(cat "$work/validate.log")"
+
+# ---- 4. the built-in guest and one cell, on the host's libvirtd --------------------------------
+bind /run/libvirt/libvirt-sock "$root/run/libvirt/libvirt-sock"
+bind "$shared" "$root$shared"
+mkdir -p "$shared/cache/guest/debs" "$shared/runs" "$shared/work"
+if [ -d /var/cache/ferry/guest/debs ]; then
+	cp /var/cache/ferry/guest/debs/*.deb "$shared/cache/guest/debs/" 2>/dev/null || true
+fi
+env=(FERRY_CACHE_DIR="$shared/cache" FERRY_RUN_DIR="$shared/runs")
+in_root env "${env[@]}" ferry guest build >"$work/guest.log" 2>&1 ||
+	{ tail -20 "$work/guest.log"; fail "ferry guest build failed in the chroot"; }
+step "ferry guest build: $(in_root env "${env[@]}" ferry guest path | head -1)"
+st=0
+in_root env "${env[@]}" sh -c "cd '$shared/work' && exec ferry run --shard 1/8 '$plan'" \
+	>"$work/run.log" 2>&1 || st=$?
+[ "$st" -eq 0 ] || { tail -30 "$work/run.log"; fail "ferry run --shard 1/8 exited $st in the chroot"; }
+python3 - "$shared/work/out/quickstart.json" <<'EOF' || fail "the one-cell run's results are wrong"
+import json, sys
+r = json.load(open(sys.argv[1]))
+cells = r["cells"]
+assert len(cells) == 1, f"{len(cells)} cells, expected 1"
+c = cells[0]
+runs = [x for x in c.get("runs", []) if not x.get("warmup")]
+assert c.get("status") == "passed", c.get("status")
+assert len(runs) == 3, f"{len(runs)} measured runs, expected 3"
+assert all(x.get("integrity_ok") for x in runs), "a run's integrity check failed"
+print(f"ok: {c['id']}: {c['status']}, {len(runs)} runs")
+EOF
+[ -z "$(ls -A "$shared/runs")" ] || fail "the run left files in its run directory: $(ls "$shared/runs")"
+step "ferry run --shard 1/8 $plan in the chroot: passed"
