@@ -393,6 +393,18 @@ static void add_channel(xmlNodePtr devices, const char *name)
 	prop(t, "name", name);
 }
 
+/* QEMU waits for the saved state as an incoming migration (vm-save.c): `-incoming defer`
+ * through libvirt's QEMU namespace. libvirt starts the domain as usual; the loaded guest stays
+ * paused (it was saved paused) until vm_incoming() resumes it. */
+static void add_incoming(xmlNodePtr dom)
+{
+	xmlNsPtr q =
+	    xmlNewNs(dom, BAD_CAST "http://libvirt.org/schemas/domain/qemu/1.0", BAD_CAST "qemu");
+	xmlNodePtr cl = xmlNewChild(dom, q, BAD_CAST "commandline", NULL);
+	prop(xmlNewChild(cl, q, BAD_CAST "arg", NULL), "value", "-incoming");
+	prop(xmlNewChild(cl, q, BAD_CAST "arg", NULL), "value", "defer");
+}
+
 char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const char *console_log,
 		    char **err)
 {
@@ -412,6 +424,8 @@ char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const
 	xmlDocSetRootElement(doc, dom); /* owned by doc from here: an early return frees it */
 	prop(dom, "type", kvm ? "kvm" : "qemu");
 	add(dom, "name", name);
+	if (c->genid)
+		add(dom, "genid", NULL);
 	if (c->owner_run) {
 		char pid[32];
 		snprintf(pid, sizeof(pid), "%ld", c->owner_pid);
@@ -645,5 +659,7 @@ char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const
 			add(fs, "readonly", NULL);
 	}
 	prop(add(dev, "memballoon", NULL), "model", "none");
+	if (c->restore)
+		add_incoming(dom);
 	return doc_string(doc, dom);
 }
