@@ -80,7 +80,7 @@ void report_output_abort(struct report_output *o)
 
 static const char *const format_names[REPORT_FORMAT_COUNT] = {
 	[REPORT_JUNIT] = "junit", [REPORT_MARKDOWN] = "markdown", [REPORT_JSON] = "json",
-	[REPORT_BMF] = "bmf",     [REPORT_GAB] = "gab",
+	[REPORT_BMF] = "bmf",     [REPORT_GAB] = "gab",           [REPORT_HTML] = "html",
 };
 
 const char *report_format_name(enum report_format f)
@@ -97,6 +97,7 @@ int report_render(enum report_format f, const struct results *r,
 	case REPORT_JSON: return report_json(r, out, err);
 	case REPORT_BMF: return report_bmf(r, out, err);
 	case REPORT_GAB: return report_gab(r, out, err);
+	case REPORT_HTML: return report_html(r, md, out, err);
 	default: *err = xstrdup("unknown report format"); return -1;
 	}
 }

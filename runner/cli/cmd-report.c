@@ -17,7 +17,8 @@
 static void report_usage(FILE *f)
 {
 	fputs("usage: ferry report RESULTS.json [--junit FILE] [--markdown FILE] [--json FILE]\n"
-	      "                    [--bmf FILE] [--gab FILE] [--rows AXIS] [--cols AXIS]\n"
+	      "                    [--bmf FILE] [--gab FILE] [--html FILE] [--rows AXIS]\n"
+	      "                    [--cols AXIS]\n"
 	      "\n"
 	      "Render a results file again. FILE '-' is standard output; with no output option\n"
 	      "the Markdown report goes to standard output. Under GitHub Actions the Markdown\n"
@@ -28,6 +29,7 @@ static void report_usage(FILE *f)
 	      "  --json FILE      the results file itself\n"
 	      "  --bmf FILE       Bencher Metric Format JSON\n"
 	      "  --gab FILE       github-action-benchmark customSmallerIsBetter JSON\n"
+	      "  --html FILE      one static HTML page with charts (no script, nothing fetched)\n"
 	      "  --rows AXIS      axis of the Markdown table rows (default: method)\n"
 	      "  --cols AXIS      axis of the Markdown table columns (default: dataset)\n",
 	      f);
@@ -41,6 +43,7 @@ int cmd_report(int argc, char **argv)
 		{ "json", required_argument, NULL, 'J' },
 		{ "bmf", required_argument, NULL, 'b' },
 		{ "gab", required_argument, NULL, 'g' },
+		{ "html", required_argument, NULL, 'H' },
 		{ "rows", required_argument, NULL, 'r' },
 		{ "cols", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
@@ -56,6 +59,7 @@ int cmd_report(int argc, char **argv)
 		case 'J': set.paths[REPORT_JSON] = optarg; break;
 		case 'b': set.paths[REPORT_BMF] = optarg; break;
 		case 'g': set.paths[REPORT_GAB] = optarg; break;
+		case 'H': set.paths[REPORT_HTML] = optarg; break;
 		case 'r': set.markdown.rows = optarg; break;
 		case 'c': set.markdown.cols = optarg; break;
 		case 'h': report_usage(stdout); return EXIT_OK;

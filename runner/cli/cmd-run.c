@@ -20,8 +20,9 @@ static void usage(FILE *out)
 {
 	fputs("usage: ferry run [--connect URI]... [--hosts FILE] [--storage auto|local|volumes]\n"
 	      "                 [--shard K/N] [--max-cells N] [--junit F]\n"
-	      "                 [--markdown F] [--json F] [--bmf F] [--gab F] [--results F]\n"
-	      "                 [--resume F] [--rerun-failed] [--fail-fast] [--quiet] [--verbose]\n"
+	      "                 [--markdown F] [--json F] [--bmf F] [--gab F] [--html F]\n"
+	      "                 [--results F] [--resume F] [--rerun-failed] [--fail-fast]\n"
+	      "                 [--quiet] [--verbose]\n"
 	      "                 [--allow-env NAME] [--var NAME=VALUE] [--allow-output DIR]\n"
 	      "                 [--no-capacity-check] [--allow-empty] [--baseline FILE]\n"
 	      "                 [--baseline-window N] PLAN\n"
@@ -250,6 +251,7 @@ int cmd_run(int argc, char **argv)
 		{ "json", required_argument, NULL, 'J' },
 		{ "bmf", required_argument, NULL, 'B' },
 		{ "gab", required_argument, NULL, 'G' },
+		{ "html", required_argument, NULL, 'W' },
 		{ "results", required_argument, NULL, 'r' },
 		{ "resume", required_argument, NULL, 'R' },
 		{ "rerun-failed", no_argument, NULL, 'F' },
@@ -298,6 +300,7 @@ int cmd_run(int argc, char **argv)
 		case 'J': paths[REPORT_JSON] = optarg; break;
 		case 'B': paths[REPORT_BMF] = optarg; break;
 		case 'G': paths[REPORT_GAB] = optarg; break;
+		case 'W': paths[REPORT_HTML] = optarg; break;
 		case 'r': eo.results_path = optarg; break;
 		case 'R': resume = optarg; break;
 		case 'F': eo.rerun_failed = true; break;
@@ -370,6 +373,8 @@ int cmd_run(int argc, char **argv)
 		paths[REPORT_BMF] = p->report.bmf;
 	if (!paths[REPORT_GAB])
 		paths[REPORT_GAB] = p->report.gab;
+	if (!paths[REPORT_HTML])
+		paths[REPORT_HTML] = p->report.html;
 	if (!eo.results_path)
 		eo.results_path = resume ? resume : paths[REPORT_JSON];
 

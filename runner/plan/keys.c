@@ -714,6 +714,10 @@ static const struct key_def report_defs[] = {
 	  .type = KEY_STRING,
 	  .offset = FIELD(plan_report, gab),
 	  .help = "where to write github-action-benchmark JSON (customSmallerIsBetter)" },
+	{ .name = "html",
+	  .type = KEY_STRING,
+	  .offset = FIELD(plan_report, html),
+	  .help = "where to write the HTML report (one static file with charts)" },
 };
 const struct key_table plan_report_keys = {
 	.name = "report",

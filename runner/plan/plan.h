@@ -278,7 +278,8 @@ struct plan_markdown {
 
 struct plan_report {
 	uint64_t set;
-	char *junit, *json, *bmf, *gab; /* paths relative to the working directory, or NULL */
+	char *junit, *json, *bmf, *gab,
+	    *html; /* paths relative to the working directory, or NULL */
 	struct plan_markdown markdown;
 };
 

@@ -176,7 +176,7 @@ void pl_check_trust(struct ctx *c, const yaml_node_t *root)
 	yaml_node_t *report = pl_lookup(c, root, "report", NULL);
 	if (!report || report->type != YAML_MAPPING_NODE)
 		return;
-	static const char *const keys[] = { "junit", "json", "bmf", "gab", "markdown" };
+	static const char *const keys[] = { "junit", "json", "bmf", "gab", "html", "markdown" };
 	for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
 		yaml_node_t *rv = pl_lookup(c, report, keys[i], NULL);
 		if (rv && rv->type == YAML_MAPPING_NODE)
