@@ -12,6 +12,7 @@
 #include <locale.h>
 #include <stdio.h>
 
+#include "formats.h"
 #include "fs.h"
 #include "results.h"
 
@@ -175,26 +176,37 @@ int report_output_commit(struct report_output *o, char **err);
 /* Close and remove the temporary file; the target is untouched. Accepts a never-opened output. */
 void report_output_abort(struct report_output *o);
 
-/* The report formats, for callers that handle them as a set (`ferry report`, `ferry run`). */
-enum report_format {
-	REPORT_JUNIT,
-	REPORT_MARKDOWN,
-	REPORT_JSON,
-	REPORT_BMF,
-	REPORT_GAB,
-	REPORT_HTML,
-	REPORT_FORMAT_COUNT,
+/*
+ * What a writer may read besides the results (the formats that have no options ignore it). opts
+ * NULL: defaults.
+ */
+struct report_opts {
+	struct report_markdown_opts markdown;
 };
+typedef int (*report_writer_fn)(const struct results *r, const struct report_opts *opts, FILE *out,
+				char **err);
 
-/* "junit", "markdown", "json", "bmf", "gab", "html". */
+/* One row of the format table (formats.h: REPORT_FORMATS). */
+struct report_format_def {
+	const char *name;   /* "junit": the plan key report.NAME and the option --NAME */
+	const char *suffix; /* ".junit.xml" */
+	report_writer_fn write;
+	const char *doc; /* "JUnit XML" */
+};
+/* Indexed by enum report_format. */
+extern const struct report_format_def report_formats[REPORT_FORMAT_COUNT];
+
+/* "junit", "markdown", ...: report_formats[f].name, "?" out of range. */
 const char *report_format_name(enum report_format f);
-/* Render one format (report_junit() etc.). */
-int report_render(enum report_format f, const struct results *r,
-		  const struct report_markdown_opts *md, FILE *out, char **err);
+/* The format named name, or -1. */
+int report_format_find(const char *name);
+/* Render one format (its row's writer). */
+int report_render(enum report_format f, const struct results *r, const struct report_opts *o,
+		  FILE *out, char **err);
 
 /*
  * Every report a run asks for, opened before the run and written once at its end:
- *   struct report_set set = { .paths[REPORT_JUNIT] = "out/x.xml", .markdown = {.rows = ...} };
+ *   struct report_set set = { .paths[REPORT_JUNIT] = "out/x.xml", .opts.markdown.rows = ... };
  *   if (report_set_open(&set, &err) < 0) ...    (before anything runs: a bad path fails early)
  *   ... run, results_write() after every cell ...
  *   if (report_set_write(&set, results, &err, &warning) < 0) ...
@@ -202,7 +214,7 @@ int report_render(enum report_format f, const struct results *r,
  */
 struct report_set {
 	const char *paths[REPORT_FORMAT_COUNT]; /* NULL: not wanted; "-": standard output */
-	struct report_markdown_opts markdown;
+	struct report_opts opts;
 	bool step_summary; /* also append the Markdown to $GITHUB_STEP_SUMMARY when it is set */
 	struct report_output out[REPORT_FORMAT_COUNT];
 };

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `ferry report RESULTS.json [--junit F] [--markdown F] [--json F] [--bmf F] [--gab F]
- *  [--rows AXIS] [--cols AXIS]`: render a results file again.
+ * `ferry report RESULTS.json [--FORMAT F]... [--rows AXIS] [--cols AXIS]`: render a results
+ * file again (one --FORMAT per row of reporters/formats.h).
  * Pipeline: options -> read results -> open every output (a bad path fails before anything is
  * written) -> render all into memory -> write and rename each -> GitHub step summary.
  */
@@ -14,23 +14,37 @@
 #include "results.h"
 #include "util.h"
 
+void report_options_usage(FILE *out, bool help, int col, int indent)
+{
+	for (int i = 0; i < REPORT_FORMAT_COUNT; i++) {
+		const struct report_format_def *d = &report_formats[i];
+		if (help) {
+			fprintf(out, "  --%s FILE%*s%s\n", d->name, (int)(10 - strlen(d->name)), "",
+				d->doc);
+			continue;
+		}
+		int w = (int)strlen(d->name) + 6; /* " [--NAME F]" */
+		if (col + w > 80) {
+			fprintf(out, "\n%*s", indent, "");
+			col = indent;
+		}
+		col += fprintf(out, " [--%s F]", d->name);
+	}
+}
+
 static void report_usage(FILE *f)
 {
-	fputs("usage: ferry report RESULTS.json [--junit FILE] [--markdown FILE] [--json FILE]\n"
-	      "                    [--bmf FILE] [--gab FILE] [--html FILE] [--rows AXIS]\n"
-	      "                    [--cols AXIS]\n"
+	fputs("usage: ferry report RESULTS.json", f);
+	report_options_usage(f, false, 32, 19);
+	fputs(" [--rows AXIS] [--cols AXIS]\n"
 	      "\n"
 	      "Render a results file again. FILE '-' is standard output; with no output option\n"
 	      "the Markdown report goes to standard output. Under GitHub Actions the Markdown\n"
 	      "report is also appended to $GITHUB_STEP_SUMMARY. Exit status 2 for bad input.\n"
-	      "\n"
-	      "  --junit FILE     JUnit XML (one testsuite per cell, one testcase per run)\n"
-	      "  --markdown FILE  Markdown for people\n"
-	      "  --json FILE      the results file itself\n"
-	      "  --bmf FILE       Bencher Metric Format JSON\n"
-	      "  --gab FILE       github-action-benchmark customSmallerIsBetter JSON\n"
-	      "  --html FILE      one static HTML page with charts (no script, nothing fetched)\n"
-	      "  --rows AXIS      axis of the Markdown table rows (default: method)\n"
+	      "\n",
+	      f);
+	report_options_usage(f, true, 0, 0);
+	fputs("  --rows AXIS      axis of the Markdown table rows (default: method)\n"
 	      "  --cols AXIS      axis of the Markdown table columns (default: dataset)\n",
 	      f);
 }
@@ -38,13 +52,7 @@ static void report_usage(FILE *f)
 int cmd_report(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "junit", required_argument, NULL, 'j' },
-		{ "markdown", required_argument, NULL, 'm' },
-		{ "json", required_argument, NULL, 'J' },
-		{ "bmf", required_argument, NULL, 'b' },
-		{ "gab", required_argument, NULL, 'g' },
-		{ "html", required_argument, NULL, 'H' },
-		{ "rows", required_argument, NULL, 'r' },
+		REPORT_LONG_OPTIONS{ "rows", required_argument, NULL, 'r' },
 		{ "cols", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -54,16 +62,16 @@ int cmd_report(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'j': set.paths[REPORT_JUNIT] = optarg; break;
-		case 'm': set.paths[REPORT_MARKDOWN] = optarg; break;
-		case 'J': set.paths[REPORT_JSON] = optarg; break;
-		case 'b': set.paths[REPORT_BMF] = optarg; break;
-		case 'g': set.paths[REPORT_GAB] = optarg; break;
-		case 'H': set.paths[REPORT_HTML] = optarg; break;
-		case 'r': set.markdown.rows = optarg; break;
-		case 'c': set.markdown.cols = optarg; break;
+		case 'r': set.opts.markdown.rows = optarg; break;
+		case 'c': set.opts.markdown.cols = optarg; break;
 		case 'h': report_usage(stdout); return EXIT_OK;
-		default: report_usage(stderr); return EXIT_PLAN;
+		default:
+			if (c >= OPT_REPORT && c < OPT_REPORT + REPORT_FORMAT_COUNT) {
+				set.paths[c - OPT_REPORT] = optarg;
+				break;
+			}
+			report_usage(stderr);
+			return EXIT_PLAN;
 		}
 	}
 	if (optind + 1 != argc) {

@@ -19,10 +19,12 @@
 static void usage(FILE *out)
 {
 	fputs("usage: ferry run [--connect URI]... [--hosts FILE] [--storage auto|local|volumes]\n"
-	      "                 [--shard K/N] [--max-cells N] [--junit F]\n"
-	      "                 [--markdown F] [--json F] [--bmf F] [--gab F] [--html F]\n"
-	      "                 [--results F] [--resume F] [--rerun-failed] [--fail-fast]\n"
-	      "                 [--quiet] [--verbose]\n"
+	      "                 [--shard K/N] [--max-cells N]\n"
+	      "                ",
+	      out);
+	report_options_usage(out, false, 16, 16);
+	fputs(" [--results F]\n"
+	      "                 [--resume F] [--rerun-failed] [--fail-fast] [--quiet] [--verbose]\n"
 	      "                 [--allow-env NAME] [--var NAME=VALUE] [--allow-output DIR]\n"
 	      "                 [--no-capacity-check] [--allow-empty] [--baseline FILE]\n"
 	      "                 [--baseline-window N] PLAN\n"
@@ -246,13 +248,7 @@ int cmd_run(int argc, char **argv)
 		{ "hosts", required_argument, NULL, 'H' },
 		{ "storage", required_argument, NULL, 'S' },
 		PLAN_SHARD_OPTION,
-		{ "junit", required_argument, NULL, 'j' },
-		{ "markdown", required_argument, NULL, 'M' },
-		{ "json", required_argument, NULL, 'J' },
-		{ "bmf", required_argument, NULL, 'B' },
-		{ "gab", required_argument, NULL, 'G' },
-		{ "html", required_argument, NULL, 'W' },
-		{ "results", required_argument, NULL, 'r' },
+		REPORT_LONG_OPTIONS{ "results", required_argument, NULL, 'r' },
 		{ "resume", required_argument, NULL, 'R' },
 		{ "rerun-failed", no_argument, NULL, 'F' },
 		{ "fail-fast", no_argument, NULL, 'f' },
@@ -295,12 +291,6 @@ int cmd_run(int argc, char **argv)
 			if (parse_storage(optarg, &lvo.storage) < 0)
 				return EXIT_PLAN;
 			break;
-		case 'j': paths[REPORT_JUNIT] = optarg; break;
-		case 'M': paths[REPORT_MARKDOWN] = optarg; break;
-		case 'J': paths[REPORT_JSON] = optarg; break;
-		case 'B': paths[REPORT_BMF] = optarg; break;
-		case 'G': paths[REPORT_GAB] = optarg; break;
-		case 'W': paths[REPORT_HTML] = optarg; break;
 		case 'r': eo.results_path = optarg; break;
 		case 'R': resume = optarg; break;
 		case 'F': eo.rerun_failed = true; break;
@@ -324,7 +314,13 @@ int cmd_run(int argc, char **argv)
 			break;
 		case 'E': allow_empty = true; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return EXIT_PLAN;
+		default:
+			if (c >= OPT_REPORT && c < OPT_REPORT + REPORT_FORMAT_COUNT) {
+				paths[c - OPT_REPORT] = optarg;
+				break;
+			}
+			usage(stderr);
+			return EXIT_PLAN;
 		}
 	}
 	if (optind != argc - 1) {
@@ -363,18 +359,9 @@ int cmd_run(int argc, char **argv)
 	}
 
 	/* the plan's report paths, unless an option overrides them */
-	if (!paths[REPORT_JUNIT])
-		paths[REPORT_JUNIT] = p->report.junit;
-	if (!paths[REPORT_MARKDOWN])
-		paths[REPORT_MARKDOWN] = p->report.markdown.path;
-	if (!paths[REPORT_JSON])
-		paths[REPORT_JSON] = p->report.json;
-	if (!paths[REPORT_BMF])
-		paths[REPORT_BMF] = p->report.bmf;
-	if (!paths[REPORT_GAB])
-		paths[REPORT_GAB] = p->report.gab;
-	if (!paths[REPORT_HTML])
-		paths[REPORT_HTML] = p->report.html;
+	for (int i = 0; i < REPORT_FORMAT_COUNT; i++)
+		if (!paths[i])
+			paths[i] = plan_report_path(&p->report, i);
 	if (!eo.results_path)
 		eo.results_path = resume ? resume : paths[REPORT_JSON];
 
@@ -401,9 +388,9 @@ int cmd_run(int argc, char **argv)
 	for (int i = 0; i < REPORT_FORMAT_COUNT; i++)
 		rs.paths[i] = paths[i];
 	if (p->report.markdown.set) {
-		rs.markdown.rows = p->report.markdown.rows;
-		rs.markdown.cols = p->report.markdown.cols;
-		rs.markdown.metric = p->report.markdown.metric;
+		rs.opts.markdown.rows = p->report.markdown.rows;
+		rs.opts.markdown.cols = p->report.markdown.cols;
+		rs.opts.markdown.metric = p->report.markdown.metric;
 	}
 	{
 		_cleanup_free_ char *err = NULL;

@@ -41,6 +41,18 @@ int cmd_schema(int argc, char **argv);
 int cmd_trend(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 
+/*
+ * --NAME FILE for every report format (reporters/formats.h), for `ferry run` and `ferry report`:
+ * getopt returns OPT_REPORT + the format. report_options_usage() prints their synopsis
+ * ("[--junit F] ...", from column `col`, wrapped lines indented by `indent`) or, with `help`, one
+ * line per option.
+ */
+enum { OPT_REPORT = 0x1100 };
+#define REPORT_LONG_OPTION(id, name, suffix, writer, plan, doc)                                    \
+	{ name, required_argument, NULL, OPT_REPORT + REPORT_##id },
+#define REPORT_LONG_OPTIONS REPORT_FORMATS(REPORT_LONG_OPTION)
+void report_options_usage(FILE *out, bool help, int col, int indent);
+
 /* The exit status of a comparison (cmd-compare.c): EXIT_PLAN refused, EXIT_FAILED a regression,
  * else EXIT_OK. */
 struct comparison;

@@ -70,7 +70,7 @@ struct dataset_gen_opts {
 	bool no_sync;
 	/* Polled between writes (every 256 KiB) and while waiting for another process's
 	 * generation: when it returns true, generation stops, removes what it wrote and fails
-	 * with "interrupted". NULL: run_interrupted() (runner/machine/run.h). */
+	 * with "interrupted". NULL: run_interrupted() (runner/util/run.h). */
 	bool (*cancelled)(void *userdata);
 	void *userdata;
 };

@@ -128,10 +128,16 @@ static int build_iso(struct method_ctx *ctx, const char *path, char **err)
 {
 	struct archive *w = archive_write_new();
 	int rc = 0;
+	/* libarchive opens a file name with O_CREAT and follows links: hand it a new file */
+	_cleanup_close_ int fd = file_create_new(path, 0644, err);
+	if (fd < 0) {
+		archive_write_free(w);
+		return -1;
+	}
 	if (archive_write_set_format_iso9660(w) != ARCHIVE_OK ||
 	    archive_write_set_format_option(w, "iso9660", "rockridge", "1") < ARCHIVE_WARN ||
 	    archive_write_add_filter_none(w) != ARCHIVE_OK ||
-	    archive_write_open_filename(w, path) != ARCHIVE_OK) {
+	    archive_write_open_fd(w, fd) != ARCHIVE_OK) {
 		*err = xasprintf("libarchive: %s", archive_error_string(w));
 		rc = -1;
 	}
@@ -196,6 +202,11 @@ static int di_prepare(struct method_ctx *ctx)
 		_cleanup_free_ char *size =
 		    xasprintf("%" PRIu64 "k", ext4_size(ctx->manifest) / 1024);
 		_cleanup_free_ char *inodes = xasprintf("%zu", ctx->manifest->n + 64);
+		/* mke2fs -F opens its output with O_CREAT, following links: it gets a new file */
+		int fd = file_create_new(raw, 0644, &err);
+		if (fd < 0)
+			return method_fail(ctx, ERROR_INFRA, err, "building the ext4 image");
+		close(fd);
 		const char *argv[] = { "mke2fs", "-q", "-F",   "-t", "ext4",          "-m",
 				       "0",      "-N", inodes, "-d", source_dir(ctx), raw,
 				       size,     NULL };
@@ -205,6 +216,13 @@ static int di_prepare(struct method_ctx *ctx)
 		return method_fail(ctx, ERROR_INFRA, err, "building the vfat image");
 	}
 	if (qcow2) {
+		/* qemu-img creates its output with O_CREAT|O_TRUNC: a new file of ferry's first */
+		int fd = file_create_new(s->image, 0644, &err);
+		if (fd < 0) {
+			unlink(raw);
+			return method_fail(ctx, ERROR_INFRA, err, "converting the image to qcow2");
+		}
+		close(fd);
 		const char *argv[] = { "qemu-img", "convert", "-q", "-f",     "raw",
 				       "-O",       "qcow2",   raw,  s->image, NULL };
 		int rc = proc_run(argv, NULL, &err);

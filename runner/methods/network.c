@@ -5,7 +5,7 @@
  * user (the default): QEMU user networking maps the guest's 10.0.2.2 to the host's 127.0.0.1:
  *   only loopback traffic on the host, never another address. A push goes through a forwarded
  *   port (QEMU HMP hostfwd_add through libvirt) per stream.
- * private: the guest's tap lives in the run's network namespace (machine/netns.h) and the sender's
+ * private: the guest's tap lives in the run's network namespace (netns.h) and the sender's
  *   sockets are created in there (netns_socket()): the server listens on the namespace's bridge
  *   address (10.0.2.2 again, so the guest side is the same), a push connects to the guest's own
  *   address on that network. Nothing on the host's network is touched.

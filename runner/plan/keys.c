@@ -691,34 +691,24 @@ const struct key_table plan_markdown_keys = {
 	.set_offset = FIELD(plan_markdown, set),
 };
 
-static const struct key_def report_defs[] = {
-	{ .name = "junit",
-	  .type = KEY_STRING,
-	  .offset = FIELD(plan_report, junit),
-	  .help = "where to write JUnit XML" },
-	{ .name = "markdown",
-	  .type = KEY_MAPPING,
-	  .offset = FIELD(plan_report, markdown),
-	  .sub = &plan_markdown_keys,
-	  .shorthand = V("path"),
-	  .help = "where to write Markdown: a path, or {path, rows, cols}" },
-	{ .name = "json",
-	  .type = KEY_STRING,
-	  .offset = FIELD(plan_report, json),
-	  .help = "where to write the JSON results" },
-	{ .name = "bmf",
-	  .type = KEY_STRING,
-	  .offset = FIELD(plan_report, bmf),
-	  .help = "where to write Bencher Metric Format JSON" },
-	{ .name = "gab",
-	  .type = KEY_STRING,
-	  .offset = FIELD(plan_report, gab),
-	  .help = "where to write github-action-benchmark JSON (customSmallerIsBetter)" },
-	{ .name = "html",
-	  .type = KEY_STRING,
-	  .offset = FIELD(plan_report, html),
-	  .help = "where to write the HTML report (one static file with charts)" },
-};
+/* One key per report format (reporters/formats.h), in the table's order: bit REPORT_x of the
+ * `set` mask is the format's key. PLAN says the key's shape. */
+#define REPORT_KEY_path(id, name_, doc)                                                            \
+	{ .name = name_,                                                                           \
+	  .type = KEY_STRING,                                                                      \
+	  .offset = FIELD(plan_report, paths[REPORT_##id]),                                        \
+	  .help = "where to write " doc },
+#define REPORT_KEY_markdown(id, name_, doc)                                                        \
+	{ .name = name_,                                                                           \
+	  .type = KEY_MAPPING,                                                                     \
+	  .offset = FIELD(plan_report, markdown),                                                  \
+	  .sub = &plan_markdown_keys,                                                              \
+	  .shorthand = V("path"),                                                                  \
+	  .help = "where to write " doc ": a path, or {path, rows, cols}" },
+#define REPORT_KEY(id, name, suffix, writer, plan, doc) REPORT_KEY_##plan(id, name, doc)
+static const struct key_def report_defs[] = { REPORT_FORMATS(REPORT_KEY) };
+#undef REPORT_KEY
+_Static_assert(ELEMENTSOF(report_defs) == REPORT_FORMAT_COUNT, "one report key per format");
 const struct key_table plan_report_keys = {
 	.name = "report",
 	.doc = "report files written at the end of a run",

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Every limit of the plan language in one place: the key tables (keys.c), the rules table
- * (rules.c), the reader (load.c) and the machine layer (runner/machine/vm.c) all take their
+ * (rules.c), the reader (load.c) and the machine layer (runner/machine/libvirt/vm.c) all take their
  * bounds from here, so `ferry validate` refuses exactly what a run would refuse. ferry(1) LIMITS
  * lists them.
  */

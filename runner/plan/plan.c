@@ -284,6 +284,13 @@ struct plan *plan_parse_file(const char *path, struct diag_list *diags)
 	return plan_load(path, NULL, diags);
 }
 
+const char *plan_report_path(const struct plan_report *r, int f)
+{
+	if (f < 0 || f >= REPORT_FORMAT_COUNT)
+		return NULL;
+	return f == REPORT_MARKDOWN ? r->markdown.path : r->paths[f];
+}
+
 void plan_free(struct plan *p)
 {
 	if (!p)

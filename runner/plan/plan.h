@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "diag.h"
+#include "formats.h"
 #include "matrix.h"
 
 /* A position in a plan file; `file` points into plan->files and lives as long as the plan. */
@@ -276,12 +277,16 @@ struct plan_markdown {
 	char *metric; /* a second table of this metric's medians ("total": none) */
 };
 
+/* `report:` one key per report format (reporters/formats.h), bit REPORT_x of `set` */
 struct plan_report {
 	uint64_t set;
-	char *junit, *json, *bmf, *gab,
-	    *html; /* paths relative to the working directory, or NULL */
+	/* paths relative to the working directory, or NULL; the Markdown's is markdown.path
+	 * (plan_report_path() reads either) */
+	char *paths[REPORT_FORMAT_COUNT];
 	struct plan_markdown markdown;
 };
+/* The path the plan names for format f (an enum report_format), or NULL. */
+const char *plan_report_path(const struct plan_report *r, int f);
 
 /* `regression:` how `ferry run` compares itself with its baseline (ferry(1) COMPARE). */
 enum plan_regression_rule { PLAN_RULE_WELCH, PLAN_RULE_LKP };

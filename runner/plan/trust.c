@@ -176,11 +176,11 @@ void pl_check_trust(struct ctx *c, const yaml_node_t *root)
 	yaml_node_t *report = pl_lookup(c, root, "report", NULL);
 	if (!report || report->type != YAML_MAPPING_NODE)
 		return;
-	static const char *const keys[] = { "junit", "json", "bmf", "gab", "html", "markdown" };
-	for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
-		yaml_node_t *rv = pl_lookup(c, report, keys[i], NULL);
+	for (int i = 0; i < REPORT_FORMAT_COUNT; i++) {
+		const char *key = plan_report_keys.keys[i].name;
+		yaml_node_t *rv = pl_lookup(c, report, key, NULL);
 		if (rv && rv->type == YAML_MAPPING_NODE)
 			rv = pl_lookup(c, rv, "path", NULL);
-		check_report_path(c, rv, keys[i]);
+		check_report_path(c, rv, key);
 	}
 }

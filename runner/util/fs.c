@@ -29,6 +29,47 @@ static int fail(char **err, int e, const char *fmt, ...)
 	return -1;
 }
 
+char *path_component(const char *name)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	char *out = xmalloc(3 * strlen(name) + 4);
+	size_t n = 0;
+	if (!*name)
+		return strcpy(out, "%00");
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+		if (*p == '/' || *p == '%' || (p == (const unsigned char *)name && *p == '.')) {
+			out[n++] = '%';
+			out[n++] = hex[*p >> 4];
+			out[n++] = hex[*p & 15];
+		} else {
+			out[n++] = (char)*p;
+		}
+	}
+	out[n] = '\0';
+	return out;
+}
+
+int file_create_new(const char *path, mode_t mode, char **err)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 07777);
+	if (fd < 0) {
+		int e = errno;
+		struct stat st;
+		if (e == EEXIST && lstat(path, &st) == 0)
+			return fail(err, e,
+				    "%s: exists as %s (ferry creates its outputs as new files)",
+				    path, file_kind(st.st_mode));
+		return fail(err, e, "%s: %s", path, strerror(e));
+	}
+	if (fchmod(fd, mode & 07777) < 0) {
+		int e = errno;
+		close(fd);
+		unlink(path);
+		return fail(err, e, "%s: chmod: %s", path, strerror(e));
+	}
+	return fd;
+}
+
 /* mkdir with exactly `mode` (mkdir applies the umask); EEXIST is passed through. */
 static int mkdir_mode(const char *path, mode_t mode)
 {

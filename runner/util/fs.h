@@ -26,6 +26,22 @@
 int mkdir_p(const char *path, mode_t mode, char **err);
 
 /*
+ * `name` made one safe path component: '/' and '%' percent-encoded ("%2F", "%25"), and an
+ * empty name, "." and ".." (and so any name that starts with '.') get their first byte
+ * encoded too, so the result never names a parent, the directory itself or a hidden file.
+ * Injective: distinct names give distinct components. Caller frees.
+ */
+char *path_component(const char *name);
+
+/*
+ * Create `path` as a new, empty regular file with permission bits `mode` exactly (O_CREAT|
+ * O_EXCL|O_NOFOLLOW: an existing name, a symbolic link included, is refused and left alone).
+ * Returns the open descriptor (O_RDWR|O_CLOEXEC), or -1 with errno and *err (when not NULL):
+ * "PATH: exists as a symbolic link (ferry creates its outputs as new files)".
+ */
+int file_create_new(const char *path, mode_t mode, char **err);
+
+/*
  * What kind of file `st` is, as a noun for messages ("a symbolic link", "a character device",
  * "a FIFO", "a socket", "a directory", "a block device", "a regular file").
  */

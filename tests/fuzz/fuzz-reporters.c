@@ -15,15 +15,14 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void render(enum report_format fmt, const struct results *r,
-		   const struct report_markdown_opts *md)
+static void render(enum report_format fmt, const struct results *r, const struct report_opts *o)
 {
 	char *text = NULL, *err = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
 	if (!f)
 		abort();
-	int rc = report_render(fmt, r, md, f, &err);
+	int rc = report_render(fmt, r, o, f, &err);
 	fclose(f);
 	if (rc < 0 && !err)
 		abort(); /* a failure always says why */
@@ -46,11 +45,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	for (int fmt = 0; fmt < REPORT_FORMAT_COUNT; fmt++)
 		render((enum report_format)fmt, r, NULL);
-	struct report_markdown_opts small = { .max_bytes = 2048 };
+	struct report_opts small = { .markdown.max_bytes = 2048 };
 	render(REPORT_MARKDOWN, r, &small);
 	if (r->n_cells && r->cells[0].n_axes >= 2) {
-		struct report_markdown_opts axes = { .rows = r->cells[0].axes[1].key,
-						     .cols = r->cells[0].axes[0].key };
+		struct report_opts axes = { .markdown = { .rows = r->cells[0].axes[1].key,
+							  .cols = r->cells[0].axes[0].key } };
 		render(REPORT_MARKDOWN, r, &axes);
 	}
 	results_free(r);

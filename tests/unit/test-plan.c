@@ -179,11 +179,11 @@ static void test_full(void)
 	g_assert_null(p->criteria[1].where.vm);
 	g_assert_cmpint(p->criteria[1].pos.line, ==, 36);
 
-	g_assert_cmpstr(p->report.junit, ==, "out/a.xml");
+	g_assert_cmpstr(p->report.paths[REPORT_JUNIT], ==, "out/a.xml");
 	g_assert_cmpstr(p->report.markdown.path, ==, "out/a.md");
 	g_assert_cmpstr(p->report.markdown.rows, ==, "method");
 	g_assert_cmpstr(p->report.markdown.cols, ==, "dataset");
-	g_assert_null(p->report.bmf);
+	g_assert_null(p->report.paths[REPORT_BMF]);
 
 	/* the matrix, as written */
 	const struct matrix_def *m = &p->matrix;

@@ -17,6 +17,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "keys.h"
 #include "reporters.h"
 #include "results.h"
 #include "util.h"
@@ -755,6 +756,40 @@ static int render_all(const char *dir)
 	return 0;
 }
 
+/* The format table (reporters/formats.h): every row is whole and renders the sample, names are
+ * unique, and the plan has one report key per row, by the same name and in the same order (its
+ * bit in the `set` mask is the format). */
+static void test_format_table(void)
+{
+	_cleanup_(results_freep) struct results *r = sample();
+	g_assert_cmpuint(plan_report_keys.n_keys, ==, REPORT_FORMAT_COUNT);
+	for (int i = 0; i < REPORT_FORMAT_COUNT; i++) {
+		const struct report_format_def *d = &report_formats[i];
+		g_assert_nonnull(d->name);
+		g_assert_nonnull(d->write);
+		g_assert_true(d->doc && *d->doc);
+		g_assert_true(d->suffix && d->suffix[0] == '.');
+		g_assert_cmpstr(report_format_name(i), ==, d->name);
+		g_assert_cmpint(report_format_find(d->name), ==, i);
+		g_assert_cmpstr(plan_report_keys.keys[i].name, ==, d->name);
+		for (int j = 0; j < i; j++)
+			g_assert_cmpstr(report_formats[j].name, !=, d->name);
+
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+		_cleanup_free_ char *err = NULL;
+		int rc = report_render(i, r, NULL, f, &err);
+		fclose(f);
+		g_assert_null(err);
+		g_assert_cmpint(rc, ==, 0);
+		g_assert_cmpuint(len, >, 0);
+		free(buf);
+	}
+	g_assert_cmpint(report_format_find("nope"), ==, -1);
+	g_assert_cmpstr(report_format_name(REPORT_FORMAT_COUNT), ==, "?");
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -772,6 +807,7 @@ int main(int argc, char **argv)
 		_cleanup_free_ char *name = xasprintf("/reporters/golden/%s", outputs[i].golden);
 		g_test_add_data_func(name, GSIZE_TO_POINTER(i), test_golden);
 	}
+	g_test_add_func("/reporters/format-table", test_format_table);
 	g_test_add_func("/reporters/json-is-results-file", test_json_is_results_file);
 	g_test_add_func("/reporters/clean-text", test_clean_text);
 	g_test_add_func("/reporters/text-tail", test_text_tail);

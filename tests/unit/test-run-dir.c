@@ -290,11 +290,84 @@ static void test_run_close_contained(void)
 	g_unsetenv("FERRY_RUN_DIR");
 }
 
+/*
+ * Issue 24, class 1: a sweep value in a cell id walks out of the run directory. The first cell
+ * (dataset.path=x) makes cells/<...x>; the second one's id, "...dataset.path=x/../../...", used
+ * to resolve through it to a directory outside, where a disk-image cell's mke2fs then wrote
+ * through a planted link. Every name run_path gets is one component of <run>/<sub>, and
+ * file_create_new refuses the planted link, leaving what it points at untouched.
+ */
+static void test_run_path_escape(void)
+{
+	char *base = g_dir_make_tmp("ferry-test-run-XXXXXX", NULL);
+	g_setenv("FERRY_RUN_DIR", base, TRUE);
+	char *err = NULL;
+	struct run *r = run_open(&err);
+	g_assert_nonnull(r);
+	char *trap = g_build_filename(base, "trap", NULL);
+	g_assert_cmpint(g_mkdir(trap, 0755), ==, 0);
+	char *victim = g_build_filename(base, "victim", NULL);
+	g_assert_true(g_file_set_contents(victim, "precious", -1, NULL));
+	char *planted = g_build_filename(trap, "image-1.raw", NULL);
+	g_assert_cmpint(symlink(victim, planted), ==, 0);
+
+	char *first = run_path(r, "cells", "vm=v,dataset.path=x");
+	g_assert_cmpint(g_mkdir(first, 0755), ==, 0);
+	const char *ids[] = { "vm=v,dataset.path=x/../../../../../../../../../../../../trap",
+			      "..",
+			      ".",
+			      "",
+			      "a/b",
+			      "%2F",
+			      "/abs" };
+	char *cells = g_build_filename(run_dir(r), "cells", NULL);
+	GHashTable *seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	for (size_t i = 0; i < G_N_ELEMENTS(ids); i++) {
+		char *p = run_path(r, "cells", ids[i]);
+		char *dir = g_path_get_dirname(p), *leaf = g_path_get_basename(p);
+		g_assert_cmpstr(dir, ==, cells);
+		g_assert_null(strchr(leaf, '/'));
+		g_assert_false(leaf[0] == '.');
+		g_assert_true(
+		    g_hash_table_add(seen, g_strdup(leaf))); /* distinct ids, distinct names */
+		g_assert_cmpint(g_mkdir(p, 0755), ==, 0);
+		g_free(dir);
+		g_free(leaf);
+		g_free(p);
+	}
+	g_hash_table_unref(seen);
+	/* the disk-image output through the planted link: refused, the victim untouched */
+	int fd = file_create_new(planted, 0644, &err);
+	g_assert_cmpint(fd, ==, -1);
+	g_assert_nonnull(strstr(err, "exists as a symbolic link"));
+	free(err);
+	char *text = NULL;
+	g_assert_true(g_file_get_contents(victim, &text, NULL, NULL));
+	g_assert_cmpstr(text, ==, "precious");
+	g_free(text);
+	/* nothing was made in the trap: it holds the planted link only */
+	GDir *d = g_dir_open(trap, 0, NULL);
+	g_assert_cmpstr(g_dir_read_name(d), ==, "image-1.raw");
+	g_assert_null(g_dir_read_name(d));
+	g_dir_close(d);
+
+	run_close(r, NULL);
+	g_assert_cmpint(rm_tree(base, NULL), ==, 0);
+	g_free(cells);
+	free(first);
+	g_free(planted);
+	g_free(victim);
+	g_free(trap);
+	g_free(base);
+	g_unsetenv("FERRY_RUN_DIR");
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/run/dir", test_run_dir);
+	g_test_add_func("/run/path-escape", test_run_path_escape);
 	g_test_add_func("/run/signal", test_run_signal);
 	g_test_add_func("/run/signal-hup-quit", test_run_signal_hup_quit);
 	g_test_add_func("/run/second-signal-deadline", test_run_second_signal_deadline);

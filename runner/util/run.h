@@ -40,7 +40,9 @@ const char *run_dir(const struct run *r);
 
 /*
  * Create (0755) and return a fresh path inside the run directory: run_dir/<sub>/<name>. sub may
- * be NULL. The directory is created; the file is not. Caller frees.
+ * be NULL (it is ferry's own, never a plan's). name is made one path component
+ * (path_component: '/' encoded, no leading '.'), so a cell id or entry name never leads out of
+ * the run directory. The directory is created; the file is not. Caller frees.
  */
 char *run_path(struct run *r, const char *sub, const char *name);
 

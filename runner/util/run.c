@@ -175,12 +175,15 @@ const char *run_dir(const struct run *r)
 
 char *run_path(struct run *r, const char *sub, const char *name)
 {
+	/* names come from plans (cell ids hold sweep values, VM and entry names): one component
+	 * each, so "x/../../../tmp/trap" stays a name inside the run directory */
+	_cleanup_free_ char *leaf = path_component(name);
 	if (sub) {
 		_cleanup_free_ char *d = xasprintf("%s/%s", r->dir, sub);
 		(void)mkdir_p(d, 0755, NULL);
-		return xasprintf("%s/%s", d, name);
+		return xasprintf("%s/%s", d, leaf);
 	}
-	return xasprintf("%s/%s", r->dir, name);
+	return xasprintf("%s/%s", r->dir, leaf);
 }
 
 char *run_domain_name(struct run *r)
