@@ -5,6 +5,8 @@
  * before anything is written) -> render -> GitHub annotations and step summary -> exit status.
  */
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 #include "commands.h"
 #include "compare-report.h"
 #include "compare.h"
+#include "fs.h"
 #include "reporters.h"
 #include "results.h"
 #include "units.h"
@@ -121,6 +124,21 @@ static int expand_baseline(const char *arg, struct strv *out)
 			size_t n = strlen(e->d_name);
 			if (e->d_name[0] == '.' || n < 6 || !STREQ(e->d_name + n - 5, ".json"))
 				continue;
+			/* a listing follows no link: a plan's baseline directory may come from a
+			 * pull request, and "x.json -> /etc/shadow" would be read and quoted */
+			struct stat est;
+			const char *is = "", *why = NULL;
+			if (fstatat(dirfd(d), e->d_name, &est, AT_SYMLINK_NOFOLLOW) < 0)
+				why = strerror(errno);
+			else if (!S_ISREG(est.st_mode))
+				is = "is ", why = file_kind(est.st_mode);
+			if (why) {
+				errorf("%s/%s: %s%s: the results files of a baseline directory are "
+				       "read only when they are regular files (no symbolic links)",
+				       arg, e->d_name, is, why);
+				closedir(d);
+				return -1;
+			}
 			strv_add(out, xasprintf("%s/%s", arg, e->d_name));
 		}
 		closedir(d);

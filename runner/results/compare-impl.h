@@ -42,6 +42,8 @@ bool cmp_measured(const struct result_run *run);
 void cmp_samples_add(struct samples *s, const struct result_cell *c, size_t file,
 		     const struct metric_ref *m);
 void cmp_samples_free(struct samples *s);
+/* The value of metric m in a run (NAN when it has none). */
+double cmp_run_value(const struct result_run *run, const struct metric_ref *m);
 double cmp_median(const double *x, size_t n);
 /* Appends a note to the row ("; " between notes). */
 void cmp_row_note(struct cmp_row *row, const char *fmt, ...) _printf_(2, 3);
@@ -49,6 +51,10 @@ void cmp_row_note(struct cmp_row *row, const char *fmt, ...) _printf_(2, 3);
  * the verdict needs into w (w->sa and w->sb: caller frees). */
 void cmp_row_test(struct cmp_row *row, struct row_work *w, const struct samples *a,
 		  const struct samples *b, double confidence);
+/* The paired test of a row: ma[i] and mb[i] are the mean log values of the two sides in block
+ * i (k >= 2 blocks, both sides in each); what the verdict needs into w (caller frees sa, sb). */
+void cmp_row_test_paired(struct cmp_row *row, struct row_work *w, const double *ma,
+			 const double *mb, size_t k, double confidence);
 /* The verdict of a row whose test ran, once false-discovery control set row->sig_*. */
 void cmp_row_verdict(struct cmp_row *row, struct row_work *w, enum cmp_rule rule,
 		     double confidence);

@@ -17,7 +17,7 @@ bool cmp_measured(const struct result_run *run)
 	return !run->warmup && run->integrity_ok && isfinite(run->total);
 }
 
-static double run_value(const struct result_run *run, const struct metric_ref *m)
+double cmp_run_value(const struct result_run *run, const struct metric_ref *m)
 {
 	switch (m->kind) {
 	case M_TOTAL: return run->total;
@@ -38,7 +38,7 @@ void cmp_samples_add(struct samples *s, const struct result_cell *c, size_t file
 {
 	for (size_t i = 0; i < c->n_runs; i++) {
 		const struct result_run *run = &c->runs[i];
-		double x = cmp_measured(run) ? run_value(run, m) : NAN;
+		double x = cmp_measured(run) ? cmp_run_value(run, m) : NAN;
 		if (!(x > 0) || !isfinite(x))
 			continue;
 		if (s->n == s->cap) {
@@ -114,6 +114,9 @@ static void min_max(const double *x, size_t n, double *lo, double *hi)
 
 /* ---- one row ------------------------------------------------------------------------------ */
 
+static void row_finish(struct cmp_row *row, struct row_work *w, double d, double se, double df,
+		       double confidence);
+
 void cmp_row_test(struct cmp_row *row, struct row_work *w, const struct samples *a,
 		  const struct samples *b, double confidence)
 {
@@ -171,9 +174,38 @@ void cmp_row_test(struct cmp_row *row, struct row_work *w, const struct samples 
 	}
 	free(ma);
 	free(mb);
+	row_finish(row, w, xb - xa, sqrt(se2), df, confidence);
+}
 
-	w->d = xb - xa;
-	w->se = sqrt(se2);
+void cmp_row_test_paired(struct cmp_row *row, struct row_work *w, const double *ma,
+			 const double *mb, size_t k, double confidence)
+{
+	/* the difference within each block cancels what the block shared (the host's moment) */
+	_cleanup_free_ double *d = xcalloc(k + 1, sizeof(*d));
+	for (size_t i = 0; i < k; i++)
+		d[i] = mb[i] - ma[i];
+	double dm, dv;
+	stats_mean_var(d, k, &dm, &dv);
+	row->boots_base = row->boots_cand = k;
+	row->between_known = true;
+	/* more_boots() sizes two independent sides by s sqrt(2/k): a paired difference has the
+	 * standard deviation s_d, so s = s_d / sqrt(2) gives the same count */
+	w->s_boot = sqrt(dv / 2);
+	w->sa = xmalloc(k * sizeof(double));
+	w->sb = xmalloc(k * sizeof(double));
+	memcpy(w->sa, ma, k * sizeof(double));
+	memcpy(w->sb, mb, k * sizeof(double));
+	w->k_base = w->k_cand = k;
+	row_finish(row, w, dm, sqrt(dv / (double)k), (double)(k - 1), confidence);
+}
+
+/* The change, its interval, the one-sided p-values and the minimum detectable effect of a
+ * difference d of log means with standard error se and df degrees of freedom. */
+static void row_finish(struct cmp_row *row, struct row_work *w, double d, double se, double df,
+		       double confidence)
+{
+	w->d = d;
+	w->se = se;
 	row->df = df;
 	w->tq = stats_t_quantile(confidence, df);
 	row->change = expm1(w->d);

@@ -327,6 +327,11 @@ static void rd_cell(struct reader *rd, const char *where, const json_t *o, struc
 			rd_uint(rd, w, jr, "boot", INT64_MAX, &boot);
 			run->boot = boot > 0 ? (int64_t)boot : -1;
 		}
+		if (get(jr, "block")) {
+			uint64_t block;
+			rd_uint(rd, w, jr, "block", INT64_MAX, &block);
+			run->block = block > 0 ? (int64_t)block : -1;
+		}
 		rd_time(rd, w, jr, "started", &run->started_ms);
 		rd_object(rd, w, jr, "metrics", &run->metrics);
 		const char *mk;

@@ -344,7 +344,7 @@ struct result_run *result_cell_add_run(struct result_cell *c, bool warmup)
 	c->runs = xgrow(c->runs, &c->runs_cap, c->n_runs + 1, sizeof(*c->runs));
 	struct result_run *run = &c->runs[c->n_runs];
 	*run = (struct result_run){
-		.index = (unsigned)c->n_runs, .warmup = warmup, .total = NAN, .boot = -1
+		.index = (unsigned)c->n_runs, .warmup = warmup, .total = NAN, .boot = -1, .block = -1
 	};
 	for (size_t p = 0; p < PHASE_COUNT; p++)
 		run->phase[p] = NAN;

@@ -94,6 +94,8 @@ struct result_run {
 	bool outlier;     /* set by results_cell_compute_stats() on measured runs */
 	int64_t boot;     /* which VM boot of the file the run happened in (ids unique within one
 			   * results file, from 1); -1 when unknown (a version 1 file) */
+	int64_t block;    /* which block of the run (a round that boots every VM configuration
+			   * once, ferry(1) run.boots), from 1; -1 when the run had no blocks */
 	json_t *metrics;  /* method-reported metrics {"name": number} (owned), or NULL */
 	int64_t started_ms; /* wall clock when the run began (Unix ms; 0: unknown): the order of
 			     * runs across cells, e.g. under run.order interleaved */
