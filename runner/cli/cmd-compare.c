@@ -39,6 +39,11 @@ static const struct cli_option compare_options[] = {
 	  .arg = "FILE",
 	  .value = CLI_FILE,
 	  .help = "the comparison as JSON" },
+	{ .name = "html",
+	  .id = 'H',
+	  .arg = "FILE",
+	  .value = CLI_FILE,
+	  .help = "the comparison as one static HTML page with charts" },
 	{ .name = "threshold",
 	  .id = 't',
 	  .arg = "[CELLS:][METRIC=]PERCENT",
@@ -210,6 +215,12 @@ static int do_md(void *ud, FILE *f, char **err)
 	return report_compare_markdown(r->c, r->cand, r->x, f, err);
 }
 
+static int do_html(void *ud, FILE *f, char **err)
+{
+	struct render *r = ud;
+	return report_compare_html(r->c, r->cand, r->x, f, err);
+}
+
 static int do_junit(void *ud, FILE *f, char **err)
 {
 	struct render *r = ud;
@@ -346,7 +357,7 @@ int compare_exit_code(const struct comparison *c)
 
 static int cmd_compare(int argc, char **argv)
 {
-	const char *md = NULL, *junit = NULL, *json = NULL;
+	const char *md = NULL, *junit = NULL, *json = NULL, *html = NULL;
 	struct compare_opts o = { 0 };
 	struct cmp_threshold *th = NULL;
 	size_t n_th = 0;
@@ -360,6 +371,7 @@ static int cmd_compare(int argc, char **argv)
 		case 'm': md = optarg; break;
 		case 'j': junit = optarg; break;
 		case 'J': json = optarg; break;
+		case 'H': html = optarg; break;
 		case 't': {
 			struct cmp_threshold t;
 			if (cmp_threshold_parse(optarg, &t, &err) < 0) {
@@ -448,13 +460,15 @@ static int cmd_compare(int argc, char **argv)
 			};
 			struct render r = { cmp, cand, &x };
 			int out_rc = 0;
-			if (!md && !junit && !json)
+			if (!md && !junit && !json && !html)
 				md = "-";
 			if (md && write_report(md, do_md, &r) < 0)
 				out_rc = -1;
 			if (junit && write_report(junit, do_junit, &r) < 0)
 				out_rc = -1;
 			if (json && write_report(json, do_json, &r) < 0)
+				out_rc = -1;
+			if (html && write_report(html, do_html, &r) < 0)
 				out_rc = -1;
 			github(&r);
 			if (cmp->refused) {

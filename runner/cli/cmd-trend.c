@@ -24,6 +24,11 @@ static const struct cli_option trend_options[] = {
 	  .arg = "FILE",
 	  .value = CLI_FILE,
 	  .help = "where the Markdown goes (default: standard output)" },
+	{ .name = "html",
+	  .id = 'H',
+	  .arg = "FILE",
+	  .value = CLI_FILE,
+	  .help = "also write the trend as one static HTML page with charts" },
 	CLI_END,
 };
 const struct cli_command cli_trend = {
@@ -45,12 +50,13 @@ const struct cli_command cli_trend = {
 
 static int cmd_trend(int argc, char **argv)
 {
-	const char *output = "-";
+	const char *output = "-", *html = NULL;
 	int c;
 
 	while ((c = cli_getopt(&cli_trend, argc, argv)) != -1) {
 		switch (c) {
 		case 'o': output = optarg; break;
+		case 'H': html = optarg; break;
 		case 'h': return cli_usage_exit(&cli_trend, stdout);
 		default: return cli_usage_exit(&cli_trend, stderr);
 		}
@@ -90,17 +96,22 @@ static int cmd_trend(int argc, char **argv)
 	}
 	fclose(mem);
 
-	struct report_output o = { 0 };
-	if (report_output_open(&o, output, &err) < 0) {
+	/* both outputs open before either is written: a bad path leaves nothing behind */
+	struct report_output o = { 0 }, h = { 0 };
+	if (report_output_open(&o, output, &err) < 0 ||
+	    (html && report_output_open(&h, html, &err) < 0)) {
+		report_output_abort(&o);
 		errorf("trend: %s", err);
 		return EXIT_PLAN;
 	}
-	if (fwrite(text, 1, len, o.f) != len) {
+	if (fwrite(text, 1, len, o.f) != len || (html && report_trend_html(t, h.f, &err) < 0)) {
 		report_output_abort(&o);
-		errorf("trend: %s: cannot write", output);
+		report_output_abort(&h);
+		errorf("trend: %s", err ? err : "cannot write");
 		return EXIT_PLAN;
 	}
-	if (report_output_commit(&o, &err) < 0) {
+	if (report_output_commit(&o, &err) < 0 || (html && report_output_commit(&h, &err) < 0)) {
+		report_output_abort(&h);
 		errorf("trend: %s", err);
 		return EXIT_PLAN;
 	}
