@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "machine.h"
 #include "util.h"
 
 /*
@@ -50,6 +51,22 @@ int method_fail(struct method_ctx *ctx, enum result_error_kind kind, const char 
 	const char *lv = virGetLastErrorMessage();
 	if (lv && *lv && strcmp(lv, "no error") != 0)
 		ctx->err.libvirt_message = xstrdup(lv);
+	return -1;
+}
+
+int method_fail_op(struct method_ctx *ctx, enum result_error_kind kind, const struct machine_err *e,
+		   const char *agent_message, const char *fmt, ...)
+{
+	va_list ap;
+	method_error_clear(&ctx->err);
+	ctx->err.kind = kind;
+	va_start(ap, fmt);
+	ctx->err.message = xvasprintf(fmt, ap);
+	va_end(ap);
+	if (agent_message && *agent_message)
+		ctx->err.agent_message = xstrdup(agent_message);
+	if (e && e->detail)
+		ctx->err.libvirt_message = xstrdup(e->detail);
 	return -1;
 }
 
