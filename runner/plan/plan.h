@@ -213,8 +213,24 @@ struct plan_repeat {
 	uint64_t budget; /* ns of measured time per cell after which to stop; 0: none */
 };
 
+/* run.boots: blocks, each booting every VM configuration once (ferry(1) BLOCKS) */
+struct plan_boots {
+	uint64_t set;
+	uint64_t min; /* 0: no blocks */
+	uint64_t max; /* >= min once resolved */
+};
+
+/* The most runs a cell takes in one boot of a block (run.runs_per_boot, and what auto picks). */
+#define PLAN_RUNS_PER_BOOT_MAX 100
+
 struct plan_run {
 	uint64_t set;
+	struct plan_boots boots;
+	char *runs_per_boot; /* "N" or "auto"; NULL: auto. Owned by the plan's own run only: the
+				block keys are top-level only, so a cell's copy borrows it */
+	unsigned rpb;        /* runs_per_boot read: 0 auto, else N */
+	double until;        /* target relative half-width, percent; 0: none */
+	uint64_t budget;     /* ns of blocks after which none starts; 0: none */
 	struct plan_repeat repeat;
 	uint64_t warmup;
 	enum plan_order order;

@@ -194,8 +194,24 @@ struct result_origin {
 	char *lost;
 };
 
+/* How a run with blocks (run.boots) was designed and why it stopped ("design" in the JSON). */
+struct result_design {
+	unsigned blocks;        /* blocks run; 0: the run had no blocks (nothing else is set) */
+	unsigned runs_per_boot; /* measured runs of each cell per boot after the pilot */
+	bool automatic;         /* chosen from the pilot (runs_per_boot: auto) */
+	unsigned pilot_blocks, pilot_runs; /* the pilot: blocks and runs per boot */
+	/* the pilot's variance components of the log total, pooled over the cells: within a
+	 * boot (T_run^2) and between boots (T_boot^2, unbiased); NAN unknown */
+	double within_var, between_var;
+	double boot_s, run_s; /* the pilot's cost of a boot and of a run, seconds; NAN unknown */
+	int stop;         /* enum stats_stop: halfwidth-reached, max-reached, budget-exhausted */
+	double until;     /* target relative half-width (fraction); 0: none */
+	double halfwidth; /* the widest relative half-width at the end; NAN unknown */
+};
+
 struct results {
 	int version; /* RESULTS_VERSION */
+	struct result_design design;
 	struct {
 		char *name;
 		char *path;

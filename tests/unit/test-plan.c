@@ -594,6 +594,11 @@ static void test_trust_options(void)
 		{ "qemu:///system?socket=/tmp/s", false },
 		{ "qemu://host/system", false },
 		{ "qemu:///system#x", false },
+		/* issue 24, class 5: the test driver loads a path as XML and quotes it */
+		{ "test:///etc/shadow", false },
+		{ "test:///proc/self/environ", false },
+		{ "qemu:///embed", false },
+		{ "qemu:///system/../../etc/shadow", false },
 	};
 	for (size_t i = 0; i < G_N_ELEMENTS(uris); i++) {
 		text = g_strdup_printf("ferry: 1\nconnect: '%s'\n%s", uris[i].uri, trust_base);
