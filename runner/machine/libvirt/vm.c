@@ -4,6 +4,7 @@
 #include "vm.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -374,8 +375,17 @@ static int copy_boot_file(const char *what, const char *src, const char *dst, ch
 	}
 	struct atomic_file af;
 	_cleanup_free_ char *e = NULL;
-	if (atomic_file_open(&af, dst, 0644, &e) < 0) {
+	/* 0600, QEMU's user's: a kernel or initrd may be anything readable to root, and other
+	 * local users must not read the copy */
+	if (atomic_file_open(&af, dst, 0600, &e) < 0) {
 		*err = xasprintf("cannot copy %s '%s': %s", what, src, e);
+		return -1;
+	}
+	struct passwd *pw = getpwnam("libvirt-qemu");
+	if (pw && fchown(af.fd, pw->pw_uid, pw->pw_gid) < 0 && errno != EPERM) {
+		int e2 = errno;
+		atomic_file_abort(&af);
+		*err = xasprintf("cannot copy %s '%s': chown: %s", what, src, strerror(e2));
 		return -1;
 	}
 	char buf[65536];
@@ -527,6 +537,11 @@ static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_conf
 	struct vm_config cc = *c;
 
 	if (c->image) {
+		/* a custom guest's files come from the plan: regular files in the allowed tree */
+		if (input_check("image", c->image, NULL, err) < 0 ||
+		    (c->kernel && input_check("kernel", c->kernel, NULL, err) < 0) ||
+		    (c->initrd && input_check("initrd", c->initrd, NULL, err) < 0))
+			return -1;
 		char abs[PATH_MAX];
 		if (!realpath(c->image, abs)) {
 			*err = xasprintf("cannot find image '%s': %s", c->image, strerror(errno));
