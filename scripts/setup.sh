@@ -28,9 +28,13 @@ packages=(
 	clang-format iproute2 locales
 	# tests: the remote host tests reach libvirtd through TCP forwarders on 127.0.0.1
 	socat
+	# tests: the HTML reports are loaded by a real browser (headless, offline) and validated
+	chromium python3-html5lib
 	# docs tests: groff renders ferry.1 (tests/docs-sync.sh checks it renders without warnings)
 	groff-base
 	python3-yaml
+	# completion tests: zsh and fish read the scripts 'ferry completion' prints (tests/completion.sh)
+	zsh fish
 )
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -67,41 +71,8 @@ if [ ! -x "$tools/node_modules/.bin/action-validator" ] ||
 	npm install --prefix "$tools" --no-audit --no-fund --silent "${ci_tools[@]}" >/dev/null
 fi
 
-# /dev/kvm root:root 0600 makes libvirt re-probe QEMU on every domain start (~52 s each)
-if [ -e /dev/kvm ]; then
-	getent group kvm >/dev/null || groupadd -r kvm
-	chgrp kvm /dev/kvm && chmod 0660 /dev/kvm || log "warning: cannot fix /dev/kvm permissions"
-fi
-
-# no systemd here: start virtlogd and libvirtd ourselves when they are not running
-mkdir -p /var/log/libvirt /var/run/libvirt /var/lib/libvirt/images
-if ! pgrep -x virtlogd >/dev/null; then
-	log "starting virtlogd"
-	virtlogd -d
-fi
-if ! pgrep -x libvirtd >/dev/null || ! [ -S /var/run/libvirt/libvirt-sock ]; then
-	log "starting libvirtd"
-	# libvirtd daemonizes each QEMU, which then belongs to PID 1 once libvirtd lets go of it. A
-	# destroyed domain is gone for libvirt only when its zombie is reaped: systemd does that at
-	# once, but a container's PID 1 may not (on the CI machines, 1.5-1.9 s per QEMU, which every
-	# virDomainDestroy waited for). tini -s is a child subreaper: it runs libvirtd in the
-	# foreground and the orphaned QEMUs become its children, reaped as they exit.
-	# Unlike `libvirtd -d`, tini returns before libvirtd is ready, and a libvirtd that was killed
-	# leaves its socket behind: so wait until libvirtd answers, not until the socket exists.
-	if ! pgrep -x libvirtd >/dev/null; then
-		setsid -f tini -s -- libvirtd </dev/null >>/var/log/libvirt/libvirtd-stderr.log 2>&1
-	fi
-fi
-for _ in $(seq 1 300); do
-	virsh -c qemu:///system version >/dev/null 2>&1 && break
-	pgrep -x libvirtd >/dev/null || break
-	sleep 0.1
-done
-if ! virsh -c qemu:///system version >/dev/null 2>&1; then
-	log "libvirtd does not answer on qemu:///system (its log: /var/log/libvirt/libvirtd-stderr.log)"
-	tail -n 5 /var/log/libvirt/libvirtd-stderr.log >&2 2>/dev/null || true
-	exit 1
-fi
+# /dev/kvm's group, then virtlogd and libvirtd without systemd: the same steps as a user's setup
+bash "$here/scripts/install-ferry.sh" --services
 
 if [ ! -f "$builddir/build.ninja" ]; then
 	meson setup "$builddir" "$here" ${FERRY_MESON_ARGS:-} >/dev/null

@@ -86,11 +86,16 @@ struct fixture {
 	size_t len;
 };
 
+/* The guest's init files: the source tree's when this binary runs from the build tree it was
+ * built in (build/ferry, the tests' executables), else the installed copy under the data
+ * directory. An installed ferry never reads a source or build tree that still exists. */
 static char *default_fixtures_dir(void)
 {
-	_cleanup_free_ char *src = xasprintf("%s/fixtures/guest", FERRY_SOURCE_DIR);
-	if (access(src, R_OK) == 0)
-		return TAKE_PTR(src);
+	_cleanup_free_ char *exe = realpath("/proc/self/exe", NULL);
+	_cleanup_free_ char *root = realpath(FERRY_BUILD_DIR, NULL);
+	size_t n = root ? strlen(root) : 0;
+	if (exe && root && strncmp(exe, root, n) == 0 && exe[n] == '/')
+		return xasprintf("%s/fixtures/guest", FERRY_SOURCE_DIR);
 	return xasprintf("%s/guest", FERRY_DATADIR);
 }
 

@@ -4,19 +4,23 @@
  * guest for a configuration (the plan's vm entry, the target disk the data lands on, and the
  * boot-time devices the cell's method asked for), brings the landing place back to its start
  * state before every run, says whether a guest is still usable after a failure, and destroys it.
- * The executor never talks to libvirt itself; the methods get the libvirt handles of a real guest
- * through machine_bind().
+ * The executor never talks to libvirt itself, and neither do the methods: what they do in a guest
+ * (run a command, write a file, plug a disk, open a channel, reach a port) are the guest
+ * operations below (struct machine_guest_ops), one table per machine, as libvirt's own drivers
+ * are tables of functions (src/driver-hypervisor.h) with a test driver beside the real ones.
  *
  * Two implementations: machine_libvirt_open() (transient libvirt/QEMU domains, the real thing)
- * and machine_fake_open() (in-process, scriptable, for the executor's unit tests).
+ * and machine_fake_open() (in-process, scriptable, for the executor's and the methods' unit tests).
  */
 #pragma once
 
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "devices.h"
 #include "methods/method.h"
 #include "plan.h"
 #include "results.h"
@@ -99,6 +103,168 @@ enum machine_sample_what {
 
 struct machine;
 
+/* ---- guest operations: what a method does in a booted guest ----
+ *
+ * Every operation takes the machine and the guest (ctx->machine, ctx->guest: machine_bind()) and
+ * returns 0 on success or -1 with *e filled (struct machine_err; the caller frees it with
+ * machine_err_clear()). The operations never print and never exit. Guest paths are absolute.
+ * A machine without some operation leaves its member NULL: the wrapper then fails with
+ * MACHINE_ERR_UNSUPPORTED ("this machine cannot ...").
+ */
+
+/* Why a guest operation failed. */
+enum machine_err_kind {
+	MACHINE_ERR_FAILED = 1,  /* the guest, its agent or the host refused or broke down */
+	MACHINE_ERR_TIMEOUT,     /* it did not end within its timeout (a command was killed) */
+	MACHINE_ERR_INTERRUPTED, /* a signal ended the run meanwhile (run_interrupted()) */
+	MACHINE_ERR_UNSUPPORTED, /* this machine has no such operation */
+};
+
+struct machine_err {
+	enum machine_err_kind kind;
+	/* What failed and why, in the machine's words, lower-case, no final period (e.g. "'/bin/sh'
+	 * in the guest did not finish within 500 ms", "cannot open '/x' in the guest: ..."). */
+	char *msg;
+	/* Optional: the machine's own diagnostic at the failing call (libvirt: its last error
+	 * message), recorded as the cell error's libvirt_message. NULL when there is none. */
+	char *detail;
+};
+/* Free msg and detail and zero e (safe on a zeroed e, and twice). */
+void machine_err_clear(struct machine_err *e);
+/* Fill e (kind, msg from fmt; detail NULL); returns -1, for implementations. */
+int machine_err_set(struct machine_err *e, enum machine_err_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* What a guest command that ran to its end left (machine_guest_exec). */
+struct machine_exec_result {
+	int exit_code; /* its exit status, or -1 when a signal killed it */
+	int signal;    /* the signal that killed it, or 0 */
+	char *out;     /* stdout, NUL-terminated (may hold NULs: out_len counts them) */
+	size_t out_len;
+	char *err; /* stderr, NUL-terminated */
+	size_t err_len;
+};
+/* Free out and err and zero r (safe on a zeroed r). */
+void machine_exec_result_clear(struct machine_exec_result *r);
+
+/* A guest process started without waiting (machine_guest_spawn), as one poll found it. */
+struct machine_proc_status {
+	bool exited;
+	int exit_code; /* exited: its status, or -1 when a signal killed it */
+	int signal;    /* exited: the signal that killed it, or 0 */
+	char *out;     /* exited: stdout and stderr, NUL-terminated (caller frees) */
+	char *err;
+};
+void machine_proc_status_clear(struct machine_proc_status *st);
+
+/* Largest and default raw bytes per guest file write (machine_guest_file_write's chunk): what
+ * one guest-agent command carries (libvirt/agent.h). */
+#define MACHINE_FILE_CHUNK_MAX     (128 * 1024)
+#define MACHINE_FILE_CHUNK_DEFAULT (96 * 1024)
+
+struct machine_guest_ops {
+	/*
+	 * Run argv[0] with argv[1..] (NULL-terminated, no shell: pass "/bin/sh", "-c", CMD for
+	 * one) in the guest, input_len bytes of input on its stdin (at most
+	 * MACHINE_FILE_CHUNK_DEFAULT; 0: none), and wait up to timeout_ms for it to end. Returns 0
+	 * when it ran to its end, whatever its exit status (*r filled; caller clears it), or -1
+	 * with *e: it could not start, the guest went away (FAILED), the timeout passed (TIMEOUT:
+	 * the process was killed), a signal interrupted the run (INTERRUPTED). *r is zeroed then.
+	 */
+	int (*exec)(struct machine *m, struct machine_guest *g, const char *const *argv,
+		    const void *input, size_t input_len, unsigned timeout_ms,
+		    struct machine_exec_result *r, struct machine_err *e);
+	/* Start argv in the guest with its output captured and return at once: *pid names it for
+	 * proc_status and proc_kill. The caller must collect it (proc_status until exited, or
+	 * proc_kill). */
+	int (*spawn)(struct machine *m, struct machine_guest *g, const char *const *argv,
+		     int64_t *pid, struct machine_err *e);
+	/* Poll pid once: *st says whether it exited (then its status and output; the machine
+	 * forgets pid). -1 with *e when the machine cannot tell. */
+	int (*proc_status)(struct machine *m, struct machine_guest *g, int64_t pid,
+			   struct machine_proc_status *st, struct machine_err *e);
+	/* Kill pid and every process it started, and forget it (best effort, for cleanup paths:
+	 * no error). */
+	void (*proc_kill)(struct machine *m, struct machine_guest *g, int64_t pid);
+
+	/* Open a guest file: mode as fopen's ("r", "w", "a"). *handle names it until file_close. */
+	int (*file_open)(struct machine *m, struct machine_guest *g, const char *path,
+			 const char *mode, int64_t *handle, struct machine_err *e);
+	/* Write all len bytes of buf to handle in pieces of chunk bytes (1 to
+	 * MACHINE_FILE_CHUNK_MAX; 0: MACHINE_FILE_CHUNK_DEFAULT): a piece is one guest round trip.
+	 */
+	int (*file_write)(struct machine *m, struct machine_guest *g, int64_t handle,
+			  const void *buf, size_t len, size_t chunk, struct machine_err *e);
+	/* Read at most max (<= MACHINE_FILE_CHUNK_DEFAULT) bytes into buf: *n gets the count, *eof
+	 * whether the file ended. */
+	int (*file_read)(struct machine *m, struct machine_guest *g, int64_t handle, void *buf,
+			 size_t max, size_t *n, bool *eof, struct machine_err *e);
+	/* Close handle (also after a failed write). */
+	int (*file_close)(struct machine *m, struct machine_guest *g, int64_t handle,
+			  struct machine_err *e);
+	/* Copy the host file host_path to guest_path (created or truncated) in pieces of chunk
+	 * bytes (as file_write); *bytes (may be NULL) gets its size. */
+	int (*push_file)(struct machine *m, struct machine_guest *g, const char *host_path,
+			 const char *guest_path, size_t chunk, uint64_t *bytes,
+			 struct machine_err *e);
+	/* Read the whole guest file path, at most max bytes, into *buf (NUL-terminated; caller
+	 * frees), *len its size without the NUL. */
+	int (*read_file)(struct machine *m, struct machine_guest *g, const char *path, size_t max,
+			 char **buf, size_t *len, struct machine_err *e);
+
+	/*
+	 * Plug disk d (its image at d->path, which the caller created) into the running guest
+	 * without waiting for the guest to show it: the caller waits inside its own guest command
+	 * (disk_wait_command). The disk counts as plugged (disk_unplug removes it). timeout_ms
+	 * bounds what plugging needs first (e.g. a SCSI driver load).
+	 */
+	int (*disk_plug)(struct machine *m, struct machine_guest *g, const struct disk_config *d,
+			 unsigned timeout_ms, struct machine_err *e);
+	/* Plug d and wait up to timeout_ms until the guest shows a block device with d->serial:
+	 * *dev (may be NULL) gets its name ("vdb", "sda"; caller frees). */
+	int (*disk_attach)(struct machine *m, struct machine_guest *g, const struct disk_config *d,
+			   unsigned timeout_ms, char **dev, struct machine_err *e);
+	/*
+	 * A guest shell prefix that waits until a block device with this serial shows and leaves
+	 * its name ("vdb") in $d, or exits 1 with a message after about timeout_ms. serial:
+	 * letters, digits, '-' and '_'. Caller frees. Never NULL.
+	 */
+	char *(*disk_wait_command)(struct machine *m, const char *serial, unsigned timeout_ms);
+	/* Unplug the disk with this serial and wait up to timeout_ms until the guest no longer
+	 * shows it. */
+	int (*disk_unplug)(struct machine *m, struct machine_guest *g, const char *serial,
+			   unsigned timeout_ms, struct machine_err *e);
+
+	/* Connect to the host end of the guest's byte channel named name (a virtio-serial port,
+	 * guest side /dev/virtio-ports/NAME, asked for in method_boot_needs.channels): *fd is a
+	 * blocking stream socket (caller closes); bytes written reach the guest's port. */
+	int (*channel_open)(struct machine *m, struct machine_guest *g, const char *name, int *fd,
+			    struct machine_err *e);
+
+	/* Forward 127.0.0.1:host_port on the host to guest_port of a guest on user networking
+	 * (the caller picked a free port), so the host can connect into the guest. */
+	int (*hostfwd)(struct machine *m, struct machine_guest *g, int host_port, int guest_port,
+		       struct machine_err *e);
+	/* The guest's address on the run's private network (its NIC on a network only the run's
+	 * guests and the host's end of it reach), or NULL when it has none (user networking). */
+	const char *(*net_guest_addr)(struct machine *m, struct machine_guest *g);
+	/*
+	 * A socket(domain, type, 0) on the host's end of the run's private network, where the
+	 * guests of net_guest_addr reach it (bind it to *host_addr to listen for them, or connect
+	 * from it to a guest's address): *fd (caller closes), *host_addr the host's address there
+	 * (static). -1 with *e when the run has no private network.
+	 */
+	int (*net_socket)(struct machine *m, int domain, int type, int *fd, const char **host_addr,
+			  struct machine_err *e);
+	/* Why the guest's NIC moves packets without the host kernel's vhost-net (e.g. the host
+	 * has no /dev/vhost-net), or NULL when it uses it (static string). */
+	const char *(*nic_no_vhost_reason)(struct machine *m, struct machine_guest *g);
+
+	/* Whether the host can export a directory over virtiofs (has virtiofsd); g may be NULL
+	 * (before boot). */
+	bool (*has_virtiofs)(struct machine *m);
+};
+
 struct machine_ops {
 	const char *name;
 	/* Boot a guest for c. Returns 0 with *out set, or -1 with *err (and maybe *detail: the
@@ -162,6 +328,8 @@ struct machine_ops {
 	 * May be NULL (always alive). */
 	bool (*alive)(struct machine *m, char **why);
 	void (*close)(struct machine *m);
+	/* What methods do in its guests (above). May be NULL: no method but null runs. */
+	const struct machine_guest_ops *guest;
 };
 
 /* Implementations embed it first. */
@@ -292,4 +460,174 @@ static inline void machine_close(struct machine *m)
 {
 	if (m)
 		m->ops->close(m);
+}
+
+/* ---- the guest operations as verbs (struct machine_guest_ops); each fails with
+ * MACHINE_ERR_UNSUPPORTED on a machine without it, and with MACHINE_ERR_FAILED without a guest */
+
+/* The operations of m, or NULL after filling *e for `what` ("run a guest command"). */
+const struct machine_guest_ops *machine_guest_ops_for(struct machine *m, struct machine_guest *g,
+						      bool has_op, const char *what,
+						      struct machine_err *e);
+#define MACHINE_GUEST_OP_(m, g, op, what, e)                                                       \
+	machine_guest_ops_for((m), (g), (m) && (m)->ops->guest && (m)->ops->guest->op, (what), (e))
+
+static inline int machine_guest_exec(struct machine *m, struct machine_guest *g,
+				     const char *const *argv, const void *input, size_t input_len,
+				     unsigned timeout_ms, struct machine_exec_result *r,
+				     struct machine_err *e)
+{
+	*r = (struct machine_exec_result){ 0 };
+	const struct machine_guest_ops *o = MACHINE_GUEST_OP_(m, g, exec, "run a guest command", e);
+	return o ? o->exec(m, g, argv, input, input_len, timeout_ms, r, e) : -1;
+}
+/*
+ * machine_guest_exec without input where a non-zero exit is an error too (FAILED), whose msg
+ * carries the program's stderr ("'/bin/sh' in the guest exited with status 1: ..."). out (may be
+ * NULL) receives stdout (caller frees).
+ */
+int machine_guest_run(struct machine *m, struct machine_guest *g, const char *const *argv,
+		      unsigned timeout_ms, char **out, struct machine_err *e);
+/* machine_guest_run of `/bin/sh -c cmd`. */
+int machine_guest_sh(struct machine *m, struct machine_guest *g, const char *cmd,
+		     unsigned timeout_ms, char **out, struct machine_err *e);
+
+static inline int machine_guest_spawn(struct machine *m, struct machine_guest *g,
+				      const char *const *argv, int64_t *pid, struct machine_err *e)
+{
+	const struct machine_guest_ops *o =
+	    MACHINE_GUEST_OP_(m, g, spawn, "start a guest command", e);
+	return o ? o->spawn(m, g, argv, pid, e) : -1;
+}
+static inline int machine_guest_proc_status(struct machine *m, struct machine_guest *g, int64_t pid,
+					    struct machine_proc_status *st, struct machine_err *e)
+{
+	*st = (struct machine_proc_status){ 0 };
+	const struct machine_guest_ops *o =
+	    MACHINE_GUEST_OP_(m, g, proc_status, "poll a guest command", e);
+	return o ? o->proc_status(m, g, pid, st, e) : -1;
+}
+static inline void machine_guest_proc_kill(struct machine *m, struct machine_guest *g, int64_t pid)
+{
+	if (m && g && m->ops->guest && m->ops->guest->proc_kill)
+		m->ops->guest->proc_kill(m, g, pid);
+}
+static inline int machine_guest_file_open(struct machine *m, struct machine_guest *g,
+					  const char *path, const char *mode, int64_t *handle,
+					  struct machine_err *e)
+{
+	const struct machine_guest_ops *o =
+	    MACHINE_GUEST_OP_(m, g, file_open, "open a guest file", e);
+	return o ? o->file_open(m, g, path, mode, handle, e) : -1;
+}
+static inline int machine_guest_file_write(struct machine *m, struct machine_guest *g,
+					   int64_t handle, const void *buf, size_t len,
+					   size_t chunk, struct machine_err *e)
+{
+	const struct machine_guest_ops *o =
+	    MACHINE_GUEST_OP_(m, g, file_write, "write a guest file", e);
+	return o ? o->file_write(m, g, handle, buf, len, chunk, e) : -1;
+}
+static inline int machine_guest_file_read(struct machine *m, struct machine_guest *g,
+					  int64_t handle, void *buf, size_t max, size_t *n,
+					  bool *eof, struct machine_err *e)
+{
+	const struct machine_guest_ops *o =
+	    MACHINE_GUEST_OP_(m, g, file_read, "read a guest file", e);
+	return o ? o->file_read(m, g, handle, buf, max, n, eof, e) : -1;
+}
+static inline int machine_guest_file_close(struct machine *m, struct machine_guest *g,
+					   int64_t handle, struct machine_err *e)
+{
+	const struct machine_guest_ops *o =
+	    MACHINE_GUEST_OP_(m, g, file_close, "close a guest file", e);
+	return o ? o->file_close(m, g, handle, e) : -1;
+}
+static inline int machine_guest_push_file(struct machine *m, struct machine_guest *g,
+					  const char *host_path, const char *guest_path,
+					  size_t chunk, uint64_t *bytes, struct machine_err *e)
+{
+	const struct machine_guest_ops *o =
+	    MACHINE_GUEST_OP_(m, g, push_file, "copy a file into the guest", e);
+	return o ? o->push_file(m, g, host_path, guest_path, chunk, bytes, e) : -1;
+}
+static inline int machine_guest_read_file(struct machine *m, struct machine_guest *g,
+					  const char *path, size_t max, char **buf, size_t *len,
+					  struct machine_err *e)
+{
+	const struct machine_guest_ops *o =
+	    MACHINE_GUEST_OP_(m, g, read_file, "read a guest file", e);
+	return o ? o->read_file(m, g, path, max, buf, len, e) : -1;
+}
+static inline int machine_guest_disk_plug(struct machine *m, struct machine_guest *g,
+					  const struct disk_config *d, unsigned timeout_ms,
+					  struct machine_err *e)
+{
+	const struct machine_guest_ops *o =
+	    MACHINE_GUEST_OP_(m, g, disk_plug, "plug a disk into the guest", e);
+	return o ? o->disk_plug(m, g, d, timeout_ms, e) : -1;
+}
+static inline int machine_guest_disk_attach(struct machine *m, struct machine_guest *g,
+					    const struct disk_config *d, unsigned timeout_ms,
+					    char **dev, struct machine_err *e)
+{
+	const struct machine_guest_ops *o =
+	    MACHINE_GUEST_OP_(m, g, disk_attach, "plug a disk into the guest", e);
+	return o ? o->disk_attach(m, g, d, timeout_ms, dev, e) : -1;
+}
+/* NULL only on a machine without disks (then plugging fails too). */
+static inline char *machine_guest_disk_wait_command(struct machine *m, const char *serial,
+						    unsigned timeout_ms)
+{
+	return m && m->ops->guest && m->ops->guest->disk_wait_command
+		   ? m->ops->guest->disk_wait_command(m, serial, timeout_ms)
+		   : NULL;
+}
+static inline int machine_guest_disk_unplug(struct machine *m, struct machine_guest *g,
+					    const char *serial, unsigned timeout_ms,
+					    struct machine_err *e)
+{
+	const struct machine_guest_ops *o =
+	    MACHINE_GUEST_OP_(m, g, disk_unplug, "unplug a disk from the guest", e);
+	return o ? o->disk_unplug(m, g, serial, timeout_ms, e) : -1;
+}
+static inline int machine_guest_channel_open(struct machine *m, struct machine_guest *g,
+					     const char *name, int *fd, struct machine_err *e)
+{
+	const struct machine_guest_ops *o =
+	    MACHINE_GUEST_OP_(m, g, channel_open, "open a guest channel", e);
+	return o ? o->channel_open(m, g, name, fd, e) : -1;
+}
+static inline int machine_guest_hostfwd(struct machine *m, struct machine_guest *g, int host_port,
+					int guest_port, struct machine_err *e)
+{
+	const struct machine_guest_ops *o =
+	    MACHINE_GUEST_OP_(m, g, hostfwd, "forward a host port into the guest", e);
+	return o ? o->hostfwd(m, g, host_port, guest_port, e) : -1;
+}
+static inline const char *machine_guest_net_addr(struct machine *m, struct machine_guest *g)
+{
+	return m && g && m->ops->guest && m->ops->guest->net_guest_addr
+		   ? m->ops->guest->net_guest_addr(m, g)
+		   : NULL;
+}
+static inline int machine_net_socket(struct machine *m, int domain, int type, int *fd,
+				     const char **host_addr, struct machine_err *e)
+{
+	if (!m || !m->ops->guest || !m->ops->guest->net_socket) {
+		machine_err_set(e, MACHINE_ERR_UNSUPPORTED, "this machine has no private network");
+		return -1;
+	}
+	return m->ops->guest->net_socket(m, domain, type, fd, host_addr, e);
+}
+static inline const char *machine_guest_nic_no_vhost_reason(struct machine *m,
+							    struct machine_guest *g)
+{
+	return m && g && m->ops->guest && m->ops->guest->nic_no_vhost_reason
+		   ? m->ops->guest->nic_no_vhost_reason(m, g)
+		   : NULL;
+}
+static inline bool machine_has_virtiofs(struct machine *m)
+{
+	return m && m->ops->guest && m->ops->guest->has_virtiofs && m->ops->guest->has_virtiofs(m);
 }

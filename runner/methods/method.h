@@ -30,17 +30,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <libvirt/libvirt.h>
-#include <libvirt/virterror.h>
-
 #include "dataset.h"
+#include "devices.h"
 #include "manifest.h"
 #include "plan.h"
 #include "results.h"
 #include "run.h"
-#include "vm.h"
-
-struct vm;
 
 /* What went wrong in a hook: filled by method_fail(); the executor turns it into a result_error
  * of the cell (kind, message, plus the optional diagnostics) and frees it. */
@@ -48,7 +43,8 @@ struct method_error {
 	enum result_error_kind kind; /* ERROR_INFRA, ERROR_INTEGRITY or ERROR_TIMEOUT */
 	char *message;               /* lower-case, no final period: what failed and why */
 	char *agent_message;         /* optional: agent error or the guest command's stderr */
-	char *libvirt_message;       /* optional: the libvirt error at the failing call */
+	char *libvirt_message;       /* optional: the machine's detail at the failing call
+					(struct machine_err: libvirt's last error) */
 };
 
 /*
@@ -92,17 +88,15 @@ struct method_ctx {
 
 	/* ---- the host side ---- */
 	struct run *run;      /* run directory and cleanup registry: run_path(), run_defer() */
-	virConnectPtr conn;   /* libvirt connection */
 	const char *cell_dir; /* a scratch directory for this cell inside the run directory,
 				 created by the executor, removed with the run */
-	/* The machine and guest (NULL before boot) the cell runs on, set by machine_bind(): the
-	 * host operations a method needs go through them (machine.h, machine_evict_target()). */
+	/* The machine and guest (NULL before boot: in supports() and add_devices()) the cell runs
+	 * on, set by machine_bind(): everything a method does in the guest or asks of the host
+	 * goes through them (machine.h: machine_guest_exec(), machine_evict_target(), ...). */
 	struct machine *machine;
 	struct machine_guest *guest;
 
 	/* ---- the guest (NULL in supports() and add_devices()) ---- */
-	struct vm *vm;
-	virDomainPtr dom; /* vm_domain(vm) */
 	/* Guest directory the data must land in: the target disk's filesystem mounted there, or a
 	 * tmpfs (disk kind tmpfs). Exists and is empty at the start of every run. */
 	const char *landing;
@@ -141,6 +135,14 @@ struct method_ctx {
 /* Fill ctx->err with a formatted message (kind and optional diagnostics); returns -1. */
 int method_fail(struct method_ctx *ctx, enum result_error_kind kind, const char *agent_message,
 		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/*
+ * The same after a failed guest operation e (machine.h): e's detail becomes the error's
+ * libvirt_message. agent_message as in method_fail (often e->msg). e is left to the caller.
+ */
+struct machine_err;
+int method_fail_op(struct method_ctx *ctx, enum result_error_kind kind, const struct machine_err *e,
+		   const char *agent_message, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 /* Clear ctx->err (the executor does it before every hook). */
 void method_error_clear(struct method_error *e);
 

@@ -203,7 +203,8 @@ static void test_values_json(void)
 	s = json_dumps(o, JSON_COMPACT);
 	g_assert_cmpstr(
 	    s, ==,
-	    "{\"repeat\":{\"min\":3,\"max\":10,\"until_cv\":\"0%\",\"budget\":\"0s\"},"
+	    "{\"boots\":{\"min\":0,\"max\":0},\"until\":\"0%\",\"budget\":\"0s\","
+	    "\"repeat\":{\"min\":3,\"max\":10,\"until_cv\":\"0%\",\"budget\":\"0s\"},"
 	    "\"warmup\":0,\"order\":\"sequential\",\"seed\":0,\"caches\":\"drop\","
 	    "\"vm\":\"per-cell\",\"disk\":\"fresh\",\"fresh\":\"boot\",\"timeout\":\"10m\","
 	    "\"cell_timeout\":\"1h\"}");

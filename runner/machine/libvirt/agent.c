@@ -216,11 +216,13 @@ int agent_exec(virDomainPtr dom, const char *const *argv, const void *input, siz
 		}
 		if (run_interrupted()) {
 			*err = xasprintf("'%s' in the guest: interrupted", argv[0]);
+			r->interrupted = true;
 			return -1;
 		}
 		if (now_ns() >= deadline) {
 			*err = xasprintf("'%s' in the guest did not finish within %u ms", argv[0],
 					 timeout_ms);
+			r->timed_out = true;
 			kill_in_guest(dom, pid);
 			return -1;
 		}

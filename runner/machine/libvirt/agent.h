@@ -45,6 +45,9 @@ struct agent_exec_result {
 	size_t out_len;
 	char *err; /* stderr, NUL-terminated */
 	size_t err_len;
+	/* after agent_exec returned -1: whether the timeout passed (the process was killed) or
+	 * a signal interrupted the run (run_interrupted()) */
+	bool timed_out, interrupted;
 };
 void agent_exec_result_clear(struct agent_exec_result *r);
 

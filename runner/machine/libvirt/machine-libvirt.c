@@ -5,7 +5,7 @@
  * hot-plugged where the bus allows it, so that a fresh disk is a detach + attach; housekeeping
  * (mount, empty, drop caches) through the guest agent.
  */
-#include "machine.h"
+#include "machine-libvirt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -57,39 +57,6 @@
 	"echo 'no route to 10.0.2.2 within 60 s: the guest did not configure its network card "    \
 	"(QEMU user networking: 10.0.2.15/24 or DHCP)' >&2; exit 1; fi; sleep 0.1; i=$((i+1)); "   \
 	"done"
-
-struct lv_machine {
-	struct machine base;
-	struct run *run;
-	virConnectPtr conn;
-	struct guest_files gf;  /* the built-in guest (located at open) */
-	char *gf_err;           /* why it could not be located: a builtin VM fails with this */
-	struct guest_image deb; /* the Debian guest, located at its first boot */
-	struct machine_faults faults;
-	unsigned n_targets, n_seeds;
-	/* the run's empty sparse target images, one per format and size (target_create) */
-	struct empty_target {
-		enum disk_format format;
-		uint64_t size;
-		char *path;
-	} * empties;
-	size_t n_empties;
-	/* a remote host: ferry's storage pool there (hoststore.h), else NULL */
-	struct hoststore *hs;
-	bool builtin_named;         /* the provenance names the built-in guest's files */
-	struct saved_states *saved; /* run.fresh restore: per configuration (saved-states.h) */
-};
-
-struct lv_guest {
-	struct machine_guest base;
-	struct machine_config cfg;
-	struct vm *vm;
-	struct disk_config target;
-	char *target_path;
-	char *target_dev; /* "/dev/vdb" */
-	char *seed_path;  /* the NoCloud seed ISO of an image guest with a seed */
-	bool no_cpustats; /* the agent has no guest-get-cpustats: /proc/stat through its files */
-};
 
 static unsigned ns_to_ms(uint64_t ns)
 {
@@ -152,7 +119,9 @@ static void guest_about(struct lv_guest *g)
 
 static bool is_image(const struct lv_guest *g)
 {
-	return g->cfg.disk->kind == PLAN_DISK_IMAGE;
+	/* a guest wrapped around a domain booted elsewhere (machine_libvirt_guest_wrap) has no
+	   plan disk: its target is an image when it was given one */
+	return g->cfg.disk ? g->cfg.disk->kind == PLAN_DISK_IMAGE : g->target.path != NULL;
 }
 
 static bool hotpluggable(const struct disk_config *d)
@@ -726,13 +695,10 @@ static void lv_describe(struct machine *m, struct machine_guest *mg, struct resu
 
 static void lv_bind(struct machine *m, struct machine_guest *mg, struct method_ctx *ctx)
 {
-	struct lv_machine *lm = (struct lv_machine *)m;
+	(void)m;
 	struct lv_guest *g = (struct lv_guest *)mg;
-	ctx->conn = lm->conn;
 	if (!g)
 		return;
-	ctx->vm = g->vm;
-	ctx->dom = vm_domain(g->vm);
 	ctx->landing = MACHINE_LANDING;
 	ctx->target_dev = g->target_dev;
 	ctx->target_disk = is_image(g) ? &g->target : NULL;
@@ -927,6 +893,7 @@ static const struct machine_ops libvirt_ops = {
 	.hook = lv_hook,
 	.alive = lv_alive,
 	.close = lv_close,
+	.guest = &machine_libvirt_guest_ops,
 };
 
 struct machine *machine_libvirt_open(struct run *run, const char *uri, void *data, char **err)

@@ -1,0 +1,800 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A guest over a local directory (fake-guest.h). Processes are forked here, not spawned through
+ * util/proc.c: a guest command must join the guest's mount namespace and chroot between fork and
+ * exec, which posix_spawn cannot do. Between fork and exec the children make system calls only
+ * (the caller may have threads).
+ */
+#include "fake-guest.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "proc.h"
+#include "run.h"
+#include "util.h"
+
+#define BUSYBOX   "/bin/busybox"
+#define MAX_DISKS 16
+#define MAX_PORTS 4
+#define PROFILE   "/etc/ferry-fake.sh"
+#define SHARES    "/run/ferry-shares"
+/* execve()'s vectors take char *: writable copies of the constants */
+static char arg_sh[] = "sh", arg_c[] = "-c", arg_hold[] = "read x";
+static char env_path[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin", env_home[] = "HOME=/root",
+	    env_lc[] = "LC_ALL=C";
+
+struct fake_disk {
+	char *serial, *name;
+	char *loop; /* the host's loop device, "/dev/loop3" */
+};
+
+struct fake_port {
+	char *name;
+	char *fifo; /* host path of the guest's FIFO (through the holder's root) */
+	int sock;   /* the relay's end */
+	pthread_t thread;
+	atomic_bool stop;
+	bool running;
+};
+
+struct fake_root {
+	char *dir;
+	char *proc_root; /* /proc/HOLDER/root: the guest's root with its mounts, from the host */
+	pid_t holder;
+	int hold_fd; /* the holder's stdin: closing it ends the holder */
+	int ns_fd;   /* the guest's mount namespace */
+	ino_t ns_ino;
+	int boot_mounts;  /* /proc, /dev, /tmp, /run and the busybox binary */
+	unsigned n_names; /* device names given so far: vdb, vdc, ... */
+	struct fake_disk disks[MAX_DISKS];
+	size_t n_disks;
+	struct fake_port ports[MAX_PORTS];
+	size_t n_ports;
+};
+
+struct fake_proc {
+	pid_t pid;
+	int out, err; /* memory files */
+	bool reaped;
+	int status;
+};
+
+const char *fake_root_support(void)
+{
+	if (geteuid() != 0)
+		return "a fake guest needs root (mount namespaces, chroot, loop devices)";
+	if (access(BUSYBOX, X_OK) != 0)
+		return "a fake guest needs a static busybox at " BUSYBOX " (busybox-static)";
+	if (access("/dev/loop-control", R_OK | W_OK) != 0)
+		return "a fake guest's disks need loop devices (/dev/loop-control)";
+	if (access("/proc/self/ns/mnt", R_OK) != 0)
+		return "a fake guest needs mount namespaces (/proc/self/ns/mnt)";
+	return NULL;
+}
+
+const char *fake_root_dir(const struct fake_root *r)
+{
+	return r->dir;
+}
+
+/* The host path of guest path p, through the holder's root (so inside the guest's mounts). */
+static char *host_path(const struct fake_root *r, const char *p)
+{
+	return xasprintf("%s%s", r->proc_root, p);
+}
+
+/*
+ * The guest shell's profile. busybox's shell runs its own applets before anything in PATH, so
+ * what stands in for a guest kernel's feature is a shell function: `mount -t 9p|virtiofs TAG
+ * DIR` binds the host folder the machine exported under TAG (fake_root_share()) on DIR,
+ * read-only with -o ...,ro; every other mount is busybox's. Hung programs are appended.
+ */
+#define PROFILE_TEXT                                                                               \
+	"mount() {\n"                                                                              \
+	"  case \" $* \" in *' -t 9p '*|*' -t virtiofs '*) ;; *) command mount \"$@\"; return;; "  \
+	"esac\n"                                                                                   \
+	"  _t=; _o=; _a=; _b=\n"                                                                   \
+	"  while [ $# -gt 0 ]; do case $1 in -t) _t=$2; shift 2;; -o) _o=$2; shift 2;; "           \
+	"*) if [ -z \"$_a\" ]; then _a=$1; else _b=$1; fi; shift;; esac; done\n"                   \
+	"  [ -d " SHARES "/\"$_a\" ] || { echo \"mount: no $_t share tagged '$_a'\" >&2; "         \
+	"return 32; }\n"                                                                           \
+	"  command mount --bind " SHARES "/\"$_a\" \"$_b\" || return\n"                            \
+	"  case \",$_o,\" in *,ro,*) command mount -o remount,bind,ro \"$_b\";; esac\n"            \
+	"}\n"
+
+/* The directories and applet links of the root, made on the host before the guest starts. */
+static int root_make(const char *dir, char **err)
+{
+	static const char *const dirs[] = { "bin", "usr/bin", "usr/sbin", "proc",      "dev", "tmp",
+					    "run", "mnt",     "etc",      "sys/block", "root" };
+	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+		_cleanup_free_ char *p = xasprintf("%s/%s", dir, dirs[i]);
+		if (mkdir_p(p, 0755, err) < 0)
+			return -1;
+	}
+	_cleanup_free_ char *bb = xasprintf("%s/usr/bin/busybox", dir);
+	_cleanup_close_ int fd = open(bb, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	_cleanup_free_ char *sbin = xasprintf("%s/sbin", dir);
+	if (fd < 0 || symlink("bin", sbin) < 0) {
+		*err = xasprintf("fake guest: cannot make '%s': %s", dir, strerror(errno));
+		return -1;
+	}
+	_cleanup_free_ char *prof = xasprintf("%s" PROFILE, dir);
+	if (write_file_atomic(prof, PROFILE_TEXT, strlen(PROFILE_TEXT), 0644, err) < 0)
+		return -1;
+	/* every applet as a link to /usr/bin/busybox (Debian's busybox installs them so) */
+	_cleanup_free_ char *bin = xasprintf("%s/bin", dir);
+	const char *argv[] = { BUSYBOX, "--install", "-s", bin, NULL };
+	return proc_run(argv, NULL, err);
+}
+
+/* In the holder, between fork and exec: the namespace, its mounts, the chroot. */
+static void holder_main(const char *dir, char *const paths[], int hold, int status)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (unshare(CLONE_NEWNS) < 0 || mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount(BUSYBOX, paths[0], "none", MS_BIND, NULL) < 0 ||
+	    mount("none", paths[0], "none", MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0 ||
+	    mount("proc", paths[1], "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ||
+	    mount("tmpfs", paths[2], "tmpfs", MS_NOSUID, "mode=0755") < 0 ||
+	    mount("tmpfs", paths[3], "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0 ||
+	    mount("tmpfs", paths[4], "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0 ||
+	    chroot(dir) < 0 || chdir("/") < 0)
+		goto fail;
+	static const struct {
+		const char *path;
+		unsigned minor;
+	} nodes[] = { { "/dev/null", 3 },
+		      { "/dev/zero", 5 },
+		      { "/dev/full", 7 },
+		      { "/dev/random", 8 },
+		      { "/dev/urandom", 9 } };
+	for (size_t i = 0; i < ELEMENTSOF(nodes); i++)
+		if (mknod(nodes[i].path, S_IFCHR | 0666, makedev(1, nodes[i].minor)) < 0)
+			goto fail;
+	if (mkdir("/dev/virtio-ports", 0755) < 0 || dup2(hold, 0) < 0)
+		goto fail;
+	close(hold);
+	char *const argv[] = { arg_sh, arg_c, arg_hold, NULL };
+	char *const envp[] = { env_path, NULL };
+	execve("/bin/sh", argv, envp);
+fail:;
+	int e = errno;
+	(void)!write(status, &e, sizeof(e));
+	_exit(127);
+}
+
+static bool ascii_alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+static void root_free(struct fake_root *r)
+{
+	free(r->dir);
+	free(r->proc_root);
+	free(r);
+}
+
+int fake_root_boot(const char *dir, struct fake_root **out, char **err)
+{
+	const char *why = fake_root_support();
+	if (why) {
+		*err = xstrdup(why);
+		return -1;
+	}
+	if (mkdir(dir, 0755) < 0) {
+		*err = xasprintf("fake guest: mkdir '%s': %s", dir, strerror(errno));
+		return -1;
+	}
+	if (root_make(dir, err) < 0) {
+		rm_tree(dir, NULL);
+		return -1;
+	}
+	static const char *const sub[] = { "usr/bin/busybox", "proc", "dev", "tmp", "run" };
+	char *paths[ELEMENTSOF(sub)];
+	for (size_t i = 0; i < ELEMENTSOF(sub); i++)
+		paths[i] = xasprintf("%s/%s", dir, sub[i]);
+	int hold[2] = { -1, -1 }, st[2] = { -1, -1 };
+	pid_t pid = -1;
+	if (pipe2(hold, O_CLOEXEC) == 0 && pipe2(st, O_CLOEXEC) == 0)
+		pid = fork();
+	if (pid == 0)
+		holder_main(dir, paths, hold[0], st[1]);
+	int e = errno, child_errno = 0;
+	for (size_t i = 0; i < ELEMENTSOF(sub); i++)
+		free(paths[i]);
+	if (hold[0] >= 0)
+		close(hold[0]);
+	if (st[1] >= 0)
+		close(st[1]);
+	ssize_t n = pid > 0 && st[0] >= 0 ? read(st[0], &child_errno, sizeof(child_errno)) : -1;
+	if (st[0] >= 0)
+		close(st[0]);
+	if (pid < 0 || n != 0) {
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+		if (hold[1] >= 0)
+			close(hold[1]);
+		rm_tree(dir, NULL);
+		*err = xasprintf("fake guest: cannot start its namespace: %s",
+				 strerror(n > 0 ? child_errno : e));
+		return -1;
+	}
+	struct fake_root *r = xcalloc(1, sizeof(*r));
+	r->dir = xstrdup(dir);
+	r->holder = pid;
+	r->hold_fd = hold[1];
+	r->proc_root = xasprintf("/proc/%d/root", (int)pid);
+	_cleanup_free_ char *ns = xasprintf("/proc/%d/ns/mnt", (int)pid);
+	struct stat sb;
+	r->ns_fd = open(ns, O_RDONLY | O_CLOEXEC);
+	if (r->ns_fd < 0 || fstat(r->ns_fd, &sb) < 0) {
+		*err = xasprintf("fake guest: %s: %s", ns, strerror(errno));
+		fake_root_destroy(r);
+		return -1;
+	}
+	r->ns_ino = sb.st_ino;
+	r->boot_mounts = fake_root_mounts(r);
+	*out = r;
+	return 0;
+}
+
+/* ---- processes ---- */
+
+/* In a guest command, between fork and exec. */
+static void child_main(const struct fake_root *r, char *const argv[], int in, int out, int err,
+		       int status)
+{
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (int s = 1; s < NSIG; s++)
+		signal(s, SIG_DFL);
+	if (setns(r->ns_fd, CLONE_NEWNS) < 0 || chroot(r->dir) < 0 || chdir("/") < 0 ||
+	    setpgid(0, 0) < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+		goto fail;
+	char *const envp[] = { env_path, env_home, env_lc, NULL };
+	execve("/bin/sh", argv, envp);
+fail:;
+	int e = errno;
+	(void)!write(status, &e, sizeof(e));
+	_exit(127);
+}
+
+static int memfile(const char *name, char **err)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC);
+	if (fd < 0)
+		*err = xasprintf("fake guest: memfd_create: %s", strerror(errno));
+	return fd;
+}
+
+int fake_root_start(struct fake_root *r, const char *const *argv, const struct fake_input *input,
+		    struct fake_proc **out, char **err)
+{
+	static const struct fake_input none = { .fd = -1 };
+	const struct fake_input *inp = input ? input : &none;
+	int in = -1, wr = -1;
+	if (inp->pipe) {
+		int p[2];
+		if (pipe2(p, O_CLOEXEC) < 0) {
+			*err = xasprintf("fake guest: pipe: %s", strerror(errno));
+			return -1;
+		}
+		in = p[0];
+		wr = p[1];
+	} else if (inp->fd >= 0) {
+		if ((in = fcntl(inp->fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+			*err = xasprintf("fake guest: stdin: %s", strerror(errno));
+			return -1;
+		}
+	} else if (inp->buf && inp->len) {
+		if ((in = memfile("stdin", err)) < 0)
+			return -1;
+		if (write_all(in, inp->buf, inp->len) < 0 || lseek(in, 0, SEEK_SET) < 0) {
+			*err = xasprintf("fake guest: stdin: %s", strerror(errno));
+			close(in);
+			return -1;
+		}
+	} else if ((in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+		*err = xasprintf("fake guest: /dev/null: %s", strerror(errno));
+		return -1;
+	}
+	/* through the guest's shell, which reads the profile first (its functions stand in for
+	 * what the fake has no kernel for, and make a program hang: fake_root_hang()):
+	 * sh -c '. PROFILE; CMD' for a shell command, else sh -c '. PROFILE; "$0" "$@"' ARGV */
+	size_t n = 0;
+	while (argv[n])
+		n++;
+	bool shell =
+	    n >= 3 && (STREQ(argv[0], "/bin/sh") || STREQ(argv[0], "sh")) && STREQ(argv[1], "-c");
+	char **av = xcalloc(n + 4, sizeof(char *));
+	av[0] = arg_sh;
+	av[1] = arg_c;
+	size_t k = 2, first = shell ? 3 : 0;
+	av[k++] = shell ? xasprintf(". " PROFILE "; %s", argv[2])
+			: xstrdup(". " PROFILE "; \"$0\" \"$@\"");
+	for (size_t i = first; i < n; i++)
+		av[k++] = xstrdup(argv[i]);
+	struct fake_proc *p = xcalloc(1, sizeof(*p));
+	p->out = memfile("stdout", err);
+	p->err = p->out >= 0 ? memfile("stderr", err) : -1;
+	/* the start is waited for (the status pipe closes at the exec), so that the process is
+	 * in the guest once this returns, and a failure to enter it is this call's error */
+	int st[2] = { -1, -1 };
+	p->pid = p->err >= 0 && pipe2(st, O_CLOEXEC) == 0 ? fork() : -1;
+	if (p->pid == 0)
+		child_main(r, av, in, p->out, p->err, st[1]);
+	int e = errno, child_errno = 0;
+	for (size_t i = 2; i < k; i++)
+		free(av[i]);
+	free(av);
+	close(in);
+	if (st[1] >= 0)
+		close(st[1]);
+	if (p->pid > 0 && read(st[0], &child_errno, sizeof(child_errno)) > 0) {
+		waitpid(p->pid, NULL, 0);
+		p->pid = -1;
+		e = child_errno;
+	}
+	if (st[0] >= 0)
+		close(st[0]);
+	if (p->pid < 0) {
+		if (p->err >= 0 || p->out >= 0)
+			*err =
+			    xasprintf("fake guest: cannot start a guest command: %s", strerror(e));
+		if (wr >= 0)
+			close(wr);
+		if (p->out >= 0)
+			close(p->out);
+		if (p->err >= 0)
+			close(p->err);
+		free(p);
+		return -1;
+	}
+	setpgid(p->pid, p->pid); /* also here: a kill right after the fork reaches the group */
+	if (inp->pipe)
+		*inp->pipe = wr;
+	*out = p;
+	return 0;
+}
+
+int fake_root_start_sh(struct fake_root *r, const char *cmd, const struct fake_input *input,
+		       struct fake_proc **out, char **err)
+{
+	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	return fake_root_start(r, argv, input, out, err);
+}
+
+static char *slurp(int fd, size_t *len)
+{
+	off_t n = lseek(fd, 0, SEEK_END);
+	if (n < 0)
+		n = 0;
+	char *buf = xmalloc((size_t)n + 1);
+	ssize_t got = pread(fd, buf, (size_t)n, 0);
+	*len = got > 0 ? (size_t)got : 0;
+	buf[*len] = '\0';
+	return buf;
+}
+
+static void proc_free(struct fake_proc *p)
+{
+	close(p->out);
+	close(p->err);
+	free(p);
+}
+
+/* Wait (a little) until the killed group pgid has no process left: its members are orphans
+ * that the host's init reaps. */
+static void group_gone(pid_t pgid)
+{
+	for (int i = 0; i < 2000 && kill(-pgid, 0) == 0; i++)
+		usleep(100);
+}
+
+bool fake_proc_done(struct fake_proc *p)
+{
+	if (p->reaped)
+		return true;
+	/* ended: what it left running in its group (a `cmd &` it did not wait for) ends with it,
+	 * killed before the leader is reaped, while its pid still names the group */
+	siginfo_t si = { 0 };
+	if (waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == 0)
+		return false;
+	kill(-p->pid, SIGKILL);
+	p->reaped = waitpid(p->pid, &p->status, 0) == p->pid;
+	group_gone(p->pid);
+	return true;
+}
+
+void fake_proc_kill(struct fake_root *r, struct fake_proc *p)
+{
+	(void)r;
+	kill(-p->pid, SIGKILL);
+	if (!p->reaped)
+		waitpid(p->pid, &p->status, 0);
+	group_gone(p->pid);
+	proc_free(p);
+}
+
+int fake_proc_wait(struct fake_root *r, struct fake_proc *p, unsigned timeout_ms,
+		   struct fake_result *res, char **err)
+{
+	(void)err;
+	memset(res, 0, sizeof(*res));
+	uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000u;
+	unsigned nap = 1;
+	while (!fake_proc_done(p)) {
+		if (run_interrupted() || now_ns() >= end) {
+			fake_proc_kill(r, p);
+			return run_interrupted() ? 2 : 1;
+		}
+		run_sleep_ms(nap);
+		if (nap < 16)
+			nap *= 2;
+	}
+	res->status = WIFEXITED(p->status) ? WEXITSTATUS(p->status) : -1;
+	res->signal = WIFSIGNALED(p->status) ? WTERMSIG(p->status) : 0;
+	res->out = slurp(p->out, &res->out_len);
+	res->err = slurp(p->err, &res->err_len);
+	proc_free(p);
+	return 0;
+}
+
+void fake_result_clear(struct fake_result *res)
+{
+	free(res->out);
+	free(res->err);
+	memset(res, 0, sizeof(*res));
+}
+
+int fake_root_run(struct fake_root *r, const char *cmd, const void *input, size_t len,
+		  unsigned timeout_ms, struct fake_result *res, char **err)
+{
+	struct fake_input in = { .buf = input, .len = len, .fd = -1 };
+	struct fake_proc *p = NULL;
+	if (fake_root_start_sh(r, cmd, &in, &p, err) < 0)
+		return -1;
+	return fake_proc_wait(r, p, timeout_ms, res, err);
+}
+
+/* Calls fn(pid, ud) for every process in the guest's namespace but the holder. */
+static int each_proc(const struct fake_root *r, void (*fn)(pid_t pid, void *ud), void *ud)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return -1;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end;
+		long pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 0 || pid == r->holder)
+			continue;
+		char path[64];
+		struct stat sb;
+		snprintf(path, sizeof(path), "/proc/%ld/ns/mnt", pid);
+		if (stat(path, &sb) < 0 || sb.st_ino != r->ns_ino)
+			continue;
+		n++;
+		if (fn)
+			fn((pid_t)pid, ud);
+	}
+	closedir(d);
+	return n;
+}
+
+int fake_root_procs(const struct fake_root *r)
+{
+	return each_proc(r, NULL, NULL);
+}
+
+static void kill_one(pid_t pid, void *ud)
+{
+	(void)ud;
+	kill(pid, SIGKILL);
+}
+
+/* ---- disks ---- */
+
+const char *fake_root_disk(const struct fake_root *r, const char *serial)
+{
+	for (size_t i = 0; i < r->n_disks; i++)
+		if (STREQ(r->disks[i].serial, serial))
+			return r->disks[i].name;
+	return NULL;
+}
+
+unsigned fake_root_disks(const struct fake_root *r)
+{
+	return (unsigned)r->n_disks;
+}
+
+int fake_root_plug(struct fake_root *r, const char *path, const char *serial, bool ro, char **name,
+		   char **err)
+{
+	if (fake_root_disk(r, serial)) {
+		*err = xasprintf("a disk with serial '%s' is already plugged", serial);
+		return -1;
+	}
+	if (r->n_disks == MAX_DISKS) {
+		*err = xstrdup("the fake guest has no free disk slot");
+		return -1;
+	}
+	const char *argv[] = { "losetup",        "--find", "--show", ro ? "--read-only" : path,
+			       ro ? path : NULL, NULL };
+	_cleanup_free_ char *out = NULL;
+	if (proc_run(argv, &out, err) < 0)
+		return -1;
+	out[strcspn(out, "\n")] = '\0';
+	struct stat sb;
+	if (stat(out, &sb) < 0 || !S_ISBLK(sb.st_mode)) {
+		*err = xasprintf("losetup gave '%s', not a block device", out);
+		const char *det[] = { "losetup", "-d", out, NULL };
+		_cleanup_free_ char *e = NULL;
+		proc_run(det, NULL, &e);
+		return -1;
+	}
+	/* vdb is the target's (fake-machine's first plug), then vdc, ... */
+	_cleanup_free_ char *n = xasprintf("vd%c", 'b' + (int)(r->n_names++ % 25));
+	_cleanup_free_ char *node = xasprintf("%s/dev/%s", r->proc_root, n);
+	_cleanup_free_ char *sys = xasprintf("%s/sys/block/%s", r->dir, n);
+	_cleanup_free_ char *ser = xasprintf("%s/serial", sys);
+	_cleanup_free_ char *text = xasprintf("%s\n", serial);
+	if (mknod(node, S_IFBLK | 0600, sb.st_rdev) < 0 || mkdir(sys, 0755) < 0 ||
+	    write_file_atomic(ser, text, strlen(text), 0444, err) < 0) {
+		if (!*err)
+			*err = xasprintf("fake guest: cannot make '%s': %s", n, strerror(errno));
+		unlink(node);
+		rm_tree(sys, NULL);
+		const char *det[] = { "losetup", "-d", out, NULL };
+		_cleanup_free_ char *e = NULL;
+		proc_run(det, NULL, &e);
+		return -1;
+	}
+	struct fake_disk *d = &r->disks[r->n_disks++];
+	d->serial = xstrdup(serial);
+	d->name = xstrdup(n);
+	d->loop = TAKE_PTR(out);
+	if (name)
+		*name = TAKE_PTR(n);
+	return 0;
+}
+
+static int disk_remove(struct fake_root *r, size_t i, char **err)
+{
+	struct fake_disk *d = &r->disks[i];
+	_cleanup_free_ char *node = host_path(r, "/dev/");
+	_cleanup_free_ char *full = xasprintf("%s%s", node, d->name);
+	_cleanup_free_ char *sys = xasprintf("%s/sys/block/%s", r->dir, d->name);
+	unlink(full);
+	rm_tree(sys, NULL);
+	/* -d marks a busy device (a guest mount) for removal at its last close */
+	const char *argv[] = { "losetup", "-d", d->loop, NULL };
+	int rc = proc_run(argv, NULL, err);
+	free(d->serial);
+	free(d->name);
+	free(d->loop);
+	r->disks[i] = r->disks[--r->n_disks];
+	return rc;
+}
+
+int fake_root_unplug(struct fake_root *r, const char *serial, char **err)
+{
+	for (size_t i = 0; i < r->n_disks; i++)
+		if (STREQ(r->disks[i].serial, serial))
+			return disk_remove(r, i, err);
+	*err = xasprintf("no disk with serial '%s' is plugged", serial);
+	return -1;
+}
+
+int fake_root_mounts(const struct fake_root *r)
+{
+	_cleanup_free_ char *path = xasprintf("/proc/%d/mounts", (int)r->holder);
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	int n = 0;
+	while (getline(&text, &len, f) > 0)
+		n++;
+	fclose(f);
+	return n - r->boot_mounts;
+}
+
+/* ---- shares and hung programs ---- */
+
+int fake_root_share(struct fake_root *r, const char *tag, const char *host_dir, char **err)
+{
+	if (!*tag || strchr(tag, '/') || strchr(tag, '\'') || STREQ(tag, ".") || STREQ(tag, "..")) {
+		*err = xasprintf("the fake guest cannot export a share tagged '%s'", tag);
+		return -1;
+	}
+	_cleanup_free_ char *base = xasprintf("%s" SHARES, r->dir);
+	_cleanup_free_ char *at = xasprintf("%s/%s", base, tag);
+	int st[2];
+	if (pipe2(st, O_CLOEXEC) < 0) {
+		*err = xasprintf("fake guest: pipe: %s", strerror(errno));
+		return -1;
+	}
+	/* a child joins the namespace (this process may have threads: setns needs one) */
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (setns(r->ns_fd, CLONE_NEWNS) < 0 ||
+		    (mkdir(base, 0755) < 0 && errno != EEXIST) || mkdir(at, 0755) < 0 ||
+		    mount(host_dir, at, "none", MS_BIND | MS_REC, NULL) < 0) {
+			int e = errno;
+			(void)!write(st[1], &e, sizeof(e));
+		}
+		_exit(0);
+	}
+	int e = errno, child_errno = 0;
+	close(st[1]);
+	ssize_t n = pid > 0 ? read(st[0], &child_errno, sizeof(child_errno)) : -1;
+	close(st[0]);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	if (pid < 0 || n != 0) {
+		*err = xasprintf("fake guest: cannot export '%s' as '%s': %s", host_dir, tag,
+				 strerror(pid < 0 ? e : child_errno));
+		return -1;
+	}
+	r->boot_mounts++; /* a share is there from boot on, as the machine's device */
+	return 0;
+}
+
+int fake_root_hang(struct fake_root *r, const char *prog, char **err)
+{
+	for (const char *c = prog; *c; c++)
+		if (!ascii_alnum(*c) && *c != '_' && *c != '-') {
+			*err = xasprintf("fake guest: '%s' is no program name", prog);
+			return -1;
+		}
+	_cleanup_free_ char *prof = xasprintf("%s" PROFILE, r->dir);
+	_cleanup_free_ char *fn = xasprintf("%s() { sleep 2147483647; }\n", prog);
+	int fd = open(prof, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (fd < 0 || write_all(fd, fn, strlen(fn)) < 0) {
+		*err = xasprintf("fake guest: %s: %s", PROFILE, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* ---- ports ---- */
+
+/* Relay the socket to the FIFO: open it once a reader has, copy until the host's end-of-file,
+ * close (the reader's end-of-file). Stops early when asked. */
+static void *relay_main(void *arg)
+{
+	struct fake_port *p = arg;
+	int fifo = -1;
+	while (!atomic_load(&p->stop) &&
+	       (fifo = open(p->fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0 && errno == ENXIO)
+		usleep(1000);
+	if (fifo < 0)
+		return NULL;
+	fcntl(fifo, F_SETFL, 0);
+	char buf[65536];
+	while (!atomic_load(&p->stop)) {
+		struct pollfd pfd = { .fd = p->sock, .events = POLLIN };
+		if (poll(&pfd, 1, 20) <= 0)
+			continue;
+		ssize_t n = read(p->sock, buf, sizeof(buf));
+		if (n <= 0)
+			break;
+		for (ssize_t off = 0; off < n && !atomic_load(&p->stop);) {
+			struct pollfd w = { .fd = fifo, .events = POLLOUT };
+			if (poll(&w, 1, 20) <= 0)
+				continue;
+			ssize_t k = write(fifo, buf + off, (size_t)(n - off));
+			if (k < 0 && errno != EINTR && errno != EAGAIN)
+				goto out;
+			off += k > 0 ? k : 0;
+		}
+	}
+out:
+	close(fifo);
+	return NULL;
+}
+
+static void port_end(struct fake_port *p)
+{
+	if (!p->running)
+		return;
+	atomic_store(&p->stop, true);
+	pthread_join(p->thread, NULL);
+	close(p->sock);
+	p->sock = -1;
+	p->running = false;
+}
+
+int fake_root_channel(struct fake_root *r, const char *name, int *fd, char **err)
+{
+	struct fake_port *p = NULL;
+	for (size_t i = 0; i < r->n_ports; i++)
+		if (STREQ(r->ports[i].name, name))
+			p = &r->ports[i];
+	if (!p) {
+		if (r->n_ports == MAX_PORTS || strchr(name, '/')) {
+			*err = xasprintf("the fake guest cannot have a port '%s'", name);
+			return -1;
+		}
+		p = &r->ports[r->n_ports];
+		_cleanup_free_ char *rel = xasprintf("/dev/virtio-ports/%s", name);
+		p->fifo = host_path(r, rel);
+		if (mkfifo(p->fifo, 0600) < 0) {
+			*err = xasprintf("fake guest: mkfifo %s: %s", rel, strerror(errno));
+			free(p->fifo);
+			p->fifo = NULL;
+			return -1;
+		}
+		p->name = xstrdup(name);
+		r->n_ports++;
+	}
+	port_end(p);
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		*err = xasprintf("fake guest: socketpair: %s", strerror(errno));
+		return -1;
+	}
+	p->sock = sv[1];
+	atomic_store(&p->stop, false);
+	int e = pthread_create(&p->thread, NULL, relay_main, p);
+	if (e != 0) {
+		close(sv[0]);
+		close(sv[1]);
+		*err = xasprintf("fake guest: thread: %s", strerror(e));
+		return -1;
+	}
+	p->running = true;
+	*fd = sv[0];
+	return 0;
+}
+
+void fake_root_destroy(struct fake_root *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n_ports; i++) {
+		port_end(&r->ports[i]);
+		free(r->ports[i].name);
+		free(r->ports[i].fifo);
+	}
+	/* every process in the namespace, then the holder: the namespace and its mounts go */
+	for (int round = 0; round < 50 && each_proc(r, kill_one, NULL) > 0; round++)
+		usleep(2000);
+	while (r->n_disks) {
+		_cleanup_free_ char *e = NULL;
+		disk_remove(r, r->n_disks - 1, &e);
+	}
+	if (r->ns_fd >= 0)
+		close(r->ns_fd);
+	close(r->hold_fd);
+	waitpid(r->holder, NULL, 0);
+	rm_tree(r->dir, NULL);
+	root_free(r);
+}

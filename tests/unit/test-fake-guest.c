@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fake machine's guest over a local directory (runner/machine/fake-guest.c): its commands
+ * run (exit status, stdin, stdout and stderr), a mount outlives the command that made it, a
+ * command past its timeout is killed with what it started, a plugged image is a disk the guest
+ * finds by serial and mounts, a port carries a stream to the end, and nothing of a guest
+ * outlives it (processes, loop devices, its root). Skipped, with the reason, where the host
+ * cannot run fake guests (fake_root_support()).
+ */
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <linux/sockios.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fake-guest.h"
+#include "fs.h"
+#include "proc.h"
+#include "run.h"
+#include "util.h"
+
+static char *tmp_dir;
+
+static bool skip_unless_supported(void)
+{
+	const char *why = fake_root_support();
+	if (why)
+		g_test_skip(why);
+	return why != NULL;
+}
+
+static struct fake_root *boot(void)
+{
+	char *dir = g_build_filename(tmp_dir, "root", NULL);
+	struct fake_root *r = NULL;
+	char *err = NULL;
+	int rc = fake_root_boot(dir, &r, &err);
+	if (rc < 0)
+		g_test_message("boot: %s", err);
+	g_assert_cmpint(rc, ==, 0);
+	g_free(dir);
+	return r;
+}
+
+/* Destroys r and checks that nothing of it is left. */
+static void destroy(struct fake_root *r)
+{
+	char *dir = g_strdup(fake_root_dir(r));
+	fake_root_destroy(r);
+	g_assert_false(g_file_test(dir, G_FILE_TEST_EXISTS));
+	g_free(dir);
+}
+
+/* Runs cmd, which must exit 0; returns its stdout (g_free). */
+static char *sh(struct fake_root *r, const char *cmd)
+{
+	struct fake_result res;
+	char *err = NULL;
+	g_assert_cmpint(fake_root_run(r, cmd, NULL, 0, 10000, &res, &err), ==, 0);
+	if (res.status != 0)
+		g_test_message("%s: %s", cmd, res.err);
+	g_assert_cmpint(res.status, ==, 0);
+	char *out = g_strdup(res.out);
+	fake_result_clear(&res);
+	return out;
+}
+
+static void test_commands(void)
+{
+	if (skip_unless_supported())
+		return;
+	struct fake_root *r = boot();
+	struct fake_result res;
+	char *err = NULL;
+	g_assert_cmpint(fake_root_run(r, "cat; echo oops >&2; exit 3", "in", 2, 10000, &res, &err),
+			==, 0);
+	g_assert_cmpint(res.status, ==, 3);
+	g_assert_cmpstr(res.out, ==, "in");
+	g_assert_cmpstr(res.err, ==, "oops\n");
+	fake_result_clear(&res);
+	/* the guest's root is the directory: / holds what the host wrote there */
+	char *marker = g_build_filename(fake_root_dir(r), "etc", "marker", NULL);
+	g_assert_true(g_file_set_contents(marker, "m", 1, NULL));
+	char *out = sh(r, "cat /etc/marker; readlink /bin/sh");
+	g_assert_cmpstr(out, ==, "m/usr/bin/busybox\n");
+	g_free(out);
+	g_free(marker);
+	/* a mount stays for the next command, and is the guest's alone */
+	out = sh(r, "mkdir -p /mnt/t && mount -t tmpfs tmpfs /mnt/t && echo x > /mnt/t/f");
+	g_free(out);
+	g_assert_cmpint(fake_root_mounts(r), ==, 1);
+	out = sh(r, "cat /mnt/t/f");
+	g_assert_cmpstr(out, ==, "x\n");
+	g_free(out);
+	char *host = g_build_filename(fake_root_dir(r), "mnt", "t", "f", NULL);
+	g_assert_false(g_file_test(host, G_FILE_TEST_EXISTS));
+	g_free(host);
+	destroy(r);
+}
+
+static void test_timeout(void)
+{
+	if (skip_unless_supported())
+		return;
+	struct fake_root *r = boot();
+	struct fake_result res;
+	char *err = NULL;
+	/* a pipeline with a child in the background: all of it killed */
+	g_assert_cmpint(fake_root_run(r, "sleep 100 & sleep 100 | cat", NULL, 0, 50, &res, &err),
+			==, 1);
+	g_assert_cmpint(fake_root_procs(r), ==, 0);
+	/* a command that ends leaves no background child behind */
+	char *out = sh(r, "sleep 100 & echo started");
+	g_assert_cmpstr(out, ==, "started\n");
+	g_free(out);
+	g_assert_cmpint(fake_root_procs(r), ==, 0);
+	/* a running command is killed at destroy */
+	struct fake_proc *p = NULL;
+	int in = -1;
+	struct fake_input pipe_in = { .fd = -1, .pipe = &in };
+	g_assert_cmpint(fake_root_start_sh(r, "cat > /tmp/x", &pipe_in, &p, &err), ==, 0);
+	g_assert_false(fake_proc_done(p));
+	g_assert_cmpint(write(in, "abc", 3), ==, 3);
+	close(in);
+	g_assert_cmpint(fake_proc_wait(r, p, 10000, &res, &err), ==, 0);
+	g_assert_cmpint(res.status, ==, 0);
+	fake_result_clear(&res);
+	const char *argv[] = { "sleep", "100", NULL };
+	g_assert_cmpint(fake_root_start(r, argv, NULL, &p, &err), ==, 0);
+	g_assert_cmpint(fake_root_procs(r), ==, 1);
+	fake_proc_kill(r, p);
+	g_assert_cmpint(fake_root_procs(r), ==, 0);
+	destroy(r);
+}
+
+/* An ext4 image holding one file, made on the host. */
+static char *ext4_image(void)
+{
+	char *src = g_build_filename(tmp_dir, "src", NULL);
+	char *img = g_build_filename(tmp_dir, "img.raw", NULL);
+	g_assert_cmpint(g_mkdir(src, 0755), ==, 0);
+	char *f = g_build_filename(src, "hello", NULL);
+	g_assert_true(g_file_set_contents(f, "hi there", -1, NULL));
+	const char *argv[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-d", src, img, "4M", NULL };
+	char *err = NULL;
+	g_assert_cmpint(proc_run(argv, NULL, &err), ==, 0);
+	g_assert_cmpint(rm_tree(src, NULL), ==, 0);
+	g_free(f);
+	g_free(src);
+	return img;
+}
+
+static void test_disk(void)
+{
+	if (skip_unless_supported())
+		return;
+	struct fake_root *r = boot();
+	char *img = ext4_image();
+	char *err = NULL, *name = NULL;
+	g_assert_cmpint(fake_root_plug(r, img, "ferry-src-1", true, &name, &err), ==, 0);
+	g_assert_cmpstr(fake_root_disk(r, "ferry-src-1"), ==, name);
+	g_assert_cmpint(fake_root_plug(r, img, "ferry-src-1", true, NULL, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "already"));
+	g_free(err);
+	err = NULL;
+	/* found by its serial in sysfs, as the libvirt guest's wait command looks for it */
+	char *out = sh(r, "for b in /sys/block/*; do read -r s < $b/serial; "
+			  "[ \"$s\" = ferry-src-1 ] && d=${b##*/}; done; mkdir -p /mnt/s && "
+			  "mount -t ext4 -o ro /dev/$d /mnt/s && cat /mnt/s/hello && "
+			  "grep -c \"^/dev/$d /mnt/s \" /proc/mounts");
+	g_assert_cmpstr(out, ==, "hi there1\n");
+	g_free(out);
+	/* read-only: the guest cannot write it */
+	struct fake_result res;
+	g_assert_cmpint(fake_root_run(r, "echo x > /mnt/s/new", NULL, 0, 10000, &res, &err), ==, 0);
+	g_assert_cmpint(res.status, !=, 0);
+	fake_result_clear(&res);
+	g_assert_cmpuint(fake_root_disks(r), ==, 1);
+	/* unplugged while mounted: the disk goes, the loop device at the unmount */
+	g_assert_cmpint(fake_root_unplug(r, "ferry-src-1", &err), ==, 0);
+	g_assert_null(fake_root_disk(r, "ferry-src-1"));
+	g_assert_cmpint(fake_root_unplug(r, "ferry-src-1", &err), ==, -1);
+	g_free(err);
+	err = NULL;
+	out = sh(r, "umount /mnt/s && ls /dev");
+	g_assert_null(strstr(out, name));
+	g_free(out);
+	/* a disk left plugged and mounted goes with the guest */
+	g_assert_cmpint(fake_root_plug(r, img, "ferry-src-2", true, NULL, &err), ==, 0);
+	out = sh(r, "mount -t ext4 -o ro /dev/vdc /mnt/s && echo ok");
+	g_free(out);
+	destroy(r);
+	const char *argv[] = { "losetup", "-j", img, NULL };
+	g_assert_cmpint(proc_run(argv, &out, &err), ==, 0);
+	g_assert_cmpstr(out, ==, ""); /* no loop device of the image is left */
+	g_free(out);
+	g_unlink(img);
+	g_free(img);
+	g_free(name);
+}
+
+static void test_channel(void)
+{
+	if (skip_unless_supported())
+		return;
+	struct fake_root *r = boot();
+	char *err = NULL;
+	int fd = -1;
+	g_assert_cmpint(fake_root_channel(r, "p", &fd, &err), ==, 0);
+	struct fake_proc *p = NULL;
+	g_assert_cmpint(fake_root_start_sh(r, "sha256sum < /dev/virtio-ports/p", NULL, &p, &err),
+			==, 0);
+	/* 1 MiB: more than the socket, the relay and the FIFO hold */
+	size_t n = 1u << 20;
+	guchar *buf = g_malloc(n);
+	for (size_t i = 0; i < n; i++)
+		buf[i] = (guchar)(i * 7 + i / 251);
+	g_assert_cmpint(write_all(fd, buf, n), ==, 0);
+	int q = 1;
+	for (int i = 0; i < 5000 && q; i++) {
+		g_assert_cmpint(ioctl(fd, SIOCOUTQ, &q), ==, 0);
+		if (q)
+			g_usleep(1000);
+	}
+	g_assert_cmpint(q, ==, 0);
+	close(fd);
+	struct fake_result res;
+	g_assert_cmpint(fake_proc_wait(r, p, 10000, &res, &err), ==, 0);
+	g_assert_cmpint(res.status, ==, 0);
+	char *want = g_compute_checksum_for_data(G_CHECKSUM_SHA256, buf, n);
+	g_assert_cmpint(strncmp(res.out, want, 64), ==, 0);
+	fake_result_clear(&res);
+	g_free(want);
+	g_free(buf);
+	/* a connection nobody reads is ended with the guest */
+	g_assert_cmpint(fake_root_channel(r, "p", &fd, &err), ==, 0);
+	g_assert_cmpint(write(fd, "x", 1), ==, 1);
+	destroy(r);
+	close(fd);
+}
+
+static void test_share_and_hang(void)
+{
+	if (skip_unless_supported())
+		return;
+	struct fake_root *r = boot();
+	char *dir = g_build_filename(tmp_dir, "shared", NULL);
+	g_assert_cmpint(g_mkdir(dir, 0755), ==, 0);
+	char *f = g_build_filename(dir, "f", NULL);
+	g_assert_true(g_file_set_contents(f, "shared", -1, NULL));
+	char *err = NULL;
+	g_assert_cmpint(fake_root_share(r, "tag", dir, &err), ==, 0);
+	g_assert_cmpint(fake_root_share(r, "../x", dir, &err), ==, -1);
+	g_free(err);
+	err = NULL;
+	/* read-only as the plan's 9p export: the guest reads, cannot write */
+	char *out = sh(r, "mkdir -p /mnt/s && mount -t 9p -o trans=virtio,ro tag /mnt/s && "
+			  "cat /mnt/s/f && ! touch /mnt/s/g 2>/dev/null && umount /mnt/s && "
+			  "mount -t virtiofs tag /mnt/s && mv /mnt/s/f /tmp/ && umount /mnt/s && "
+			  "cat /tmp/f");
+	g_assert_cmpstr(out, ==, "sharedshared");
+	g_free(out);
+	g_assert_false(g_file_test(f, G_FILE_TEST_EXISTS)); /* moved out of the host folder */
+	g_assert_cmpint(fake_root_mounts(r), ==, 0);
+	struct fake_result res;
+	g_assert_cmpint(fake_root_run(r, "mount -t 9p nosuch /mnt/s", NULL, 0, 10000, &res, &err),
+			==, 0);
+	g_assert_cmpint(res.status, ==, 32);
+	fake_result_clear(&res);
+	/* a hung program blocks the command, wherever it is in it */
+	g_assert_cmpint(fake_root_hang(r, "tar", &err), ==, 0);
+	g_assert_cmpint(fake_root_run(r, "echo x | tar -x", NULL, 0, 50, &res, &err), ==, 1);
+	g_assert_cmpint(fake_root_procs(r), ==, 0);
+	out = sh(r, "echo other programs run");
+	g_free(out);
+	destroy(r);
+	g_assert_cmpint(rm_tree(dir, NULL), ==, 0);
+	g_free(f);
+	g_free(dir);
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	g_test_init(&argc, &argv, NULL);
+	tmp_dir = g_dir_make_tmp("ferry-test-fake-guest-XXXXXX", NULL);
+	g_test_add_func("/fake-guest/commands", test_commands);
+	g_test_add_func("/fake-guest/timeout", test_timeout);
+	g_test_add_func("/fake-guest/disk", test_disk);
+	g_test_add_func("/fake-guest/channel", test_channel);
+	g_test_add_func("/fake-guest/share-and-hang", test_share_and_hang);
+	int rc = g_test_run();
+	g_assert_cmpint(rm_tree(tmp_dir, NULL), ==, 0);
+	g_free(tmp_dir);
+	return rc;
+}
