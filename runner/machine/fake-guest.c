@@ -295,13 +295,15 @@ int fake_root_start(struct fake_root *r, const char *const *argv, const struct f
 	const struct fake_input *inp = input ? input : &none;
 	int in = -1, wr = -1;
 	if (inp->pipe) {
+		/* a socket, so that the writer can send without SIGPIPE (MSG_NOSIGNAL) */
 		int p[2];
-		if (pipe2(p, O_CLOEXEC) < 0) {
-			*err = xasprintf("fake guest: pipe: %s", strerror(errno));
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0) {
+			*err = xasprintf("fake guest: socketpair: %s", strerror(errno));
 			return -1;
 		}
 		in = p[0];
 		wr = p[1];
+		shutdown(in, SHUT_WR);
 	} else if (inp->fd >= 0) {
 		if ((in = fcntl(inp->fd, F_DUPFD_CLOEXEC, 0)) < 0) {
 			*err = xasprintf("fake guest: stdin: %s", strerror(errno));

@@ -46,7 +46,7 @@ struct fake_proc;
 
 /* What a guest process reads on stdin: len bytes of buf (copied), or a dup of the host's fd,
  * or, when pipe is not NULL, a pipe whose write end *pipe gets (the caller closes it to end the
- * input); else (all zero but fd -1) /dev/null. */
+ * input; a stream socket: send() it with MSG_NOSIGNAL); else (all zero but fd -1) /dev/null. */
 struct fake_input {
 	const void *buf;
 	size_t len;
