@@ -76,12 +76,26 @@ int report_bmf(const struct results *r, FILE *out, char **err);
 int report_gab(const struct results *r, FILE *out, char **err);
 
 /*
+ * One static HTML page (inline SVG and CSS, no script, nothing fetched: it opens from a CI
+ * artifact or a mail): per pivot table of the Markdown report (opts->rows and cols, the same
+ * layout), a strip plot per column of every measured run, every boot's geometric mean and the
+ * cell's mean total with its 95% confidence interval, with the numbers beside it and in each
+ * mark's <title>; stacked phase bars and the full phase table; failures, skips, provenance.
+ * Every string from the results is escaped. html.c, html-parts.c.
+ */
+int report_html(const struct results *r, const struct report_markdown_opts *opts, FILE *out,
+		char **err);
+
+/*
  * The trend report (`ferry trend`): the runs in time order, environment shifts, and per cell a
  * Markdown table of its median total with the 95% CI and the changes of level, and a Mermaid
  * xychart-beta line chart of the median and the CI bounds. trend-md.c.
  */
 struct trend;
 int report_trend_markdown(const struct trend *t, FILE *out, char **err);
+/* The trend as one static HTML page (html-trend.c): per cell the median total over the runs with
+ * each run's 95% CI, the changes of level and the levels, the numbers beside it and on hover. */
+int report_trend_html(const struct trend *t, FILE *out, char **err);
 
 /* Where an annotation points: a plan file and a 1-based line and column (0: unknown). */
 struct report_where {

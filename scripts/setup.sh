@@ -28,6 +28,8 @@ packages=(
 	clang-format iproute2 locales
 	# tests: the remote host tests reach libvirtd through TCP forwarders on 127.0.0.1
 	socat
+	# tests: the HTML reports are loaded by a real browser (headless, offline) and validated
+	chromium python3-html5lib
 	# docs tests: groff renders ferry.1 (tests/docs-sync.sh checks it renders without warnings)
 	groff-base
 	python3-yaml

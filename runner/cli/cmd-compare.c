@@ -5,6 +5,8 @@
  * before anything is written) -> render -> GitHub annotations and step summary -> exit status.
  */
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include "commands.h"
 #include "compare-report.h"
 #include "compare.h"
+#include "fs.h"
 #include "reporters.h"
 #include "results.h"
 #include "units.h"
@@ -21,7 +24,7 @@
 static void usage(FILE *f)
 {
 	fputs(
-	    "usage: ferry compare [--markdown FILE] [--junit FILE] [--json FILE]\n"
+	    "usage: ferry compare [--markdown FILE] [--junit FILE] [--json FILE] [--html FILE]\n"
 	    "                     [--threshold [CELLS:][METRIC=]PERCENT] [--confidence PERCENT]\n"
 	    "                     [--rule welch|lkp] [--allow-different KEY] [--baseline-window "
 	    "N]\n"
@@ -85,6 +88,21 @@ static int expand_baseline(const char *arg, struct strv *out)
 			size_t n = strlen(e->d_name);
 			if (e->d_name[0] == '.' || n < 6 || !STREQ(e->d_name + n - 5, ".json"))
 				continue;
+			/* a listing follows no link: a plan's baseline directory may come from a
+			 * pull request, and "x.json -> /etc/shadow" would be read and quoted */
+			struct stat est;
+			const char *is = "", *why = NULL;
+			if (fstatat(dirfd(d), e->d_name, &est, AT_SYMLINK_NOFOLLOW) < 0)
+				why = strerror(errno);
+			else if (!S_ISREG(est.st_mode))
+				is = "is ", why = file_kind(est.st_mode);
+			if (why) {
+				errorf("%s/%s: %s%s: the results files of a baseline directory are "
+				       "read only when they are regular files (no symbolic links)",
+				       arg, e->d_name, is, why);
+				closedir(d);
+				return -1;
+			}
 			strv_add(out, xasprintf("%s/%s", arg, e->d_name));
 		}
 		closedir(d);
@@ -154,6 +172,12 @@ static int do_md(void *ud, FILE *f, char **err)
 {
 	struct render *r = ud;
 	return report_compare_markdown(r->c, r->cand, r->x, f, err);
+}
+
+static int do_html(void *ud, FILE *f, char **err)
+{
+	struct render *r = ud;
+	return report_compare_html(r->c, r->cand, r->x, f, err);
 }
 
 static int do_junit(void *ud, FILE *f, char **err)
@@ -296,6 +320,7 @@ int cmd_compare(int argc, char **argv)
 		{ "markdown", required_argument, NULL, 'm' },
 		{ "junit", required_argument, NULL, 'j' },
 		{ "json", required_argument, NULL, 'J' },
+		{ "html", required_argument, NULL, 'H' },
 		{ "threshold", required_argument, NULL, 't' },
 		{ "confidence", required_argument, NULL, 'c' },
 		{ "rule", required_argument, NULL, 'r' },
@@ -304,7 +329,7 @@ int cmd_compare(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *md = NULL, *junit = NULL, *json = NULL;
+	const char *md = NULL, *junit = NULL, *json = NULL, *html = NULL;
 	struct compare_opts o = { 0 };
 	struct cmp_threshold *th = NULL;
 	size_t n_th = 0;
@@ -319,6 +344,7 @@ int cmd_compare(int argc, char **argv)
 		case 'm': md = optarg; break;
 		case 'j': junit = optarg; break;
 		case 'J': json = optarg; break;
+		case 'H': html = optarg; break;
 		case 't': {
 			struct cmp_threshold t;
 			if (cmp_threshold_parse(optarg, &t, &err) < 0) {
@@ -416,13 +442,15 @@ int cmd_compare(int argc, char **argv)
 			};
 			struct render r = { cmp, cand, &x };
 			int out_rc = 0;
-			if (!md && !junit && !json)
+			if (!md && !junit && !json && !html)
 				md = "-";
 			if (md && write_report(md, do_md, &r) < 0)
 				out_rc = -1;
 			if (junit && write_report(junit, do_junit, &r) < 0)
 				out_rc = -1;
 			if (json && write_report(json, do_json, &r) < 0)
+				out_rc = -1;
+			if (html && write_report(html, do_html, &r) < 0)
 				out_rc = -1;
 			github(&r);
 			if (cmp->refused) {

@@ -17,7 +17,7 @@
 
 static void trend_usage(FILE *f)
 {
-	fputs("usage: ferry trend [-o FILE] RESULTS.json...\n"
+	fputs("usage: ferry trend [-o FILE] [--html FILE] RESULTS.json...\n"
 	      "\n"
 	      "The history of every cell over the results files of successive runs (in any\n"
 	      "order: they are ordered by their start time): per cell a Markdown table of the\n"
@@ -28,7 +28,8 @@ static void trend_usage(FILE *f)
 	      "Under GitHub Actions the report is also appended to $GITHUB_STEP_SUMMARY.\n"
 	      "Exit: 0 written, 2 bad input or usage.\n"
 	      "\n"
-	      "  -o, --output FILE  where the Markdown goes (default: standard output)\n",
+	      "  -o, --output FILE  where the Markdown goes (default: standard output)\n"
+	      "  --html FILE        also write the trend as one static HTML page with charts\n",
 	      f);
 }
 
@@ -36,15 +37,17 @@ int cmd_trend(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
+		{ "html", required_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	const char *output = "-";
+	const char *output = "-", *html = NULL;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': output = optarg; break;
+		case 'H': html = optarg; break;
 		case 'h': trend_usage(stdout); return EXIT_OK;
 		default: trend_usage(stderr); return EXIT_PLAN;
 		}
@@ -85,17 +88,22 @@ int cmd_trend(int argc, char **argv)
 	}
 	fclose(mem);
 
-	struct report_output o = { 0 };
-	if (report_output_open(&o, output, &err) < 0) {
+	/* both outputs open before either is written: a bad path leaves nothing behind */
+	struct report_output o = { 0 }, h = { 0 };
+	if (report_output_open(&o, output, &err) < 0 ||
+	    (html && report_output_open(&h, html, &err) < 0)) {
+		report_output_abort(&o);
 		errorf("trend: %s", err);
 		return EXIT_PLAN;
 	}
-	if (fwrite(text, 1, len, o.f) != len) {
+	if (fwrite(text, 1, len, o.f) != len || (html && report_trend_html(t, h.f, &err) < 0)) {
 		report_output_abort(&o);
-		errorf("trend: %s: cannot write", output);
+		report_output_abort(&h);
+		errorf("trend: %s", err ? err : "cannot write");
 		return EXIT_PLAN;
 	}
-	if (report_output_commit(&o, &err) < 0) {
+	if (report_output_commit(&o, &err) < 0 || (html && report_output_commit(&h, &err) < 0)) {
+		report_output_abort(&h);
 		errorf("trend: %s", err);
 		return EXIT_PLAN;
 	}

@@ -306,6 +306,8 @@ static bool compose(struct composer *k, yaml_event_t *ev)
 	case YAML_MAPPING_END_EVENT: {
 		struct frame f = k->stack[--k->depth];
 		yaml_document_get_node(d, f.id)->end_mark = ev->end_mark;
+		if (ev->type == YAML_MAPPING_END_EVENT)
+			f.id = pl_resolve_merges(c, d, f.id);
 		set_size(k, f.id, f.size);
 		/* registered when complete: an alias inside its own anchor is undefined */
 		add_anchor(k, (const yaml_char_t *)f.anchor, f.id);

@@ -68,6 +68,9 @@ const char *pl_scalar(const yaml_node_t *n);
 bool pl_is_null(const yaml_node_t *n);
 /* "a mapping", "a list", "a single value", "an empty value": for messages */
 const char *pl_node_kind(const yaml_node_t *n);
+/* Mapping `id` of `d` with its YAML merge keys ('<<: *a', '<<: [*a, *b]') resolved
+ * (merge-keys.c): `id` when it has none, else the id of a new mapping. Errors are reported. */
+int pl_resolve_merges(struct ctx *c, yaml_document_t *d, int id);
 /*
  * Every mapping the walk visits: keys must be single values, and unique (in linear time).
  * Returns one flag per pair (owned by the caller): true for a pair to skip, a key that is not

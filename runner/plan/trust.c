@@ -9,6 +9,8 @@
  *  - report paths stay below the working directory unless --allow-output names another place.
  * Each refusal is an error at the value, saying which option allows it.
  */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "plan-parse.h"
@@ -67,8 +69,7 @@ static bool local_uri(const char *s)
 /* ---- report paths ---- */
 
 /* `path` made absolute (relative to the working directory) with "." and ".." resolved as
- * text; NULL when the working directory is unknown. Symbolic links are the writer's business
- * (reports are never written through one). */
+ * text; NULL when the working directory is unknown (resolved() below follows the links). */
 static char *lexical_abs(const char *path)
 {
 	_cleanup_free_ char *cwd = path[0] == '/' ? xstrdup("") : getcwd(NULL, 0);
@@ -108,20 +109,69 @@ static bool below(const char *path, const char *dir)
 	return !strncmp(path, dir, n) && (path[n] == '/' || !path[n]);
 }
 
-static bool allowed_output(const struct plan_options *o, const char *path)
+/*
+ * `path` as the kernel resolves it: the longest prefix that exists through realpath() (every
+ * symbolic link followed, "out -> /etc" becomes "/etc"), then the components that do not exist
+ * yet, which may not hold "..". NULL when that fails: such a path is allowed nowhere.
+ */
+static char *resolved(const char *path)
 {
-	_cleanup_free_ char *abs = lexical_abs(path);
-	_cleanup_free_ char *cwd = lexical_abs(".");
-	if (!abs || !cwd)
-		return false;
-	if (below(abs, cwd))
-		return true;
-	for (size_t i = 0; i < o->n_allow_output; i++) {
-		_cleanup_free_ char *dir = lexical_abs(o->allow_output[i]);
-		if (dir && below(abs, dir))
-			return true;
+	_cleanup_free_ char *head = xstrdup(*path ? path : ".");
+	_cleanup_free_ char *tail = xstrdup("");
+	for (;;) {
+		char *r = realpath(head, NULL);
+		if (r) {
+			char *out = *tail ? xasprintf("%s%s%s", r, STREQ(r, "/") ? "" : "/", tail)
+					  : xstrdup(r);
+			free(r);
+			return out;
+		}
+		if (errno != ENOENT)
+			return NULL;
+		char *slash = strrchr(head, '/');
+		const char *leaf = slash ? slash + 1 : head;
+		if (STREQ(leaf, ".."))
+			return NULL;
+		char *t = *leaf ? xasprintf("%s%s%s", leaf, *tail ? "/" : "", tail) : xstrdup(tail);
+		free(tail);
+		tail = t;
+		if (!slash) {
+			free(head);
+			head = xstrdup(".");
+		} else if (slash == head) {
+			head[1] = '\0';
+		} else {
+			*slash = '\0';
+		}
 	}
-	return false;
+}
+
+/* Where path is against dir: below it lexically and as the kernel resolves both (symbolic
+ * links in the working tree, say a committed "out -> /etc", lead nowhere outside). */
+enum place { INSIDE, OUTSIDE, LINKED_OUT };
+
+static enum place place_in(const char *path, const char *dir)
+{
+	_cleanup_free_ char *abs = lexical_abs(path), *dabs = lexical_abs(dir);
+	if (!abs || !dabs || !below(abs, dabs))
+		return OUTSIDE;
+	_cleanup_free_ char *rp = resolved(path), *rd = resolved(dir);
+	return rp && rd && below(rp, rd) ? INSIDE : LINKED_OUT;
+}
+
+static const char *const place_why[] = {
+	[INSIDE] = "inside",
+	[OUTSIDE] = "outside the working directory",
+	[LINKED_OUT] = "reached through a symbolic link that leads out of the working directory",
+};
+
+static enum place allowed_output(const struct plan_options *o, const char *path)
+{
+	enum place p = place_in(path, ".");
+	for (size_t i = 0; p != INSIDE && i < o->n_allow_output; i++)
+		if (place_in(path, o->allow_output[i]) == INSIDE)
+			p = INSIDE;
+	return p;
 }
 
 static void check_report_path(struct ctx *c, const yaml_node_t *v, const char *key)
@@ -131,13 +181,13 @@ static void check_report_path(struct ctx *c, const yaml_node_t *v, const char *k
 	/* the value as the walk read it (substituted); a faulty one was reported there */
 	_cleanup_free_ char *err = NULL;
 	_cleanup_free_ char *path = env_subst_with(pl_scalar(v), plan_lookup, (void *)c->o, &err);
-	if (!path || !*path || STREQ(path, "-") || allowed_output(c->o, path))
+	enum place where = path && *path && !STREQ(path, "-") ? allowed_output(c->o, path) : INSIDE;
+	if (where == INSIDE)
 		return;
 	pl_err_node(c, v,
-		    "report path '%s' is outside the working directory: a plan writes reports "
-		    "only below it (allow more on the command line with --allow-output DIR, or "
-		    "name the file with --%s)",
-		    path, key);
+		    "report path '%s' is %s: a plan writes reports only below it (allow more on "
+		    "the command line with --allow-output DIR, or name the file with --%s)",
+		    path, place_why[where], key);
 }
 
 void pl_check_trust(struct ctx *c, const yaml_node_t *root)
@@ -162,15 +212,12 @@ void pl_check_trust(struct ctx *c, const yaml_node_t *root)
 		_cleanup_free_ char *err = NULL;
 		_cleanup_free_ char *path =
 		    env_subst_with(pl_scalar(bl), plan_lookup, (void *)c->o, &err);
-		_cleanup_free_ char *abs = path ? lexical_abs(path) : NULL;
-		_cleanup_free_ char *cwd = lexical_abs(".");
-		if (path && (!abs || !cwd || !below(abs, cwd)))
-			pl_err_node(
-			    c, bl,
-			    "baseline '%s' is outside the working directory: a plan reads a "
-			    "baseline only below it (name it on the command line with "
-			    "--baseline FILE)",
-			    path);
+		enum place where = path ? place_in(path, ".") : INSIDE;
+		if (where != INSIDE)
+			pl_err_node(c, bl,
+				    "baseline '%s' is %s: a plan reads a baseline only below it "
+				    "(name it on the command line with --baseline FILE)",
+				    path, place_why[where]);
 	}
 
 	yaml_node_t *report = pl_lookup(c, root, "report", NULL);

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Issue 24: what a plan from a pull request names cannot reach the host (ferry(1) SECURITY,
+# docs/security.md). Each check plants the attack in a throwaway working tree and asserts the
+# refusal, its message, and that nothing outside the tree was written or quoted.
+# - class 4: a committed symlink `out -> DIR` outside the tree: report paths through it (an
+#   existing file or a directory still to be made) and a baseline through it are refused at
+#   validate; a baseline directory whose x.json links out is refused, the target never quoted.
+set -euo pipefail
+
+ferry="${FERRY:?}"
+build="${FERRY_BUILD_DIR:?}"
+tmp="$(mktemp -d /tmp/ferry-test-hostile-plans.XXXXXX)"
+trap 'rm -rf "$tmp"' EXIT
+unset GITHUB_STEP_SUMMARY GITHUB_ACTIONS
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+fail() { n=$((n + 1)); echo "not ok $n - $*"; exit 1; }
+
+mkdir -p "$tmp/work" "$tmp/outside"
+echo "secret-line-do-not-print" >"$tmp/outside/secret"
+cd "$tmp/work"
+base='ferry: 1
+name: t
+vms: {v: {guest: builtin}}
+disks: {d: {kind: tmpfs, size: 64MiB}}
+datasets: {s: {files: 1, size: 1KiB}}
+methods: {a: {type: null}}
+'
+refused() { # plan text, what the message must say
+	printf '%s%s\n' "$base" "$1" >plan.yaml
+	local rc=0
+	"$ferry" validate plan.yaml >"$tmp/o" 2>"$tmp/e" || rc=$?
+	[ "$rc" = 2 ] || { cat "$tmp/e"; fail "'$1': exit $rc, expected 2"; }
+	grep -qF -- "$2" "$tmp/e" || { cat "$tmp/e"; fail "'$1': the message does not say '$2'"; }
+	if grep -q secret-line-do-not-print "$tmp/o" "$tmp/e"; then fail "'$1': a file outside was quoted"; fi
+	ok "'$1' is refused: $(head -c 300 "$tmp/e")"
+}
+
+# ---- class 4: report and baseline paths through a committed symlink ----
+ln -s "$tmp/outside" out
+refused 'report: {json: out/x.json}' "symbolic link that leads out of the working directory"
+refused 'report: {markdown: out/sub/deeper/x.md}' "symbolic link that leads out of the working directory"
+refused 'report: {junit: out/x.xml, gab: out/g.json}' "symbolic link that leads out of the working directory"
+refused 'baseline: out/secret' "symbolic link that leads out of the working directory"
+ln -s "$tmp/outside/secret" secret-link.json
+refused 'baseline: secret-link.json' "symbolic link that leads out of the working directory"
+[ "$(ls "$tmp/outside")" = secret ] || fail "something was made outside the tree"
+ok "nothing was made outside the tree"
+# a symlink that stays inside is fine
+mkdir real && ln -s real inside
+printf '%s%s\n' "$base" 'report: {json: inside/x.json}' >plan.yaml
+"$ferry" validate plan.yaml >/dev/null 2>"$tmp/e" || { cat "$tmp/e"; fail "a link inside the tree was refused"; }
+ok "a report path through a link that stays inside the tree is fine"
+
+# a baseline directory whose results file is a link out of it
+"$build/tests/test-reporters" --write-sample-results "$tmp/work/new.json"
+mkdir bdir && ln -s "$tmp/outside/secret" bdir/x.json
+rc=0
+"$ferry" compare bdir new.json >"$tmp/o" 2>"$tmp/e" || rc=$?
+[ "$rc" = 2 ] || { cat "$tmp/o" "$tmp/e"; fail "compare with a linked baseline file: exit $rc, expected 2"; }
+grep -q "bdir/x.json: is a symbolic link" "$tmp/e" || { cat "$tmp/e"; fail "the message does not name the link"; }
+if grep -q secret-line-do-not-print "$tmp/o" "$tmp/e"; then fail "the linked file was quoted"; fi
+ok "a baseline directory's link out is refused: $(cat "$tmp/e")"
+
+echo "1..$n"
