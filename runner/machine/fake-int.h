@@ -45,8 +45,8 @@ struct fake_guest {
 	double alloc, cpu_qemu, cpu_guest; /* what fake_sample reports */
 	/* ---- machine_fake.guests: a guest over a directory ---- */
 	struct fake_root *root;
-	char *target_path;   /* the target's raw image on the host (image disks), or NULL */
-	char *target_dev;    /* "/dev/vdb" (image disks) */
+	char *target_path; /* the target's raw image on the host (image disks), or NULL */
+	char *target_dev;  /* "/dev/vdb" (image disks) */
 	struct disk_config target;
 	struct fake_handle *handles;
 	size_t n_handles;
@@ -70,7 +70,9 @@ void fake_real_destroy(struct fake_machine *fm, struct fake_guest *g);
  * state: mounts besides the landing place's, processes, disks besides the target, files in
  * /tmp and /run (its shares and the port FIFOs not counted). */
 void fake_real_leftovers(struct fake_machine *fm, struct fake_guest *g);
-/* Flip the first byte of the guest file or device path (relative: below the landing place). */
+/* Flip the first byte of the guest file or device path (relative: below the landing place;
+ * "*": the first regular file there in name order; "target": the target disk's device,
+ * flipped on its medium) and log it ("corrupt N PATH"). */
 void fake_real_corrupt(struct fake_machine *fm, struct fake_guest *g, const char *path);
 /* Why the fake guest cannot run the cell pc (NULL: it can). */
 char *fake_real_supports(struct fake_machine *fm, const struct plan_cell *pc);

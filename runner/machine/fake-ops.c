@@ -71,7 +71,7 @@ static int fake_exec(struct machine *m, struct machine_guest *mg, const char *co
 	struct fake_result res;
 	if (exec_wait(g, p, argv[0], timeout_ms, &res, e) < 0)
 		return -1;
-	*r = (struct machine_exec_result){ res.status, res.signal, res.out,
+	*r = (struct machine_exec_result){ res.status,  res.signal, res.out,
 					   res.out_len, res.err,    res.err_len };
 	return 0;
 }
@@ -136,10 +136,11 @@ static int fake_proc_status(struct machine *m, struct machine_guest *mg, int64_t
 	if (rc != 0)
 		return machine_err_set(e, MACHINE_ERR_FAILED, "guest process %" PRId64 ": %s", pid,
 				       err ? err : "lost");
-	*st = (struct machine_proc_status){
-		.exited = true, .exit_code = res.status, .signal = res.signal, .out = res.out,
-		.err = res.err
-	};
+	*st = (struct machine_proc_status){ .exited = true,
+					    .exit_code = res.status,
+					    .signal = res.signal,
+					    .out = res.out,
+					    .err = res.err };
 	return 0;
 }
 
@@ -276,10 +277,10 @@ static int fake_file_close(struct machine *m, struct machine_guest *mg, int64_t 
 	struct fake_result res;
 	if (exec_wait(g, p, "cat", HOUSEKEEPING_MS, &res, e) < 0)
 		return -1;
-	int rc = res.status == 0 ? 0
-				 : machine_err_set(e, MACHINE_ERR_FAILED,
-						   "cannot write '%s' in the guest: %s", path,
-						   res.err);
+	int rc = res.status == 0
+		     ? 0
+		     : machine_err_set(e, MACHINE_ERR_FAILED, "cannot write '%s' in the guest: %s",
+				       path, res.err);
 	fake_result_clear(&res);
 	return rc;
 }
@@ -305,18 +306,18 @@ static int fake_push_file(struct machine *m, struct machine_guest *mg, const cha
 	struct fake_result res;
 	if (exec_wait(g, p, "cat", HOUSEKEEPING_MS, &res, e) < 0)
 		return -1;
-	int rc = res.status == 0 ? 0
-				 : machine_err_set(e, MACHINE_ERR_FAILED,
-						   "cannot write '%s' in the guest: %s", guest_path,
-						   res.err);
+	int rc = res.status == 0
+		     ? 0
+		     : machine_err_set(e, MACHINE_ERR_FAILED, "cannot write '%s' in the guest: %s",
+				       guest_path, res.err);
 	fake_result_clear(&res);
 	if (rc == 0 && bytes)
 		*bytes = (uint64_t)st.st_size;
 	return rc;
 }
 
-static int fake_read_file(struct machine *m, struct machine_guest *mg, const char *path,
-			  size_t max, char **buf, size_t *len, struct machine_err *e)
+static int fake_read_file(struct machine *m, struct machine_guest *mg, const char *path, size_t max,
+			  char **buf, size_t *len, struct machine_err *e)
 {
 	int64_t h;
 	if (fake_file_open(m, mg, path, "r", &h, e) < 0)
@@ -381,8 +382,8 @@ static int fake_disk_unplug(struct machine *m, struct machine_guest *mg, const c
 	return 0;
 }
 
-static int fake_channel_open(struct machine *m, struct machine_guest *mg, const char *name,
-			     int *fd, struct machine_err *e)
+static int fake_channel_open(struct machine *m, struct machine_guest *mg, const char *name, int *fd,
+			     struct machine_err *e)
 {
 	(void)m;
 	_cleanup_free_ char *err = NULL;
@@ -399,8 +400,8 @@ static const char *fake_net_guest_addr(struct machine *m, struct machine_guest *
 	return "127.0.0.1";
 }
 
-static int fake_net_socket(struct machine *m, int domain, int type, int *fd,
-			   const char **host_addr, struct machine_err *e)
+static int fake_net_socket(struct machine *m, int domain, int type, int *fd, const char **host_addr,
+			   struct machine_err *e)
 {
 	(void)m;
 	int s = socket(domain, type, 0);
@@ -521,10 +522,10 @@ static int target_mount(struct fake_machine *fm, struct fake_guest *g, const str
 {
 	if (d && d->kind == PLAN_DISK_IMAGE)
 		return target_new(fm, g, d, err);
-	_cleanup_free_ char *cmd = xasprintf(
-	    "mkdir -p " MACHINE_TARGET_MNT " && mount -t tmpfs -o size=%" PRIu64
-	    "k tmpfs " MACHINE_TARGET_MNT " && mkdir -p " MACHINE_LANDING,
-	    (d ? d->size : 64u << 20) / 1024);
+	_cleanup_free_ char *cmd =
+	    xasprintf("mkdir -p " MACHINE_TARGET_MNT " && mount -t tmpfs -o size=%" PRIu64
+		      "k tmpfs " MACHINE_TARGET_MNT " && mkdir -p " MACHINE_LANDING,
+		      (d ? d->size : 64u << 20) / 1024);
 	return guest_sh(g, cmd, NULL, err);
 }
 
@@ -617,10 +618,41 @@ void fake_real_destroy(struct fake_machine *fm, struct fake_guest *g)
 	free(g->target_dev);
 }
 
+/* Flip the first byte of the raw image at path, on the host (what a guest reading its device
+ * with direct I/O reads next). */
+static int flip_image(const char *path, char **err)
+{
+	_cleanup_close_ int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	unsigned char b;
+	if (fd < 0 || pread(fd, &b, 1, 0) != 1) {
+		*err = xasprintf("'%s': %s", path, strerror(errno));
+		return -1;
+	}
+	b = (unsigned char)~b;
+	if (pwrite(fd, &b, 1, 0) != 1 || fdatasync(fd) < 0) {
+		*err = xasprintf("'%s': %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 void fake_real_corrupt(struct fake_machine *fm, struct fake_guest *g, const char *path)
 {
-	_cleanup_free_ char *full =
-	    path[0] == '/' ? xstrdup(path) : xasprintf(MACHINE_LANDING "/%s", path);
+	_cleanup_free_ char *full = NULL, *err = NULL;
+	if (STREQ(path, "*")) {
+		/* the first regular file below the landing place, in name order */
+		if (guest_sh(g, "find " MACHINE_LANDING " -type f | sort | head -n 1", &full,
+			     &err) < 0 ||
+		    !*full) {
+			fake_logf(fm->f, "corrupt %u *: no file: %s", g->number, err ? err : "");
+			return;
+		}
+		full[strcspn(full, "\n")] = '\0';
+	} else if (STREQ(path, "target")) {
+		full = xstrdup(g->target_dev ? g->target_dev : "(no target device)");
+	} else {
+		full = path[0] == '/' ? xstrdup(path) : xasprintf(MACHINE_LANDING "/%s", path);
+	}
 	_cleanup_free_ char *q = xasprintf("'%s'", full);
 	/* read the byte, write its complement in place (a device: synced past the page cache) */
 	_cleanup_free_ char *cmd = xasprintf(
@@ -628,8 +660,11 @@ void fake_real_corrupt(struct fake_machine *fm, struct fake_guest *g, const char
 	    "printf \"\\\\$(printf %%o $((255 - b)))\" | dd of=%s bs=1 count=1 conv=notrunc,fsync "
 	    "2>/dev/null",
 	    q, q);
-	_cleanup_free_ char *err = NULL;
-	int rc = guest_sh(g, cmd, NULL, &err);
+	int rc;
+	if (g->target_dev && STREQ(full, g->target_dev))
+		rc = flip_image(g->target_path, &err); /* the medium under the device */
+	else
+		rc = guest_sh(g, cmd, NULL, &err);
 	fake_logf(fm->f, "corrupt %u %s%s%s", g->number, full, rc < 0 ? ": " : "",
 		  rc < 0 ? err : "");
 }

@@ -120,8 +120,8 @@ static int fake_reset(struct machine *m, struct machine_guest *mg, const struct 
 		*err = xasprintf("the fake guest %u does not answer", g->number);
 		return -1;
 	}
-	if (g->root && fake_real_reset(fm, g, g->disk != old ? g->disk : NULL, r->fresh_disk,
-				       err) < 0) {
+	if (g->root &&
+	    fake_real_reset(fm, g, g->disk != old ? g->disk : NULL, r->fresh_disk, err) < 0) {
 		g->broken = true;
 		return -1;
 	}
