@@ -33,6 +33,8 @@ packages=(
 	# docs tests: groff renders ferry.1 (tests/docs-sync.sh checks it renders without warnings)
 	groff-base
 	python3-yaml
+	# completion tests: zsh and fish read the scripts 'ferry completion' prints (tests/completion.sh)
+	zsh fish
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -100,11 +100,16 @@ static char *key_append(char *k, const char *fmt, const char *v)
  * guest, which switches its target between them (machine_reset's disk; run_group keeps the
  * cells of one disk together).
  */
+/* Whether cells with the same VM configuration share a boot: run.vm shared, or blocks. */
+static bool shares_boot(const struct xcell *c)
+{
+	return c->pc.run.vm == PLAN_VM_SHARED || c->pc.run.boots.min > 0;
+}
+
 static char *disk_key(struct exec *x, const struct xcell *c)
 {
 	const struct plan_disk *d = c->pc.disk;
-	_cleanup_free_ char *boot =
-	    c->pc.run.vm == PLAN_VM_SHARED ? machine_disk_boot_key(x->machine, d) : NULL;
+	_cleanup_free_ char *boot = shares_boot(c) ? machine_disk_boot_key(x->machine, d) : NULL;
 	if (boot)
 		return xasprintf("after-boot%s%s", *boot ? ":" : "", boot);
 	return xasprintf("%s{%s}", d->e.name, d->e.sweep ? d->e.sweep : "");
@@ -125,7 +130,7 @@ static char *group_key(struct exec *x, const struct xcell *c)
 		k = key_append(k, "|ch=%s", n->channels[i]);
 	for (size_t i = 0; i < n->n_disks; i++)
 		k = key_append(k, "|d=%s", n->disks[i].path);
-	if (c->pc.run.vm != PLAN_VM_SHARED)
+	if (!shares_boot(c))
 		k = key_append(k, "|cell=%s", c->pc.id);
 	return k;
 }

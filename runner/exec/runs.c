@@ -290,6 +290,7 @@ int do_run(struct exec *x, struct xcell *c)
 	tm->verify += isnan(ph[PHASE_VERIFY]) ? 0.0 : ph[PHASE_VERIFY];
 	tm->cleanup += isnan(ph[PHASE_CLEANUP]) ? 0.0 : ph[PHASE_CLEANUP];
 	rr->boot = c->group->boot;
+	rr->block = x->block > 0 ? x->block : -1;
 	metrics_record(x, c, rr);
 	if (c->ctx.observed) {
 		json_decref(rcell(x, c)->observed);

@@ -202,7 +202,8 @@ static void test_values_json(void)
 	o = key_values_json(&plan_run_keys, &r);
 	s = json_dumps(o, JSON_COMPACT);
 	g_assert_cmpstr(s, ==,
-			"{\"repeat\":{\"min\":3,\"max\":10,\"until_cv\":\"0%\",\"budget\":\"0s\"},"
+			"{\"boots\":{\"min\":0,\"max\":0},\"until\":\"0%\",\"budget\":\"0s\","
+			"\"repeat\":{\"min\":3,\"max\":10,\"until_cv\":\"0%\",\"budget\":\"0s\"},"
 			"\"warmup\":0,\"order\":\"sequential\",\"seed\":0,\"caches\":\"drop\","
 			"\"vm\":\"per-cell\",\"disk\":\"fresh\",\"timeout\":\"10m\","
 			"\"cell_timeout\":\"1h\"}");
