@@ -199,3 +199,8 @@ int proc_run(const char *const *argv, char **out, char **err)
 	proc_result_clear(&res);
 	return 0;
 }
+
+bool proc_alive(long pid)
+{
+	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
