@@ -55,3 +55,9 @@ const size_t *md_group_end(const struct layout *l, size_t g);
 void md_text(FILE *f, const char *s);
 /* A quoted label inside Mermaid: no quotes, line breaks or characters Mermaid interprets. */
 void mermaid_label(FILE *f, const char *s);
+
+/* A time in a table cell ("1.23 s", "456 ms") or a dash; a rate ("12.3 MB/s") or a dash. */
+void md_cell_seconds(FILE *f, double s);
+void md_human_rate(FILE *f, double bytes_per_s);
+/* The Phases and Runs tables (md-phases.c): one a cell, narrow enough for GitHub's page. */
+void md_write_phases(FILE *f, const struct results *r, const char *const *status_badge);

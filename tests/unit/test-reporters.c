@@ -375,7 +375,7 @@ static void test_markdown_axes(void)
 	free(buf);
 }
 
-/* `metric`: a second table of that metric's medians, best (highest rate) in bold, a cell without
+/* `metric`: a second table of that metric's means, best (highest rate) in bold, a cell without
  * it shown as a dash; an unknown metric is an error. */
 static void test_markdown_metric(void)
 {
@@ -401,8 +401,8 @@ static void test_markdown_metric(void)
 	struct report_markdown_opts o = { .metric = "write_throughput" };
 	g_assert_cmpint(report_markdown(r, &o, f, &err), ==, 0);
 	fclose(f);
-	g_assert_nonnull(strstr(buf, "### Median total time"));
-	g_assert_nonnull(strstr(buf, "### Median write\\_throughput"));
+	g_assert_nonnull(strstr(buf, "### Mean total time"));
+	g_assert_nonnull(strstr(buf, "### Mean write\\_throughput"));
 	g_assert_nonnull(strstr(buf, "| a | 10.0\xc2\xa0MB/s \xc2\xb1 0.0<br>2.0x worse |"));
 	g_assert_nonnull(strstr(buf, "| b | **20.0\xc2\xa0MB/s \xc2\xb1 0.0**<br>1.00x |"));
 	g_assert_nonnull(strstr(buf, "| c | \xe2\x80\x94 |"));
