@@ -763,7 +763,7 @@ int report_markdown(const struct results *r, const struct report_markdown_opts *
 	struct pivot pv = { 0 };
 	if (o->metric && !STREQ(o->metric, "total")) {
 		const struct result_metric *m = results_find_metric(r, o->metric);
-		const struct result_metric_def *d = result_metric_def_find(o->metric);
+		const struct metric_def *d = result_metric_def_find(o->metric);
 		if (!m && !d) {
 			_cleanup_free_ char *shown = escape_controls(o->metric);
 			*err = xasprintf(

@@ -39,6 +39,15 @@ else
 	failed=1
 fi
 
+"$ferry" schema --man-metrics > "$scratch/metrics.man"
+if /usr/bin/python3 -c 'import sys; sys.exit(0 if open(sys.argv[1]).read() in open(sys.argv[2]).read() else 1)' \
+	"$scratch/metrics.man" ferry.1; then
+	echo "ok 7 - ferry.1 contains the METRICS list generated from the metric table"
+else
+	echo "not ok 7 - ferry.1 METRICS differs from 'ferry schema --man-metrics' (run scripts/update-docs.sh)"
+	failed=1
+fi
+
 if /usr/bin/python3 - schema/ferry-plan.schema.json plans/*.yaml <<'PY'
 import json, sys, yaml, jsonschema
 schema = json.load(open(sys.argv[1]))
@@ -99,5 +108,5 @@ else
 	echo "not ok 5 - a plain 'type: null' is refused"
 	failed=1
 fi
-echo "1..6"
+echo "1..7"
 exit "$failed"

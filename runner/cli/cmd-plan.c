@@ -415,6 +415,7 @@ static int cmd_schema(int argc, char **argv);
 static const struct cli_option schema_options[] = {
 	{ .name = "man", .id = 'm', .help = "the PLAN KEYS section of ferry(1) instead" },
 	{ .name = "man-synopsis", .id = 'S', .help = "the SYNOPSIS section of ferry(1) instead" },
+	{ .name = "man-metrics", .id = 'M', .help = "the list of METRICS of ferry(1) instead" },
 	CLI_END,
 };
 /* hidden (no summary): scripts/update-docs.sh's generator of the committed schema and the
@@ -430,6 +431,11 @@ static int cmd_schema(int argc, char **argv)
 {
 	if (argc == 2 && STREQ(argv[1], "--man")) {
 		_cleanup_free_ char *man = key_man();
+		fputs(man, stdout);
+		return EXIT_OK;
+	}
+	if (argc == 2 && STREQ(argv[1], "--man-metrics")) {
+		_cleanup_free_ char *man = metric_man();
 		fputs(man, stdout);
 		return EXIT_OK;
 	}

@@ -244,7 +244,7 @@ static int block_cleanup(struct method_ctx *ctx)
 		s->fd = -1;
 	}
 	/* give the guest its RAM back (prepare stages again) */
-	if (s->staged && ctx->dom && !run_interrupted()) {
+	if (s->staged && ctx->guest && !run_interrupted()) {
 		if (method_guest_sh(ctx, "block: cleanup", "rm -f " STAGE_FILE, NULL) < 0)
 			method_error_clear(&ctx->err);
 		s->staged = false;

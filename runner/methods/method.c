@@ -6,7 +6,6 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "agent.h"
 #include "machine.h"
 #include "util.h"
 
@@ -48,9 +47,6 @@ int method_fail(struct method_ctx *ctx, enum result_error_kind kind, const char 
 	va_end(ap);
 	if (agent_message && *agent_message)
 		ctx->err.agent_message = xstrdup(agent_message);
-	const char *lv = virGetLastErrorMessage();
-	if (lv && *lv && strcmp(lv, "no error") != 0)
-		ctx->err.libvirt_message = xstrdup(lv);
 	return -1;
 }
 
@@ -93,22 +89,22 @@ char *method_shell_quote(const char *s)
 int method_guest_sh(struct method_ctx *ctx, const char *what, const char *cmd, char **out)
 {
 	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
-	struct agent_exec_result r = { 0 };
-	_cleanup_free_ char *err = NULL;
-	if (agent_exec(ctx->dom, argv, NULL, 0, ctx->timeout_ms, &r, &err) < 0) {
-		int kind =
-		    err && strstr(err, "did not finish within") ? ERROR_TIMEOUT : ERROR_INFRA;
-		return method_fail(ctx, kind, err, "%s: guest agent failed", what);
+	struct machine_exec_result r;
+	_cleanup_(machine_err_clear) struct machine_err e = { 0 };
+	if (machine_guest_exec(ctx->machine, ctx->guest, argv, NULL, 0, ctx->timeout_ms, &r, &e) <
+	    0) {
+		int kind = e.kind == MACHINE_ERR_TIMEOUT ? ERROR_TIMEOUT : ERROR_INFRA;
+		return method_fail_op(ctx, kind, &e, e.msg, "%s: guest agent failed", what);
 	}
 	if (r.exit_code != 0) {
 		int rc = method_fail(ctx, ERROR_INFRA, r.err,
 				     "%s: guest command exited with status %d", what, r.exit_code);
-		agent_exec_result_clear(&r);
+		machine_exec_result_clear(&r);
 		return rc;
 	}
 	if (out)
 		*out = TAKE_PTR(r.out);
-	agent_exec_result_clear(&r);
+	machine_exec_result_clear(&r);
 	return 0;
 }
 

@@ -30,16 +30,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <libvirt/libvirt.h>
-#include <libvirt/virterror.h>
-
 #include "dataset.h"
 #include "devices.h"
 #include "manifest.h"
 #include "plan.h"
 #include "results.h"
 #include "run.h"
-#include "vm.h"
 
 /* What went wrong in a hook: filled by method_fail(); the executor turns it into a result_error
  * of the cell (kind, message, plus the optional diagnostics) and frees it. */
@@ -101,10 +97,6 @@ struct method_ctx {
 	struct machine_guest *guest;
 
 	/* ---- the guest (NULL in supports() and add_devices()) ---- */
-	/* the libvirt handles, until every method uses the guest operations (issue 22) */
-	virConnectPtr conn;
-	struct vm *vm;
-	virDomainPtr dom;
 	/* Guest directory the data must land in: the target disk's filesystem mounted there, or a
 	 * tmpfs (disk kind tmpfs). Exists and is empty at the start of every run. */
 	const char *landing;

@@ -42,27 +42,22 @@ static void check_criterion(struct ctx *c, struct plan_criterion *cr, const yaml
 		_cleanup_free_ char *err = NULL;
 		double d = 0;
 		int r = 0;
-		switch (cr->metric) {
-		case PLAN_METRIC_ALLOC_BEFORE:
-		case PLAN_METRIC_ALLOC_AFTER:
-		case PLAN_METRIC_ALLOC_GROWTH:
-		case PLAN_METRIC_ALLOC_DELETED: {
+		switch (metric_defs[cr->metric].unit_kind) {
+		case METRIC_SIZE: {
 			uint64_t b = 0;
 			r = parse_size(text, &b, &err);
 			d = (double)b;
 			break;
 		}
-		case PLAN_METRIC_WRITE_THROUGHPUT:
-		case PLAN_METRIC_READ_THROUGHPUT:
-		case PLAN_METRIC_THROUGHPUT: {
+		case METRIC_RATE: {
 			uint64_t b = 0;
 			r = parse_throughput(text, &b, &err);
 			d = (double)b;
 			break;
 		}
-		case PLAN_METRIC_FILES_PER_S: r = parse_double(text, &d, &err); break;
-		case PLAN_METRIC_CV: r = parse_percent(text, &d, &err); break;
-		default: {
+		case METRIC_FILES: r = parse_double(text, &d, &err); break;
+		case METRIC_PERCENT: r = parse_percent(text, &d, &err); break;
+		case METRIC_TIME: {
 			uint64_t ns = 0;
 			r = parse_duration(text, &ns, &err);
 			d = (double)ns;
@@ -85,16 +80,12 @@ static void check_criterion(struct ctx *c, struct plan_criterion *cr, const yaml
 			    "criterion can never pass: 'min' is larger than 'max'");
 }
 
-/* report.markdown metric: a built-in metric or a run metric (results.h result_metric_defs) */
+/* report.markdown metric: any metric of the table (metrics.h) with values to take a median of
+ * (not a spread such as cv) */
 static bool plan_metric_name_ok(const char *name)
 {
-	static const char *const builtin[] = { "total", "throughput", "files_per_s" };
-	for (size_t i = 0; i < ELEMENTSOF(builtin); i++)
-		if (STREQ(name, builtin[i]))
-			return true;
-	if (strncmp(name, "phase.", 6) == 0 && result_phase_from_name(name + 6) >= 0)
-		return true;
-	return result_metric_def_find(name) != NULL;
+	int m = metric_find(name);
+	return m >= 0 && metric_defs[m].kind != METRIC_SPREAD;
 }
 
 /* report.markdown rows/cols: an axis or a sweep key (whether the matrix has it: plan_expand) */

@@ -13,7 +13,7 @@
 
 /* enum fields are written through int pointers */
 _Static_assert(sizeof(enum plan_bus) == sizeof(int), "enums must be int-sized");
-_Static_assert(sizeof(enum plan_metric) == sizeof(int), "enums must be int-sized");
+_Static_assert(sizeof(enum metric) == sizeof(int), "enums must be int-sized");
 
 #define V(...)      ((const char *const[]){ __VA_ARGS__, NULL })
 #define BIT(x)      (UINT32_C(1) << (x))
@@ -680,10 +680,7 @@ static const struct key_def criterion_defs[] = {
 	{ .name = "metric",
 	  .type = KEY_ENUM,
 	  .offset = FIELD(plan_criterion, metric),
-	  .values = V("throughput", "files_per_s", "total", "phase.prepare", "phase.transfer",
-		      "phase.finalize", "phase.verify", "phase.cleanup", "cv", "write_throughput",
-		      "read_throughput", "alloc_before", "alloc_after", "alloc_growth",
-		      "alloc_deleted", "cpu_guest", "cpu_qemu"),
+	  .values = METRIC_NAMES, /* runner/results/metrics.h */
 	  .flags = KEY_REQUIRED,
 	  .help = "what is checked: throughput (a rate like 20MB/s), files_per_s, total or a "
 		  "phase's median time (a duration), cv (a percentage), or the median of a run "

@@ -18,6 +18,7 @@
 
 #include "diag.h"
 #include "formats.h"
+#include "metrics.h"
 #include "matrix.h"
 
 /* A position in a plan file; `file` points into plan->files and lives as long as the plan. */
@@ -241,28 +242,6 @@ struct plan_run {
 	uint64_t cell_timeout; /* ns per cell */
 };
 
-enum plan_metric {
-	PLAN_METRIC_THROUGHPUT, /* bytes/s of the total */
-	PLAN_METRIC_FILES_PER_S,
-	PLAN_METRIC_TOTAL,
-	PLAN_METRIC_PREPARE,
-	PLAN_METRIC_TRANSFER,
-	PLAN_METRIC_FINALIZE,
-	PLAN_METRIC_VERIFY,
-	PLAN_METRIC_CLEANUP,
-	PLAN_METRIC_CV,
-	/* the per-run metrics (results.h result_metric_defs): their median over the measured runs
-	 */
-	PLAN_METRIC_WRITE_THROUGHPUT,
-	PLAN_METRIC_READ_THROUGHPUT,
-	PLAN_METRIC_ALLOC_BEFORE,
-	PLAN_METRIC_ALLOC_AFTER,
-	PLAN_METRIC_ALLOC_GROWTH,
-	PLAN_METRIC_ALLOC_DELETED,
-	PLAN_METRIC_CPU_GUEST,
-	PLAN_METRIC_CPU_QEMU,
-};
-
 /* Restricts a criterion to the cells whose axes have these values (NULL: any). */
 struct plan_where {
 	uint64_t set;
@@ -271,7 +250,7 @@ struct plan_where {
 
 struct plan_criterion {
 	uint64_t set;
-	enum plan_metric metric;
+	enum metric metric;        /* a row of the metric table (metrics.h) */
 	char *min_text, *max_text; /* as written, NULL when absent */
 	/* min_text/max_text converted for the metric: bytes/s (throughput, *_throughput), files/s,
 	 * ns (total, phase.*, cpu_*), percent (cv), bytes (alloc_*) */

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "metrics.h"
 #include "stats.h"
 #include "strmap.h"
 #include "util.h"
@@ -109,21 +110,10 @@ struct result_metric {
 	bool higher_better; /* false: lower is better (times) */
 };
 
-/*
- * The per-run metrics ferry's methods and executor report (result_run.metrics), as data: name,
- * unit, direction and what it is (ferry(1) METRICS says where each is measured). A run has only
- * those that apply to its method and disk.
- */
-struct result_metric_def {
-	const char *name;
-	const char *unit; /* "B/s", "B" or "s" */
-	bool higher_better;
-	const char *doc;
-};
-extern const struct result_metric_def result_metric_defs[];
-extern const size_t result_n_metric_defs;
-/* The definition of a per-run metric, or NULL. */
-const struct result_metric_def *result_metric_def_find(const char *name);
+/* A per-run metric ferry's methods and executor report (result_run.metrics): a row of kind
+ * METRIC_RUN of the metric table (metrics.h), or NULL. A run has only those that apply to its
+ * method and disk. */
+const struct metric_def *result_metric_def_find(const char *name);
 
 struct result_axis {
 	char *key;

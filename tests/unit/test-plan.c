@@ -169,11 +169,11 @@ static void test_full(void)
 	g_assert_cmpint(p->run.disk, ==, PLAN_DISK_FRESH);
 
 	g_assert_cmpuint(p->n_criteria, ==, 2);
-	g_assert_cmpint(p->criteria[0].metric, ==, PLAN_METRIC_THROUGHPUT);
+	g_assert_cmpint(p->criteria[0].metric, ==, METRIC_THROUGHPUT);
 	g_assert_true(p->criteria[0].has_min);
 	g_assert_cmpfloat(p->criteria[0].min, ==, 20e6);
 	g_assert_false(p->criteria[0].has_max);
-	g_assert_cmpint(p->criteria[1].metric, ==, PLAN_METRIC_FINALIZE);
+	g_assert_cmpint(p->criteria[1].metric, ==, METRIC_FINALIZE);
 	g_assert_cmpfloat(p->criteria[1].max, ==, 60e9);
 	g_assert_cmpstr(p->criteria[1].where.method, ==, "share");
 	g_assert_null(p->criteria[1].where.vm);
@@ -453,8 +453,8 @@ static void test_include_merge(void)
 	g_assert_cmpuint(p->run.timeout, ==, 60 * NSEC_PER_SEC);
 	/* criteria appended, the matrix replaced */
 	g_assert_cmpuint(p->n_criteria, ==, 2);
-	g_assert_cmpint(p->criteria[0].metric, ==, PLAN_METRIC_TOTAL);
-	g_assert_cmpint(p->criteria[1].metric, ==, PLAN_METRIC_CV);
+	g_assert_cmpint(p->criteria[0].metric, ==, METRIC_TOTAL);
+	g_assert_cmpint(p->criteria[1].metric, ==, METRIC_CV);
 	g_assert_cmpstr(p->matrix_file, ==, main_path);
 	struct matrix *m = plan_expand(p, 0, &d);
 	g_assert_nonnull(m);

@@ -847,6 +847,38 @@ static void test_format_table(void)
 	g_assert_cmpstr(report_format_name(REPORT_FORMAT_COUNT), ==, "?");
 }
 
+/* The metric table (metrics.h): names unique, the plan's criteria[].metric values are its names
+ * in its order (the enum index is the row), only run metrics are per-run metrics, and a new
+ * results file describes every metric a cell has with the row's unit and direction. */
+static void test_metric_table(void)
+{
+	const struct key_def *k = key_find(&plan_criterion_keys, "metric");
+	g_assert_nonnull(k);
+	_cleanup_(results_freep) struct results *r = results_new();
+	for (int i = 0; i < METRIC_COUNT; i++) {
+		const struct metric_def *d = &metric_defs[i];
+		g_assert_true(d->name && d->unit && d->doc && *d->doc);
+		g_assert_cmpint(metric_find(d->name), ==, i);
+		g_assert_cmpstr(k->values[i], ==, d->name);
+		g_assert_true((result_metric_def_find(d->name) != NULL) == (d->kind == METRIC_RUN));
+		const struct result_metric *m = results_find_metric(r, d->name);
+		if (d->kind == METRIC_CELL || d->kind == METRIC_PHASE) {
+			g_assert_nonnull(m);
+			g_assert_cmpstr(m->unit, ==, d->unit);
+			g_assert_true(m->higher_better == d->higher_better);
+		} else {
+			g_assert_null(m);
+		}
+		for (int j = 0; j < i; j++)
+			g_assert_cmpstr(metric_defs[j].name, !=, d->name);
+	}
+	g_assert_null(k->values[METRIC_COUNT]);
+	g_assert_cmpint(metric_find("phase.copy"), ==, -1);
+	_cleanup_free_ char *man = metric_man();
+	for (int i = 0; i < METRIC_COUNT; i++)
+		g_assert_nonnull(strstr(man, metric_defs[i].name));
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -865,6 +897,7 @@ int main(int argc, char **argv)
 		g_test_add_data_func(name, GSIZE_TO_POINTER(i), test_golden);
 	}
 	g_test_add_func("/reporters/format-table", test_format_table);
+	g_test_add_func("/reporters/metric-table", test_metric_table);
 	g_test_add_func("/reporters/json-is-results-file", test_json_is_results_file);
 	g_test_add_func("/reporters/clean-text", test_clean_text);
 	g_test_add_func("/reporters/text-tail", test_text_tail);

@@ -680,13 +680,10 @@ static void lv_describe(struct machine *m, struct machine_guest *mg, struct resu
 
 static void lv_bind(struct machine *m, struct machine_guest *mg, struct method_ctx *ctx)
 {
-	struct lv_machine *lm = (struct lv_machine *)m;
+	(void)m;
 	struct lv_guest *g = (struct lv_guest *)mg;
-	ctx->conn = lm->conn;
 	if (!g)
 		return;
-	ctx->vm = g->vm;
-	ctx->dom = vm_domain(g->vm);
 	ctx->landing = MACHINE_LANDING;
 	ctx->target_dev = g->target_dev;
 	ctx->target_disk = is_image(g) ? &g->target : NULL;
