@@ -58,9 +58,9 @@ void md_text(FILE *f, const char *s);
 void mermaid_label(FILE *f, const char *s);
 
 /*
- * The verdicts of one pivot table (md-verdicts.c, verdict.h): the best median of each column
+ * The verdicts of one pivot table (md-verdicts.c, verdict.h): the best mean of each column
  * against every other cell of that column, with Benjamini-Hochberg across the table. best[c]
- * is the cell index of column c's best median (SIZE_MAX: none), col_of(cell) its column.
+ * is the cell index of column c's best mean (SIZE_MAX: none), col_of(cell) its column.
  */
 struct md_verdicts {
 	size_t *slot; /* per cell index: its verdict against its column's best (SIZE_MAX: none) */
@@ -71,7 +71,9 @@ struct md_verdicts {
 };
 void md_verdicts_build(struct md_verdicts *mv, const struct results *r, const struct layout *l,
 		       size_t g, const struct strset *cols, const size_t *best, const char *metric);
-/* The verdicts as a list under the table ("- in COL: A is x% faster than B [95% CI ...]"). */
-void md_verdicts_write(FILE *f, const struct md_verdicts *mv, const struct results *r,
-		       const struct layout *l);
 void md_verdicts_free(struct md_verdicts *mv);
+/* A time in a table cell ("1.23 s", "456 ms") or a dash; a rate ("12.3 MB/s") or a dash. */
+void md_cell_seconds(FILE *f, double s);
+void md_human_rate(FILE *f, double bytes_per_s);
+/* The Phases and Runs tables (md-phases.c): one a cell, narrow enough for GitHub's page. */
+void md_write_phases(FILE *f, const struct results *r, const char *const *status_badge);

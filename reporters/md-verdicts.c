@@ -46,27 +46,6 @@ void md_verdicts_build(struct md_verdicts *mv, const struct results *r, const st
 	}
 }
 
-void md_verdicts_write(FILE *f, const struct md_verdicts *mv, const struct results *r,
-		       const struct layout *l)
-{
-	if (mv->n == 0)
-		return;
-	for (size_t k = 0; k < mv->n; k++) {
-		size_t a = (size_t)(mv->pairs[k].a - r->cells),
-		       b = (size_t)(mv->pairs[k].b - r->cells);
-		/* the cells are named by their rows (the column says where) */
-		_cleanup_free_ char *text = verdict_text(&mv->v[k], l->row[a], l->row[b]);
-		fputs("- ", f);
-		if (l->cols) {
-			md_text(f, l->col[a]);
-			fputs(": ", f);
-		}
-		md_text(f, text);
-		fputc('\n', f);
-	}
-	fputc('\n', f);
-}
-
 void md_verdicts_free(struct md_verdicts *mv)
 {
 	for (size_t k = 0; k < mv->n; k++)

@@ -36,15 +36,16 @@ struct report_markdown_opts {
 	const char *rows; /* axis for the table rows; NULL: "method" if present, else the first */
 	const char *cols; /* axis for the columns; NULL: "dataset" if present, else another axis */
 	size_t max_bytes; /* cap on the output; 0: REPORT_MARKDOWN_MAX */
-	/* a second rows x columns table of this metric's medians (any metric the results describe
+	/* a second rows x columns table of this metric's means (any metric the results describe
 	 * or ferry(1) METRICS names, e.g. "write_throughput"); NULL or "total": only the total */
 	const char *metric;
 };
 
 /*
- * GitHub-flavoured Markdown for people: a summary line, the rows x columns table of median
+ * GitHub-flavoured Markdown for people: a summary line, the rows x columns table of mean
  * totals with their 95% confidence interval and the relative speed to the fastest of each
- * column (one table per combination of the other axes), a per-phase breakdown, Mermaid bar
+ * column (one table per combination of the other axes), the verdicts of each column
+ * (pivot-verdicts.h), the Phases and Runs tables (md-phases.c), Mermaid bar
  * charts, failures and skip reasons, raw runs in <details>, provenance. Every string from the
  * results is escaped (|, HTML, backticks, emphasis) and newlines become <br>. When the output
  * would exceed max_bytes, raw runs are dropped first, and the report says so.

@@ -9,6 +9,7 @@
 #include "../reporters/reporters.h"
 #include "capacity-plan.h"
 #include "cli.h"
+#include "pivot-verdicts.h"
 #include "commands.h"
 #include "dataset.h"
 #include "fs.h"
@@ -294,6 +295,22 @@ static int parse_storage(const char *s, enum machine_storage *out)
 	return -1;
 }
 
+/* The answer, in the Markdown report's words (its Verdicts section): per pivot column the
+ * fastest mean and every other configuration's verdict against it. */
+static void print_verdicts(const struct results *r, const struct report_markdown_opts *o)
+{
+	_cleanup_free_ char *err = NULL;
+	_cleanup_free_ char *text = report_pivot_summary(r, o, &err);
+	if (!text) {
+		warnf("no verdicts: %s", err);
+		return;
+	}
+	for (char *line = text, *end; *line; line = end + (*end == '\n')) {
+		end = line + strcspn(line, "\n");
+		fprintf(stderr, "ferry: %.*s\n", (int)(end - line), line);
+	}
+}
+
 static int cmd_run(int argc, char **argv)
 {
 	_cleanup_(plan_args_free) struct plan_args pa = { 0 };
@@ -477,6 +494,8 @@ static int cmd_run(int argc, char **argv)
 	const size_t *counts = st.counts;
 	if (!quiet && eo.verbose)
 		print_time_breakdown(&st);
+	if (!quiet)
+		print_verdicts(r, &rs.opts.markdown);
 	if (!quiet) {
 		fprintf(stderr,
 			"ferry: %zu passed, %zu failed, %zu errors, %zu skipped, %zu pending; %u "
