@@ -145,11 +145,6 @@ static void check_traversable(struct doctor *d, const char *what, const char *di
 	line(d, OK, what, NULL, "'%s' is reachable by QEMU (libvirt-qemu)", dir);
 }
 
-static bool pid_alive(long pid)
-{
-	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
-}
-
 static void check_leftovers(struct doctor *d, virConnectPtr conn, bool reap)
 {
 	virDomainPtr *doms = NULL;
@@ -167,7 +162,7 @@ static void check_leftovers(struct doctor *d, virConnectPtr conn, bool reap)
 		const char *name = virDomainGetName(doms[i]);
 		long pid;
 		if (name && run_domain_owner(doms[i], NULL, &pid)) {
-			if (pid_alive(pid) && pid != (long)getpid()) {
+			if (proc_alive(pid) && pid != (long)getpid()) {
 				live++;
 			} else if (reap) {
 				if (virDomainIsActive(doms[i]) == 1)
@@ -195,7 +190,7 @@ static void check_leftovers(struct doctor *d, virConnectPtr conn, bool reap)
 		long pid;
 		if (de->d_name[0] == '.' || !run_parse_domain_name(fake, NULL, &pid))
 			continue;
-		if (pid_alive(pid))
+		if (proc_alive(pid))
 			continue;
 		if (reap) {
 			_cleanup_free_ char *path = xasprintf("%s/%s", run_base_dir(), de->d_name);

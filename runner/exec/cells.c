@@ -12,12 +12,6 @@
 #include "keys.h"
 #include "rules.h"
 
-static unsigned ns_to_ms(uint64_t ns)
-{
-	uint64_t ms = ns / 1000000u;
-	return ms > UINT_MAX ? UINT_MAX : ms == 0 ? 1 : (unsigned)ms;
-}
-
 static void needs_clear(struct method_boot_needs *n)
 {
 	free(n->share_dir);

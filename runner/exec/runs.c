@@ -11,12 +11,6 @@
 
 static const char *const phase_names[] = { "prepare", "transfer", "finalize", "verify", "cleanup" };
 
-static unsigned ns_to_ms(uint64_t ns)
-{
-	uint64_t ms = ns / 1000000u;
-	return ms > UINT_MAX ? UINT_MAX : ms == 0 ? 1 : (unsigned)ms;
-}
-
 void group_destroy(struct exec *x, struct xgroup *g)
 {
 	uint64_t t = now_ns();

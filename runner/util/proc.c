@@ -253,3 +253,8 @@ int proc_run_timeout(const char *const *argv, unsigned timeout_ms, char **out, c
 	proc_result_clear(&res);
 	return 0;
 }
+
+bool proc_alive(long pid)
+{
+	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}

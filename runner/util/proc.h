@@ -43,6 +43,9 @@ void proc_result_clear(struct proc_result *res);
 /* The last non-empty line of a program's output: what it says when it fails (caller frees). */
 char *proc_last_line(const char *s, size_t n);
 
+/* Whether process pid exists (also when it belongs to another user: EPERM). */
+bool proc_alive(long pid);
+
 /*
  * proc_spawn() with the defaults, for programs that must succeed.
  * out: when not NULL, receives stdout and stderr together, NUL-terminated (caller frees).

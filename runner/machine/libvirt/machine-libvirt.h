@@ -48,6 +48,20 @@ struct lv_guest {
 	bool no_cpustats; /* the agent has no guest-get-cpustats: /proc/stat through its files */
 };
 
+/* Whether the guest's target disk is an image (else tmpfs). */
+static inline bool lv_guest_is_image(const struct lv_guest *g)
+{
+	/* a guest wrapped around a domain booted elsewhere (machine_libvirt_guest_wrap) has no
+	   plan disk: its target is an image when it was given one */
+	return g->cfg.disk ? g->cfg.disk->kind == PLAN_DISK_IMAGE : g->target.path != NULL;
+}
+
+/* machine_ops.describe and .sample (describe.c). */
+void machine_libvirt_describe(struct machine *m, struct machine_guest *mg,
+			      struct result_provenance *pv);
+void machine_libvirt_sample(struct machine *m, struct machine_guest *mg, unsigned what,
+			    struct machine_sample *out);
+
 /* The guest operations over the guest agent and libvirt (guest-ops.c). */
 extern const struct machine_guest_ops machine_libvirt_guest_ops;
 
