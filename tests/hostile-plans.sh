@@ -6,7 +6,7 @@
 #   existing file or a directory still to be made) and a baseline through it are refused at
 #   validate; a baseline directory whose x.json links out is refused, the target never quoted;
 # - class 5: includes outside the allowed tree (absolute, ../, a link, /proc) and connect URIs
-#   that name a file (test:///PATH) are refused, the file never quoted.
+#   that name a file (test:///PATH) are refused, the file never quoted (docs/security.md).
 set -euo pipefail
 
 ferry="${FERRY:?}"
