@@ -129,8 +129,8 @@ static int channel_transfer(struct method_ctx *ctx)
 		s->fd = -1;
 		guestproc_kill(ctx, s->pid);
 		s->pid = 0;
-		return method_fail(ctx, ERROR_INFRA, NULL, "channel: streaming into the port: %s",
-				   err);
+		return method_fail(ctx, STREAM_ERROR_KIND(err), NULL,
+				   "channel: streaming into the port: %s", err);
 	}
 	if (channel_drain_close(ctx, &s->fd) < 0)
 		return -1;

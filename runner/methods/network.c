@@ -72,6 +72,9 @@ struct network_state {
 	int fwd_ports[NETSERVE_STREAMS_MAX]; /* push on user networking: the host ends */
 	unsigned n_fwd;
 	char *fwd_vm; /* the domain the forwards were added to (a cell may get a new VM per run) */
+	/* where the guest reaches the pull server: the host's address on the private network
+	 * (machine_net_socket(); static), or NULL: HOST_FROM_GUEST on user networking */
+	const char *host_addr;
 	/* the queues that carried traffic, over the measured runs */
 	unsigned used_min, used_max, n_observed;
 };
@@ -148,6 +151,7 @@ static int network_prepare(struct method_ctx *ctx)
 				return method_fail_op(ctx, ERROR_INFRA, &e, NULL, "network: %s",
 						      e.msg);
 		}
+		s->host_addr = host_addr;
 		if (server_start_streams(&s->srv, pull_archive(ctx), ctx->dataset_dir,
 					 ctx->manifest, streams(ctx), lfd, host_addr,
 					 ctx->timeout_ms, &err) < 0)
@@ -197,7 +201,8 @@ static int pull(struct method_ctx *ctx, struct network_state *s)
 	unsigned n = streams(ctx);
 	char *cmds[NETSERVE_STREAMS_MAX] = { 0 };
 	_cleanup_free_ char *base =
-	    xasprintf("http://" HOST_FROM_GUEST ":%d/%s", s->srv.port, s->srv.token);
+	    xasprintf("http://%s:%d/%s", s->host_addr ? s->host_addr : HOST_FROM_GUEST, s->srv.port,
+		      s->srv.token);
 	for (unsigned k = 0; k < n; k++) {
 		if (s->srv.archive) {
 			_cleanup_free_ char *src = xasprintf("wget -q -O - %s/stream/%u", base, k);
@@ -513,6 +518,12 @@ static int network_verify(struct method_ctx *ctx)
 static int network_cleanup(struct method_ctx *ctx)
 {
 	server_stop(&state(ctx)->srv);
+	/* the interrupt snapshot the transfer left in the guest (best effort: the guest may be
+	 * gone after a failure) */
+	if (ctx->guest && !run_interrupted()) {
+		_cleanup_(machine_err_clear) struct machine_err e = { 0 };
+		machine_guest_sh(ctx->machine, ctx->guest, "rm -f " IRQ_BEFORE, 30000, NULL, &e);
+	}
 	return 0;
 }
 
