@@ -201,7 +201,7 @@ void prepare_cell(struct exec *x, struct xcell *c)
 	ctx->manifest = c->man;
 	dataset_provenance(x, c);
 	if (c->ops->add_devices && c->ops->add_devices(ctx, &c->needs) < 0) {
-		fail_cell(x, c, ctx->err.kind, ctx->err.message, ctx->err.agent_message);
+		fail_cell(x, c, ctx->err.kind, ctx->err.message, ctx->err.guest_message);
 		method_error_clear(&ctx->err);
 		return;
 	}

@@ -227,7 +227,7 @@ static void run_failed(struct exec *x, struct xcell *c, unsigned ri, int failed,
 {
 	_cleanup_free_ char *msg = xasprintf("run %u, %s: %s", ri, phase_names[failed],
 					     e->message ? e->message : "failed without a message");
-	cell_error(x, c, e->kind, (int)ri, failed, msg, e->agent_message, e->libvirt_message);
+	cell_error(x, c, e->kind, (int)ri, failed, msg, e->guest_message, e->libvirt_message);
 	if (!run_interrupted())
 		group_check(x, c->group);
 }
