@@ -186,7 +186,7 @@ static int af_cleanup(struct method_ctx *ctx)
 	return 0;
 }
 
-const struct method_ops method_agent_file = {
+const struct method_ops method_agentfile = {
 	.name = "agent-file",
 	.type = PLAN_METHOD_AGENT_FILE,
 	.supports = af_supports,

@@ -15,8 +15,8 @@
  * static library. A type without an entry is skipped as "not built into this ferry".
  */
 static const struct method_ops *const registry[] = {
-	&method_agent_file, &method_disk_image, &method_channel, &method_share,
-	&method_network,    &method_block,      &method_null,
+	&method_agentfile, &method_disk_image, &method_channel, &method_share,
+	&method_network,   &method_block,      &method_null,
 };
 
 const struct method_ops *method_find(enum plan_method_type type)
@@ -30,13 +30,13 @@ const struct method_ops *method_find(enum plan_method_type type)
 void method_error_clear(struct method_error *e)
 {
 	free(e->message);
-	free(e->agent_message);
+	free(e->guest_message);
 	free(e->libvirt_message);
 	memset(e, 0, sizeof(*e));
 	e->kind = ERROR_INFRA;
 }
 
-int method_fail(struct method_ctx *ctx, enum result_error_kind kind, const char *agent_message,
+int method_fail(struct method_ctx *ctx, enum result_error_kind kind, const char *guest_message,
 		const char *fmt, ...)
 {
 	va_list ap;
@@ -45,13 +45,13 @@ int method_fail(struct method_ctx *ctx, enum result_error_kind kind, const char 
 	va_start(ap, fmt);
 	ctx->err.message = xvasprintf(fmt, ap);
 	va_end(ap);
-	if (agent_message && *agent_message)
-		ctx->err.agent_message = xstrdup(agent_message);
+	if (guest_message && *guest_message)
+		ctx->err.guest_message = xstrdup(guest_message);
 	return -1;
 }
 
 int method_fail_op(struct method_ctx *ctx, enum result_error_kind kind, const struct machine_err *e,
-		   const char *agent_message, const char *fmt, ...)
+		   const char *guest_message, const char *fmt, ...)
 {
 	va_list ap;
 	method_error_clear(&ctx->err);
@@ -59,8 +59,8 @@ int method_fail_op(struct method_ctx *ctx, enum result_error_kind kind, const st
 	va_start(ap, fmt);
 	ctx->err.message = xvasprintf(fmt, ap);
 	va_end(ap);
-	if (agent_message && *agent_message)
-		ctx->err.agent_message = xstrdup(agent_message);
+	if (guest_message && *guest_message)
+		ctx->err.guest_message = xstrdup(guest_message);
 	if (e && e->detail)
 		ctx->err.libvirt_message = xstrdup(e->detail);
 	return -1;

@@ -173,7 +173,7 @@ static double median2(const double *v, size_t n)
 static void fail_ctx(struct method_ctx *ctx, const char *phase)
 {
 	die("%s %s: %s [agent: %s] [libvirt: %s]", ctx->method->e.name, phase, ctx->err.message,
-	    ctx->err.agent_message ? ctx->err.agent_message : "-",
+	    ctx->err.guest_message ? ctx->err.guest_message : "-",
 	    ctx->err.libvirt_message ? ctx->err.libvirt_message : "-");
 }
 
