@@ -280,6 +280,12 @@ static void test_clean_text(void)
 		{ "max\xf4\x8f\xbf\xbf", "max\xf4\x8f\xbf\xbf" },
 		{ "beyond\xf4\x90\x80\x80", "beyond\\xf4\\x90\\x80\\x80" },
 		{ "", "" },
+		/* issue 24, class 9: a console line "::stop-commands::x" must not reach column 0
+		 * of a CI log (it stops GitHub's annotation processing) */
+		{ "boot\n::stop-commands::x\n", "boot\n\\x3a:stop-commands::x\n" },
+		{ "::warning::forged", "\\x3a:warning::forged" },
+		{ "a\r\n::error::x", "a\n\\x3a:error::x" },
+		{ "in a line :: stays", "in a line :: stays" },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
 		_cleanup_free_ char *got = report_clean_text(cases[i].in);
