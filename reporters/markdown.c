@@ -226,8 +226,10 @@ static void pivot_value(FILE *f, const struct pivot *pv, const struct stats_summ
 	}
 }
 
+/* A cell of the pivot: bold only for its column's significant winner; the others say their
+ * verdict against it (md-verdicts.c). */
 static void write_table_cell(FILE *f, const struct pivot *pv, const struct result_cell *c,
-			     double best_value)
+			     double best_value, const struct md_verdicts *mv, size_t i)
 {
 	struct stats_summary t;
 	pivot_summary(pv, c, &t);
@@ -235,16 +237,21 @@ static void write_table_cell(FILE *f, const struct pivot *pv, const struct resul
 		fputs(md_has_stats(c) ? "\xe2\x80\x94" : status_badge[c->status], f);
 		return;
 	}
-	bool best = pv->higher_better ? t.mean >= best_value : t.mean <= best_value;
-	fputs(best ? "**" : "", f);
+	bool bold = mv->winner[i];
+	fputs(bold ? "**" : "", f);
 	pivot_value(f, pv, &t);
-	fputs(best ? "**" : "", f);
+	fputs(bold ? "**" : "", f);
 	double ratio = pv->higher_better ? best_value / t.mean : t.mean / best_value;
-	if (best || !isfinite(ratio))
+	const struct verdict *v = mv->slot[i] != SIZE_MAX ? &mv->v[mv->slot[i]] : NULL;
+	if (!v || !isfinite(ratio))
 		fputs("<br>1.00x", f);
-	else
+	else if (v->kind == VERDICT_A_BETTER)
 		fprintf(f, "<br>%.*fx %s", ratio < 2 ? 2 : 1, ratio,
 			!pv->metric ? "slower" : "worse");
+	else if (v->kind == VERDICT_SAME)
+		fputs("<br>indistinguishable", f);
+	else
+		fprintf(f, "<br>%.*fx, inconclusive", ratio < 2 ? 2 : 1, ratio);
 	if (c->status != STATUS_PASSED)
 		fprintf(f, "<br>%s", status_badge[c->status]);
 }
@@ -276,16 +283,23 @@ static void write_main_tables(FILE *f, const struct results *r, const struct lay
 		/* the best mean of each column: lowest, or highest for a higher-is-better metric
 		 */
 		double *fastest = xcalloc(cols.n + 1, sizeof(*fastest));
-		for (size_t c = 0; c < cols.n; c++)
+		size_t *best = xcalloc(cols.n + 1, sizeof(*best));
+		for (size_t c = 0; c < cols.n; c++) {
 			fastest[c] = pv->higher_better ? -INFINITY : INFINITY;
+			best[c] = SIZE_MAX;
+		}
 		for (const size_t *p = md_group_begin(l, g); p < md_group_end(l, g); p++) {
 			struct stats_summary t;
 			pivot_summary(pv, &r->cells[*p], &t);
 			size_t col = (size_t)md_strset_find(&cols, l->col[*p]);
 			if (t.n && isfinite(t.mean) &&
-			    (pv->higher_better ? t.mean > fastest[col] : t.mean < fastest[col]))
+			    (pv->higher_better ? t.mean > fastest[col] : t.mean < fastest[col])) {
 				fastest[col] = t.mean;
+				best[col] = *p;
+			}
 		}
+		struct md_verdicts mv;
+		md_verdicts_build(&mv, r, l, g, &cols, best, pv->metric);
 		if (*l->groups.v[g]) {
 			fputs("#### ", f);
 			md_text(f, l->groups.v[g]);
@@ -317,12 +331,14 @@ static void write_main_tables(FILE *f, const struct results *r, const struct lay
 				if (i == STRMAP_NONE)
 					fputs("\xe2\x80\x94", f);
 				else
-					write_table_cell(f, pv, &r->cells[i], fastest[c]);
+					write_table_cell(f, pv, &r->cells[i], fastest[c], &mv, i);
 				fputs(" |", f);
 			}
 			fputc('\n', f);
 		}
 		fputc('\n', f);
+		md_verdicts_free(&mv);
+		free(best);
 		free(fastest);
 		strmap_free(&at);
 		md_strset_free(&rows);
@@ -331,17 +347,21 @@ static void write_main_tables(FILE *f, const struct results *r, const struct lay
 	if (pv->metric) {
 		fputs("Mean of the measured runs' ", f);
 		md_text(f, pv->metric);
-		fprintf(f,
-			" (ferry(1) METRICS, %s is better); \xc2\xb1 is the half-width of its 95%% "
-			"confidence interval; **bold** is the best of its column and the "
-			"ratio is relative to it; \xe2\x80\x94 is a cell without the metric.\n\n",
-			pv->higher_better ? "higher" : "lower");
+		fprintf(
+		    f,
+		    " (ferry(1) METRICS, %s is better); \xc2\xb1 is the half-width of its 95%% "
+		    "confidence interval; the ratio is relative to the best of its "
+		    "column, **bold** only when that is significantly better than every other cell "
+		    "of the column (ferry(1) VERDICTS); \xe2\x80\x94 is a cell without the "
+		    "metric.\n\n",
+		    pv->higher_better ? "higher" : "lower");
 		return;
 	}
 	fputs("Mean of the measured runs' total (prepare + transfer + finalize); \xc2\xb1 is the "
-	      "half-width of its 95% confidence interval (the value and interval of every report); "
-	      "**bold** is the fastest of "
-	      "its column and the ratio is relative to it.\n\n",
+	      "half-width of its 95% confidence interval; the ratio is relative to the "
+	      "fastest of its column, **bold** only when that is significantly faster than every "
+	      "other cell of the column: verdicts on boot means, paired by block, 95% intervals, "
+	      "Benjamini-Hochberg across the table (ferry(1) VERDICTS).\n\n",
 	      f);
 }
 

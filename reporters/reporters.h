@@ -140,7 +140,8 @@ void report_locale_leave(struct report_locale *l);
  * dropped silently: CR LF becomes LF (serial consoles); \t and \n stay; every other control
  * character (ESC of colour codes, a lone CR, BEL, DEL) and every byte of an invalid UTF-8 sequence
  * is shown as its escape (escape_controls(): \x1b, \r, \xNN), C1 controls as \u0080-\u009f,
- * U+FFFE/U+FFFF as \ufffe/\uffff. NULL gives "". Free the result.
+ * U+FFFE/U+FFFF as \ufffe/\uffff, and the first ':' of a line that starts with "::" as \x3a (a
+ * workflow command in a CI log: "::stop-commands::"). NULL gives "". Free the result.
  */
 char *report_clean_text(const char *s);
 

@@ -124,6 +124,8 @@ static char *group_key(struct exec *x, const struct xcell *c)
 		k = key_append(k, "|ch=%s", n->channels[i]);
 	for (size_t i = 0; i < n->n_disks; i++)
 		k = key_append(k, "|d=%s", n->disks[i].path);
+	if (c->pc.run.fresh == PLAN_FRESH_RESTORE)
+		k = key_append(k, "%s", "|fresh=restore");
 	if (!shares_boot(c))
 		k = key_append(k, "|cell=%s", c->pc.id);
 	return k;
@@ -139,7 +141,10 @@ static void join_group(struct exec *x, struct xcell *c)
 		}
 	struct xgroup *g = xcalloc(1, sizeof(*g));
 	g->key = TAKE_PTR(key);
-	g->cfg = (struct machine_config){ .vm = c->pc.vm, .disk = c->pc.disk, .needs = &c->needs };
+	g->cfg = (struct machine_config){ .vm = c->pc.vm,
+					  .disk = c->pc.disk,
+					  .needs = &c->needs,
+					  .restore = c->pc.run.fresh == PLAN_FRESH_RESTORE };
 	x->groups = xrealloc(x->groups, (x->n_groups + 1) * sizeof(*x->groups));
 	x->groups[x->n_groups++] = g;
 	c->group = g;

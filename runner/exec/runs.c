@@ -45,8 +45,12 @@ static int group_boot(struct exec *x, struct xgroup *g, char **err, char **detai
 	/* runs of one boot share its luck: `ferry compare` takes a boot, not a run, as a sample */
 	g->boot = ++x->last_boot;
 	machine_describe(x->machine, g->guest, &x->r->provenance);
+	if (g->guest->fresh_note)
+		progress_line(x->o, "%s boots instead of restoring a saved state: %s", g->key,
+			      g->guest->fresh_note);
 	if (x->o->verbose)
-		progress_line(x->o, "booted %s in %.1f s (%s)", g->guest->name,
+		progress_line(x->o, "%s %s in %.1f s (%s)",
+			      g->guest->restored ? "restored" : "booted", g->guest->name,
 			      g->guest->boot_ms / 1000.0, g->key);
 	return 0;
 }
@@ -285,6 +289,8 @@ int do_run(struct exec *x, struct xcell *c)
 	tm->cleanup += isnan(ph[PHASE_CLEANUP]) ? 0.0 : ph[PHASE_CLEANUP];
 	rr->boot = c->group->boot;
 	rr->block = x->block > 0 ? x->block : -1;
+	if (c->group->guest)
+		rr->fresh = c->group->guest->restored ? "restore" : "boot";
 	metrics_record(x, c, rr);
 	if (c->ctx.observed) {
 		json_decref(rcell(x, c)->observed);

@@ -636,6 +636,13 @@ static const struct key_def run_defs[] = {
 	  .values = V("fresh", "reuse"),
 	  .help =
 	      "re-create the target disk before each run (first write), or reuse it (rewrite)" },
+	{ .name = "fresh",
+	  .type = KEY_ENUM,
+	  .offset = FIELD(plan_run, fresh),
+	  .def = "boot",
+	  .values = V("boot", "restore"),
+	  .help = "how a fresh guest starts: boot it, or restore a state saved once per VM "
+		  "configuration after its first boot (boot where it cannot be saved)" },
 	{ .name = "timeout",
 	  .type = KEY_DURATION,
 	  .offset = FIELD(plan_run, timeout),

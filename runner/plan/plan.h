@@ -204,6 +204,7 @@ enum plan_order { PLAN_ORDER_SEQUENTIAL, PLAN_ORDER_INTERLEAVED, PLAN_ORDER_SHUF
 enum plan_caches { PLAN_CACHES_DROP, PLAN_CACHES_KEEP };
 enum plan_vm_life { PLAN_VM_PER_CELL, PLAN_VM_PER_RUN, PLAN_VM_SHARED };
 enum plan_disk_life { PLAN_DISK_FRESH, PLAN_DISK_REUSE };
+enum plan_fresh { PLAN_FRESH_BOOT, PLAN_FRESH_RESTORE };
 
 struct plan_repeat {
 	uint64_t set;
@@ -238,6 +239,7 @@ struct plan_run {
 	enum plan_caches caches;
 	enum plan_vm_life vm;
 	enum plan_disk_life disk;
+	enum plan_fresh fresh; /* how a fresh guest starts: boot, or restore a saved state */
 	uint64_t timeout;      /* ns per run */
 	uint64_t cell_timeout; /* ns per cell */
 };

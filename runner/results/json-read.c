@@ -372,6 +372,15 @@ static void rd_cell(struct reader *rd, const char *where, const json_t *o, struc
 			run->block = block > 0 ? (int64_t)block : -1;
 		}
 		rd_time(rd, w, jr, "started", &run->started_ms);
+		const json_t *jf = get(jr, "fresh");
+		if (jf && !json_is_null(jf)) {
+			const char *f = json_string_value(jf);
+			if (!f || (strcmp(f, "boot") != 0 && strcmp(f, "restore") != 0)) {
+				fail(rd, w, "'fresh' must be \"boot\" or \"restore\"");
+				return;
+			}
+			run->fresh = f[0] == 'b' ? "boot" : "restore";
+		}
 		rd_object(rd, w, jr, "metrics", &run->metrics);
 		const char *mk;
 		const json_t *mv;

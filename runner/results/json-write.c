@@ -131,6 +131,8 @@ static json_t *cell_to_json(const struct result_cell *c)
 		/* optional: files written before it existed have no run start */
 		if (r->started_ms)
 			json_object_set_new(jr, "started", jtime(r->started_ms));
+		if (r->fresh)
+			json_object_set_new(jr, "fresh", json_string(r->fresh));
 		/* optional: only runs of a plan with blocks (run.boots) have one */
 		if (r->block > 0)
 			json_object_set_new(jr, "block", json_integer(r->block));

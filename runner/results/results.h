@@ -97,7 +97,10 @@ struct result_run {
 			   * results file, from 1); -1 when unknown (a version 1 file) */
 	int64_t block;    /* which block of the run (a round that boots every VM configuration
 			   * once, ferry(1) run.boots), from 1; -1 when the run had no blocks */
-	json_t *metrics;  /* method-reported metrics {"name": number} (owned), or NULL */
+	/* how the run's guest started: "boot" or "restore" (run.fresh: from a saved state, or
+	 * booted where the configuration could not be saved), NULL when unknown (older files) */
+	const char *fresh;
+	json_t *metrics;    /* method-reported metrics {"name": number} (owned), or NULL */
 	int64_t started_ms; /* wall clock when the run began (Unix ms; 0: unknown): the order of
 			     * runs across cells, e.g. under run.order interleaved */
 };

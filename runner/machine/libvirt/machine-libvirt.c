@@ -30,6 +30,7 @@
 #include "hash.h"
 #include "hoststore.h"
 #include "proc.h"
+#include "saved-states.h"
 #include "util.h"
 #include "vm-plan.h"
 #include "vm.h"
@@ -299,7 +300,20 @@ static int lv_boot_into(struct lv_machine *lm, struct lv_guest *g, char **err)
 	_cleanup_free_ struct disk_config *disks =
 	    xcalloc(g->cfg.needs->n_disks + 1, sizeof(*disks));
 	domain_config(lm, g, &c, disks);
-	if (vm_boot(lm->run, lm->conn, &c, ns_to_ms(g->cfg.vm->boot_timeout), &g->vm, err) < 0)
+	unsigned boot_ms = ns_to_ms(g->cfg.vm->boot_timeout);
+	free(g->base.fresh_note);
+	g->base.fresh_note = NULL;
+	if (g->cfg.restore) {
+		_cleanup_free_ char *why = NULL;
+		bool first = false;
+		c.restore = saved_state_for(&lm->saved, lm->run, lm->conn, &c, lm->hs != NULL,
+					    boot_ms, &why, &first);
+		c.genid = c.restore != NULL;
+		if (first)
+			g->base.fresh_note = TAKE_PTR(why);
+	}
+	g->base.restored = c.restore != NULL;
+	if (vm_boot(lm->run, lm->conn, &c, boot_ms, &g->vm, err) < 0)
 		return -1;
 	free(g->base.name);
 	g->base.name = xstrdup(vm_name(g->vm));
@@ -335,6 +349,7 @@ static void lv_free(struct lv_guest *g)
 		unlink(g->seed_path);
 	free(g->seed_path);
 	free(g->base.name);
+	free(g->base.fresh_note);
 	about_clear(g);
 	free(g);
 }
@@ -664,6 +679,7 @@ static void lv_close(struct machine *m)
 		free(lm->empties[i].path);
 	}
 	free(lm->empties);
+	saved_states_free(lm->saved);
 	virConnectClose(lm->conn);
 	guest_files_clear(&lm->gf);
 	free(lm->gf_err);

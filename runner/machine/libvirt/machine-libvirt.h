@@ -34,7 +34,8 @@ struct lv_machine {
 	size_t n_empties;
 	/* a remote host: ferry's storage pool there (hoststore.h), else NULL */
 	struct hoststore *hs;
-	bool builtin_named; /* the provenance names the built-in guest's files */
+	bool builtin_named;         /* the provenance names the built-in guest's files */
+	struct saved_states *saved; /* run.fresh restore: per configuration (saved-states.h) */
 };
 
 struct lv_guest {

@@ -393,11 +393,25 @@ static void add_channel(xmlNodePtr devices, const char *name)
 	prop(t, "name", name);
 }
 
+/* QEMU waits for the saved state as an incoming migration (vm-save.c): `-incoming defer`
+ * through libvirt's QEMU namespace. libvirt starts the domain as usual; the loaded guest stays
+ * paused (it was saved paused) until vm_incoming() resumes it. */
+static void add_incoming(xmlNodePtr dom)
+{
+	xmlNsPtr q =
+	    xmlNewNs(dom, BAD_CAST "http://libvirt.org/schemas/domain/qemu/1.0", BAD_CAST "qemu");
+	xmlNodePtr cl = xmlNewChild(dom, q, BAD_CAST "commandline", NULL);
+	prop(xmlNewChild(cl, q, BAD_CAST "arg", NULL), "value", "-incoming");
+	prop(xmlNewChild(cl, q, BAD_CAST "arg", NULL), "value", "defer");
+}
+
 /* The domain's identity and size: type, name, ferry's owner marker, memory, vCPUs. */
 static void xml_head(xmlNodePtr dom, const struct vm_config *c, const char *name, bool kvm)
 {
 	prop(dom, "type", kvm ? "kvm" : "qemu");
 	add(dom, "name", name);
+	if (c->genid)
+		add(dom, "genid", NULL);
 	if (c->owner_run) {
 		char pid[32];
 		snprintf(pid, sizeof(pid), "%ld", c->owner_pid);
@@ -682,5 +696,7 @@ char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const
 		return NULL;
 	xml_share(dev, c);
 	prop(add(dev, "memballoon", NULL), "model", "none");
+	if (c->restore)
+		add_incoming(dom);
 	return doc_string(doc, dom);
 }

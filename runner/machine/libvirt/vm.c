@@ -749,11 +749,16 @@ static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_conf
 		vm_destroy(vm);
 		return -1;
 	}
-	if (wait_agent(vm, timeout_ms, err) < 0) {
+	if ((c->restore && vm_incoming(vm, c->restore, timeout_ms, err) < 0) ||
+	    wait_agent(vm, timeout_ms, err) < 0) {
 		vm_destroy(vm);
 		return -1;
 	}
 	vm->boot_ms = (double)(now_ns() - t0) / 1e6;
+	if (c->restore && vm_restore_refresh(vm, err) < 0) {
+		vm_destroy(vm);
+		return -1;
+	}
 	if (vm->guest_addr && private_address(vm, err) < 0) {
 		vm_destroy(vm);
 		return -1;
