@@ -43,7 +43,7 @@ struct method_error {
 	enum result_error_kind kind; /* ERROR_INFRA, ERROR_INTEGRITY or ERROR_TIMEOUT */
 	char *message;               /* lower-case, no final period: what failed and why */
 	char *guest_message; /* optional: the guest's words (a machine_err msg, a command's stderr):
-				the result error's agent_message */
+				recorded as the result error's agent message */
 	char *libvirt_message; /* optional: the machine's detail at the failing call
 				  (struct machine_err: libvirt's last error) */
 };

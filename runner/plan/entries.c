@@ -120,6 +120,11 @@ static void check_blocks(struct ctx *c, struct plan_run *r, const yaml_node_t *m
 		pl_err_node(c, boots, "'boots' range is empty: min is larger than max");
 	if (r->boots.max < r->boots.min)
 		r->boots.max = r->boots.min;
+	if (r->boots.max < 3)
+		pl_warn_node(c, boots,
+			     "run.boots allows at most %llu block%s: every comparison of cells "
+			     "has fewer than 3 boots a side and is rarely conclusive",
+			     (unsigned long long)r->boots.max, r->boots.max == 1 ? "" : "s");
 	if (key_is_set(t, r, "repeat"))
 		pl_err_node(c, pl_key_node(c, map, "repeat", owner),
 			    "'run.repeat' and 'run.boots' both say how often a cell runs: with "
