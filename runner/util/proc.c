@@ -77,10 +77,12 @@ static void stop_child(pid_t pid, enum stop *stopped, enum stop why)
 
 /*
  * Read both pipes until both are closed (one poll loop: neither can fill up and block). The
- * child is killed when the deadline passes or a signal interrupts the run (the run's self-pipe
- * wakes the poll): then the pipes are left (a grandchild may hold them) and *stopped says why.
+ * child is killed when the deadline passes or, when `on_signal`, a signal interrupts the run (the
+ * run's self-pipe wakes the poll): then the pipes are left (a grandchild may hold them) and
+ * *stopped says why.
  */
-static void drain(struct sink *s, size_t n, pid_t pid, uint64_t deadline, enum stop *stopped)
+static void drain(struct sink *s, size_t n, pid_t pid, uint64_t deadline, bool on_signal,
+		  enum stop *stopped)
 {
 	for (;;) {
 		struct pollfd p[3];
@@ -91,9 +93,9 @@ static void drain(struct sink *s, size_t n, pid_t pid, uint64_t deadline, enum s
 		if (np == 0)
 			return;
 		size_t nfd = np;
-		if (run_signal_fd() >= 0)
+		if (on_signal && run_signal_fd() >= 0)
 			p[nfd++] = (struct pollfd){ .fd = run_signal_fd(), .events = POLLIN };
-		if (run_interrupted())
+		if (on_signal && run_interrupted())
 			stop_child(pid, stopped, STOP_SIGNAL);
 		uint64_t now = now_ns();
 		if (now >= deadline)
@@ -194,7 +196,11 @@ int proc_spawn(const char *const *argv, const struct proc_opts *opts, struct pro
 	struct sink s[2] = { { .fd = out[0] }, { .fd = errp[0] } };
 	uint64_t limit = o->timeout_ms ? o->timeout_ms : PROC_TIMEOUT_DEFAULT_MS;
 	enum stop stopped = STOP_NONE;
-	drain(s, o->split_stderr ? 2 : 1, pid, now_ns() + limit * 1000000u, &stopped);
+	/* A signal kills the helpers it interrupts. A helper started after it is the cleanup's
+	 * (ip netns del, qemu-img, umount): it runs to its end, under its timeout and the second
+	 * signal's deadline (run.h), or the cleanup would leave what it was started to remove. */
+	bool on_signal = !run_interrupted();
+	drain(s, o->split_stderr ? 2 : 1, pid, now_ns() + limit * 1000000u, on_signal, &stopped);
 	res->out = finish(&s[0], &res->out_len);
 	if (o->split_stderr)
 		res->errout = finish(&s[1], NULL);
@@ -206,7 +212,7 @@ int proc_spawn(const char *const *argv, const struct proc_opts *opts, struct pro
 			proc_result_clear(res);
 			return -1;
 		}
-		if (run_interrupted())
+		if (on_signal && run_interrupted())
 			stop_child(pid, &stopped, STOP_SIGNAL);
 	}
 	if (stopped) {

@@ -464,13 +464,21 @@ static void test_proc_timeout(void)
 		const char *hang[] = { "sh", "-c", "kill -TERM $PPID; exec sleep 1000", NULL };
 		g_assert_cmpint(proc_run(hang, NULL, &e), ==, -1);
 		printf("%s\n", e);
+		free(e);
+		/* a helper started after the signal is the cleanup's: it runs to its end (a
+		 * killed 'ip netns del' left the run's namespace behind) */
+		const char *later[] = { "sh", "-c", "sleep 0.2; echo cleanup helper ran", NULL };
+		char *out = NULL;
+		e = NULL;
+		g_assert_cmpint(proc_run(later, &out, &e), ==, 0);
+		printf("%s", out);
 		exit(143);
 	}
 	char *base = g_dir_make_tmp("ferry-test-proc-XXXXXX", NULL);
 	g_setenv("FERRY_RUN_DIR", base, TRUE);
 	g_test_trap_subprocess("/run/proc-timeout", 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
 	g_test_trap_assert_failed();
-	g_test_trap_assert_stdout("*'sh' was killed: ferry was interrupted*");
+	g_test_trap_assert_stdout("*'sh' was killed: ferry was interrupted*cleanup helper ran*");
 	g_assert_cmpint(g_rmdir(base), ==, 0); /* the run directory is gone */
 	g_free(base);
 	g_unsetenv("FERRY_RUN_DIR");
