@@ -107,7 +107,7 @@ static int report_gab_write(const struct results *r, const struct report_opts *o
 static int report_html_write(const struct results *r, const struct report_opts *o, FILE *out,
 			     char **err)
 {
-	return report_html(r, &o->markdown, out, err);
+	return report_html(r, o ? &o->markdown : NULL, out, err);
 }
 
 const struct report_format_def report_formats[REPORT_FORMAT_COUNT] = {

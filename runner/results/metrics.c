@@ -8,15 +8,18 @@
 
 #include "util.h"
 
-static const char *const unit_names[] = {
-	[METRIC_RATE] = "B/s", [METRIC_FILES] = "files/s", [METRIC_TIME] = "s",
-	[METRIC_SIZE] = "B",   [METRIC_PERCENT] = "%",
-};
+/* each unit kind's spelling, as literals: a table entry read from another array is not a
+ * constant initializer in C11 (GCC accepts it, clang does not) */
+#define UNIT_NAME_RATE    "B/s"
+#define UNIT_NAME_FILES   "files/s"
+#define UNIT_NAME_TIME    "s"
+#define UNIT_NAME_SIZE    "B"
+#define UNIT_NAME_PERCENT "%"
 
 const struct metric_def metric_defs[METRIC_COUNT] = {
 #define METRIC_ROW(id, name_, unit_, kind_, higher, doc_)                                          \
 	[METRIC_##id] = { .name = name_,                                                           \
-			  .unit = unit_names[METRIC_##unit_],                                      \
+			  .unit = UNIT_NAME_##unit_,                                               \
 			  .unit_kind = METRIC_##unit_,                                             \
 			  .kind = METRIC_##kind_,                                                  \
 			  .higher_better = higher,                                                 \
