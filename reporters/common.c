@@ -51,6 +51,13 @@ char *report_clean_text(const char *str)
 			out[o++] = (char)s[i++];
 			continue;
 		}
+		/* a line that starts with "::" would be a workflow command in a CI log (GitHub's
+		 * "::stop-commands::" ends annotation processing): its first ':' is escaped */
+		if (s[i] == ':' && s[i + 1] == ':' && (i == 0 || s[i - 1] == '\n')) {
+			o += (size_t)sprintf(out + o, "\\x3a");
+			i++;
+			continue;
+		}
 		/* every other control shows as its escape (escape_controls()), never vanishes */
 		size_t len = s[i] < 0x80 ? 1 : utf8_decode(str + i, n - i, &cp);
 		if (cp == 0xfffe || cp == 0xffff) { /* not characters in XML */

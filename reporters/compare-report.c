@@ -4,8 +4,10 @@
 
 #include <libxml/xmlwriter.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "diag.h"
 #include "md-layout.h"
 #include "reporters.h"
 
@@ -470,33 +472,24 @@ int report_compare_json(const struct comparison *c, const struct compare_report_
 
 /* ---- GitHub workflow commands -------------------------------------------------------------- */
 
-/* GitHub's escaping of a workflow command's data (and, with props, of a property value). */
-static char *gh_escape(const char *s, bool props)
+/* A workflow command's data (and, with props, a property value): the text cleaned as every
+ * report cleans it, then GitHub's escaping (gh_escape(), diag.h). */
+static char *gh_text(const char *s, bool props)
 {
 	_cleanup_free_ char *clean = report_clean_text(s);
-	size_t n = strlen(clean);
-	char *out = xmalloc(3 * n + 1), *o = out;
-	for (const char *p = clean; *p; p++) {
-		if (*p == '%')
-			o = stpcpy(o, "%25");
-		else if (*p == '\r')
-			o = stpcpy(o, "%0D");
-		else if (*p == '\n')
-			o = stpcpy(o, "%0A");
-		else if (props && *p == ':')
-			o = stpcpy(o, "%3A");
-		else if (props && *p == ',')
-			o = stpcpy(o, "%2C");
-		else
-			*o++ = *p;
-	}
-	*o = '\0';
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	if (!f)
+		abort();
+	gh_escape(f, clean, props);
+	fclose(f);
 	return out;
 }
 
 static void append(char **text, const char *kind, const char *title, const char *msg)
 {
-	_cleanup_free_ char *t = gh_escape(title, true), *m = gh_escape(msg, false);
+	_cleanup_free_ char *t = gh_text(title, true), *m = gh_text(msg, false);
 	char *n = xasprintf("%s::%s title=%s::%s\n", *text, kind, t, m);
 	free(*text);
 	*text = n;

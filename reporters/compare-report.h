@@ -29,6 +29,11 @@ struct compare_report_ctx {
 int report_compare_markdown(const struct comparison *c, const struct results *cand,
 			    const struct compare_report_ctx *x, FILE *out, char **err);
 
+/* One static HTML page (html-compare.c): every cell's change with its interval on one axis
+ * around 0, the threshold marked, coloured by verdict, the numbers beside it and on hover. */
+int report_compare_html(const struct comparison *c, const struct results *cand,
+			const struct compare_report_ctx *x, FILE *out, char **err);
+
 /* JUnit XML, streamed with xmlTextWriter. */
 int report_compare_junit(const struct comparison *c, const struct results *cand,
 			 const struct compare_report_ctx *x, FILE *out, char **err);

@@ -25,7 +25,9 @@
 	X(JSON, "json", ".json", report_json_write, path, "the JSON results")                      \
 	X(BMF, "bmf", ".bmf.json", report_bmf_write, path, "Bencher Metric Format JSON")           \
 	X(GAB, "gab", ".gab.json", report_gab_write, path,                                         \
-	  "github-action-benchmark JSON (customSmallerIsBetter)")
+	  "github-action-benchmark JSON (customSmallerIsBetter)")                                  \
+	X(HTML, "html", ".html", report_html_write, path,                                          \
+	  "the HTML report (one static page with charts)")
 
 enum report_format {
 #define REPORT_FORMAT_ENUM(id, name, suffix, writer, plan, doc) REPORT_##id,

@@ -191,7 +191,7 @@ static void add_summary_properties(struct jw *j, const char *prefix, const struc
 	}
 }
 
-/* The run metrics the cell's runs reported (ferry(1) METRICS): "metric.NAME.median", ".n",
+/* The run metrics the cell's runs reported (ferry(1) METRICS): "metric.NAME.mean", ".median", ".n",
  * ".ci_low", ".ci_high" over the measured runs, each metric once, in the order runs name them. */
 static void add_metric_properties(struct jw *j, const struct result_cell *c)
 {
@@ -203,8 +203,8 @@ static void add_metric_properties(struct jw *j, const struct result_cell *c)
 		result_cell_metric_summary(c, k, &s);
 		_cleanup_free_ char *n = xasprintf("metric.%s.n", k);
 		add_propertyf(j, n, "%zu", s.n);
-		const char *field[] = { "median", "ci_low", "ci_high" };
-		double val[] = { s.median, s.ci_low, s.ci_high };
+		const char *field[] = { "mean", "median", "ci_low", "ci_high" };
+		double val[] = { s.mean, s.median, s.ci_low, s.ci_high };
 		for (size_t f = 0; f < ELEMENTSOF(field); f++) {
 			_cleanup_free_ char *name = xasprintf("metric.%s.%s", k, field[f]);
 			add_number_property(j, name, val[f]);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "md-layout.h"
+#include "pivot-verdicts.h"
 #include "reporters.h"
 #include "strmap.h"
 
@@ -126,7 +127,7 @@ static void human_duration(FILE *f, double s)
 	}
 }
 
-static void human_rate(FILE *f, double bytes_per_s)
+void md_human_rate(FILE *f, double bytes_per_s)
 {
 	if (!isfinite(bytes_per_s))
 		fputs("\xe2\x80\x94", f);
@@ -139,7 +140,7 @@ static void human_rate(FILE *f, double bytes_per_s)
 }
 
 /* A phase or total time in a table cell, or a dash. */
-static void cell_seconds(FILE *f, double s)
+void md_cell_seconds(FILE *f, double s)
 {
 	if (isfinite(s))
 		human_seconds(f, s, NULL, NULL);
@@ -207,43 +208,50 @@ static void pivot_value(FILE *f, const struct pivot *pv, const struct stats_summ
 	if (!pv->metric || STREQ(pv->unit, "s")) {
 		double scale;
 		int decimals;
-		human_seconds(f, t->median, &scale, &decimals);
+		human_seconds(f, t->mean, &scale, &decimals);
 		if (ci)
 			fprintf(f, " \xc2\xb1 %.*f", decimals, half * scale);
 	} else if (STREQ(pv->unit, "B/s")) {
-		human_rate(f, t->median);
+		md_human_rate(f, t->mean);
 		if (ci)
 			fprintf(f, " \xc2\xb1 %.1f", half / 1e6);
 	} else if (STREQ(pv->unit, "B")) {
-		fprintf(f, "%.1f\xc2\xa0MB", t->median / 1e6);
+		fprintf(f, "%.1f\xc2\xa0MB", t->mean / 1e6);
 		if (ci)
 			fprintf(f, " \xc2\xb1 %.1f", half / 1e6);
 	} else {
-		fprintf(f, "%.4g", t->median);
+		fprintf(f, "%.4g", t->mean);
 		if (ci)
 			fprintf(f, " \xc2\xb1 %.3g", half);
 	}
 }
 
+/* A cell of the pivot: bold only for its column's significant winner; the others say their
+ * verdict against it (md-verdicts.c). */
 static void write_table_cell(FILE *f, const struct pivot *pv, const struct result_cell *c,
-			     double best_value)
+			     double best_value, const struct md_verdicts *mv, size_t i)
 {
 	struct stats_summary t;
 	pivot_summary(pv, c, &t);
-	if (t.n == 0 || !isfinite(t.median)) {
+	if (t.n == 0 || !isfinite(t.mean)) {
 		fputs(md_has_stats(c) ? "\xe2\x80\x94" : status_badge[c->status], f);
 		return;
 	}
-	bool best = pv->higher_better ? t.median >= best_value : t.median <= best_value;
-	fputs(best ? "**" : "", f);
+	bool bold = mv->winner[i];
+	fputs(bold ? "**" : "", f);
 	pivot_value(f, pv, &t);
-	fputs(best ? "**" : "", f);
-	double ratio = pv->higher_better ? best_value / t.median : t.median / best_value;
-	if (best || !isfinite(ratio))
+	fputs(bold ? "**" : "", f);
+	double ratio = pv->higher_better ? best_value / t.mean : t.mean / best_value;
+	const struct verdict *v = mv->slot[i] != SIZE_MAX ? &mv->v[mv->slot[i]] : NULL;
+	if (!v || !isfinite(ratio))
 		fputs("<br>1.00x", f);
-	else
+	else if (v->kind == VERDICT_A_BETTER)
 		fprintf(f, "<br>%.*fx %s", ratio < 2 ? 2 : 1, ratio,
 			!pv->metric ? "slower" : "worse");
+	else if (v->kind == VERDICT_SAME)
+		fputs("<br>indistinguishable", f);
+	else
+		fprintf(f, "<br>%.*fx, inconclusive", ratio < 2 ? 2 : 1, ratio);
 	if (c->status != STATUS_PASSED)
 		fprintf(f, "<br>%s", status_badge[c->status]);
 }
@@ -256,15 +264,15 @@ static void write_main_tables(FILE *f, const struct results *r, const struct lay
 		return;
 	}
 	if (pv->metric) {
-		fputs("### Median ", f);
+		fputs("### Mean ", f);
 		md_text(f, pv->metric);
 		fputs("\n\n", f);
 	} else {
-		fputs("### Median total time\n\n", f);
+		fputs("### Mean total time\n\n", f);
 	}
 	for (size_t g = 0; g < l->groups.n; g++) {
 		struct strset rows = { 0 }, cols = { 0 };
-		/* (row, column) -> the first cell there; the fastest median of each column */
+		/* (row, column) -> the first cell there; the best mean of each column */
 		struct strmap at;
 		strmap_init(&at, (size_t)(md_group_end(l, g) - md_group_begin(l, g)));
 		for (const size_t *p = md_group_begin(l, g); p < md_group_end(l, g); p++) {
@@ -272,19 +280,26 @@ static void write_main_tables(FILE *f, const struct results *r, const struct lay
 			size_t col = md_strset_add(&cols, l->col[*p]);
 			strmap_put(&at, l->row[*p], (uint32_t)col, (uint32_t)*p);
 		}
-		/* the best median of each column: lowest, or highest for a higher-is-better metric
+		/* the best mean of each column: lowest, or highest for a higher-is-better metric
 		 */
 		double *fastest = xcalloc(cols.n + 1, sizeof(*fastest));
-		for (size_t c = 0; c < cols.n; c++)
+		size_t *best = xcalloc(cols.n + 1, sizeof(*best));
+		for (size_t c = 0; c < cols.n; c++) {
 			fastest[c] = pv->higher_better ? -INFINITY : INFINITY;
+			best[c] = SIZE_MAX;
+		}
 		for (const size_t *p = md_group_begin(l, g); p < md_group_end(l, g); p++) {
 			struct stats_summary t;
 			pivot_summary(pv, &r->cells[*p], &t);
 			size_t col = (size_t)md_strset_find(&cols, l->col[*p]);
-			if (t.n && isfinite(t.median) &&
-			    (pv->higher_better ? t.median > fastest[col] : t.median < fastest[col]))
-				fastest[col] = t.median;
+			if (t.n && isfinite(t.mean) &&
+			    (pv->higher_better ? t.mean > fastest[col] : t.mean < fastest[col])) {
+				fastest[col] = t.mean;
+				best[col] = *p;
+			}
 		}
+		struct md_verdicts mv;
+		md_verdicts_build(&mv, r, l, g, &cols, best, pv->metric);
 		if (*l->groups.v[g]) {
 			fputs("#### ", f);
 			md_text(f, l->groups.v[g]);
@@ -316,110 +331,38 @@ static void write_main_tables(FILE *f, const struct results *r, const struct lay
 				if (i == STRMAP_NONE)
 					fputs("\xe2\x80\x94", f);
 				else
-					write_table_cell(f, pv, &r->cells[i], fastest[c]);
+					write_table_cell(f, pv, &r->cells[i], fastest[c], &mv, i);
 				fputs(" |", f);
 			}
 			fputc('\n', f);
 		}
 		fputc('\n', f);
+		md_verdicts_free(&mv);
+		free(best);
 		free(fastest);
 		strmap_free(&at);
 		md_strset_free(&rows);
 		md_strset_free(&cols);
 	}
 	if (pv->metric) {
-		fputs("Median of the measured runs' ", f);
+		fputs("Mean of the measured runs' ", f);
 		md_text(f, pv->metric);
 		fprintf(
 		    f,
-		    " (ferry(1) METRICS, %s is better); \xc2\xb1 is the half-width of the 95%% "
-		    "confidence interval of the mean; **bold** is the best of its column and the "
-		    "ratio is relative to it; \xe2\x80\x94 is a cell without the metric.\n\n",
+		    " (ferry(1) METRICS, %s is better); \xc2\xb1 is the half-width of its 95%% "
+		    "confidence interval; the ratio is relative to the best of its "
+		    "column, **bold** only when that is significantly better than every other cell "
+		    "of the column (ferry(1) VERDICTS); \xe2\x80\x94 is a cell without the "
+		    "metric.\n\n",
 		    pv->higher_better ? "higher" : "lower");
 		return;
 	}
-	fputs("Median of the measured runs' total (prepare + transfer + finalize); \xc2\xb1 is the "
-	      "half-width of the 95% confidence interval of the mean; **bold** is the fastest of "
-	      "its column and the ratio is relative to it.\n\n",
+	fputs("Mean of the measured runs' total (prepare + transfer + finalize); \xc2\xb1 is the "
+	      "half-width of its 95% confidence interval; the ratio is relative to the "
+	      "fastest of its column, **bold** only when that is significantly faster than every "
+	      "other cell of the column: verdicts on boot means, paired by block, 95% intervals, "
+	      "Benjamini-Hochberg across the table (ferry(1) VERDICTS).\n\n",
 	      f);
-}
-
-static void write_phase_table(FILE *f, const struct results *r, const struct layout *l)
-{
-	bool any = false;
-	for (size_t i = 0; i < r->n_cells; i++)
-		any |= md_has_stats(&r->cells[i]);
-	if (!any)
-		return;
-	fputs("### Phases\n\nMedian time per phase of the measured runs (verify is timed but is "
-	      "not part "
-	      "of the total).\n\n|",
-	      f);
-	for (size_t k = 0; k < l->keys.n; k++) {
-		fputc(' ', f);
-		md_text(f, l->keys.v[k]);
-		fputs(" |", f);
-	}
-	if (l->keys.n == 0)
-		fputs(" cell |", f);
-	fputs(" runs |", f);
-	for (int p = 0; p < PHASE_COUNT; p++)
-		fprintf(f, " %s |", result_phase_name((enum result_phase)p));
-	fputs(" total | throughput | CV | stopped |\n|", f);
-	for (size_t k = 0; k < (l->keys.n ? l->keys.n : 1); k++)
-		fputs(" :--- |", f);
-	for (int p = 0; p < PHASE_COUNT + 4; p++)
-		fputs(" ---: |", f);
-	fputs(" :--- |\n", f);
-	/* the cell's value of each key, found once per axis rather than searched once per key */
-	const char **val = xcalloc(l->keys.n + 1, sizeof(*val));
-	for (size_t i = 0; i < r->n_cells; i++) {
-		const struct result_cell *c = &r->cells[i];
-		if (!md_has_stats(c))
-			continue;
-		for (size_t a = c->n_axes;
-		     a-- > 0;) /* backwards: the first of a repeated key wins */
-			val[md_strset_find(&l->keys, c->axes[a].key)] = c->axes[a].value;
-		fputc('|', f);
-		for (size_t k = 0; k < l->keys.n; k++) {
-			fputc(' ', f);
-			md_text(f, val[k] ? val[k] : "\xe2\x80\x94");
-			fputs(" |", f);
-			val[k] = NULL;
-		}
-		if (l->keys.n == 0) {
-			fputc(' ', f);
-			md_text(f, c->id);
-			fputs(" |", f);
-		}
-		fprintf(f, " %zu", c->stats.total.n);
-		if (c->stats.outliers)
-			fprintf(f, " (%zu outlier%s)", c->stats.outliers,
-				c->stats.outliers == 1 ? "" : "s");
-		fputs(" |", f);
-		for (int p = 0; p < PHASE_COUNT; p++) {
-			fputc(' ', f);
-			cell_seconds(f, c->stats.phase[p].n ? c->stats.phase[p].median : NAN);
-			fputs(" |", f);
-		}
-		fputc(' ', f);
-		cell_seconds(f, c->stats.total.median);
-		fputs(" | ", f);
-		human_rate(f, c->stats.bytes_per_s);
-		if (isfinite(c->stats.total.cv))
-			fprintf(f, " | %.1f%% | ", c->stats.total.cv * 100);
-		else
-			fputs(" | \xe2\x80\x94 | ", f);
-		fputs(c->stop_reason != STATS_CONTINUE
-			  ? stats_stop_name((enum stats_stop)c->stop_reason)
-			  : "\xe2\x80\x94",
-		      f);
-		if (c->status != STATUS_PASSED)
-			fprintf(f, ", %s", status_badge[c->status]);
-		fputs(" |\n", f);
-	}
-	free(val);
-	fputc('\n', f);
 }
 
 static void write_charts(FILE *f, const struct results *r, const struct layout *l)
@@ -449,15 +392,15 @@ static void write_charts(FILE *f, const struct results *r, const struct layout *
 				continue;
 			double max = 0;
 			for (size_t k = 0; k < bars; k++)
-				if (r->cells[b[k]].stats.total.median > max)
-					max = r->cells[b[k]].stats.total.median;
+				if (r->cells[b[k]].stats.total.mean > max)
+					max = r->cells[b[k]].stats.total.mean;
 			if (!heading) {
 				fputs("### Charts\n\n", f);
 				heading = true;
 			}
 			_cleanup_free_ char *title = xasprintf(
 			    "%s%s%s%s%s%s", l->cols ? l->cols : "", l->cols ? "=" : "",
-			    l->cols ? cols.v[c] : "median total", *l->groups.v[g] ? " (" : "",
+			    l->cols ? cols.v[c] : "mean total", *l->groups.v[g] ? " (" : "",
 			    l->groups.v[g], *l->groups.v[g] ? ")" : "");
 			fputs("```mermaid\nxychart-beta\n    title ", f);
 			mermaid_label(f, title);
@@ -466,11 +409,11 @@ static void write_charts(FILE *f, const struct results *r, const struct layout *
 				fputs(k ? ", " : "", f);
 				mermaid_label(f, l->row[b[k]]);
 			}
-			fprintf(f, "]\n    y-axis \"median total (s)\" 0 --> %.3f\n    bar [",
+			fprintf(f, "]\n    y-axis \"mean total (s)\" 0 --> %.3f\n    bar [",
 				max * 1.1);
 			for (size_t k = 0; k < bars; k++)
 				fprintf(f, "%s%.3f", k ? ", " : "",
-					r->cells[b[k]].stats.total.median);
+					r->cells[b[k]].stats.total.mean);
 			fputs("]\n```\n\n", f);
 		}
 		free(col_of);
@@ -741,7 +684,7 @@ int report_markdown(const struct results *r, const struct report_markdown_opts *
 	struct pivot pv = { 0 };
 	if (o->metric && !STREQ(o->metric, "total")) {
 		const struct result_metric *m = results_find_metric(r, o->metric);
-		const struct result_metric_def *d = result_metric_def_find(o->metric);
+		const struct metric_def *d = result_metric_def_find(o->metric);
 		if (!m && !d) {
 			_cleanup_free_ char *shown = escape_controls(o->metric);
 			*err = xasprintf(
@@ -778,7 +721,11 @@ int report_markdown(const struct results *r, const struct report_markdown_opts *
 	write_main_tables(body.f, r, &l, &total);
 	if (pv.metric)
 		write_main_tables(body.f, r, &l, &pv);
-	write_phase_table(body.f, r, &l);
+	struct pivot_verdicts verdicts;
+	int vrc = pivot_verdicts_build(r, &l, &verdicts, err);
+	md_write_verdicts(body.f, r, &verdicts, &l);
+	pivot_verdicts_free(&verdicts);
+	md_write_phases(body.f, r, status_badge);
 	write_charts(body.f, r, &l);
 	write_problems(body.f, r);
 	membuf_close(&body);
@@ -814,7 +761,9 @@ int report_markdown(const struct results *r, const struct report_markdown_opts *
 			keep++;
 	}
 
-	int rc = 0;
+	int rc = vrc;
+	if (rc < 0)
+		body_len = 0, rows = 0, prov.len = 0; /* *err says why: nothing is written */
 	fwrite(body.data, 1, body_len, out);
 	if (body_cut)
 		fputs(
@@ -838,7 +787,7 @@ int report_markdown(const struct results *r, const struct report_markdown_opts *
 	free(body.data);
 	free(prov.data);
 	free(raw.data);
-	if (fflush(out) != 0 || ferror(out)) {
+	if (rc == 0 && (fflush(out) != 0 || ferror(out))) {
 		*err = xstrdup("cannot write the Markdown report");
 		rc = -1;
 	}

@@ -11,6 +11,7 @@
 
 #include "reporters.h"
 #include "strmap.h"
+#include "verdict.h"
 
 /* An ordered set of borrowed strings, indexed by a hash map: every lookup is O(1), so a results
  * file with tens of thousands of cells or axes renders in linear time. */
@@ -55,3 +56,24 @@ const size_t *md_group_end(const struct layout *l, size_t g);
 void md_text(FILE *f, const char *s);
 /* A quoted label inside Mermaid: no quotes, line breaks or characters Mermaid interprets. */
 void mermaid_label(FILE *f, const char *s);
+
+/*
+ * The verdicts of one pivot table (md-verdicts.c, verdict.h): the best mean of each column
+ * against every other cell of that column, with Benjamini-Hochberg across the table. best[c]
+ * is the cell index of column c's best mean (SIZE_MAX: none), col_of(cell) its column.
+ */
+struct md_verdicts {
+	size_t *slot; /* per cell index: its verdict against its column's best (SIZE_MAX: none) */
+	bool *winner; /* per cell index: best of its column and significantly better than all */
+	struct verdict_pair *pairs;
+	struct verdict *v;
+	size_t n;
+};
+void md_verdicts_build(struct md_verdicts *mv, const struct results *r, const struct layout *l,
+		       size_t g, const struct strset *cols, const size_t *best, const char *metric);
+void md_verdicts_free(struct md_verdicts *mv);
+/* A time in a table cell ("1.23 s", "456 ms") or a dash; a rate ("12.3 MB/s") or a dash. */
+void md_cell_seconds(FILE *f, double s);
+void md_human_rate(FILE *f, double bytes_per_s);
+/* The Phases and Runs tables (md-phases.c): one a cell, narrow enough for GitHub's page. */
+void md_write_phases(FILE *f, const struct results *r, const char *const *status_badge);

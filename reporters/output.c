@@ -104,6 +104,11 @@ static int report_gab_write(const struct results *r, const struct report_opts *o
 {
 	return report_gab(r, out, err);
 }
+static int report_html_write(const struct results *r, const struct report_opts *o, FILE *out,
+			     char **err)
+{
+	return report_html(r, o ? &o->markdown : NULL, out, err);
+}
 
 const struct report_format_def report_formats[REPORT_FORMAT_COUNT] = {
 #define REPORT_FORMAT_ROW(id, name_, suffix_, writer, plan, doc_)                                  \

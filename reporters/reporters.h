@@ -36,15 +36,16 @@ struct report_markdown_opts {
 	const char *rows; /* axis for the table rows; NULL: "method" if present, else the first */
 	const char *cols; /* axis for the columns; NULL: "dataset" if present, else another axis */
 	size_t max_bytes; /* cap on the output; 0: REPORT_MARKDOWN_MAX */
-	/* a second rows x columns table of this metric's medians (any metric the results describe
+	/* a second rows x columns table of this metric's means (any metric the results describe
 	 * or ferry(1) METRICS names, e.g. "write_throughput"); NULL or "total": only the total */
 	const char *metric;
 };
 
 /*
- * GitHub-flavoured Markdown for people: a summary line, the rows x columns table of median
+ * GitHub-flavoured Markdown for people: a summary line, the rows x columns table of mean
  * totals with their 95% confidence interval and the relative speed to the fastest of each
- * column (one table per combination of the other axes), a per-phase breakdown, Mermaid bar
+ * column (one table per combination of the other axes), the verdicts of each column
+ * (pivot-verdicts.h), the Phases and Runs tables (md-phases.c), Mermaid bar
  * charts, failures and skip reasons, raw runs in <details>, provenance. Every string from the
  * results is escaped (|, HTML, backticks, emphasis) and newlines become <br>. When the output
  * would exceed max_bytes, raw runs are dropped first, and the report says so.
@@ -76,12 +77,26 @@ int report_bmf(const struct results *r, FILE *out, char **err);
 int report_gab(const struct results *r, FILE *out, char **err);
 
 /*
+ * One static HTML page (inline SVG and CSS, no script, nothing fetched: it opens from a CI
+ * artifact or a mail): per pivot table of the Markdown report (opts->rows and cols, the same
+ * layout), a strip plot per column of every measured run, every boot's geometric mean and the
+ * cell's mean total with its 95% confidence interval, with the numbers beside it and in each
+ * mark's <title>; stacked phase bars and the full phase table; failures, skips, provenance.
+ * Every string from the results is escaped. html.c, html-parts.c.
+ */
+int report_html(const struct results *r, const struct report_markdown_opts *opts, FILE *out,
+		char **err);
+
+/*
  * The trend report (`ferry trend`): the runs in time order, environment shifts, and per cell a
  * Markdown table of its median total with the 95% CI and the changes of level, and a Mermaid
  * xychart-beta line chart of the median and the CI bounds. trend-md.c.
  */
 struct trend;
 int report_trend_markdown(const struct trend *t, FILE *out, char **err);
+/* The trend as one static HTML page (html-trend.c): per cell the median total over the runs with
+ * each run's 95% CI, the changes of level and the levels, the numbers beside it and on hover. */
+int report_trend_html(const struct trend *t, FILE *out, char **err);
 
 /* Where an annotation points: a plan file and a 1-based line and column (0: unknown). */
 struct report_where {
@@ -125,7 +140,8 @@ void report_locale_leave(struct report_locale *l);
  * dropped silently: CR LF becomes LF (serial consoles); \t and \n stay; every other control
  * character (ESC of colour codes, a lone CR, BEL, DEL) and every byte of an invalid UTF-8 sequence
  * is shown as its escape (escape_controls(): \x1b, \r, \xNN), C1 controls as \u0080-\u009f,
- * U+FFFE/U+FFFF as \ufffe/\uffff. NULL gives "". Free the result.
+ * U+FFFE/U+FFFF as \ufffe/\uffff, and the first ':' of a line that starts with "::" as \x3a (a
+ * workflow command in a CI log: "::stop-commands::"). NULL gives "". Free the result.
  */
 char *report_clean_text(const char *s);
 

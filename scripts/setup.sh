@@ -30,9 +30,13 @@ packages=(
 	socat
 	# the package test (tests/e2e/package-chroot.sh): dpkg-buildpackage, lintian, debootstrap
 	debhelper lintian
+	# tests: the HTML reports are loaded by a real browser (headless, offline) and validated
+	chromium python3-html5lib
 	# docs tests: groff renders ferry.1 (tests/docs-sync.sh checks it renders without warnings)
 	groff-base
 	python3-yaml
+	# completion tests: zsh and fish read the scripts 'ferry completion' prints (tests/completion.sh)
+	zsh fish
 )
 
 if [ "$(id -u)" -ne 0 ]; then

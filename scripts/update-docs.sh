@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Regenerate what the key tables (runner/plan/keys.c) generate: schema/ferry-plan.schema.json and the
-# PLAN KEYS section of ferry.1 (between its generated-section markers).
+# PLAN KEYS section of ferry.1, and what the command tables (runner/cli/cli.h) generate: the
+# SYNOPSIS section of ferry.1, and the metric table (runner/results/metrics.h): the list in
+# METRICS (each between its generated-section markers).
 # Usage: scripts/update-docs.sh [BUILDDIR]     (default: build)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,5 +19,25 @@ end_marker = '.\\" end of generated PLAN KEYS\n'
 end = page.index(end_marker) + len(end_marker)
 open(sys.argv[2], 'w').write(page[:start] + keys + page[end:])
 PY
+"$ferry" schema --man-synopsis > /tmp/ferry-keys.$$
+/usr/bin/python3 - /tmp/ferry-keys.$$ ferry.1 <<'PY'
+import sys
+synopsis = open(sys.argv[1]).read()
+page = open(sys.argv[2]).read()
+start = page.index('.\\" SYNOPSIS: generated')
+end_marker = '.\\" end of generated SYNOPSIS\n'
+end = page.index(end_marker) + len(end_marker)
+open(sys.argv[2], 'w').write(page[:start] + synopsis + page[end:])
+PY
+"$ferry" schema --man-metrics > /tmp/ferry-keys.$$
+/usr/bin/python3 - /tmp/ferry-keys.$$ ferry.1 <<'PY'
+import sys
+metrics = open(sys.argv[1]).read()
+page = open(sys.argv[2]).read()
+start = page.index('.\\" METRICS: generated')
+end_marker = '.\\" end of generated METRICS\n'
+end = page.index(end_marker) + len(end_marker)
+open(sys.argv[2], 'w').write(page[:start] + metrics + page[end:])
+PY
 rm -f /tmp/ferry-keys.$$
-echo "updated schema/ferry-plan.schema.json and ferry.1"
+echo "updated schema/ferry-plan.schema.json and ferry.1 (PLAN KEYS, SYNOPSIS, METRICS)"

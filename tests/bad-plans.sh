@@ -83,7 +83,7 @@ generated 200k-nested-lists "ferry: @:2:77: mappings and lists nest deeper than 
 	py 'print("ferry: 1\ndescription: " + "[" * 200000)'
 # 40k keys under run: (within the limits): every one is an unknown key, found in linear time
 generated 40k-keys-under-run "$(for i in $(seq 0 49); do
-	printf "ferry: @:%d:3: unknown key 'k%05d' (expected one of: repeat, warmup, order, seed, caches, vm, disk, timeout, cell_timeout)\n" $((i + 3)) "$i"
+	printf "ferry: @:%d:3: unknown key 'k%05d' (expected one of: boots, runs_per_boot, until, budget, repeat, warmup, order, seed, caches, vm, disk, fresh, timeout, cell_timeout)\n" $((i + 3)) "$i"
 done)
 ferry: ... and 39950 more errors not shown" \
 	py 'print("ferry: 1\nrun:\n" + "".join("  k%05d: 1\n" % i for i in range(40000)), end="")'

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The generated documents match the key tables: the committed JSON Schema is exactly what
-# `ferry schema` prints, and ferry.1 contains `ferry schema --man` verbatim. Fix with
+# `ferry schema` prints, and ferry.1 contains `ferry schema --man` (PLAN KEYS) and
+# `ferry schema --man-synopsis` (SYNOPSIS, from the command tables) verbatim. Fix with
 # scripts/update-docs.sh. The schema also accepts every example plan (as yaml-language-server
 # would check them) and is itself a valid draft-07 schema.
 set -uo pipefail
@@ -26,6 +27,24 @@ if /usr/bin/python3 -c 'import sys; sys.exit(0 if open(sys.argv[1]).read() in op
 	echo "ok 2 - ferry.1 contains the generated PLAN KEYS section"
 else
 	echo "not ok 2 - ferry.1 PLAN KEYS differs from 'ferry schema --man' (run scripts/update-docs.sh)"
+	failed=1
+fi
+
+"$ferry" schema --man-synopsis > "$scratch/synopsis.man"
+if /usr/bin/python3 -c 'import sys; sys.exit(0 if open(sys.argv[1]).read() in open(sys.argv[2]).read() else 1)' \
+	"$scratch/synopsis.man" ferry.1; then
+	echo "ok 6 - ferry.1 contains the SYNOPSIS generated from the command tables"
+else
+	echo "not ok 6 - ferry.1 SYNOPSIS differs from 'ferry schema --man-synopsis' (run scripts/update-docs.sh)"
+	failed=1
+fi
+
+"$ferry" schema --man-metrics > "$scratch/metrics.man"
+if /usr/bin/python3 -c 'import sys; sys.exit(0 if open(sys.argv[1]).read() in open(sys.argv[2]).read() else 1)' \
+	"$scratch/metrics.man" ferry.1; then
+	echo "ok 7 - ferry.1 contains the METRICS list generated from the metric table"
+else
+	echo "not ok 7 - ferry.1 METRICS differs from 'ferry schema --man-metrics' (run scripts/update-docs.sh)"
 	failed=1
 fi
 
@@ -89,5 +108,5 @@ else
 	echo "not ok 5 - a plain 'type: null' is refused"
 	failed=1
 fi
-echo "1..5"
+echo "1..7"
 exit "$failed"

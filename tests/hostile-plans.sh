@@ -4,7 +4,9 @@
 # refusal, its message, and that nothing outside the tree was written or quoted.
 # - class 4: a committed symlink `out -> DIR` outside the tree: report paths through it (an
 #   existing file or a directory still to be made) and a baseline through it are refused at
-#   validate; a baseline directory whose x.json links out is refused, the target never quoted.
+#   validate; a baseline directory whose x.json links out is refused, the target never quoted;
+# - class 5: includes outside the allowed tree (absolute, ../, a link, /proc) and connect URIs
+#   that name a file (test:///PATH) are refused, the file never quoted (docs/security.md).
 set -euo pipefail
 
 ferry="${FERRY:?}"
@@ -61,5 +63,20 @@ rc=0
 grep -q "bdir/x.json: is a symbolic link" "$tmp/e" || { cat "$tmp/e"; fail "the message does not name the link"; }
 if grep -q secret-line-do-not-print "$tmp/o" "$tmp/e"; then fail "the linked file was quoted"; fi
 ok "a baseline directory's link out is refused: $(cat "$tmp/e")"
+
+# ---- class 5: files a plan names are read only inside the allowed tree, never quoted ----
+printf 'secret-line-do-not-print: x\n' >"$tmp/outside/secret.yaml"
+refused "include: [$tmp/outside/secret.yaml]" "is outside the allowed tree"
+refused "include: [../outside/secret.yaml]" "is outside the allowed tree"
+ln -s "$tmp/outside/secret.yaml" inc-link.yaml
+refused "include: [inc-link.yaml]" "is outside the allowed tree"
+refused "include: [/proc/self/status]" "is outside the allowed tree"
+refused "connect: test://$tmp/outside/secret.yaml" "is refused in a plan"
+refused "connect: 'test:///proc/self/environ'" "is refused in a plan"
+# an include inside the tree still works
+printf 'ferry: 1\nrun: {repeat: 1}\n' >inc-ok.yaml
+printf '%s%s\n' "$base" 'include: [inc-ok.yaml]' >plan.yaml
+"$ferry" validate plan.yaml >/dev/null 2>"$tmp/e" || { cat "$tmp/e"; fail "an include inside the tree was refused"; }
+ok "an include inside the tree is read"
 
 echo "1..$n"

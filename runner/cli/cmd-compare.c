@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "compare-report.h"
 #include "compare.h"
@@ -21,33 +22,73 @@
 #include "units.h"
 #include "util.h"
 
-static void usage(FILE *f)
-{
-	fputs(
-	    "usage: ferry compare [--markdown FILE] [--junit FILE] [--json FILE]\n"
-	    "                     [--threshold [CELLS:][METRIC=]PERCENT] [--confidence PERCENT]\n"
-	    "                     [--rule welch|lkp] [--allow-different KEY] [--baseline-window "
-	    "N]\n"
-	    "                     BASELINE... NEW\n"
-	    "\n"
+static int cmd_compare(int argc, char **argv);
+static const struct cli_option compare_options[] = {
+	{ .name = "markdown",
+	  .id = 'm',
+	  .arg = "FILE",
+	  .value = CLI_FILE,
+	  .help = "the comparison as Markdown ('-': standard output, the default)" },
+	{ .name = "junit",
+	  .id = 'j',
+	  .arg = "FILE",
+	  .value = CLI_FILE,
+	  .help = "the comparison as JUnit XML (a regression is a failure)" },
+	{ .name = "json",
+	  .id = 'J',
+	  .arg = "FILE",
+	  .value = CLI_FILE,
+	  .help = "the comparison as JSON" },
+	{ .name = "html",
+	  .id = 'H',
+	  .arg = "FILE",
+	  .value = CLI_FILE,
+	  .help = "the comparison as one static HTML page with charts" },
+	{ .name = "threshold",
+	  .id = 't',
+	  .arg = "[CELLS:][METRIC=]PERCENT",
+	  .value = CLI_WORD,
+	  .flags = CLI_REPEAT,
+	  .help = "minimum relative change, default 5%; repeat as METRIC=PCT or "
+		  "AXIS=VALUE[,...]:[METRIC=]PCT (last wins)" },
+	{ .name = "confidence",
+	  .id = 'c',
+	  .arg = "PERCENT",
+	  .value = CLI_WORD,
+	  .help = "confidence of each bound and verdict, default 95%" },
+	{ .name = "rule",
+	  .id = 'r',
+	  .value = CLI_ENUM,
+	  .values = (const char *const[]){ "welch", "lkp", NULL },
+	  .help = "welch (default) or lkp (stricter: ranges must not overlap)" },
+	{ .name = "allow-different",
+	  .id = 'a',
+	  .arg = "KEY",
+	  .value = CLI_ENUM,
+	  .values = (const char *const[]){ "accelerator", "cpu_model", "qemu_version",
+					   "libvirt_version", "guest_kernel", "guest_initramfs",
+					   "dataset", "params", "all", NULL },
+	  .flags = CLI_REPEAT,
+	  .help = "compare across this difference (accelerator, cpu_model, qemu_version, "
+		  "libvirt_version, guest_kernel, guest_initramfs, dataset[.NAME], params, all)" },
+	CLI_END,
+};
+const struct cli_command cli_compare = {
+	.name = "compare",
+	.operands = "BASELINE... NEW",
+	.operand = CLI_RESULTS,
+	.summary = "did it get slower? a noise-aware verdict per cell",
+	.about =
 	    "Compare a new results file with a baseline (a results file, or a directory of them;\n"
 	    "with several, the newest N comparable ones are pooled). Each cell and metric is\n"
 	    "regressed, improved, unchanged or inconclusive; see ferry(1) COMPARE for the rule.\n"
 	    "With no output option the Markdown goes to standard output. Under GitHub Actions\n"
 	    "regressions become ::error annotations and the Markdown is appended to\n"
 	    "$GITHUB_STEP_SUMMARY. Exit: 0 no regression, 1 a regression, 2 bad input or a\n"
-	    "refused comparison.\n"
-	    "\n"
-	    "  --threshold T          minimum relative change, default 5%; repeat as\n"
-	    "                         METRIC=PCT or AXIS=VALUE[,...]:[METRIC=]PCT (last wins)\n"
-	    "  --confidence P         confidence of each bound and verdict, default 95%\n"
-	    "  --rule R               welch (default) or lkp (stricter: ranges must not overlap)\n"
-	    "  --allow-different KEY  compare across this difference (accelerator, cpu_model,\n"
-	    "                         qemu_version, libvirt_version, guest_kernel,\n"
-	    "                         guest_initramfs, dataset[.NAME], params, all)\n"
-	    "  --baseline-window N    pool the newest N comparable baselines\n",
-	    f);
-}
+	    "refused comparison.",
+	.opts = (const struct cli_option *const[]){ compare_options, cli_window_option, NULL },
+	.run = cmd_compare,
+};
 
 /* A list of strings that grows (borrowed or owned by the caller). */
 struct strv {
@@ -172,6 +213,12 @@ static int do_md(void *ud, FILE *f, char **err)
 {
 	struct render *r = ud;
 	return report_compare_markdown(r->c, r->cand, r->x, f, err);
+}
+
+static int do_html(void *ud, FILE *f, char **err)
+{
+	struct render *r = ud;
+	return report_compare_html(r->c, r->cand, r->x, f, err);
 }
 
 static int do_junit(void *ud, FILE *f, char **err)
@@ -308,21 +355,9 @@ int compare_exit_code(const struct comparison *c)
 	return c->regressed_cells ? EXIT_FAILED : EXIT_OK;
 }
 
-int cmd_compare(int argc, char **argv)
+static int cmd_compare(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "markdown", required_argument, NULL, 'm' },
-		{ "junit", required_argument, NULL, 'j' },
-		{ "json", required_argument, NULL, 'J' },
-		{ "threshold", required_argument, NULL, 't' },
-		{ "confidence", required_argument, NULL, 'c' },
-		{ "rule", required_argument, NULL, 'r' },
-		{ "allow-different", required_argument, NULL, 'a' },
-		{ "baseline-window", required_argument, NULL, 'w' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	const char *md = NULL, *junit = NULL, *json = NULL;
+	const char *md = NULL, *junit = NULL, *json = NULL, *html = NULL;
 	struct compare_opts o = { 0 };
 	struct cmp_threshold *th = NULL;
 	size_t n_th = 0;
@@ -330,13 +365,13 @@ int cmd_compare(int argc, char **argv)
 	bool window_set = false;
 	int rc = EXIT_PLAN, c;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(&cli_compare, argc, argv)) != -1) {
 		_cleanup_free_ char *err = NULL;
-		uint64_t v;
 		switch (c) {
 		case 'm': md = optarg; break;
 		case 'j': junit = optarg; break;
 		case 'J': json = optarg; break;
+		case 'H': html = optarg; break;
 		case 't': {
 			struct cmp_threshold t;
 			if (cmp_threshold_parse(optarg, &t, &err) < 0) {
@@ -374,27 +409,18 @@ int cmd_compare(int argc, char **argv)
 			}
 			strv_add(&allow, xstrdup(optarg));
 			break;
-		case 'w':
-			if (parse_uint(optarg, &v, &err) < 0 || v == 0 || v > 10000) {
-				errorf(
-				    "invalid --baseline-window '%s': expected a number from 1 to "
-				    "10000",
-				    optarg);
+		case OPT_WINDOW:
+			if (cli_parse_window(optarg, &o.window) < 0)
 				goto out;
-			}
-			o.window = (size_t)v;
 			window_set = true;
 			break;
-		case 'h':
-			usage(stdout);
-			rc = EXIT_OK;
-			goto out;
-		default: usage(stderr); goto out;
+		case 'h': rc = cli_usage_exit(&cli_compare, stdout); goto out;
+		default: cli_usage_exit(&cli_compare, stderr); goto out;
 		}
 	}
 	if (argc - optind < 2) {
 		errorf("compare: expected a baseline and a new results file");
-		usage(stderr);
+		cli_usage_exit(&cli_compare, stderr);
 		goto out;
 	}
 	{
@@ -434,13 +460,15 @@ int cmd_compare(int argc, char **argv)
 			};
 			struct render r = { cmp, cand, &x };
 			int out_rc = 0;
-			if (!md && !junit && !json)
+			if (!md && !junit && !json && !html)
 				md = "-";
 			if (md && write_report(md, do_md, &r) < 0)
 				out_rc = -1;
 			if (junit && write_report(junit, do_junit, &r) < 0)
 				out_rc = -1;
 			if (json && write_report(json, do_json, &r) < 0)
+				out_rc = -1;
+			if (html && write_report(html, do_html, &r) < 0)
 				out_rc = -1;
 			github(&r);
 			if (cmp->refused) {

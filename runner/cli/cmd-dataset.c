@@ -17,34 +17,149 @@
 #include <sys/wait.h>
 
 #include "capacity.h"
+#include "cli.h"
 #include "commands.h"
 #include "dataset.h"
 #include "plan-limits.h"
 #include "proc.h"
 #include "util.h"
 
-static void usage(FILE *out)
-{
-	fputs(
-	    "usage: ferry dataset gen --files N --size S[:MAX] [--dist uniform|lognormal]\n"
-	    "                         [--depth D --fanout F] [--content random|zeros|text|"
-	    "compressible]\n"
-	    "                         [--ratio R] [--seed N] [--dir DIR [--manifest FILE]]\n"
-	    "                         [--cache-dir DIR] [--rehash] [--no-sync]\n"
-	    "                         [--no-capacity-check]\n"
-	    "       ferry dataset scan DIR [--manifest FILE]\n"
-	    "       ferry dataset command DIR [--symlinks]\n"
-	    "       ferry dataset verify --manifest FILE [--symlinks] (--dir DIR | LISTING | -)\n"
-	    "\n"
+static const char *const gen_contents[] = { "random", "zeros", "text", "compressible", NULL };
+static const char *const gen_dists[] = { "uniform", "lognormal", NULL };
+static const struct cli_option gen_options[] = {
+	{ .name = "files",
+	  .id = 'n',
+	  .arg = "N",
+	  .value = CLI_WORD,
+	  .help = "how many files (default 1)" },
+	{ .name = "size",
+	  .id = 's',
+	  .arg = "S[:MAX]",
+	  .value = CLI_WORD,
+	  .flags = CLI_REQUIRED,
+	  .help = "the size of each file, or a range MIN:MAX" },
+	{ .name = "dist",
+	  .id = 'D',
+	  .value = CLI_ENUM,
+	  .values = gen_dists,
+	  .help = "how sizes spread over a range" },
+	{ .name = "depth", .id = 'd', .arg = "D", .value = CLI_WORD, .help = "directory depth" },
+	{ .name = "fanout",
+	  .id = 'f',
+	  .arg = "F",
+	  .value = CLI_WORD,
+	  .help = "subdirectories per directory" },
+	{ .name = "content",
+	  .id = 'c',
+	  .value = CLI_ENUM,
+	  .values = gen_contents,
+	  .help = "what the files hold" },
+	{ .name = "ratio",
+	  .id = 'r',
+	  .arg = "R",
+	  .value = CLI_WORD,
+	  .help = "the compression ratio of compressible content" },
+	{ .name = "seed",
+	  .id = 'S',
+	  .arg = "N",
+	  .value = CLI_WORD,
+	  .help = "the generator's seed" },
+	{ .name = "dir",
+	  .id = 'o',
+	  .arg = "DIR",
+	  .value = CLI_DIR,
+	  .help = "write into DIR (which must not exist) instead of the cache" },
+	{ .name = "manifest",
+	  .id = 'm',
+	  .arg = "FILE",
+	  .value = CLI_FILE,
+	  .help = "with --dir, save the manifest to FILE" },
+	{ .name = "cache-dir",
+	  .id = 'C',
+	  .arg = "DIR",
+	  .value = CLI_DIR,
+	  .help = "the dataset cache instead of the default" },
+	{ .name = "rehash", .id = 'R', .help = "hash a cached dataset again" },
+	{ .name = "no-sync", .id = 'N', .help = "do not sync the files to disk" },
+	{ .name = "no-capacity-check",
+	  .id = 'K',
+	  .help = "generate even when the disk looks too small" },
+	CLI_END,
+};
+static const struct cli_option scan_options[] = {
+	{ .name = "manifest",
+	  .id = 'm',
+	  .arg = "FILE",
+	  .value = CLI_FILE,
+	  .help = "save the manifest to FILE" },
+	CLI_END,
+};
+static const struct cli_option symlinks_option[] = {
+	{ .name = "symlinks", .id = 'l', .help = "list symbolic links as links" },
+	CLI_END,
+};
+static const struct cli_option verify_options[] = {
+	{ .name = "manifest",
+	  .id = 'm',
+	  .arg = "FILE",
+	  .value = CLI_FILE,
+	  .flags = CLI_REQUIRED,
+	  .help = "the manifest to compare with" },
+	{ .name = "dir",
+	  .id = 'd',
+	  .arg = "DIR",
+	  .value = CLI_DIR,
+	  .flags = CLI_OPERAND,
+	  .help = "run the listing command here on DIR" },
+	CLI_END,
+};
+static int cmd_gen(int argc, char **argv);
+static int cmd_scan(int argc, char **argv);
+static int cmd_command(int argc, char **argv);
+static int cmd_verify(int argc, char **argv);
+static const struct cli_command cli_dataset_gen = {
+	.name = "dataset gen",
+	.opts = (const struct cli_option *const[]){ gen_options, NULL },
+	.run = cmd_gen,
+};
+static const struct cli_command cli_dataset_scan = {
+	.name = "dataset scan",
+	.operands = "DIR",
+	.operand = CLI_DIR,
+	.opts = (const struct cli_option *const[]){ scan_options, NULL },
+	.run = cmd_scan,
+};
+static const struct cli_command cli_dataset_command = {
+	.name = "dataset command",
+	.operands = "DIR",
+	.operand = CLI_DIR,
+	.opts = (const struct cli_option *const[]){ symlinks_option, NULL },
+	.run = cmd_command,
+};
+static const struct cli_command cli_dataset_verify = {
+	.name = "dataset verify",
+	.operands = "(--dir DIR | LISTING | -)",
+	.operand = CLI_FILE,
+	.opts = (const struct cli_option *const[]){ verify_options, symlinks_option, NULL },
+	.run = cmd_verify,
+};
+static int cmd_dataset(int argc, char **argv);
+const struct cli_command cli_dataset = {
+	.name = "dataset",
+	.summary = "generate, scan and verify datasets",
+	.about =
 	    "gen writes a deterministic dataset into DIR (which must not exist), or into the "
 	    "cache\n"
 	    "when --dir is not given, and prints where it is and its manifest digest.\n"
 	    "scan prints the manifest of an existing directory. command prints the shell command\n"
 	    "the guest runs to list what landed; verify compares such a listing (a file, stdin, "
 	    "or\n"
-	    "the command run here on DIR) with a manifest: exit 0 when intact, 1 when not.\n",
-	    out);
-}
+	    "the command run here on DIR) with a manifest: exit 0 when intact, 1 when not.",
+	.subs =
+	    (const struct cli_command *const[]){ &cli_dataset_gen, &cli_dataset_scan,
+						 &cli_dataset_command, &cli_dataset_verify, NULL },
+	.run = cmd_dataset,
+};
 
 static int parse_u64(const char *opt, const char *s, uint64_t *out)
 {
@@ -114,26 +229,6 @@ static int interrupted_exit(void)
 
 static int cmd_gen(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "files", required_argument, NULL, 'n' },
-		{ "size", required_argument, NULL, 's' },
-		{ "dist", required_argument, NULL, 'D' },
-		{ "depth", required_argument, NULL, 'd' },
-		{ "fanout", required_argument, NULL, 'f' },
-		{ "content", required_argument, NULL, 'c' },
-		{ "ratio", required_argument, NULL, 'r' },
-		{ "seed", required_argument, NULL, 'S' },
-		{ "dir", required_argument, NULL, 'o' },
-		{ "manifest", required_argument, NULL, 'm' },
-		{ "cache-dir", required_argument, NULL, 'C' },
-		{ "rehash", no_argument, NULL, 'R' },
-		{ "no-sync", no_argument, NULL, 'N' },
-		{ "no-capacity-check", no_argument, NULL, 'K' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	static const char *const contents[] = { "random", "zeros", "text", "compressible" };
-	static const char *const dists[] = { "uniform", "lognormal" };
 	struct dataset_spec spec = { .files = 1 };
 	struct dataset_get_opts gopts = { 0 };
 	const char *dir = NULL, *mpath = NULL, *size_arg = "";
@@ -141,7 +236,7 @@ static int cmd_gen(int argc, char **argv)
 	uint64_t v;
 	int c, i;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(&cli_dataset_gen, argc, argv)) != -1) {
 		switch (c) {
 		case 'n':
 			if (parse_u64("files", optarg, &spec.files) < 0)
@@ -166,7 +261,7 @@ static int cmd_gen(int argc, char **argv)
 			break;
 		}
 		case 'D':
-			if ((i = lookup("dist", optarg, dists, ELEMENTSOF(dists))) < 0)
+			if ((i = lookup("dist", optarg, gen_dists, ELEMENTSOF(gen_dists) - 1)) < 0)
 				return EXIT_PLAN;
 			spec.dist = i == 0 ? DATASET_DIST_UNIFORM : DATASET_DIST_LOGNORMAL;
 			break;
@@ -181,7 +276,8 @@ static int cmd_gen(int argc, char **argv)
 			spec.fanout = (unsigned)v;
 			break;
 		case 'c':
-			if ((i = lookup("content", optarg, contents, ELEMENTSOF(contents))) < 0)
+			if ((i = lookup("content", optarg, gen_contents,
+					ELEMENTSOF(gen_contents) - 1)) < 0)
 				return EXIT_PLAN;
 			spec.content = (enum dataset_content)i;
 			break;
@@ -204,8 +300,8 @@ static int cmd_gen(int argc, char **argv)
 		case 'R': gopts.rehash = true; break;
 		case 'N': gopts.gen.no_sync = true; break;
 		case 'K': no_capacity_check = true; break;
-		case 'h': usage(stdout); return EXIT_OK;
-		default: usage(stderr); return EXIT_PLAN;
+		case 'h': return cli_usage_exit(&cli_dataset, stdout);
+		default: return cli_usage_exit(&cli_dataset, stderr);
 		}
 	}
 	if (optind < argc || !have_size) {
@@ -285,23 +381,17 @@ static int cmd_gen(int argc, char **argv)
 
 static int cmd_scan(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "manifest", required_argument, NULL, 'm' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	const char *mpath = NULL;
 	int c;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(&cli_dataset_scan, argc, argv)) != -1) {
 		switch (c) {
 		case 'm': mpath = optarg; break;
-		case 'h': usage(stdout); return EXIT_OK;
-		default: usage(stderr); return EXIT_PLAN;
+		case 'h': return cli_usage_exit(&cli_dataset, stdout);
+		default: return cli_usage_exit(&cli_dataset, stderr);
 		}
 	}
 	if (optind != argc - 1) {
-		usage(stderr);
-		return EXIT_PLAN;
+		return cli_usage_exit(&cli_dataset, stderr);
 	}
 	_cleanup_(manifest_freep) struct manifest *m = NULL;
 	_cleanup_free_ char *err = NULL;
@@ -319,23 +409,17 @@ static int cmd_scan(int argc, char **argv)
 
 static int cmd_command(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "symlinks", no_argument, NULL, 'l' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	bool symlinks = false;
 	int c;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(&cli_dataset_command, argc, argv)) != -1) {
 		switch (c) {
 		case 'l': symlinks = true; break;
-		case 'h': usage(stdout); return EXIT_OK;
-		default: usage(stderr); return EXIT_PLAN;
+		case 'h': return cli_usage_exit(&cli_dataset, stdout);
+		default: return cli_usage_exit(&cli_dataset, stderr);
 		}
 	}
 	if (optind != argc - 1) {
-		usage(stderr);
-		return EXIT_PLAN;
+		return cli_usage_exit(&cli_dataset, stderr);
 	}
 	_cleanup_free_ char *cmd = manifest_guest_command(argv[optind], symlinks);
 	puts(cmd);
@@ -374,28 +458,20 @@ static char *run_listing(const char *dir, bool symlinks, size_t *len, char **err
 
 static int cmd_verify(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "manifest", required_argument, NULL, 'm' },
-		{ "dir", required_argument, NULL, 'd' },
-		{ "symlinks", no_argument, NULL, 'l' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	const char *mpath = NULL, *dir = NULL;
 	struct verify_opts vopts = { 0 };
 	int c;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(&cli_dataset_verify, argc, argv)) != -1) {
 		switch (c) {
 		case 'm': mpath = optarg; break;
 		case 'd': dir = optarg; break;
 		case 'l': vopts.symlinks = true; break;
-		case 'h': usage(stdout); return EXIT_OK;
-		default: usage(stderr); return EXIT_PLAN;
+		case 'h': return cli_usage_exit(&cli_dataset, stdout);
+		default: return cli_usage_exit(&cli_dataset, stderr);
 		}
 	}
 	if (!mpath || (dir ? optind != argc : optind != argc - 1)) {
-		usage(stderr);
-		return EXIT_PLAN;
+		return cli_usage_exit(&cli_dataset, stderr);
 	}
 	_cleanup_(manifest_freep) struct manifest *m = NULL;
 	_cleanup_free_ char *err = NULL, *text = NULL;
@@ -442,31 +518,21 @@ static int cmd_verify(int argc, char **argv)
 	return rc;
 }
 
-int cmd_dataset(int argc, char **argv)
+static int cmd_dataset(int argc, char **argv)
 {
-	static const struct {
-		const char *name;
-		int (*run)(int, char **);
-	} subs[] = {
-		{ "command", cmd_command },
-		{ "gen", cmd_gen },
-		{ "scan", cmd_scan },
-		{ "verify", cmd_verify },
-	};
-	if (argc < 2 || STREQ(argv[1], "--help") || STREQ(argv[1], "-h")) {
-		usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? EXIT_PLAN : EXIT_OK;
-	}
-	for (size_t i = 0; i < ELEMENTSOF(subs); i++) {
-		if (STREQ(argv[1], subs[i].name)) {
+	const struct cli_command *const *subs = cli_dataset.subs;
+	if (argc < 2 || STREQ(argv[1], "--help") || STREQ(argv[1], "-h"))
+		return cli_usage_exit(&cli_dataset, argc < 2 ? stderr : stdout);
+	const char *names[8];
+	size_t n = 0;
+	for (; subs[n] && n < ELEMENTSOF(names); n++) {
+		names[n] = subs[n]->name + strlen("dataset ");
+		if (STREQ(argv[1], names[n])) {
 			optind = 0;
-			return subs[i].run(argc - 1, argv + 1);
+			return subs[n]->run(argc - 1, argv + 1);
 		}
 	}
-	const char *names[ELEMENTSOF(subs)];
-	for (size_t i = 0; i < ELEMENTSOF(subs); i++)
-		names[i] = subs[i].name;
-	const char *hint = closest_match(argv[1], names, ELEMENTSOF(subs));
+	const char *hint = closest_match(argv[1], names, n);
 	if (hint)
 		errorf("unknown dataset command '%s' (did you mean '%s'?)", argv[1], hint);
 	else

@@ -16,6 +16,7 @@
 #include <libxml/parser.h>
 #include <libxml/xpath.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "fs.h"
 #include "guest.h"
@@ -144,11 +145,6 @@ static void check_traversable(struct doctor *d, const char *what, const char *di
 	line(d, OK, what, NULL, "'%s' is reachable by QEMU (libvirt-qemu)", dir);
 }
 
-static bool pid_alive(long pid)
-{
-	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
-}
-
 static void check_leftovers(struct doctor *d, virConnectPtr conn, bool reap)
 {
 	virDomainPtr *doms = NULL;
@@ -166,7 +162,7 @@ static void check_leftovers(struct doctor *d, virConnectPtr conn, bool reap)
 		const char *name = virDomainGetName(doms[i]);
 		long pid;
 		if (name && run_domain_owner(doms[i], NULL, &pid)) {
-			if (pid_alive(pid) && pid != (long)getpid()) {
+			if (proc_alive(pid) && pid != (long)getpid()) {
 				live++;
 			} else if (reap) {
 				if (virDomainIsActive(doms[i]) == 1)
@@ -194,7 +190,7 @@ static void check_leftovers(struct doctor *d, virConnectPtr conn, bool reap)
 		long pid;
 		if (de->d_name[0] == '.' || !run_parse_domain_name(fake, NULL, &pid))
 			continue;
-		if (pid_alive(pid))
+		if (proc_alive(pid))
 			continue;
 		if (reap) {
 			_cleanup_free_ char *path = xasprintf("%s/%s", run_base_dir(), de->d_name);
@@ -288,34 +284,39 @@ static void check_networks(struct doctor *d, bool reap)
 		     o.live ? " (some in use by running ferry)" : "");
 }
 
-static void usage(FILE *out)
-{
-	fputs("usage: ferry doctor [--reap] [--connect URI]\n"
-	      "\n"
-	      "Check that this host can run ferry plans: one line per check, with the fix.\n"
-	      "  --reap          destroy leftover ferry domains, stale run directories and the\n"
-	      "                  private networks (namespaces, taps) of dead ferry runs\n"
-	      "  -c, --connect   libvirt URI (default qemu:///system)\n",
-	      out);
-}
+static int cmd_doctor(int argc, char **argv);
+static const struct cli_option doctor_options[] = {
+	{ .name = "reap",
+	  .id = 'r',
+	  .help = "destroy leftover ferry domains, stale run directories and the private networks "
+		  "(namespaces, taps) of dead ferry runs" },
+	{ .name = "connect",
+	  .id = 'c',
+	  .short_name = 'c',
+	  .arg = "URI",
+	  .value = CLI_WORD,
+	  .help = "libvirt URI (default qemu:///system)" },
+	CLI_END,
+};
+const struct cli_command cli_doctor = {
+	.name = "doctor",
+	.summary = "check that this host can run plans",
+	.about = "Check that this host can run ferry plans: one line per check, with the fix.",
+	.opts = (const struct cli_option *const[]){ doctor_options, NULL },
+	.run = cmd_doctor,
+};
 
-int cmd_doctor(int argc, char **argv)
+static int cmd_doctor(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "reap", no_argument, NULL, 'r' },
-		{ "connect", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	const char *uri = NULL;
 	bool reap = false;
 	int c;
-	while ((c = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(&cli_doctor, argc, argv)) != -1) {
 		switch (c) {
 		case 'r': reap = true; break;
 		case 'c': uri = optarg; break;
-		case 'h': usage(stdout); return EXIT_OK;
-		default: usage(stderr); return EXIT_PLAN;
+		case 'h': return cli_usage_exit(&cli_doctor, stdout);
+		default: return cli_usage_exit(&cli_doctor, stderr);
 		}
 	}
 	if (optind < argc) {

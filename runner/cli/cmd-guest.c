@@ -8,26 +8,59 @@
 #include <jansson.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "debian.h"
 #include "guest.h"
 #include "util.h"
 
-static void guest_usage(FILE *out)
-{
-	fputs(
-	    "usage: ferry guest build [builtin|debian] [--cache-dir DIR] [--force]\n"
-	    "       ferry guest info [builtin|debian] [--cache-dir DIR] [--json]\n"
-	    "       ferry guest path [builtin|debian] [--cache-dir DIR]\n"
-	    "\n"
+static int cmd_guest(int argc, char **argv);
+static const char *const guest_names[] = { "builtin", "debian", NULL };
+static const struct cli_option guest_cache_option[] = {
+	{ .name = "cache-dir",
+	  .id = 'C',
+	  .short_name = 'C',
+	  .arg = "DIR",
+	  .value = CLI_DIR,
+	  .help = "the cache instead of the default" },
+	CLI_END,
+};
+static const struct cli_option guest_build_options[] = {
+	{ .name = "force",
+	  .id = 'f',
+	  .short_name = 'f',
+	  .help = "build again even when the cache is up to date" },
+	CLI_END,
+};
+static const struct cli_option guest_info_options[] = {
+	{ .name = "json", .id = 'j', .short_name = 'j', .help = "as JSON" },
+	CLI_END,
+};
+#define GUEST_SUB(sub, ...)                                                                        \
+	{                                                                                          \
+		.name = "guest " sub, .operands = "[builtin|debian]", .operand = CLI_ENUM,         \
+		.operand_values = guest_names, .opts = (const struct cli_option *const[])          \
+		{                                                                                  \
+			guest_cache_option, __VA_ARGS__                                            \
+		}                                                                                  \
+	}
+static const struct cli_command cli_guest_build = GUEST_SUB("build", guest_build_options, NULL);
+static const struct cli_command cli_guest_info = GUEST_SUB("info", guest_info_options, NULL);
+static const struct cli_command cli_guest_path = GUEST_SUB("path", NULL);
+const struct cli_command cli_guest = {
+	.name = "guest",
+	.summary = "build the built-in or the Debian guest, show what is in it",
+	.about =
 	    "Build the built-in guest (Debian kernel, busybox, qemu-guest-agent) from Debian\n"
 	    "packages into the cache, show what is in it, or print the kernel and initramfs a VM\n"
 	    "boots. 'debian' is the Debian guest (guest: debian): Debian 12 with systemd made by\n"
 	    "debootstrap (as root) from the archive the host's apt sources name, booted from its\n"
 	    "own kernel and initrd. The cache is $FERRY_CACHE_DIR, else /var/cache/ferry as root,\n"
-	    "else $XDG_CACHE_HOME/ferry.\n",
-	    out);
-}
+	    "else $XDG_CACHE_HOME/ferry.",
+	.subs = (const struct cli_command *const[]){ &cli_guest_build, &cli_guest_info,
+						     &cli_guest_path, NULL },
+	.run = cmd_guest,
+};
 
 static void print_progress(void *userdata, const char *msg)
 {
@@ -197,32 +230,24 @@ static int guest_path_cmd(const char *cache)
 	return EXIT_OK;
 }
 
-int cmd_guest(int argc, char **argv)
+static int cmd_guest(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "cache-dir", required_argument, NULL, 'C' },
-		{ "force", no_argument, NULL, 'f' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	static const char *const actions[] = { "build", "info", "path" };
 	const char *cache = NULL;
 	bool force = false, as_json = false;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "C:fjh", opts, NULL)) != -1) {
+	while ((c = cli_getopt(&cli_guest, argc, argv)) != -1) {
 		switch (c) {
 		case 'C': cache = optarg; break;
 		case 'f': force = true; break;
 		case 'j': as_json = true; break;
-		case 'h': guest_usage(stdout); return EXIT_OK;
-		default: guest_usage(stderr); return EXIT_PLAN;
+		case 'h': return cli_usage_exit(&cli_guest, stdout);
+		default: return cli_usage_exit(&cli_guest, stderr);
 		}
 	}
 	if (optind != argc - 1 && optind != argc - 2) {
-		guest_usage(stderr);
-		return EXIT_PLAN;
+		return cli_usage_exit(&cli_guest, stderr);
 	}
 	const char *action = argv[optind];
 	const char *which = optind == argc - 2 ? argv[optind + 1] : "builtin";

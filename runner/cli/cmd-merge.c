@@ -9,55 +9,60 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "merge.h"
 #include "results.h"
 #include "util.h"
 
-static void merge_usage(FILE *f)
-{
-	fputs("usage: ferry merge -o FILE RESULTS.json RESULTS.json...\n"
-	      "\n"
-	      "Join the results files of the shards of one plan (each from 'ferry run' with a\n"
-	      "shard K/N) into one results file, as an unsharded run would have written it:\n"
-	      "the cells in the plan's order, each with the provenance of the shard (host,\n"
-	      "QEMU, guest) that ran it. Refused when the files come from different plans\n"
-	      "(plan hash), when two files are the same shard, or when a cell is in two\n"
-	      "files. FILE '-' is standard output; a file is replaced atomically. Render it\n"
-	      "with 'ferry report'.\n"
-	      "Exit: 0 merged, 2 bad input or usage.\n"
-	      "\n"
-	      "  -o, --output FILE  the merged results file\n",
-	      f);
-}
+static int cmd_merge(int argc, char **argv);
+static const struct cli_option merge_options[] = {
+	{ .name = "output",
+	  .id = 'o',
+	  .short_name = 'o',
+	  .arg = "FILE",
+	  .value = CLI_FILE,
+	  .flags = CLI_REQUIRED,
+	  .help = "the merged results file" },
+	CLI_END,
+};
+const struct cli_command cli_merge = {
+	.name = "merge",
+	.operands = "RESULTS.json RESULTS.json...",
+	.operand = CLI_RESULTS,
+	.summary = "join the results files of a sharded run into one",
+	.about = "Join the results files of the shards of one plan (each from 'ferry run' with a\n"
+		 "shard K/N) into one results file, as an unsharded run would have written it:\n"
+		 "the cells in the plan's order, each with the provenance of the shard (host,\n"
+		 "QEMU, guest) that ran it. Refused when the files come from different plans\n"
+		 "(plan hash), when two files are the same shard, or when a cell is in two\n"
+		 "files. FILE '-' is standard output; a file is replaced atomically. Render it\n"
+		 "with 'ferry report'.\n"
+		 "Exit: 0 merged, 2 bad input or usage.",
+	.opts = (const struct cli_option *const[]){ merge_options, NULL },
+	.run = cmd_merge,
+};
 
-int cmd_merge(int argc, char **argv)
+static int cmd_merge(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	const char *output = NULL;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(&cli_merge, argc, argv)) != -1) {
 		switch (c) {
 		case 'o': output = optarg; break;
-		case 'h': merge_usage(stdout); return EXIT_OK;
-		default: merge_usage(stderr); return EXIT_PLAN;
+		case 'h': return cli_usage_exit(&cli_merge, stdout);
+		default: return cli_usage_exit(&cli_merge, stderr);
 		}
 	}
 	if (!output) {
 		errorf("merge: missing -o FILE (where the merged results go)");
-		merge_usage(stderr);
-		return EXIT_PLAN;
+		return cli_usage_exit(&cli_merge, stderr);
 	}
 	size_t n = (size_t)(argc - optind);
 	if (n < 1) {
 		errorf("merge: missing the results files to merge");
-		merge_usage(stderr);
-		return EXIT_PLAN;
+		return cli_usage_exit(&cli_merge, stderr);
 	}
 
 	const char *const *names = (const char *const *)(argv + optind);

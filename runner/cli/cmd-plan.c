@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "keys.h"
 #include "matrix.h"
@@ -101,11 +102,10 @@ static int plan_args_option(int opt, const char *arg, struct plan_args *a)
 	}
 }
 
-int plan_args_getopt(int argc, char **argv, const char *shortopts, const struct option *opts,
-		     struct plan_args *a)
+int plan_args_getopt(const struct cli_command *cmd, int argc, char **argv, struct plan_args *a)
 {
 	for (;;) {
-		int c = getopt_long(argc, argv, shortopts, opts, NULL);
+		int c = cli_getopt(cmd, argc, argv);
 		int t = c == -1 ? 0 : plan_args_option(c, optarg, a);
 		if (t < 0)
 			return PLAN_ARGS_INVALID;
@@ -156,40 +156,35 @@ struct matrix *plan_args_load(const char *path, const struct plan_args *a, struc
 	return m;
 }
 
-static void validate_usage(FILE *out)
-{
-	fputs("usage: ferry validate [--max-cells N] [--allow-env NAME] [--var NAME=VALUE]\n"
-	      "                      [--allow-output DIR] PLAN...\n"
-	      "\n"
-	      "Check plan files (syntax, keys, values, names, the matrix) without running\n"
-	      "anything. Prints 'ok: PLAN (N cells)' for each valid plan. Exit status 0 when\n"
-	      "every plan is valid, 2 otherwise. A plan reads only FERRY_* variables and\n"
-	      "writes reports only below the working directory unless --allow-env, --var or\n"
-	      "--allow-output allow more.\n",
-	      out);
-}
+static int cmd_validate(int argc, char **argv);
+const struct cli_command cli_validate = {
+	.name = "validate",
+	.operands = "PLAN...",
+	.operand = CLI_PLAN,
+	.summary = "check plan files without running anything",
+	.about = "Check plan files (syntax, keys, values, names, the matrix) without running\n"
+		 "anything. Prints 'ok: PLAN (N cells)' for each valid plan. Exit status 0 when\n"
+		 "every plan is valid, 2 otherwise. A plan reads only FERRY_* variables and\n"
+		 "writes reports only below the working directory unless --allow-env, --var or\n"
+		 "--allow-output allow more.",
+	.opts = (const struct cli_option *const[]){ cli_plan_options, NULL },
+	.run = cmd_validate,
+};
 
-int cmd_validate(int argc, char **argv)
+static int cmd_validate(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		PLAN_LONG_OPTIONS,
-		{ 0 },
-	};
 	int c, status = EXIT_OK;
 	_cleanup_(plan_args_free) struct plan_args pa = { 0 };
 
-	while ((c = plan_args_getopt(argc, argv, "h", opts, &pa)) != -1) {
+	while ((c = plan_args_getopt(&cli_validate, argc, argv, &pa)) != -1) {
 		switch (c) {
 		case PLAN_ARGS_INVALID: return EXIT_PLAN;
-		case 'h': validate_usage(stdout); return EXIT_OK;
-		default: validate_usage(stderr); return EXIT_PLAN;
+		case 'h': return cli_usage_exit(&cli_validate, stdout);
+		default: return cli_usage_exit(&cli_validate, stderr);
 		}
 	}
-	if (optind >= argc) {
-		validate_usage(stderr);
-		return EXIT_PLAN;
-	}
+	if (optind >= argc)
+		return cli_usage_exit(&cli_validate, stderr);
 	for (int i = optind; i < argc; i++) {
 		_cleanup_(plan_freep) struct plan *p = NULL;
 		_cleanup_(matrix_freep) struct matrix *m = plan_args_load(argv[i], &pa, &p);
@@ -203,17 +198,33 @@ int cmd_validate(int argc, char **argv)
 	return status;
 }
 
-static void expand_usage(FILE *out)
-{
-	fputs("usage: ferry expand [--format table|json] [--shard K/N] [--max-cells N]\n"
-	      "                    [--estimate RESULTS] [--allow-env NAME] [--var NAME=VALUE]\n"
-	      "                    [--allow-output DIR] PLAN\n"
-	      "\n"
-	      "Print the cells of a plan with the entries each uses and its resolved run\n"
-	      "settings, then the count. --shard keeps the cells of shard K of N.\n"
-	      "--estimate adds how long the cells took in an earlier results file.\n",
-	      out);
-}
+static int cmd_expand(int argc, char **argv);
+static const struct cli_option expand_options[] = {
+	{ .name = "format",
+	  .id = 'f',
+	  .short_name = 'f',
+	  .value = CLI_ENUM,
+	  .values = (const char *const[]){ "table", "json", NULL },
+	  .help = "a table (the default) or JSON with every entry's resolved keys" },
+	{ .name = "estimate",
+	  .id = 'e',
+	  .arg = "RESULTS",
+	  .value = CLI_RESULTS,
+	  .help = "add how long the cells took in an earlier results file" },
+	CLI_END,
+};
+const struct cli_command cli_expand = {
+	.name = "expand",
+	.operands = "PLAN",
+	.operand = CLI_PLAN,
+	.summary = "list the cells of a plan with their resolved settings",
+	.about = "Print the cells of a plan with the entries each uses and its resolved run\n"
+		 "settings, then the count. --shard keeps the cells of shard K of N.\n"
+		 "--estimate adds how long the cells took in an earlier results file.",
+	.opts = (const struct cli_option *const[]){ expand_options, cli_shard_option,
+						    cli_plan_options, NULL },
+	.run = cmd_expand,
+};
 
 static json_t *entry_json(const struct key_table *t, const struct plan_entry *e)
 {
@@ -285,26 +296,18 @@ static void cell_line(size_t i, const struct plan_cell *cell)
 	       run_enum("caches", (int)r->caches), timeout);
 }
 
-int cmd_expand(int argc, char **argv)
+static int cmd_expand(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "help", no_argument, NULL, 'h' },
-		{ "format", required_argument, NULL, 'f' },
-		PLAN_SHARD_OPTION,
-		{ "estimate", required_argument, NULL, 'e' },
-		PLAN_LONG_OPTIONS,
-		{ 0 },
-	};
 	_cleanup_(plan_args_free) struct plan_args pa = { 0 };
 	const char *estimate = NULL;
 	bool json = false;
 	int c;
 
 	/* -s is --shard (OPT_SHARD) */
-	while ((c = plan_args_getopt(argc, argv, "hf:s:", opts, &pa)) != -1) {
+	while ((c = plan_args_getopt(&cli_expand, argc, argv, &pa)) != -1) {
 		switch (c) {
 		case PLAN_ARGS_INVALID: return EXIT_PLAN;
-		case 'h': expand_usage(stdout); return EXIT_OK;
+		case 'h': return cli_usage_exit(&cli_expand, stdout);
 		case 'f':
 			if (STREQ(optarg, "json")) {
 				json = true;
@@ -315,13 +318,11 @@ int cmd_expand(int argc, char **argv)
 			}
 			break;
 		case 'e': estimate = optarg; break;
-		default: expand_usage(stderr); return EXIT_PLAN;
+		default: return cli_usage_exit(&cli_expand, stderr);
 		}
 	}
-	if (optind + 1 != argc) {
-		expand_usage(stderr);
-		return EXIT_PLAN;
-	}
+	if (optind + 1 != argc)
+		return cli_usage_exit(&cli_expand, stderr);
 
 	_cleanup_(plan_freep) struct plan *p = NULL;
 	_cleanup_(matrix_freep) struct matrix *m = plan_args_load(argv[optind], &pa, &p);
@@ -410,17 +411,40 @@ int cmd_expand(int argc, char **argv)
 	return EXIT_OK;
 }
 
-int cmd_schema(int argc, char **argv)
+static int cmd_schema(int argc, char **argv);
+static const struct cli_option schema_options[] = {
+	{ .name = "man", .id = 'm', .help = "the PLAN KEYS section of ferry(1) instead" },
+	{ .name = "man-synopsis", .id = 'S', .help = "the SYNOPSIS section of ferry(1) instead" },
+	{ .name = "man-metrics", .id = 'M', .help = "the list of METRICS of ferry(1) instead" },
+	CLI_END,
+};
+/* hidden (no summary): scripts/update-docs.sh's generator of the committed schema and the
+ * generated sections of ferry.1 */
+const struct cli_command cli_schema = {
+	.name = "schema",
+	.about = "Print the JSON Schema of plan files (schema/ferry-plan.schema.json).",
+	.opts = (const struct cli_option *const[]){ schema_options, NULL },
+	.run = cmd_schema,
+};
+
+static int cmd_schema(int argc, char **argv)
 {
 	if (argc == 2 && STREQ(argv[1], "--man")) {
 		_cleanup_free_ char *man = key_man();
 		fputs(man, stdout);
 		return EXIT_OK;
 	}
-	if (argc != 1) {
-		fputs("usage: ferry schema [--man]\n", stderr);
-		return EXIT_PLAN;
+	if (argc == 2 && STREQ(argv[1], "--man-metrics")) {
+		_cleanup_free_ char *man = metric_man();
+		fputs(man, stdout);
+		return EXIT_OK;
 	}
+	if (argc == 2 && STREQ(argv[1], "--man-synopsis")) {
+		cli_man_synopsis(stdout);
+		return EXIT_OK;
+	}
+	if (argc != 1)
+		return cli_usage_exit(&cli_schema, stderr);
 	_cleanup_json_t_ json_t *s = key_schema();
 	_cleanup_free_ char *text = json_dumps(s, JSON_INDENT(2));
 	printf("%s\n", text);

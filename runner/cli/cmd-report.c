@@ -9,69 +9,55 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "reporters.h"
 #include "results.h"
 #include "util.h"
 
-void report_options_usage(FILE *out, bool help, int col, int indent)
-{
-	for (int i = 0; i < REPORT_FORMAT_COUNT; i++) {
-		const struct report_format_def *d = &report_formats[i];
-		if (help) {
-			fprintf(out, "  --%s FILE%*s%s\n", d->name, (int)(10 - strlen(d->name)), "",
-				d->doc);
-			continue;
-		}
-		int w = (int)strlen(d->name) + 6; /* " [--NAME F]" */
-		if (col + w > 80) {
-			fprintf(out, "\n%*s", indent, "");
-			col = indent;
-		}
-		col += fprintf(out, " [--%s F]", d->name);
-	}
-}
+static int cmd_report(int argc, char **argv);
+static const struct cli_option report_pivot_options[] = {
+	{ .name = "rows",
+	  .id = 'r',
+	  .arg = "AXIS",
+	  .value = CLI_WORD,
+	  .help = "axis of the Markdown table rows (default: method)" },
+	{ .name = "cols",
+	  .id = 'c',
+	  .arg = "AXIS",
+	  .value = CLI_WORD,
+	  .help = "axis of the Markdown table columns (default: dataset)" },
+	CLI_END,
+};
+const struct cli_command cli_report = {
+	.name = "report",
+	.operands = "RESULTS.json",
+	.operand = CLI_RESULTS,
+	.summary = "render a results file as JUnit, Markdown or JSON",
+	.about = "Render a results file again. FILE '-' is standard output; with no output option\n"
+		 "the Markdown report goes to standard output. Under GitHub Actions the Markdown\n"
+		 "report is also appended to $GITHUB_STEP_SUMMARY. Exit status 2 for bad input.",
+	.opts =
+	    (const struct cli_option *const[]){ cli_report_options, report_pivot_options, NULL },
+	.run = cmd_report,
+};
 
-static void report_usage(FILE *f)
+static int cmd_report(int argc, char **argv)
 {
-	fputs("usage: ferry report RESULTS.json", f);
-	report_options_usage(f, false, 32, 19);
-	fputs(" [--rows AXIS] [--cols AXIS]\n"
-	      "\n"
-	      "Render a results file again. FILE '-' is standard output; with no output option\n"
-	      "the Markdown report goes to standard output. Under GitHub Actions the Markdown\n"
-	      "report is also appended to $GITHUB_STEP_SUMMARY. Exit status 2 for bad input.\n"
-	      "\n",
-	      f);
-	report_options_usage(f, true, 0, 0);
-	fputs("  --rows AXIS      axis of the Markdown table rows (default: method)\n"
-	      "  --cols AXIS      axis of the Markdown table columns (default: dataset)\n",
-	      f);
-}
-
-int cmd_report(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		REPORT_LONG_OPTIONS{ "rows", required_argument, NULL, 'r' },
-		{ "cols", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	struct report_set set = { .step_summary = true };
 	int c;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(&cli_report, argc, argv)) != -1) {
 		switch (c) {
 		case 'r': set.opts.markdown.rows = optarg; break;
 		case 'c': set.opts.markdown.cols = optarg; break;
-		case 'h': report_usage(stdout); return EXIT_OK;
+		case 'h': return cli_usage_exit(&cli_report, stdout);
 		default:
 			if (c >= OPT_REPORT && c < OPT_REPORT + REPORT_FORMAT_COUNT) {
 				set.paths[c - OPT_REPORT] = optarg;
 				break;
 			}
-			report_usage(stderr);
-			return EXIT_PLAN;
+			return cli_usage_exit(&cli_report, stderr);
 		}
 	}
 	if (optind + 1 != argc) {
@@ -80,8 +66,7 @@ int cmd_report(int argc, char **argv)
 		else
 			errorf("report: one results file expected, got '%s' as well",
 			       argv[optind + 1]);
-		report_usage(stderr);
-		return EXIT_PLAN;
+		return cli_usage_exit(&cli_report, stderr);
 	}
 	bool any = false;
 	for (int i = 0; i < REPORT_FORMAT_COUNT; i++)

@@ -8,6 +8,8 @@
 
 #include "../reporters/reporters.h"
 #include "capacity-plan.h"
+#include "cli.h"
+#include "pivot-verdicts.h"
 #include "commands.h"
 #include "dataset.h"
 #include "fs.h"
@@ -16,36 +18,88 @@
 #include "units.h"
 #include "util.h"
 
-static void usage(FILE *out)
-{
-	fputs("usage: ferry run [--connect URI]... [--hosts FILE] [--storage auto|local|volumes]\n"
-	      "                 [--shard K/N] [--max-cells N]\n"
-	      "                ",
-	      out);
-	report_options_usage(out, false, 16, 16);
-	fputs(" [--results F]\n"
-	      "                 [--resume F] [--rerun-failed] [--fail-fast] [--quiet] [--verbose]\n"
-	      "                 [--allow-env NAME] [--var NAME=VALUE] [--allow-output DIR]\n"
-	      "                 [--no-capacity-check] [--allow-empty] [--baseline FILE]\n"
-	      "                 [--baseline-window N] PLAN\n"
-	      "\n"
-	      "Run every cell of a plan against real guests, verify every run, and write the\n"
-	      "results file (after every cell) and the reports the plan or the options name.\n"
-	      "With --baseline (a results file or a directory of them) or the plan's baseline:\n"
-	      "the run compares itself (ferry(1) COMPARE), and a regressed cell fails.\n"
-	      "--connect given several times (or --hosts FILE, one URI a line) fans the cells\n"
-	      "out over those libvirt hosts, one cell (or shared-VM group) at a time per host,\n"
-	      "all hosts at once; a host that fails is reported and its unfinished cells go to\n"
-	      "the others (ferry(1) REMOTE HOSTS).\n"
-	      "Exit: 0 all passed, 1 a criterion, integrity check or regression failed, 2 plan\n"
-	      "errors or a refused comparison,\n"
-	      "3 infrastructure errors, 4 nothing measured (no cell has a measured run: all\n"
-	      "skipped, or an empty shard; --allow-empty makes that 0), 128+N interrupted by\n"
-	      "signal N: 129 SIGHUP, 130 SIGINT, 131 SIGQUIT, 143 SIGTERM (results written,\n"
-	      "domains and run directory removed). Under GitHub Actions, failed cells and\n"
-	      "broken criteria are also printed as ::error annotations.\n",
-	      out);
-}
+static int cmd_run(int argc, char **argv);
+static const struct cli_option run_hosts_options[] = {
+	{ .name = "connect",
+	  .id = 'c',
+	  .arg = "URI",
+	  .value = CLI_WORD,
+	  .flags = CLI_REPEAT,
+	  .help = "the libvirt URI, overriding the plan's connect (default qemu:///system); "
+		  "several fan the cells out over those hosts" },
+	{ .name = "hosts",
+	  .id = 'H',
+	  .arg = "FILE",
+	  .value = CLI_FILE,
+	  .help = "more hosts for the fan-out: one libvirt URI a line" },
+	{ .name = "storage",
+	  .id = 'S',
+	  .value = CLI_ENUM,
+	  .values = (const char *const[]){ "auto", "local", "volumes", NULL },
+	  .help = "whether the libvirt host shares ferry's filesystem (auto: from the URI)" },
+	CLI_END,
+};
+static const struct cli_option run_options[] = {
+	{ .name = "results",
+	  .id = 'r',
+	  .arg = "FILE",
+	  .value = CLI_FILE,
+	  .help =
+	      "the results file, rewritten after every cell (default: the plan's report.json)" },
+	{ .name = "resume",
+	  .id = 'R',
+	  .arg = "FILE",
+	  .value = CLI_RESULTS,
+	  .help = "run only the cells the results file FILE does not list as finished" },
+	{ .name = "rerun-failed", .id = 'F', .help = "with --resume, run failed cells again too" },
+	{ .name = "fail-fast", .id = 'f', .help = "stop at the first failing cell" },
+	{ .name = "quiet",
+	  .id = 'q',
+	  .short_name = 'q',
+	  .help = "no progress and no summary on standard error" },
+	{ .name = "verbose",
+	  .id = 'v',
+	  .short_name = 'v',
+	  .help = "also print boots, switches, datasets and where the wall time went" },
+	{ .name = "no-capacity-check",
+	  .id = 'K',
+	  .help = "run even when the host looks too small for the plan" },
+	{ .name = "allow-empty",
+	  .id = 'E',
+	  .help = "exit 0 even when no cell produced a measured run (else 4)" },
+	{ .name = "baseline",
+	  .id = 'b',
+	  .arg = "FILE",
+	  .value = CLI_RESULTS,
+	  .flags = CLI_REPEAT,
+	  .help = "compare the run with this baseline (a results file or a directory of them)" },
+	CLI_END,
+};
+const struct cli_command cli_run = {
+	.name = "run",
+	.operands = "PLAN",
+	.operand = CLI_PLAN,
+	.summary = "run a plan: every cell, timed, verified, reported",
+	.about = "Run every cell of a plan against real guests, verify every run, and write the\n"
+		 "results file (after every cell) and the reports the plan or the options name.\n"
+		 "With --baseline (a results file or a directory of them) or the plan's baseline:\n"
+		 "the run compares itself (ferry(1) COMPARE), and a regressed cell fails.\n"
+		 "--connect given several times (or --hosts FILE, one URI a line) fans the cells\n"
+		 "out over those libvirt hosts, one cell (or shared-VM group) at a time per host,\n"
+		 "all hosts at once; a host that fails is reported and its unfinished cells go to\n"
+		 "the others (ferry(1) REMOTE HOSTS).\n"
+		 "Exit: 0 all passed, 1 a criterion, integrity check or regression failed, 2 plan\n"
+		 "errors or a refused comparison,\n"
+		 "3 infrastructure errors, 4 nothing measured (no cell has a measured run: all\n"
+		 "skipped, or an empty shard; --allow-empty makes that 0), 128+N interrupted by\n"
+		 "signal N: 129 SIGHUP, 130 SIGINT, 131 SIGQUIT, 143 SIGTERM (results written,\n"
+		 "domains and run directory removed). Under GitHub Actions, failed cells and\n"
+		 "broken criteria are also printed as ::error annotations.",
+	.opts = (const struct cli_option *const[]){ run_hosts_options, cli_shard_option,
+						    cli_report_options, run_options,
+						    cli_window_option, cli_plan_options, NULL },
+	.run = cmd_run,
+};
 
 /*
  * Reports go to directories such as out/ that a fresh checkout does not have yet: the missing
@@ -241,27 +295,24 @@ static int parse_storage(const char *s, enum machine_storage *out)
 	return -1;
 }
 
-int cmd_run(int argc, char **argv)
+/* The answer, in the Markdown report's words (its Verdicts section): per pivot column the
+ * fastest mean and every other configuration's verdict against it. */
+static void print_verdicts(const struct results *r, const struct report_markdown_opts *o)
 {
-	static const struct option opts[] = {
-		{ "connect", required_argument, NULL, 'c' },
-		{ "hosts", required_argument, NULL, 'H' },
-		{ "storage", required_argument, NULL, 'S' },
-		PLAN_SHARD_OPTION,
-		REPORT_LONG_OPTIONS{ "results", required_argument, NULL, 'r' },
-		{ "resume", required_argument, NULL, 'R' },
-		{ "rerun-failed", no_argument, NULL, 'F' },
-		{ "fail-fast", no_argument, NULL, 'f' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "no-capacity-check", no_argument, NULL, 'K' },
-		{ "baseline", required_argument, NULL, 'b' },
-		{ "baseline-window", required_argument, NULL, 'w' },
-		{ "allow-empty", no_argument, NULL, 'E' },
-		{ "help", no_argument, NULL, 'h' },
-		PLAN_LONG_OPTIONS,
-		{ 0 },
-	};
+	_cleanup_free_ char *err = NULL;
+	_cleanup_free_ char *text = report_pivot_summary(r, o, &err);
+	if (!text) {
+		warnf("no verdicts: %s", err);
+		return;
+	}
+	for (char *line = text, *end; *line; line = end + (*end == '\n')) {
+		end = line + strcspn(line, "\n");
+		fprintf(stderr, "ferry: %.*s\n", (int)(end - line), line);
+	}
+}
+
+static int cmd_run(int argc, char **argv)
+{
 	_cleanup_(plan_args_free) struct plan_args pa = { 0 };
 	struct machine_libvirt_opts lvo = { MACHINE_STORAGE_AUTO };
 	struct exec_opts eo = { .error = show_error, .machine_data = &lvo };
@@ -274,9 +325,7 @@ int cmd_run(int argc, char **argv)
 	/* --connect and --hosts, in order: one host is the connection, several the fan-out */
 	_cleanup_(free_uris) struct uri_list ul = { NULL, 0 };
 	int c;
-	while ((c = plan_args_getopt(argc, argv, "qvh", opts, &pa)) != -1) {
-		_cleanup_free_ char *err = NULL;
-		uint64_t v;
+	while ((c = plan_args_getopt(&cli_run, argc, argv, &pa)) != -1) {
 		switch (c) {
 		case PLAN_ARGS_INVALID: return EXIT_PLAN;
 		case 'c':
@@ -302,31 +351,22 @@ int cmd_run(int argc, char **argv)
 			baselines = xrealloc(baselines, (n_baselines + 1) * sizeof(*baselines));
 			baselines[n_baselines++] = optarg;
 			break;
-		case 'w':
-			if (parse_uint(optarg, &v, &err) < 0 || v == 0 || v > 10000) {
-				errorf(
-				    "invalid --baseline-window '%s': expected a number from 1 to "
-				    "10000",
-				    optarg);
+		case OPT_WINDOW:
+			if (cli_parse_window(optarg, &window) < 0)
 				return EXIT_PLAN;
-			}
-			window = (size_t)v;
 			break;
 		case 'E': allow_empty = true; break;
-		case 'h': usage(stdout); return 0;
+		case 'h': return cli_usage_exit(&cli_run, stdout);
 		default:
 			if (c >= OPT_REPORT && c < OPT_REPORT + REPORT_FORMAT_COUNT) {
 				paths[c - OPT_REPORT] = optarg;
 				break;
 			}
-			usage(stderr);
-			return EXIT_PLAN;
+			return cli_usage_exit(&cli_run, stderr);
 		}
 	}
-	if (optind != argc - 1) {
-		usage(stderr);
-		return EXIT_PLAN;
-	}
+	if (optind != argc - 1)
+		return cli_usage_exit(&cli_run, stderr);
 	eo.plan_path = argv[optind];
 	eo.shard_k = pa.shard_k;
 	eo.shard_n = pa.shard_n;
@@ -454,6 +494,8 @@ int cmd_run(int argc, char **argv)
 	const size_t *counts = st.counts;
 	if (!quiet && eo.verbose)
 		print_time_breakdown(&st);
+	if (!quiet)
+		print_verdicts(r, &rs.opts.markdown);
 	if (!quiet) {
 		fprintf(stderr,
 			"ferry: %zu passed, %zu failed, %zu errors, %zu skipped, %zu pending; %u "

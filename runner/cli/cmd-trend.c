@@ -10,50 +10,61 @@
 #include <string.h>
 
 #include "../reporters/reporters.h"
+#include "cli.h"
 #include "commands.h"
 #include "results.h"
 #include "trend.h"
 #include "util.h"
 
-static void trend_usage(FILE *f)
-{
-	fputs("usage: ferry trend [-o FILE] RESULTS.json...\n"
-	      "\n"
-	      "The history of every cell over the results files of successive runs (in any\n"
-	      "order: they are ordered by their start time): per cell a Markdown table of the\n"
-	      "median total with its 95% confidence interval and a Mermaid line chart, with\n"
-	      "the changes of level marked (at least 5% at p <= 0.001; one seen at the newest\n"
-	      "run only is pending), and many cells changing at the same run reported once as\n"
-	      "an environment shift. Cells are followed by their resolved parameters.\n"
-	      "Under GitHub Actions the report is also appended to $GITHUB_STEP_SUMMARY.\n"
-	      "Exit: 0 written, 2 bad input or usage.\n"
-	      "\n"
-	      "  -o, --output FILE  where the Markdown goes (default: standard output)\n",
-	      f);
-}
+static int cmd_trend(int argc, char **argv);
+static const struct cli_option trend_options[] = {
+	{ .name = "output",
+	  .id = 'o',
+	  .short_name = 'o',
+	  .arg = "FILE",
+	  .value = CLI_FILE,
+	  .help = "where the Markdown goes (default: standard output)" },
+	{ .name = "html",
+	  .id = 'H',
+	  .arg = "FILE",
+	  .value = CLI_FILE,
+	  .help = "also write the trend as one static HTML page with charts" },
+	CLI_END,
+};
+const struct cli_command cli_trend = {
+	.name = "trend",
+	.operands = "RESULTS.json...",
+	.operand = CLI_RESULTS,
+	.summary = "the history of every cell over many runs, with changes",
+	.about = "The history of every cell over the results files of successive runs (in any\n"
+		 "order: they are ordered by their start time): per cell a Markdown table of the\n"
+		 "median total with its 95% confidence interval and a Mermaid line chart, with\n"
+		 "the changes of level marked (at least 5% at p <= 0.001; one seen at the newest\n"
+		 "run only is pending), and many cells changing at the same run reported once as\n"
+		 "an environment shift. Cells are followed by their resolved parameters.\n"
+		 "Under GitHub Actions the report is also appended to $GITHUB_STEP_SUMMARY.\n"
+		 "Exit: 0 written, 2 bad input or usage.",
+	.opts = (const struct cli_option *const[]){ trend_options, NULL },
+	.run = cmd_trend,
+};
 
-int cmd_trend(int argc, char **argv)
+static int cmd_trend(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	const char *output = "-";
+	const char *output = "-", *html = NULL;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(&cli_trend, argc, argv)) != -1) {
 		switch (c) {
 		case 'o': output = optarg; break;
-		case 'h': trend_usage(stdout); return EXIT_OK;
-		default: trend_usage(stderr); return EXIT_PLAN;
+		case 'H': html = optarg; break;
+		case 'h': return cli_usage_exit(&cli_trend, stdout);
+		default: return cli_usage_exit(&cli_trend, stderr);
 		}
 	}
 	size_t n = (size_t)(argc - optind);
 	if (n < 1) {
 		errorf("trend: missing the results files");
-		trend_usage(stderr);
-		return EXIT_PLAN;
+		return cli_usage_exit(&cli_trend, stderr);
 	}
 	const char *const *names = (const char *const *)(argv + optind);
 	struct results **in;
@@ -85,17 +96,22 @@ int cmd_trend(int argc, char **argv)
 	}
 	fclose(mem);
 
-	struct report_output o = { 0 };
-	if (report_output_open(&o, output, &err) < 0) {
+	/* both outputs open before either is written: a bad path leaves nothing behind */
+	struct report_output o = { 0 }, h = { 0 };
+	if (report_output_open(&o, output, &err) < 0 ||
+	    (html && report_output_open(&h, html, &err) < 0)) {
+		report_output_abort(&o);
 		errorf("trend: %s", err);
 		return EXIT_PLAN;
 	}
-	if (fwrite(text, 1, len, o.f) != len) {
+	if (fwrite(text, 1, len, o.f) != len || (html && report_trend_html(t, h.f, &err) < 0)) {
 		report_output_abort(&o);
-		errorf("trend: %s: cannot write", output);
+		report_output_abort(&h);
+		errorf("trend: %s", err ? err : "cannot write");
 		return EXIT_PLAN;
 	}
-	if (report_output_commit(&o, &err) < 0) {
+	if (report_output_commit(&o, &err) < 0 || (html && report_output_commit(&h, &err) < 0)) {
+		report_output_abort(&h);
 		errorf("trend: %s", err);
 		return EXIT_PLAN;
 	}

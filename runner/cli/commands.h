@@ -22,36 +22,24 @@ enum ferry_exit {
 	EXIT_SIGTERM = 143,
 };
 
-struct command {
-	const char *name;
-	int (*run)(int argc, char **argv);
-	const char *summary;
-};
+/* One table per command (cli.h), defined next to its parser; keep alphabetical so parallel work
+ * merges cleanly. main.c lists them in cli_commands[]. */
+struct cli_command;
+extern const struct cli_command cli_compare;
+extern const struct cli_command cli_dataset;
+extern const struct cli_command cli_doctor;
+extern const struct cli_command cli_expand;
+extern const struct cli_command cli_guest;
+extern const struct cli_command cli_merge;
+extern const struct cli_command cli_report;
+extern const struct cli_command cli_run;
+extern const struct cli_command cli_schema;
+extern const struct cli_command cli_trend;
+extern const struct cli_command cli_validate;
 
-/* One declaration per subcommand; keep alphabetical so parallel work merges cleanly. */
-int cmd_compare(int argc, char **argv);
-int cmd_dataset(int argc, char **argv);
-int cmd_doctor(int argc, char **argv);
-int cmd_expand(int argc, char **argv);
-int cmd_guest(int argc, char **argv);
-int cmd_merge(int argc, char **argv);
-int cmd_report(int argc, char **argv);
-int cmd_run(int argc, char **argv);
-int cmd_schema(int argc, char **argv);
-int cmd_trend(int argc, char **argv);
-int cmd_validate(int argc, char **argv);
-
-/*
- * --NAME FILE for every report format (reporters/formats.h), for `ferry run` and `ferry report`:
- * getopt returns OPT_REPORT + the format. report_options_usage() prints their synopsis
- * ("[--junit F] ...", from column `col`, wrapped lines indented by `indent`) or, with `help`, one
- * line per option.
- */
+/* --NAME FILE for every report format (reporters/formats.h; cli_report_options): the id is
+ * OPT_REPORT + the format. */
 enum { OPT_REPORT = 0x1100 };
-#define REPORT_LONG_OPTION(id, name, suffix, writer, plan, doc)                                    \
-	{ name, required_argument, NULL, OPT_REPORT + REPORT_##id },
-#define REPORT_LONG_OPTIONS REPORT_FORMATS(REPORT_LONG_OPTION)
-void report_options_usage(FILE *out, bool help, int col, int indent);
 
 /* The exit status of a comparison (cmd-compare.c): EXIT_PLAN refused, EXIT_FAILED a regression,
  * else EXIT_OK. */
@@ -90,7 +78,7 @@ size_t results_annotate(FILE *out, const struct results *r, const struct plan *p
 /*
  * The options the plan commands share (cmd-plan.c): what the command line allows a plan
  * (ferry(1) SECURITY) and --max-cells, for validate, expand and run; --shard for expand and run.
- * Add PLAN_LONG_OPTIONS (and PLAN_SHARD_OPTION) to the getopt table, read the options with
+ * Add cli_plan_options (and cli_shard_option) to the command's rows, read the options with
  * plan_args_getopt(), then the plan with plan_args_load().
  */
 struct plan_args {
@@ -100,19 +88,11 @@ struct plan_args {
 };
 /* --shard is 's', which is also `ferry expand -s` */
 enum { OPT_ALLOW_ENV = 0x1000, OPT_VAR, OPT_ALLOW_OUTPUT, OPT_MAX_CELLS, OPT_SHARD = 's' };
-/* clang-format off */
-#define PLAN_LONG_OPTIONS                                                                          \
-	{ "max-cells", required_argument, NULL, OPT_MAX_CELLS },                                   \
-	{ "allow-env", required_argument, NULL, OPT_ALLOW_ENV },                                   \
-	{ "var", required_argument, NULL, OPT_VAR },                                               \
-	{ "allow-output", required_argument, NULL, OPT_ALLOW_OUTPUT }
-#define PLAN_SHARD_OPTION { "shard", required_argument, NULL, OPT_SHARD }
-/* clang-format on */
-/* getopt_long() that stores the shared options itself: returns the command's next option, -1
- * after the last, or PLAN_ARGS_INVALID when a shared option is invalid (printed). */
+/* cli_getopt() that stores the shared options (cli_plan_options, cli_shard_option) itself:
+ * returns the command's next option, -1 after the last, or PLAN_ARGS_INVALID when a shared
+ * option is invalid (printed). */
 #define PLAN_ARGS_INVALID (-2)
-int plan_args_getopt(int argc, char **argv, const char *shortopts, const struct option *opts,
-		     struct plan_args *a);
+int plan_args_getopt(const struct cli_command *cmd, int argc, char **argv, struct plan_args *a);
 void plan_args_free(struct plan_args *a);
 /* Parse and expand the plan at path; prints its errors and warnings. Returns NULL on errors. */
 struct matrix *plan_args_load(const char *path, const struct plan_args *a, struct plan **out);

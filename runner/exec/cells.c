@@ -12,12 +12,6 @@
 #include "keys.h"
 #include "rules.h"
 
-static unsigned ns_to_ms(uint64_t ns)
-{
-	uint64_t ms = ns / 1000000u;
-	return ms > UINT_MAX ? UINT_MAX : ms == 0 ? 1 : (unsigned)ms;
-}
-
 static void needs_clear(struct method_boot_needs *n)
 {
 	free(n->share_dir);
@@ -100,11 +94,16 @@ static char *key_append(char *k, const char *fmt, const char *v)
  * guest, which switches its target between them (machine_reset's disk; run_group keeps the
  * cells of one disk together).
  */
+/* Whether cells with the same VM configuration share a boot: run.vm shared, or blocks. */
+static bool shares_boot(const struct xcell *c)
+{
+	return c->pc.run.vm == PLAN_VM_SHARED || c->pc.run.boots.min > 0;
+}
+
 static char *disk_key(struct exec *x, const struct xcell *c)
 {
 	const struct plan_disk *d = c->pc.disk;
-	_cleanup_free_ char *boot =
-	    c->pc.run.vm == PLAN_VM_SHARED ? machine_disk_boot_key(x->machine, d) : NULL;
+	_cleanup_free_ char *boot = shares_boot(c) ? machine_disk_boot_key(x->machine, d) : NULL;
 	if (boot)
 		return xasprintf("after-boot%s%s", *boot ? ":" : "", boot);
 	return xasprintf("%s{%s}", d->e.name, d->e.sweep ? d->e.sweep : "");
@@ -125,7 +124,9 @@ static char *group_key(struct exec *x, const struct xcell *c)
 		k = key_append(k, "|ch=%s", n->channels[i]);
 	for (size_t i = 0; i < n->n_disks; i++)
 		k = key_append(k, "|d=%s", n->disks[i].path);
-	if (c->pc.run.vm != PLAN_VM_SHARED)
+	if (c->pc.run.fresh == PLAN_FRESH_RESTORE)
+		k = key_append(k, "%s", "|fresh=restore");
+	if (!shares_boot(c))
 		k = key_append(k, "|cell=%s", c->pc.id);
 	return k;
 }
@@ -140,7 +141,10 @@ static void join_group(struct exec *x, struct xcell *c)
 		}
 	struct xgroup *g = xcalloc(1, sizeof(*g));
 	g->key = TAKE_PTR(key);
-	g->cfg = (struct machine_config){ .vm = c->pc.vm, .disk = c->pc.disk, .needs = &c->needs };
+	g->cfg = (struct machine_config){ .vm = c->pc.vm,
+					  .disk = c->pc.disk,
+					  .needs = &c->needs,
+					  .restore = c->pc.run.fresh == PLAN_FRESH_RESTORE };
 	x->groups = xrealloc(x->groups, (x->n_groups + 1) * sizeof(*x->groups));
 	x->groups[x->n_groups++] = g;
 	c->group = g;
@@ -197,7 +201,7 @@ void prepare_cell(struct exec *x, struct xcell *c)
 	ctx->manifest = c->man;
 	dataset_provenance(x, c);
 	if (c->ops->add_devices && c->ops->add_devices(ctx, &c->needs) < 0) {
-		fail_cell(x, c, ctx->err.kind, ctx->err.message, ctx->err.agent_message);
+		fail_cell(x, c, ctx->err.kind, ctx->err.message, ctx->err.guest_message);
 		method_error_clear(&ctx->err);
 		return;
 	}

@@ -85,6 +85,7 @@ struct exec {
 	size_t n_active, n_finished;
 	bool stop;         /* fail-fast or interrupted */
 	int64_t last_boot; /* the highest boot id in the results so far */
+	int64_t block;     /* the block running (run.boots, blocks.c), from 1; 0: none */
 	uint64_t t0;
 };
 
@@ -139,6 +140,9 @@ void run_group(struct exec *x, struct xgroup *g);
 bool cell_next(struct exec *x, struct xcell *c);
 bool cell_run(struct exec *x, struct xcell *c);
 void shuffle(size_t *a, size_t n, uint64_t seed);
+
+/* blocks.c: a run as a sequence of blocks (run.boots) */
+void run_blocks(struct exec *x);
 
 /* order.c: order units (several VM groups in one rotation) */
 void order_units(struct exec *x);

@@ -127,8 +127,11 @@ int exec_plan(const struct plan *p, const struct matrix *m, const struct exec_op
 			prepare_cell(x, &x->cells[i]);
 	res->time.datasets = secs(now_ns() - t);
 	order_units(x);
-	for (size_t i = 0; i < x->n_units && !x->stop && !run_interrupted(); i++)
-		run_unit(x, &x->units[i]);
+	if (p->run.boots.min > 0)
+		run_blocks(x);
+	else
+		for (size_t i = 0; i < x->n_units && !x->stop && !run_interrupted(); i++)
+			run_unit(x, &x->units[i]);
 
 	res->signal = run_interrupted();
 	reset_unfinished(x);

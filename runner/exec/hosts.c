@@ -59,7 +59,11 @@ bool exec_host_lost(struct exec *x)
  * executor's VM groups). */
 static void key_of(const struct plan_cell *pc, char *buf, size_t n)
 {
-	if (pc->run.vm != PLAN_VM_SHARED && pc->run.order != PLAN_ORDER_SEQUENTIAL)
+	if (pc->run.boots.min > 0)
+		/* blocks (blocks.c): every block boots every VM configuration, so one host runs
+		 * them all, or the blocks would not pair */
+		snprintf(buf, n, "blocks");
+	else if (pc->run.vm != PLAN_VM_SHARED && pc->run.order != PLAN_ORDER_SEQUENTIAL)
 		/* a rotation over guests of their own (order.c): same run.vm, order and seed */
 		snprintf(buf, n, "order=%d|vm=%d|seed=%llu", (int)pc->run.order, (int)pc->run.vm,
 			 (unsigned long long)pc->run.seed);

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The metrics of a run beyond its phase times (result_metric_defs in results.h): what the method
- * reported (method_metric(), e.g. write_throughput) and what the executor samples of the guest
- * through the machine (machine_sample): the host allocation of the target image before prepare,
- * after finalize and after the data was deleted and trimmed, and the CPU time of the QEMU process
- * and of the guest over the transfer phase. Sampling happens outside the timed phases.
+ * The metrics of a run beyond its phase times (the metric table, metrics.h in results.h): what the
+ * method reported (method_metric(), e.g. write_throughput) and what the executor samples of the
+ * guest through the machine (machine_sample): the host allocation of the target image before
+ * prepare, after finalize and after the data was deleted and trimmed, and the CPU time of the QEMU
+ * process and of the guest over the transfer phase. Sampling happens outside the timed phases.
  */
 #include <math.h>
 
@@ -65,7 +65,7 @@ void metrics_record(struct exec *x, struct xcell *c, struct result_run *rr)
 	json_t *v;
 	json_object_foreach(o, k, v)
 	{
-		const struct result_metric_def *d = result_metric_def_find(k);
+		const struct metric_def *d = result_metric_def_find(k);
 		if (!results_find_metric(x->r, k))
 			results_set_metric(x->r, k, d ? d->unit : "", d ? d->higher_better : false);
 	}

@@ -11,12 +11,6 @@
 
 static const char *const phase_names[] = { "prepare", "transfer", "finalize", "verify", "cleanup" };
 
-static unsigned ns_to_ms(uint64_t ns)
-{
-	uint64_t ms = ns / 1000000u;
-	return ms > UINT_MAX ? UINT_MAX : ms == 0 ? 1 : (unsigned)ms;
-}
-
 void group_destroy(struct exec *x, struct xgroup *g)
 {
 	uint64_t t = now_ns();
@@ -51,8 +45,12 @@ static int group_boot(struct exec *x, struct xgroup *g, char **err, char **detai
 	/* runs of one boot share its luck: `ferry compare` takes a boot, not a run, as a sample */
 	g->boot = ++x->last_boot;
 	machine_describe(x->machine, g->guest, &x->r->provenance);
+	if (g->guest->fresh_note)
+		progress_line(x->o, "%s boots instead of restoring a saved state: %s", g->key,
+			      g->guest->fresh_note);
 	if (x->o->verbose)
-		progress_line(x->o, "booted %s in %.1f s (%s)", g->guest->name,
+		progress_line(x->o, "%s %s in %.1f s (%s)",
+			      g->guest->restored ? "restored" : "booted", g->guest->name,
 			      g->guest->boot_ms / 1000.0, g->key);
 	return 0;
 }
@@ -229,7 +227,7 @@ static void run_failed(struct exec *x, struct xcell *c, unsigned ri, int failed,
 {
 	_cleanup_free_ char *msg = xasprintf("run %u, %s: %s", ri, phase_names[failed],
 					     e->message ? e->message : "failed without a message");
-	cell_error(x, c, e->kind, (int)ri, failed, msg, e->agent_message, e->libvirt_message);
+	cell_error(x, c, e->kind, (int)ri, failed, msg, e->guest_message, e->libvirt_message);
 	if (!run_interrupted())
 		group_check(x, c->group);
 }
@@ -290,6 +288,9 @@ int do_run(struct exec *x, struct xcell *c)
 	tm->verify += isnan(ph[PHASE_VERIFY]) ? 0.0 : ph[PHASE_VERIFY];
 	tm->cleanup += isnan(ph[PHASE_CLEANUP]) ? 0.0 : ph[PHASE_CLEANUP];
 	rr->boot = c->group->boot;
+	rr->block = x->block > 0 ? x->block : -1;
+	if (c->group->guest)
+		rr->fresh = c->group->guest->restored ? "restore" : "boot";
 	metrics_record(x, c, rr);
 	if (c->ctx.observed) {
 		json_decref(rcell(x, c)->observed);

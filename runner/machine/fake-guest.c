@@ -34,9 +34,10 @@
 #define MAX_DISKS 16
 #define MAX_PORTS 4
 #define PROFILE   "/etc/ferry-fake.sh"
+#define HANGS     "/etc/ferry-fake-hang.sh"
 #define SHARES    "/run/ferry-shares"
 /* execve()'s vectors take char *: writable copies of the constants */
-static char arg_sh[] = "sh", arg_c[] = "-c", arg_hold[] = "read x";
+static char arg_sh[] = "sh", arg_c[] = "-c", arg_hold[] = "read x", arg_true[] = "true";
 static char env_path[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin", env_home[] = "HOME=/root",
 	    env_lc[] = "LC_ALL=C";
 
@@ -137,7 +138,9 @@ static int root_make(const char *dir, char **err)
 		return -1;
 	}
 	_cleanup_free_ char *prof = xasprintf("%s" PROFILE, dir);
-	if (write_file_atomic(prof, PROFILE_TEXT, strlen(PROFILE_TEXT), 0644, err) < 0)
+	_cleanup_free_ char *hangs = xasprintf("%s" HANGS, dir);
+	if (write_file_atomic(prof, PROFILE_TEXT, strlen(PROFILE_TEXT), 0644, err) < 0 ||
+	    write_file_atomic(hangs, "", 0, 0644, err) < 0)
 		return -1;
 	/* every applet as a link to /usr/bin/busybox (Debian's busybox installs them so) */
 	_cleanup_free_ char *bin = xasprintf("%s/bin", dir);
@@ -288,20 +291,24 @@ static int memfile(const char *name, char **err)
 	return fd;
 }
 
-int fake_root_start(struct fake_root *r, const char *const *argv, const struct fake_input *input,
-		    struct fake_proc **out, char **err)
+/* hangs: the command reads the hung programs too (fake_root_hang()); the fake machine's own
+ * housekeeping (fake_root_run()) does not */
+static int start(struct fake_root *r, const char *const *argv, const struct fake_input *input,
+		 bool hangs, struct fake_proc **out, char **err)
 {
 	static const struct fake_input none = { .fd = -1 };
 	const struct fake_input *inp = input ? input : &none;
 	int in = -1, wr = -1;
 	if (inp->pipe) {
+		/* a socket, so that the writer can send without SIGPIPE (MSG_NOSIGNAL) */
 		int p[2];
-		if (pipe2(p, O_CLOEXEC) < 0) {
-			*err = xasprintf("fake guest: pipe: %s", strerror(errno));
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0) {
+			*err = xasprintf("fake guest: socketpair: %s", strerror(errno));
 			return -1;
 		}
 		in = p[0];
 		wr = p[1];
+		shutdown(in, SHUT_WR);
 	} else if (inp->fd >= 0) {
 		if ((in = fcntl(inp->fd, F_DUPFD_CLOEXEC, 0)) < 0) {
 			*err = xasprintf("fake guest: stdin: %s", strerror(errno));
@@ -331,8 +338,8 @@ int fake_root_start(struct fake_root *r, const char *const *argv, const struct f
 	av[0] = arg_sh;
 	av[1] = arg_c;
 	size_t k = 2, first = shell ? 3 : 0;
-	av[k++] = shell ? xasprintf(". " PROFILE "; %s", argv[2])
-			: xstrdup(". " PROFILE "; \"$0\" \"$@\"");
+	const char *pre = hangs ? ". " PROFILE "; . " HANGS "; " : ". " PROFILE "; ";
+	av[k++] = shell ? xasprintf("%s%s", pre, argv[2]) : xasprintf("%s\"$0\" \"$@\"", pre);
 	for (size_t i = first; i < n; i++)
 		av[k++] = xstrdup(argv[i]);
 	struct fake_proc *p = xcalloc(1, sizeof(*p));
@@ -376,6 +383,12 @@ int fake_root_start(struct fake_root *r, const char *const *argv, const struct f
 		*inp->pipe = wr;
 	*out = p;
 	return 0;
+}
+
+int fake_root_start(struct fake_root *r, const char *const *argv, const struct fake_input *input,
+		    struct fake_proc **out, char **err)
+{
+	return start(r, argv, input, true, out, err);
 }
 
 int fake_root_start_sh(struct fake_root *r, const char *cmd, const struct fake_input *input,
@@ -473,7 +486,8 @@ int fake_root_run(struct fake_root *r, const char *cmd, const void *input, size_
 {
 	struct fake_input in = { .buf = input, .len = len, .fd = -1 };
 	struct fake_proc *p = NULL;
-	if (fake_root_start_sh(r, cmd, &in, &p, err) < 0)
+	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+	if (start(r, argv, &in, false, &p, err) < 0)
 		return -1;
 	return fake_proc_wait(r, p, timeout_ms, res, err);
 }
@@ -647,6 +661,11 @@ int fake_root_share(struct fake_root *r, const char *tag, const char *host_dir, 
 			int e = errno;
 			(void)!write(st[1], &e, sizeof(e));
 		}
+		/* an exec, not _exit: a memory checker would count the parent's heap it inherited
+		 * as this child's leak */
+		char *const argv[] = { arg_true, NULL };
+		char *const envp[] = { NULL };
+		execve(BUSYBOX, argv, envp);
 		_exit(0);
 	}
 	int e = errno, child_errno = 0;
@@ -671,11 +690,11 @@ int fake_root_hang(struct fake_root *r, const char *prog, char **err)
 			*err = xasprintf("fake guest: '%s' is no program name", prog);
 			return -1;
 		}
-	_cleanup_free_ char *prof = xasprintf("%s" PROFILE, r->dir);
+	_cleanup_free_ char *prof = xasprintf("%s" HANGS, r->dir);
 	_cleanup_free_ char *fn = xasprintf("%s() { sleep 2147483647; }\n", prog);
 	int fd = open(prof, O_WRONLY | O_APPEND | O_CLOEXEC);
 	if (fd < 0 || write_all(fd, fn, strlen(fn)) < 0) {
-		*err = xasprintf("fake guest: %s: %s", PROFILE, strerror(errno));
+		*err = xasprintf("fake guest: %s: %s", HANGS, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -691,6 +710,11 @@ int fake_root_hang(struct fake_root *r, const char *prog, char **err)
 static void *relay_main(void *arg)
 {
 	struct fake_port *p = arg;
+	/* a reader killed mid-stream: EPIPE for this thread's write, not SIGPIPE for the process */
+	sigset_t pipe_sig;
+	sigemptyset(&pipe_sig);
+	sigaddset(&pipe_sig, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_sig, NULL);
 	int fifo = -1;
 	while (!atomic_load(&p->stop) &&
 	       (fifo = open(p->fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0 && errno == ENXIO)

@@ -46,7 +46,7 @@ struct fake_proc;
 
 /* What a guest process reads on stdin: len bytes of buf (copied), or a dup of the host's fd,
  * or, when pipe is not NULL, a pipe whose write end *pipe gets (the caller closes it to end the
- * input); else (all zero but fd -1) /dev/null. */
+ * input; a stream socket: send() it with MSG_NOSIGNAL); else (all zero but fd -1) /dev/null. */
 struct fake_input {
 	const void *buf;
 	size_t len;
@@ -84,7 +84,7 @@ bool fake_proc_done(struct fake_proc *p);
 /* Kill p's process group, reap it and free p. */
 void fake_proc_kill(struct fake_root *r, struct fake_proc *p);
 
-/* fake_root_start_sh of cmd with len bytes of input + fake_proc_wait. */
+/* `sh -c cmd` with len bytes of input, waited for (fake_proc_wait); no hung programs. */
 int fake_root_run(struct fake_root *r, const char *cmd, const void *input, size_t len,
 		  unsigned timeout_ms, struct fake_result *res, char **err);
 
@@ -112,8 +112,9 @@ int fake_root_channel(struct fake_root *r, const char *name, int *fd, char **err
  * `mount -t 9p|virtiofs TAG DIR` (its shell's profile) binds it on DIR. 0 or -1 with *err.
  */
 int fake_root_share(struct fake_root *r, const char *tag, const char *host_dir, char **err);
-/* Make the guest program prog (a name, e.g. "tar") hang: every later guest command that runs it
- * through the guest's shell blocks there until it is killed. 0 or -1 with *err. */
+/* Make the guest program prog (a name, e.g. "tar") hang: every later guest command started with
+ * fake_root_start() that runs it through the guest's shell blocks there until it is killed
+ * (fake_root_run(), the machine's own housekeeping, is not affected). 0 or -1 with *err. */
 int fake_root_hang(struct fake_root *r, const char *prog, char **err);
 
 /* Processes in the guest's namespace now (the holder not counted), or -1 when it is gone. */

@@ -2,38 +2,18 @@
 /* The fake machine (machine-fake.h). */
 #include "machine-fake.h"
 
+#include "fake-int.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <string.h>
 
+#include "fs.h"
 #include "util.h"
 
-struct fake_machine {
-	struct machine base;
-	struct machine_fake *f;
-	/* fake_ops, or its copy without suspend and resume under machine_fake.no_suspend: the
-	 * executor asks machine_can_suspend(), which looks for those two operations */
-	struct machine_ops ops;
-	char *uri;
-	bool doomed;     /* opened with f->lost_uri */
-	unsigned resets; /* on this machine */
-	bool lost;
-};
-
-struct fake_guest {
-	struct machine_guest base;
-	unsigned number; /* 1-based boot number */
-	unsigned runs;   /* resets so far */
-	bool broken;
-	bool suspended;
-	const struct plan_disk *disk;      /* the target disk its landing place is on */
-	double alloc, cpu_qemu, cpu_guest; /* what fake_sample reports */
-};
-
-static void logf_(struct machine_fake *f, const char *fmt, ...) _printf_(2, 3);
-static void logf_(struct machine_fake *f, const char *fmt, ...)
+void fake_logf(struct machine_fake *f, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -63,7 +43,7 @@ static int fake_boot(struct machine *m, const struct machine_config *c, struct m
 		return -1;
 	}
 	unsigned number = ++f->boots;
-	logf_(f, "boot %u", number);
+	fake_logf(f, "boot %u", number);
 	if (number == f->fail_boot) {
 		*err = xasprintf("fake boot %u fails as scripted", number);
 		return -1;
@@ -71,6 +51,10 @@ static int fake_boot(struct machine *m, const struct machine_config *c, struct m
 	struct fake_guest *g = xcalloc(1, sizeof(*g));
 	g->number = number;
 	g->disk = c->disk;
+	if (f->guests && fake_real_boot((struct fake_machine *)m, g, c, err) < 0) {
+		free(g);
+		return -1;
+	}
 	g->base.name = xasprintf("fake-%u", number);
 	g->base.boot_ms = 1;
 	f->live++;
@@ -106,8 +90,9 @@ static int fake_reset(struct machine *m, struct machine_guest *mg, const struct 
 	struct machine_fake *f = script(m);
 	struct fake_machine *fm = (struct fake_machine *)m;
 	struct fake_guest *g = (struct fake_guest *)mg;
+	const struct plan_disk *old = g->disk;
 	if (r->disk && !machine_disk_same(r->disk, g->disk)) {
-		logf_(f, "switch %u %s", g->number, r->disk->e.name);
+		fake_logf(f, "switch %u %s", g->number, r->disk->e.name);
 		f->switches++;
 		if (!g->disk || !fake_switchable(m, g->disk, r->disk))
 			f->bad_switches++;
@@ -120,7 +105,7 @@ static int fake_reset(struct machine *m, struct machine_guest *mg, const struct 
 		g->base.dirty = false; /* a fresh target */
 	}
 	f->resets++;
-	logf_(f, "reset %u", g->number);
+	fake_logf(f, "reset %u", g->number);
 	if (fm->doomed && ++fm->resets >= f->lost_after)
 		fm->lost = true;
 	if (fm->lost) {
@@ -133,6 +118,11 @@ static int fake_reset(struct machine *m, struct machine_guest *mg, const struct 
 		g->broken = true;
 	if (g->broken) {
 		*err = xasprintf("the fake guest %u does not answer", g->number);
+		return -1;
+	}
+	if (g->root &&
+	    fake_real_reset(fm, g, g->disk != old ? g->disk : NULL, r->fresh_disk, err) < 0) {
+		g->broken = true;
 		return -1;
 	}
 	g->runs++;
@@ -151,7 +141,9 @@ static void fake_destroy(struct machine *m, struct machine_guest *mg)
 	f->live--;
 	if (!g->suspended)
 		f->running--;
-	logf_(f, "destroy %u", g->number);
+	if (g->root)
+		fake_real_destroy((struct fake_machine *)m, g);
+	fake_logf(f, "destroy %u", g->number);
 	free(g->base.name);
 	free(g);
 }
@@ -159,7 +151,8 @@ static void fake_destroy(struct machine *m, struct machine_guest *mg)
 static bool fake_healthy(struct machine *m, struct machine_guest *mg)
 {
 	(void)m;
-	return !((struct fake_guest *)mg)->broken;
+	struct fake_guest *g = (struct fake_guest *)mg;
+	return !g->broken && (!g->root || fake_root_procs(g->root) >= 0);
 }
 
 static char *fake_console_tail(struct machine *m, struct machine_guest *mg, unsigned lines)
@@ -188,11 +181,36 @@ static bool fake_alive(struct machine *m, char **why)
 	return !fm->lost;
 }
 
-static void fake_bind(struct machine *m, struct machine_guest *g, struct method_ctx *ctx)
+static void fake_bind(struct machine *m, struct machine_guest *mg, struct method_ctx *ctx)
 {
 	(void)m;
-	if (g)
-		ctx->landing = MACHINE_LANDING;
+	struct fake_guest *g = (struct fake_guest *)mg;
+	if (!g)
+		return;
+	ctx->landing = MACHINE_LANDING;
+	ctx->target_dev = g->target_dev;
+	ctx->target_disk = g->target_path ? &g->target : NULL;
+}
+
+static char *fake_supports(struct machine *m, const struct plan_cell *pc)
+{
+	struct fake_machine *fm = (struct fake_machine *)m;
+	if (!fm->f->guests)
+		return NULL;
+	const char *why = fake_root_support();
+	return why ? xstrdup(why) : fake_real_supports(fm, pc);
+}
+
+static int fake_evict_target(struct machine *m, struct machine_guest *mg, uint64_t *resident,
+			     char **err)
+{
+	(void)m;
+	struct fake_guest *g = (struct fake_guest *)mg;
+	if (!g->target_path) {
+		*err = xstrdup("the fake guest's target is no image");
+		return -1;
+	}
+	return file_cache_evict(g->target_path, resident, err);
 }
 
 /* Block until ms have passed or a signal arrived. */
@@ -223,10 +241,12 @@ static void fake_hook(struct machine *m, struct machine_guest *g, const struct m
 	if (fg && fg->suspended)
 		f->bad_runs++;
 	if (w->point == MACHINE_BEFORE_PREPARE)
-		logf_(f, "run %s #%u%s", w->cell, w->run_index, w->warmup ? " (warmup)" : "");
+		fake_logf(f, "run %s #%u%s", w->cell, w->run_index, w->warmup ? " (warmup)" : "");
+	if (w->point == MACHINE_BEFORE_VERIFY && fg && fg->root && f->corrupt)
+		fake_real_corrupt((struct fake_machine *)m, fg, f->corrupt);
 	if (w->point == MACHINE_BEFORE_TRANSFER && f->hang_cell && STREQ(f->hang_cell, w->cell) &&
 	    w->run_index == f->hang_run) {
-		logf_(f, "hang %s #%u", w->cell, w->run_index);
+		fake_logf(f, "hang %s #%u", w->cell, w->run_index);
 		hang(w->timeout_ms + 1);
 	}
 }
@@ -236,7 +256,7 @@ static int fake_suspend(struct machine *m, struct machine_guest *mg, char **err)
 	struct machine_fake *f = script(m);
 	struct fake_guest *g = (struct fake_guest *)mg;
 	unsigned number = ++f->suspends;
-	logf_(f, "suspend %u", g->number);
+	fake_logf(f, "suspend %u", g->number);
 	if (number == f->fail_suspend) {
 		*err = xasprintf("fake suspend %u fails as scripted", number);
 		return -1;
@@ -251,7 +271,7 @@ static int fake_resume(struct machine *m, struct machine_guest *mg, char **err)
 {
 	struct machine_fake *f = script(m);
 	struct fake_guest *g = (struct fake_guest *)mg;
-	logf_(f, "resume %u", g->number);
+	fake_logf(f, "resume %u", g->number);
 	if (++f->resumes == f->sigint_resume) {
 		raise(SIGINT);
 		*err = xstrdup("interrupted");
@@ -291,7 +311,7 @@ static int fake_reclaim(struct machine *m, struct machine_guest *mg, char **err)
 	if (!f->discard)
 		return 0;
 	f->reclaims++;
-	logf_(f, "reclaim %u", g->number);
+	fake_logf(f, "reclaim %u", g->number);
 	g->alloc = f->alloc_trimmed;
 	return 1;
 }
@@ -312,6 +332,8 @@ static const struct machine_ops fake_ops = {
 	.console_tail = fake_console_tail,
 	.describe = fake_describe,
 	.bind = fake_bind,
+	.supports = fake_supports,
+	.evict_target = fake_evict_target,
 	.sample = fake_sample,
 	.reclaim = fake_reclaim,
 	.suspend = fake_suspend,
@@ -324,7 +346,6 @@ static const struct machine_ops fake_ops = {
 
 struct machine *machine_fake_open(struct run *run, const char *uri, void *data, char **err)
 {
-	(void)run;
 	struct machine_fake *f = data;
 	bool doomed = uri && f->lost_uri && STREQ(uri, f->lost_uri);
 	if (doomed && !f->lost_after) {
@@ -333,9 +354,12 @@ struct machine *machine_fake_open(struct run *run, const char *uri, void *data, 
 	}
 	struct fake_machine *fm = xcalloc(1, sizeof(*fm));
 	fm->f = f;
+	fm->run = run;
 	fm->ops = fake_ops;
 	if (f->no_suspend)
 		fm->ops.suspend = fm->ops.resume = NULL;
+	if (f->guests)
+		fm->ops.guest = &fake_guest_ops;
 	fm->base.ops = &fm->ops;
 	fm->uri = uri ? xstrdup(uri) : NULL;
 	fm->doomed = doomed;

@@ -1,10 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The fake machine (machine.h): guests that exist only in this process, for the executor's unit
- * tests. It boots in no time, keeps a log of what the executor asked for, and follows a script:
- * a boot that fails, a guest that breaks after some runs, a run that hangs until its timeout.
- * Methods see no libvirt handles (ctx->vm and ctx->dom are NULL), so only methods that do not
- * touch a guest (null) run on it; the landing place is a name, never a directory.
+ * The fake machine (machine.h), for the executor's and the methods' unit tests. It boots in no
+ * time, keeps a log of what the executor asked for, and follows a script: a boot that fails, a
+ * guest that breaks after some runs, a run that hangs until its timeout.
+ *
+ * By default its guests exist only in this process: the landing place is a name, never a
+ * directory, and the machine has no guest operations, so only the null method runs on it. With
+ * `guests` set every guest is a directory with busybox in a mount namespace of its own
+ * (fake-guest.h, fake-ops.c): the guest operations really run there (commands, files, disks
+ * as loop devices, ports, shares, the loopback as its network), so every method that reaches
+ * the guest only through the machine interface moves real bytes on it in milliseconds. That
+ * needs root and loop devices (fake_root_support(); the cells are skipped with its reason
+ * otherwise), and the guest's kernel is the host's: a disk-image filesystem the host kernel
+ * lacks, qcow2 images, the private network and virtiofs are skipped with a reason.
  */
 #pragma once
 
@@ -43,6 +51,13 @@ struct machine_fake {
 	unsigned fail_suspend;
 	unsigned sigint_resume; /* the resume with this number raises SIGINT (Ctrl-C) and fails */
 	uint64_t host_memory;
+	/* guests over directories (above); in them, hang names a guest program (e.g. "tar") that
+	 * never returns, and corrupt a guest path (relative: below the landing place; "*": the
+	 * first regular file there in name order; "target": the target device, on its medium) whose
+	 * first byte is flipped before every verify */
+	bool guests;
+	const char *hang;
+	const char *corrupt;
 	/* ---- what happened ---- */
 	unsigned boots, destroys, resets, fresh_disks, drops;
 	/* resets that switched a guest to another target disk (machine_reset's disk), and those
@@ -57,8 +72,11 @@ struct machine_fake {
 	unsigned bad_runs; /* runs or resets on a suspended guest (the executor's bug) */
 	/* One line per event: "boot N", "destroy N", "reset N", "switch N DISK" (before
 	 * its reset's line), "suspend N", "resume N",
-	 * "run CELLID #I" (before prepare; "(warmup)" appended for warmups). Freed by
-	 * machine_fake_clear(). */
+	 * "run CELLID #I" (before prepare; "(warmup)" appended for warmups); with guests, before
+	 * every reset and destroy what the last run left in the guest beyond its start state
+	 * ("left N mounts=M procs=P disks=D files=PATH,...": mounts besides the landing place's,
+	 * processes, disks besides the target, files in /tmp and /run), and "corrupt N PATH".
+	 * Freed by machine_fake_clear(). */
 	char *log;
 	size_t log_len;
 };

@@ -37,6 +37,10 @@ struct machine_config {
 	const struct plan_vm *vm;
 	const struct plan_disk *disk;          /* the target disk (tmpfs or image) to boot with */
 	const struct method_boot_needs *needs; /* the method's boot-time devices */
+	/* run.fresh restore: start the guest from a saved state of this configuration (made by a
+	 * boot at the first need) where the machine can, else boot it (machine_guest.fresh_note
+	 * says why) */
+	bool restore;
 };
 
 /* A booted guest. Implementations embed it first; the executor reads the fields. */
@@ -45,6 +49,10 @@ struct machine_guest {
 	double boot_ms;  /* from start to the first answer of the guest */
 	double probe_ms; /* of the boot: the KVM boot probe it ran first (accel auto), or 0 */
 	bool dirty;      /* the landing place holds data of an earlier run */
+	bool restored;   /* started from a saved state (machine_config.restore), not booted */
+	/* asked to restore but booted: why, the first time for this configuration (else NULL;
+	 * the guest owns it) */
+	char *fresh_note;
 	/* what ran the cell, seen in the guest after boot (NULL when it could not be asked):
 	 * os is /etc/os-release's PRETTY_NAME or "none", userland "busybox", "gnu" or "other" (who
 	 * answers `ls`), init /proc/1/comm, sh what /bin/sh resolves to */

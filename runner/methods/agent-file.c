@@ -3,14 +3,14 @@
  * agent-file: through qemu-guest-agent file writes. Without `archive:` every file goes on its
  * own (guest-file-open/write/close per file, directories made first in one guest command);
  * with `archive:` the dataset is packed by libarchive straight into guest-file-write calls of
- * the method's chunk_size (the plan's; AGENT_MAX_CHUNK at most) (no archive on the host's disk),
- * landing in the guest's /tmp (RAM), and unpacked there by busybox in finalize.
+ * the method's chunk_size (the plan's; MACHINE_FILE_CHUNK_MAX at most) (no archive on the host's
+ * disk), landing in the guest's /tmp (RAM), and unpacked there by busybox in finalize.
  */
 #include <string.h>
 
-#include "agent.h"
 #include "util.h"
 #include "archive.h"
+#include "machine.h"
 #include "method.h"
 #include "rules.h"
 
@@ -23,14 +23,14 @@ static char *af_supports(const struct method_ctx *ctx)
 }
 
 /*
- * Raw bytes per guest-file-write: the plan's chunk_size (keys.c bounds it to AGENT_MAX_CHUNK and
- * defaults to it: each command costs a fixed round trip besides its bytes, so the largest chunk
+ * Raw bytes per guest file write: the plan's chunk_size (keys.c bounds it to MACHINE_FILE_CHUNK_MAX
+ * and defaults to it: each command costs a fixed round trip besides its bytes, so the largest chunk
  * libvirt carries safely is the fastest; bench/RESULTS-methods.md).
  */
 static size_t chunk(const struct method_ctx *ctx)
 {
 	uint64_t c = ctx->method->chunk_size;
-	return c == 0 || c > AGENT_MAX_CHUNK ? AGENT_MAX_CHUNK : (size_t)c;
+	return c == 0 || c > MACHINE_FILE_CHUNK_MAX ? MACHINE_FILE_CHUNK_MAX : (size_t)c;
 }
 
 static bool packed(const struct method_ctx *ctx)
@@ -42,6 +42,7 @@ struct sink {
 	struct method_ctx *ctx;
 	int64_t handle;
 	uint64_t bytes;
+	struct machine_err e; /* of the failed write */
 };
 
 static int sink_write(void *ud, const void *buf, size_t len, char **err)
@@ -52,7 +53,12 @@ static int sink_write(void *ud, const void *buf, size_t len, char **err)
 		return -1;
 	}
 	s->bytes += len;
-	return agent_file_write_chunked(s->ctx->dom, s->handle, buf, len, chunk(s->ctx), err);
+	if (machine_guest_file_write(s->ctx->machine, s->ctx->guest, s->handle, buf, len,
+				     chunk(s->ctx), &s->e) < 0) {
+		*err = xstrdup(s->e.msg);
+		return -1;
+	}
+	return 0;
 }
 
 static char *archive_path(const struct method_ctx *ctx)
@@ -63,17 +69,23 @@ static char *archive_path(const struct method_ctx *ctx)
 static int transfer_packed(struct method_ctx *ctx)
 {
 	_cleanup_free_ char *path = archive_path(ctx), *err = NULL;
+	_cleanup_(machine_err_clear) struct machine_err oe = { 0 }, ce = { 0 };
 	struct sink s = { .ctx = ctx };
-	if (agent_file_open(ctx->dom, path, "w", &s.handle, &err) < 0)
-		return method_fail(ctx, ERROR_INFRA, err, "cannot open '%s' in the guest", path);
+	if (machine_guest_file_open(ctx->machine, ctx->guest, path, "w", &s.handle, &oe) < 0)
+		return method_fail_op(ctx, ERROR_INFRA, &oe, oe.msg,
+				      "cannot open '%s' in the guest", path);
 	int rc = pack_stream(&ctx->method->archive, ctx->dataset_dir, ctx->manifest, chunk(ctx),
 			     sink_write, &s, &err);
-	_cleanup_free_ char *cerr = NULL;
-	int crc = agent_file_close(ctx->dom, s.handle, &cerr);
-	if (rc < 0)
-		return method_fail(ctx, ERROR_INFRA, err, "streaming the archive into the guest");
+	int crc = machine_guest_file_close(ctx->machine, ctx->guest, s.handle, &ce);
+	if (rc < 0) {
+		rc = method_fail_op(ctx, ERROR_INFRA, &s.e, err,
+				    "streaming the archive into the guest");
+		machine_err_clear(&s.e);
+		return rc;
+	}
 	if (crc < 0)
-		return method_fail(ctx, ERROR_INFRA, cerr, "closing '%s' in the guest", path);
+		return method_fail_op(ctx, ERROR_INFRA, &ce, ce.msg, "closing '%s' in the guest",
+				      path);
 	ctx->bytes = s.bytes;
 	return 0;
 }
@@ -99,14 +111,16 @@ static int transfer_files(struct method_ctx *ctx)
 				argv[k] = own[k - 2];
 				k++;
 			}
-		_cleanup_free_ char *err = NULL;
-		int rc = agent_run(ctx->dom, argv, ctx->timeout_ms, NULL, &err);
+		_cleanup_(machine_err_clear) struct machine_err e = { 0 };
+		int rc =
+		    machine_guest_run(ctx->machine, ctx->guest, argv, ctx->timeout_ms, NULL, &e);
 		for (size_t i = 0; i < n_dirs; i++)
 			free(own[i]);
 		free(own);
 		free(argv);
 		if (rc < 0)
-			return method_fail(ctx, ERROR_INFRA, err, "making the directories");
+			return method_fail_op(ctx, ERROR_INFRA, &e, e.msg,
+					      "making the directories");
 	}
 	_cleanup_free_ char *rerr = NULL;
 	_cleanup_close_ int root = dataset_open_root(ctx->dataset_dir, m, &rerr);
@@ -118,10 +132,13 @@ static int transfer_files(struct method_ctx *ctx)
 			return method_fail(ctx, ERROR_INFRA, NULL, "interrupted");
 		_cleanup_free_ char *dst = xasprintf("%s/%s", ctx->landing, e->path);
 		_cleanup_free_ char *err = NULL;
+		_cleanup_(machine_err_clear) struct machine_err me = { 0 };
 		if (e->type == MANIFEST_SYMLINK) {
 			const char *argv[] = { "ln", "-s", "--", e->target, dst, NULL };
-			if (agent_run(ctx->dom, argv, ctx->timeout_ms, NULL, &err) < 0)
-				return method_fail(ctx, ERROR_INFRA, err, "linking '%s'", e->path);
+			if (machine_guest_run(ctx->machine, ctx->guest, argv, ctx->timeout_ms, NULL,
+					      &me) < 0)
+				return method_fail_op(ctx, ERROR_INFRA, &me, me.msg, "linking '%s'",
+						      e->path);
 			continue;
 		}
 		if (e->type != MANIFEST_FILE)
@@ -133,8 +150,10 @@ static int transfer_files(struct method_ctx *ctx)
 			return method_fail(ctx, ERROR_INFRA, NULL, "%s", err);
 		char src[64];
 		snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
-		if (agent_push_file_chunked(ctx->dom, src, dst, chunk(ctx), NULL, &err) < 0)
-			return method_fail(ctx, ERROR_INFRA, err, "writing '%s'", e->path);
+		if (machine_guest_push_file(ctx->machine, ctx->guest, src, dst, chunk(ctx), NULL,
+					    &me) < 0)
+			return method_fail_op(ctx, ERROR_INFRA, &me, me.msg, "writing '%s'",
+					      e->path);
 	}
 	return 0;
 }
@@ -157,18 +176,17 @@ static int af_finalize(struct method_ctx *ctx)
 
 static int af_cleanup(struct method_ctx *ctx)
 {
-	if (!packed(ctx) || !ctx->dom)
+	if (!packed(ctx) || !ctx->guest)
 		return 0;
 	_cleanup_free_ char *path = archive_path(ctx);
 	_cleanup_free_ char *cmd = xasprintf("rm -f '%s'", path);
 	/* the guest may be gone after a failure: that is not this phase's error */
-	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
-	_cleanup_free_ char *err = NULL;
-	agent_run(ctx->dom, argv, 30000, NULL, &err);
+	_cleanup_(machine_err_clear) struct machine_err e = { 0 };
+	machine_guest_sh(ctx->machine, ctx->guest, cmd, 30000, NULL, &e);
 	return 0;
 }
 
-const struct method_ops method_agent_file = {
+const struct method_ops method_agentfile = {
 	.name = "agent-file",
 	.type = PLAN_METHOD_AGENT_FILE,
 	.supports = af_supports,

@@ -119,10 +119,15 @@ static int block_stage(struct method_ctx *ctx)
 		close(s->fd);
 		s->fd = -1;
 		guestproc_kill(ctx, pid);
-		return method_fail(ctx, ERROR_INFRA, NULL, "block: staging: %s", err);
+		return method_fail(ctx, STREAM_ERROR_KIND(err), NULL, "block: staging: %s", err);
 	}
-	if (channel_drain_close(ctx, &s->fd) < 0 ||
-	    guestproc_wait(ctx, "block: stage", pid, NULL) < 0)
+	if (channel_drain_close(ctx, &s->fd) < 0) {
+		/* the reader took nothing more: it must not outlive the run, holding the port and
+		 * the staging tmpfs */
+		guestproc_kill(ctx, pid);
+		return -1;
+	}
+	if (guestproc_wait(ctx, "block: stage", pid, NULL) < 0)
 		return -1;
 	s->staged = true;
 	_cleanup_free_ char *size = NULL;
@@ -243,9 +248,14 @@ static int block_cleanup(struct method_ctx *ctx)
 		close(s->fd);
 		s->fd = -1;
 	}
-	/* give the guest its RAM back (prepare stages again) */
-	if (s->staged && ctx->dom && !run_interrupted()) {
-		if (method_guest_sh(ctx, "block: cleanup", "rm -f " STAGE_FILE, NULL) < 0)
+	/* give the guest its RAM back, also after a staging that failed half-way (the next run
+	 * stages again): the stream and its tmpfs */
+	if (ctx->guest && !run_interrupted()) {
+		if (method_guest_sh(ctx, "block: cleanup",
+				    "rm -f " STAGE_FILE "; if grep -q ' " STAGE_DIR
+				    " ' /proc/mounts; "
+				    "then umount " STAGE_DIR "; fi",
+				    NULL) < 0)
 			method_error_clear(&ctx->err);
 		s->staged = false;
 	}

@@ -19,7 +19,7 @@
 
 #include "run.h"
 #include "util.h"
-#include "vm.h"
+#include "machine.h"
 #include "guestproc.h"
 #include "archive.h"
 #include "stream.h"
@@ -38,11 +38,12 @@ int channel_add_port(struct method_ctx *ctx, struct method_boot_needs *needs)
 
 int channel_connect(struct method_ctx *ctx, int *fd)
 {
-	_cleanup_free_ char *err = NULL;
+	_cleanup_(machine_err_clear) struct machine_err e = { 0 };
 	int s = -1;
-	/* the port's unix socket, or on a remote host libvirt's stream of it (vm.h) */
-	if (vm_channel_open(ctx->vm, CHANNEL_PORT, &s, &err) < 0)
-		return method_fail(ctx, ERROR_INFRA, NULL, "channel: %s", err);
+	/* the port's host end: on libvirt its unix socket, or on a remote host libvirt's stream of
+	 * it */
+	if (machine_guest_channel_open(ctx->machine, ctx->guest, CHANNEL_PORT, &s, &e) < 0)
+		return method_fail_op(ctx, ERROR_INFRA, &e, NULL, "channel: %s", e.msg);
 	fcntl(s, F_SETFL, fcntl(s, F_GETFL) | O_NONBLOCK);
 	*fd = s;
 	return 0;
@@ -128,8 +129,8 @@ static int channel_transfer(struct method_ctx *ctx)
 		s->fd = -1;
 		guestproc_kill(ctx, s->pid);
 		s->pid = 0;
-		return method_fail(ctx, ERROR_INFRA, NULL, "channel: streaming into the port: %s",
-				   err);
+		return method_fail(ctx, STREAM_ERROR_KIND(err), NULL,
+				   "channel: streaming into the port: %s", err);
 	}
 	if (channel_drain_close(ctx, &s->fd) < 0)
 		return -1;
@@ -148,7 +149,7 @@ static int channel_cleanup(struct method_ctx *ctx)
 		close(s->fd);
 		s->fd = -1;
 	}
-	if (s->pid && ctx->dom && !run_interrupted())
+	if (s->pid && ctx->guest && !run_interrupted())
 		guestproc_kill(ctx, s->pid);
 	s->pid = 0;
 	return 0;

@@ -28,11 +28,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "agent.h"
 #include "fs.h"
+#include "machine.h"
 #include "proc.h"
 #include "util.h"
-#include "vm.h"
 #include "archive.h"
 #include "method.h"
 #include "rules.h"
@@ -257,15 +256,19 @@ static int di_transfer(struct method_ctx *ctx)
 		.serial = s->serial,
 		.path = s->image,
 	};
-	_cleanup_free_ char *err = NULL;
-	if (vm_disk_plug(ctx->vm, &s->d, ctx->timeout_ms, &err) < 0)
-		return method_fail(ctx, ERROR_INFRA, NULL, "hot-plugging the image: %s", err);
+	_cleanup_(machine_err_clear) struct machine_err e = { 0 };
+	if (machine_guest_disk_plug(ctx->machine, ctx->guest, &s->d, ctx->timeout_ms, &e) < 0)
+		return method_fail_op(ctx, ERROR_INFRA, &e, NULL, "hot-plugging the image: %s",
+				      e.msg);
 	s->attached = true;
 	/* one guest command waits for the device (no agent round trips polling for it from the
 	   host), mounts it and copies (in_place: reads every file): each guest command is an agent
 	   round trip, ~0.1 s under TCG. The copy's own seconds come from the guest's clock
 	   (/proc/uptime, 10 ms steps, read by the shell without a process) around it. */
-	_cleanup_free_ char *wait = vm_disk_wait_command(s->serial, ctx->timeout_ms);
+	_cleanup_free_ char *wait =
+	    machine_guest_disk_wait_command(ctx->machine, s->serial, ctx->timeout_ms);
+	if (!wait)
+		return method_fail(ctx, ERROR_INFRA, NULL, "this machine cannot wait for a disk");
 	_cleanup_free_ char *land = method_shell_quote(ctx->landing);
 	_cleanup_free_ char *work =
 	    m->in_place ? xstrdup("find " SRC_MNT " -type f -exec cat {} + > /dev/null")
@@ -297,21 +300,26 @@ static int di_transfer(struct method_ctx *ctx)
 static int unplug(struct method_ctx *ctx, bool must)
 {
 	struct di_state *s = state(ctx);
-	_cleanup_free_ char *err = NULL;
+	_cleanup_(machine_err_clear) struct machine_err e = { 0 };
 	if (s->mounted) {
-		if (ctx->dom) {
+		if (ctx->guest) {
 			const char *argv[] = { "umount", SRC_MNT, NULL };
-			if (agent_run(ctx->dom, argv, ctx->timeout_ms, NULL, &err) < 0 && must)
-				return method_fail(ctx, ERROR_INFRA, err, "unmounting the image");
+			if (machine_guest_run(ctx->machine, ctx->guest, argv, ctx->timeout_ms, NULL,
+					      &e) < 0 &&
+			    must)
+				return method_fail_op(ctx, ERROR_INFRA, &e, e.msg,
+						      "unmounting the image");
 		}
 		s->mounted = false;
 	}
 	if (s->attached) {
-		free(err);
-		err = NULL;
+		machine_err_clear(&e);
 		s->attached = false;
-		if (vm_disk_detach(ctx->vm, s->serial, ctx->timeout_ms, &err) < 0 && must)
-			return method_fail(ctx, ERROR_INFRA, NULL, "unplugging the image: %s", err);
+		if (machine_guest_disk_unplug(ctx->machine, ctx->guest, s->serial, ctx->timeout_ms,
+					      &e) < 0 &&
+		    must)
+			return method_fail_op(ctx, ERROR_INFRA, &e, NULL,
+					      "unplugging the image: %s", e.msg);
 	}
 	return 0;
 }
@@ -338,7 +346,7 @@ static int di_verify(struct method_ctx *ctx)
 static int di_cleanup(struct method_ctx *ctx)
 {
 	struct di_state *s = state(ctx);
-	if (ctx->vm && !run_interrupted())
+	if (ctx->guest && !run_interrupted())
 		unplug(ctx, false);
 	s->mounted = s->attached = false;
 	if (s->image)

@@ -2,7 +2,7 @@
 /*
  * Guest processes that run while the host does something else: the channel, network and block
  * methods start the guest's reader first (guest-exec without waiting), feed it from the host,
- * then collect its exit status. agent_exec() in agent.h waits at once, which cannot work for a
+ * then collect its exit status. machine_guest_exec() waits at once, which cannot work for a
  * reader the host must feed.
  */
 #pragma once

@@ -6,7 +6,6 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "agent.h"
 #include "machine.h"
 #include "util.h"
 
@@ -16,8 +15,8 @@
  * static library. A type without an entry is skipped as "not built into this ferry".
  */
 static const struct method_ops *const registry[] = {
-	&method_agent_file, &method_disk_image, &method_channel, &method_share,
-	&method_network,    &method_block,      &method_null,
+	&method_agentfile, &method_disk_image, &method_channel, &method_share,
+	&method_network,   &method_block,      &method_null,
 };
 
 const struct method_ops *method_find(enum plan_method_type type)
@@ -31,13 +30,13 @@ const struct method_ops *method_find(enum plan_method_type type)
 void method_error_clear(struct method_error *e)
 {
 	free(e->message);
-	free(e->agent_message);
+	free(e->guest_message);
 	free(e->libvirt_message);
 	memset(e, 0, sizeof(*e));
 	e->kind = ERROR_INFRA;
 }
 
-int method_fail(struct method_ctx *ctx, enum result_error_kind kind, const char *agent_message,
+int method_fail(struct method_ctx *ctx, enum result_error_kind kind, const char *guest_message,
 		const char *fmt, ...)
 {
 	va_list ap;
@@ -46,16 +45,13 @@ int method_fail(struct method_ctx *ctx, enum result_error_kind kind, const char 
 	va_start(ap, fmt);
 	ctx->err.message = xvasprintf(fmt, ap);
 	va_end(ap);
-	if (agent_message && *agent_message)
-		ctx->err.agent_message = xstrdup(agent_message);
-	const char *lv = virGetLastErrorMessage();
-	if (lv && *lv && strcmp(lv, "no error") != 0)
-		ctx->err.libvirt_message = xstrdup(lv);
+	if (guest_message && *guest_message)
+		ctx->err.guest_message = xstrdup(guest_message);
 	return -1;
 }
 
 int method_fail_op(struct method_ctx *ctx, enum result_error_kind kind, const struct machine_err *e,
-		   const char *agent_message, const char *fmt, ...)
+		   const char *guest_message, const char *fmt, ...)
 {
 	va_list ap;
 	method_error_clear(&ctx->err);
@@ -63,8 +59,8 @@ int method_fail_op(struct method_ctx *ctx, enum result_error_kind kind, const st
 	va_start(ap, fmt);
 	ctx->err.message = xvasprintf(fmt, ap);
 	va_end(ap);
-	if (agent_message && *agent_message)
-		ctx->err.agent_message = xstrdup(agent_message);
+	if (guest_message && *guest_message)
+		ctx->err.guest_message = xstrdup(guest_message);
 	if (e && e->detail)
 		ctx->err.libvirt_message = xstrdup(e->detail);
 	return -1;
@@ -93,22 +89,22 @@ char *method_shell_quote(const char *s)
 int method_guest_sh(struct method_ctx *ctx, const char *what, const char *cmd, char **out)
 {
 	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
-	struct agent_exec_result r = { 0 };
-	_cleanup_free_ char *err = NULL;
-	if (agent_exec(ctx->dom, argv, NULL, 0, ctx->timeout_ms, &r, &err) < 0) {
-		int kind =
-		    err && strstr(err, "did not finish within") ? ERROR_TIMEOUT : ERROR_INFRA;
-		return method_fail(ctx, kind, err, "%s: guest agent failed", what);
+	struct machine_exec_result r;
+	_cleanup_(machine_err_clear) struct machine_err e = { 0 };
+	if (machine_guest_exec(ctx->machine, ctx->guest, argv, NULL, 0, ctx->timeout_ms, &r, &e) <
+	    0) {
+		int kind = e.kind == MACHINE_ERR_TIMEOUT ? ERROR_TIMEOUT : ERROR_INFRA;
+		return method_fail_op(ctx, kind, &e, e.msg, "%s: guest agent failed", what);
 	}
 	if (r.exit_code != 0) {
 		int rc = method_fail(ctx, ERROR_INFRA, r.err,
 				     "%s: guest command exited with status %d", what, r.exit_code);
-		agent_exec_result_clear(&r);
+		machine_exec_result_clear(&r);
 		return rc;
 	}
 	if (out)
 		*out = TAKE_PTR(r.out);
-	agent_exec_result_clear(&r);
+	machine_exec_result_clear(&r);
 	return 0;
 }
 

@@ -6,7 +6,7 @@
  *   supports()                          once per cell, before anything boots: NULL or a skip reason
  *   add_devices()                       before the VM of a cell boots (vm: shared boots once per
  *                                       distinct configuration, so devices added here must depend
- *                                       only on the cell's plan entries, see vm_key below)
+ *                                       only on the cell's plan entries: struct method_boot_needs)
  *   per run:
  *     [executor empties the landing directory / re-creates a fresh target disk, drops caches]
  *     before_phase(p)  untimed: optional, right before each of prepare, transfer, finalize
@@ -30,31 +30,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <libvirt/libvirt.h>
-#include <libvirt/virterror.h>
-
 #include "dataset.h"
 #include "devices.h"
 #include "manifest.h"
 #include "plan.h"
 #include "results.h"
 #include "run.h"
-#include "vm.h"
 
 /* What went wrong in a hook: filled by method_fail(); the executor turns it into a result_error
  * of the cell (kind, message, plus the optional diagnostics) and frees it. */
 struct method_error {
 	enum result_error_kind kind; /* ERROR_INFRA, ERROR_INTEGRITY or ERROR_TIMEOUT */
 	char *message;               /* lower-case, no final period: what failed and why */
-	char *agent_message;         /* optional: agent error or the guest command's stderr */
-	char *libvirt_message;       /* optional: the machine's detail at the failing call
-					(struct machine_err: libvirt's last error) */
+	char *guest_message; /* optional: the guest's words (a machine_err msg, a command's stderr):
+				recorded as the result error's agent message */
+	char *libvirt_message; /* optional: the machine's detail at the failing call
+				  (struct machine_err: libvirt's last error) */
 };
 
 /*
  * Extra boot-time devices a method asks for. add_devices() appends to these; the executor owns the
  * arrays and the strings (strdup what you put in; the executor frees them) and copies them into
- * the struct vm_config it boots. Two cells whose method_boot_needs are equal (and whose VM/disk
+ * the guest configuration it boots. Two cells whose method_boot_needs are equal (and whose VM/disk
  * entries are equal) can share a VM under `vm: shared`.
  */
 struct method_boot_needs {
@@ -101,10 +98,6 @@ struct method_ctx {
 	struct machine_guest *guest;
 
 	/* ---- the guest (NULL in supports() and add_devices()) ---- */
-	/* the libvirt handles, until every method uses the guest operations (issue 22) */
-	virConnectPtr conn;
-	struct vm *vm;
-	virDomainPtr dom;
 	/* Guest directory the data must land in: the target disk's filesystem mounted there, or a
 	 * tmpfs (disk kind tmpfs). Exists and is empty at the start of every run. */
 	const char *landing;
@@ -141,15 +134,15 @@ struct method_ctx {
 };
 
 /* Fill ctx->err with a formatted message (kind and optional diagnostics); returns -1. */
-int method_fail(struct method_ctx *ctx, enum result_error_kind kind, const char *agent_message,
+int method_fail(struct method_ctx *ctx, enum result_error_kind kind, const char *guest_message,
 		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /*
  * The same after a failed guest operation e (machine.h): e's detail becomes the error's
- * libvirt_message. agent_message as in method_fail (often e->msg). e is left to the caller.
+ * libvirt_message. guest_message as in method_fail (often e->msg). e is left to the caller.
  */
 struct machine_err;
 int method_fail_op(struct method_ctx *ctx, enum result_error_kind kind, const struct machine_err *e,
-		   const char *agent_message, const char *fmt, ...)
+		   const char *guest_message, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 /* Clear ctx->err (the executor does it before every hook). */
 void method_error_clear(struct method_error *e);
@@ -200,7 +193,7 @@ struct method_ops {
 const struct method_ops *method_find(enum plan_method_type type);
 
 /* The methods, defined in their own files (methods/NAME.c). */
-extern const struct method_ops method_agent_file;
+extern const struct method_ops method_agentfile;
 extern const struct method_ops method_disk_image;
 extern const struct method_ops method_channel;
 extern const struct method_ops method_share;
@@ -212,7 +205,7 @@ extern const struct method_ops method_null;
 
 /*
  * Run a shell command line in the guest (sh -c CMD) with the ctx timeout; non-zero exit is an
- * error whose message names `what` and carries stderr as agent_message. out may be NULL.
+ * error whose message names `what` and carries stderr as guest_message. out may be NULL.
  */
 int method_guest_sh(struct method_ctx *ctx, const char *what, const char *cmd, char **out);
 

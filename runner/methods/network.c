@@ -5,10 +5,10 @@
  * user (the default): QEMU user networking maps the guest's 10.0.2.2 to the host's 127.0.0.1:
  *   only loopback traffic on the host, never another address. A push goes through a forwarded
  *   port (QEMU HMP hostfwd_add through libvirt) per stream.
- * private: the guest's tap lives in the run's network namespace (netns.h) and the sender's
- *   sockets are created in there (netns_socket()): the server listens on the namespace's bridge
- *   address (10.0.2.2 again, so the guest side is the same), a push connects to the guest's own
- *   address on that network. Nothing on the host's network is touched.
+ * private: the guest's tap lives in the run's network namespace and the sender's
+ *   sockets are created in there (machine_net_socket()): the server listens on the namespace's
+ * bridge address (10.0.2.2 again, so the guest side is the same), a push connects to the guest's
+ * own address on that network. Nothing on the host's network is touched.
  *
  * direction pull: ferry runs a small HTTP server (threads of this process, one per stream) and the
  *   guest fetches with busybox wget: with `archive:` one archive stream per connection that it
@@ -47,17 +47,15 @@
 
 #include <jansson.h>
 
-#include "agent.h"
+#include "machine.h"
 #include "proc.h"
 #include "run.h"
 #include "util.h"
-#include "vm.h"
 #include "guestproc.h"
 #include "method.h"
 #include "archive.h"
 #include "stream.h"
 #include "netserve.h"
-#include "netns.h"
 #include "rules.h"
 
 #define HOST_FROM_GUEST "10.0.2.2"
@@ -74,6 +72,9 @@ struct network_state {
 	int fwd_ports[NETSERVE_STREAMS_MAX]; /* push on user networking: the host ends */
 	unsigned n_fwd;
 	char *fwd_vm; /* the domain the forwards were added to (a cell may get a new VM per run) */
+	/* where the guest reaches the pull server: the host's address on the private network
+	 * (machine_net_socket(); static), or NULL: HOST_FROM_GUEST on user networking */
+	const char *host_addr;
 	/* the queues that carried traffic, over the measured runs */
 	unsigned used_min, used_max, n_observed;
 };
@@ -86,7 +87,7 @@ static unsigned streams(const struct method_ctx *ctx)
 /* The guest's address on the private network, or NULL on user networking. */
 static const char *private_addr(const struct method_ctx *ctx)
 {
-	return ctx->vm ? vm_nic_guest_addr(ctx->vm) : NULL;
+	return machine_guest_net_addr(ctx->machine, ctx->guest);
 }
 
 static char *network_supports(const struct method_ctx *ctx)
@@ -140,26 +141,26 @@ static int network_prepare(struct method_ctx *ctx)
 	_cleanup_free_ char *err = NULL;
 	if (ctx->method->direction == PLAN_DIRECTION_PULL) {
 		int lfd = -1;
+		const char *host_addr = NULL;
 		if (private_addr(ctx)) {
 			/* the listening socket belongs to the run's namespace: only the guests
 			   there reach it */
-			struct netns *ns = netns_find(ctx->run);
-			if (!ns)
-				return method_fail(ctx, ERROR_INFRA, NULL,
-						   "network: the run has no private network");
-			lfd = netns_socket(ns, AF_INET, SOCK_STREAM | SOCK_CLOEXEC, &err);
-			if (lfd < 0)
-				return method_fail(ctx, ERROR_INFRA, NULL, "network: %s", err);
+			_cleanup_(machine_err_clear) struct machine_err e = { 0 };
+			if (machine_net_socket(ctx->machine, AF_INET, SOCK_STREAM | SOCK_CLOEXEC,
+					       &lfd, &host_addr, &e) < 0)
+				return method_fail_op(ctx, ERROR_INFRA, &e, NULL, "network: %s",
+						      e.msg);
 		}
-		if (server_start_streams(
-			&s->srv, pull_archive(ctx), ctx->dataset_dir, ctx->manifest, streams(ctx),
-			lfd, lfd >= 0 ? NETNS_HOST_ADDR : NULL, ctx->timeout_ms, &err) < 0)
+		s->host_addr = host_addr;
+		if (server_start_streams(&s->srv, pull_archive(ctx), ctx->dataset_dir,
+					 ctx->manifest, streams(ctx), lfd, host_addr,
+					 ctx->timeout_ms, &err) < 0)
 			return method_fail(ctx, ERROR_INFRA, NULL, "network: %s", err);
 		return 0;
 	}
 	if (private_addr(ctx))
 		return 0; /* the host connects to the guest's address directly */
-	if (s->n_fwd == streams(ctx) && s->fwd_vm && STREQ(s->fwd_vm, vm_name(ctx->vm)))
+	if (s->n_fwd == streams(ctx) && s->fwd_vm && STREQ(s->fwd_vm, ctx->guest->name))
 		return 0;
 	/* free ports on 127.0.0.1, handed to QEMU's forwards (QEMU binds them itself) */
 	s->n_fwd = 0;
@@ -169,12 +170,14 @@ static int network_prepare(struct method_ctx *ctx)
 		if (fd < 0)
 			return method_fail(ctx, ERROR_INFRA, NULL, "network: %s", err);
 		close(fd);
-		if (vm_hostfwd_add(ctx->vm, port, PUSH_GUEST_PORT + (int)k, &err) < 0)
-			return method_fail(ctx, ERROR_INFRA, NULL, "network: %s", err);
+		_cleanup_(machine_err_clear) struct machine_err e = { 0 };
+		if (machine_guest_hostfwd(ctx->machine, ctx->guest, port, PUSH_GUEST_PORT + (int)k,
+					  &e) < 0)
+			return method_fail_op(ctx, ERROR_INFRA, &e, NULL, "network: %s", e.msg);
 		s->fwd_ports[s->n_fwd++] = port;
 	}
 	free(s->fwd_vm);
-	s->fwd_vm = xstrdup(vm_name(ctx->vm));
+	s->fwd_vm = xstrdup(ctx->guest->name);
 	return 0;
 }
 
@@ -198,7 +201,8 @@ static int pull(struct method_ctx *ctx, struct network_state *s)
 	unsigned n = streams(ctx);
 	char *cmds[NETSERVE_STREAMS_MAX] = { 0 };
 	_cleanup_free_ char *base =
-	    xasprintf("http://" HOST_FROM_GUEST ":%d/%s", s->srv.port, s->srv.token);
+	    xasprintf("http://%s:%d/%s", s->host_addr ? s->host_addr : HOST_FROM_GUEST, s->srv.port,
+		      s->srv.token);
 	for (unsigned k = 0; k < n; k++) {
 		if (s->srv.archive) {
 			_cleanup_free_ char *src = xasprintf("wget -q -O - %s/stream/%u", base, k);
@@ -227,12 +231,12 @@ static unsigned guest_listening(struct method_ctx *ctx, unsigned n)
 					     "if (p>=%d && p<%d) c++} END {print c+0}'",
 					     PUSH_GUEST_PORT, PUSH_GUEST_PORT + (int)n);
 	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
-	struct agent_exec_result r = { 0 };
-	_cleanup_free_ char *err = NULL;
-	if (agent_exec(ctx->dom, argv, NULL, 0, 20000, &r, &err) < 0)
+	struct machine_exec_result r;
+	_cleanup_(machine_err_clear) struct machine_err e = { 0 };
+	if (machine_guest_exec(ctx->machine, ctx->guest, argv, NULL, 0, 20000, &r, &e) < 0)
 		return 0;
 	unsigned got = r.exit_code == 0 && r.out ? (unsigned)strtoul(r.out, NULL, 10) : 0;
-	agent_exec_result_clear(&r);
+	machine_exec_result_clear(&r);
 	return got;
 }
 
@@ -274,14 +278,14 @@ static int push_connect(struct method_ctx *ctx, struct network_state *s, unsigne
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	int c;
 	if (addr) {
-		struct netns *ns = netns_find(ctx->run);
-		if (!ns) {
-			*err = xstrdup("the run has no private network");
+		struct machine_err e = { 0 };
+		const char *host_addr;
+		if (machine_net_socket(ctx->machine, AF_INET, SOCK_STREAM | SOCK_CLOEXEC, &c,
+				       &host_addr, &e) < 0) {
+			*err = TAKE_PTR(e.msg);
+			machine_err_clear(&e);
 			return -1;
 		}
-		c = netns_socket(ns, AF_INET, SOCK_STREAM | SOCK_CLOEXEC, err);
-		if (c < 0)
-			return -1;
 		inet_pton(AF_INET, addr, &sa.sin_addr);
 		sa.sin_port = htons((uint16_t)(PUSH_GUEST_PORT + k));
 	} else {
@@ -438,19 +442,20 @@ static void observe_nic(struct method_ctx *ctx, struct network_state *s)
 	json_object_set_new(nic, "streams", json_integer((json_int_t)streams(ctx)));
 	const char *novhost = pn->backend != PLAN_NIC_PRIVATE
 				  ? "QEMU user networking (slirp) has no vhost-net"
-			      : pn->model != PLAN_NIC_VIRTIO ? "only virtio-net uses vhost-net"
-							     : vm_nic_no_vhost_reason(ctx->vm);
+			      : pn->model != PLAN_NIC_VIRTIO
+				  ? "only virtio-net uses vhost-net"
+				  : machine_guest_nic_no_vhost_reason(ctx->machine, ctx->guest);
 	json_object_set_new(nic, "vhost", json_boolean(!novhost));
 	if (novhost)
 		json_object_set_new(nic, "vhost_reason", json_string(novhost));
 	/* a failure to read the counters costs the observation, not the run */
-	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
-	_cleanup_free_ char *e = NULL;
+	_cleanup_(machine_err_clear) struct machine_err e = { 0 };
 	char *sep1 = NULL, *sep2 = NULL;
-	if (agent_run(ctx->dom, argv, 30000, &out, &e) < 0 || !(sep1 = strstr(out, "---\n")) ||
-	    !(sep2 = strstr(sep1 + 4, "---\n"))) {
-		json_object_set_new(nic, "error",
-				    json_string(e ? e : "cannot read the guest's NIC counters"));
+	if (machine_guest_sh(ctx->machine, ctx->guest, cmd, 30000, &out, &e) < 0 ||
+	    !(sep1 = strstr(out, "---\n")) || !(sep2 = strstr(sep1 + 4, "---\n"))) {
+		json_object_set_new(
+		    nic, "error",
+		    json_string(e.msg ? e.msg : "cannot read the guest's NIC counters"));
 	} else {
 		*sep1 = *sep2 = '\0';
 		struct irq_counts before = { 0 }, after = { 0 };
@@ -513,6 +518,12 @@ static int network_verify(struct method_ctx *ctx)
 static int network_cleanup(struct method_ctx *ctx)
 {
 	server_stop(&state(ctx)->srv);
+	/* the interrupt snapshot the transfer left in the guest (best effort: the guest may be
+	 * gone after a failure) */
+	if (ctx->guest && !run_interrupted()) {
+		_cleanup_(machine_err_clear) struct machine_err e = { 0 };
+		machine_guest_sh(ctx->machine, ctx->guest, "rm -f " IRQ_BEFORE, 30000, NULL, &e);
+	}
 	return 0;
 }
 

@@ -46,6 +46,7 @@
 
 #include "dataset.h"
 #include "fs.h"
+#include "machine.h"
 #include "run.h"
 #include "util.h"
 #include "method.h"
@@ -85,7 +86,7 @@ static char *share_supports(const struct method_ctx *ctx)
 	char *why = plan_rules_skip(ctx->plan, ctx->cell);
 	if (why)
 		return why;
-	if (m->driver == PLAN_SHARE_VIRTIOFS && !vm_virtiofsd_path())
+	if (m->driver == PLAN_SHARE_VIRTIOFS && !machine_has_virtiofs(ctx->machine))
 		return xstrdup("share: driver virtiofs needs virtiofsd on the host "
 			       "(/usr/lib/qemu/virtiofsd or /usr/libexec/virtiofsd), and there "
 			       "is none");
@@ -439,7 +440,7 @@ static int share_transfer(struct method_ctx *ctx)
 static int share_cleanup(struct method_ctx *ctx)
 {
 	struct share_state *s = state(ctx);
-	if (s->mounted && ctx->dom && !run_interrupted()) {
+	if (s->mounted && ctx->guest && !run_interrupted()) {
 		_cleanup_free_ char *out = NULL;
 		/* best effort: a failed run may have left it mounted */
 		if (method_guest_sh(ctx, "share: unmount", "cd / && umount " GUEST_MOUNT, &out) < 0)

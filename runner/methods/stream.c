@@ -52,8 +52,7 @@ int stream_write_all(int fd, const void *buf, size_t len, unsigned timeout_ms, c
 					return -1;
 				}
 				if (now_ns() >= end) {
-					*err = xasprintf("the reader took no data for %u ms",
-							 timeout_ms);
+					*err = xasprintf(STREAM_STALLED " %u ms", timeout_ms);
 					return -1;
 				}
 			}

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "manifest.h"
 #include "plan.h"
@@ -41,3 +42,10 @@ char *stream_unpack_command(const struct plan_archive *a, const char *source, co
 
 /* Write all of buf to fd; a write blocked for timeout_ms (or an interrupt) is an error. */
 int stream_write_all(int fd, const void *buf, size_t len, unsigned timeout_ms, char **err);
+
+/* The words of a stream_* error after the reader took nothing for the timeout: the guest's
+ * reader hangs, which is the run's timeout (ERROR_TIMEOUT), not a broken host. */
+#define STREAM_STALLED "the reader took no data for"
+/* ERROR_TIMEOUT when err says the reader stalled, else ERROR_INFRA. */
+#define STREAM_ERROR_KIND(err)                                                                     \
+	((err) && strstr((err), STREAM_STALLED) ? ERROR_TIMEOUT : ERROR_INFRA)

@@ -3,6 +3,7 @@
  * bounds in the metric's unit, ranges within one section, and the names it refers to
  * (resolved once every file is merged). */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "plan-parse.h"
@@ -41,27 +42,22 @@ static void check_criterion(struct ctx *c, struct plan_criterion *cr, const yaml
 		_cleanup_free_ char *err = NULL;
 		double d = 0;
 		int r = 0;
-		switch (cr->metric) {
-		case PLAN_METRIC_ALLOC_BEFORE:
-		case PLAN_METRIC_ALLOC_AFTER:
-		case PLAN_METRIC_ALLOC_GROWTH:
-		case PLAN_METRIC_ALLOC_DELETED: {
+		switch (metric_defs[cr->metric].unit_kind) {
+		case METRIC_SIZE: {
 			uint64_t b = 0;
 			r = parse_size(text, &b, &err);
 			d = (double)b;
 			break;
 		}
-		case PLAN_METRIC_WRITE_THROUGHPUT:
-		case PLAN_METRIC_READ_THROUGHPUT:
-		case PLAN_METRIC_THROUGHPUT: {
+		case METRIC_RATE: {
 			uint64_t b = 0;
 			r = parse_throughput(text, &b, &err);
 			d = (double)b;
 			break;
 		}
-		case PLAN_METRIC_FILES_PER_S: r = parse_double(text, &d, &err); break;
-		case PLAN_METRIC_CV: r = parse_percent(text, &d, &err); break;
-		default: {
+		case METRIC_FILES: r = parse_double(text, &d, &err); break;
+		case METRIC_PERCENT: r = parse_percent(text, &d, &err); break;
+		case METRIC_TIME: {
 			uint64_t ns = 0;
 			r = parse_duration(text, &ns, &err);
 			d = (double)ns;
@@ -84,16 +80,12 @@ static void check_criterion(struct ctx *c, struct plan_criterion *cr, const yaml
 			    "criterion can never pass: 'min' is larger than 'max'");
 }
 
-/* report.markdown metric: a built-in metric or a run metric (results.h result_metric_defs) */
+/* report.markdown metric: any metric of the table (metrics.h) with values to take a median of
+ * (not a spread such as cv) */
 static bool plan_metric_name_ok(const char *name)
 {
-	static const char *const builtin[] = { "total", "throughput", "files_per_s" };
-	for (size_t i = 0; i < ELEMENTSOF(builtin); i++)
-		if (STREQ(name, builtin[i]))
-			return true;
-	if (strncmp(name, "phase.", 6) == 0 && result_phase_from_name(name + 6) >= 0)
-		return true;
-	return result_metric_def_find(name) != NULL;
+	int m = metric_find(name);
+	return m >= 0 && metric_defs[m].kind != METRIC_SPREAD;
 }
 
 /* report.markdown rows/cols: an axis or a sweep key (whether the matrix has it: plan_expand) */
@@ -116,9 +108,73 @@ static void check_pivot_key(struct ctx *c, const yaml_node_t *map, const char *w
 		pl_err_node(c, v, "'%s': %s", which, err);
 }
 
+/* The block keys (run.boots and what goes with it) are about the whole run, never some cells. */
+static const char *const block_keys[] = { "boots", "runs_per_boot", "until", "budget" };
+
+static void check_blocks(struct ctx *c, struct plan_run *r, const yaml_node_t *map,
+			 const yaml_node_t *owner)
+{
+	const struct key_table *t = &plan_run_keys;
+	const yaml_node_t *boots = pl_key_node(c, map, "boots", owner);
+	if (key_is_set(&plan_boots_keys, &r->boots, "max") && r->boots.max < r->boots.min)
+		pl_err_node(c, boots, "'boots' range is empty: min is larger than max");
+	if (r->boots.max < r->boots.min)
+		r->boots.max = r->boots.min;
+	if (r->boots.max < 3)
+		pl_warn_node(c, boots,
+			     "run.boots allows at most %llu block%s: every comparison of cells "
+			     "has fewer than 3 boots a side and is rarely conclusive",
+			     (unsigned long long)r->boots.max, r->boots.max == 1 ? "" : "s");
+	if (key_is_set(t, r, "repeat"))
+		pl_err_node(c, pl_key_node(c, map, "repeat", owner),
+			    "'run.repeat' and 'run.boots' both say how often a cell runs: with "
+			    "blocks, run.runs_per_boot says how many runs each boot takes");
+	if (key_is_set(t, r, "vm") && r->vm == PLAN_VM_PER_RUN)
+		pl_err_node(c, pl_key_node(c, map, "vm", owner),
+			    "'run.vm: per-run' contradicts 'run.boots': a block boots every VM "
+			    "configuration once and its cells take their runs in that boot");
+	const char *s = r->runs_per_boot;
+	r->rpb = 0;
+	if (!s || STREQ(s, "auto"))
+		return;
+	unsigned long long n =
+	    *s && strspn(s, "0123456789") == strlen(s) && strlen(s) < 6 ? strtoull(s, NULL, 10) : 0;
+	if (n >= 1 && n <= PLAN_RUNS_PER_BOOT_MAX)
+		r->rpb = (unsigned)n;
+	else
+		pl_err_node(c, pl_key_node(c, map, "runs_per_boot", owner),
+			    "'runs_per_boot' must be a whole number from 1 to %d or auto, not '%s'",
+			    PLAN_RUNS_PER_BOOT_MAX, s);
+}
+
+static void check_run(struct ctx *c, struct plan_run *r, const yaml_node_t *map,
+		      const yaml_node_t *owner)
+{
+	bool top = r == &c->p->run;
+	for (size_t i = 0; i < sizeof(block_keys) / sizeof(block_keys[0]); i++) {
+		if (!key_is_set(&plan_run_keys, r, block_keys[i]))
+			continue;
+		if (!top)
+			pl_err_node(c, pl_key_node(c, map, block_keys[i], owner),
+				    "'run.%s' is about the whole run (its blocks of boots), not "
+				    "some cells: set it in the top-level 'run'",
+				    block_keys[i]);
+		else if (i > 0 && r->boots.min == 0)
+			pl_err_node(c, pl_key_node(c, map, block_keys[i], owner),
+				    "'run.%s' needs blocks: set run.boots (at least 1)",
+				    block_keys[i]);
+	}
+	if (top && r->boots.min > 0)
+		check_blocks(c, r, map, owner);
+}
+
 void pl_check_entry(struct ctx *c, const struct key_table *t, void *obj, const yaml_node_t *map,
 		    const yaml_node_t *owner)
 {
+	if (t == &plan_run_keys) {
+		check_run(c, obj, map, owner);
+		return;
+	}
 	if (t == &plan_vm_keys) {
 		pl_resolve_vm(obj);
 		pl_check_entry_rules(c, RULE_VM, obj, map, owner);

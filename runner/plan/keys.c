@@ -13,7 +13,7 @@
 
 /* enum fields are written through int pointers */
 _Static_assert(sizeof(enum plan_bus) == sizeof(int), "enums must be int-sized");
-_Static_assert(sizeof(enum plan_metric) == sizeof(int), "enums must be int-sized");
+_Static_assert(sizeof(enum metric) == sizeof(int), "enums must be int-sized");
 
 #define V(...)      ((const char *const[]){ __VA_ARGS__, NULL })
 #define BIT(x)      (UINT32_C(1) << (x))
@@ -540,7 +540,58 @@ const struct key_table plan_repeat_keys = {
 	.set_offset = FIELD(plan_repeat, set),
 };
 
+static const struct key_def boots_defs[] = {
+	{ .name = "min",
+	  .type = KEY_UINT,
+	  .offset = FIELD(plan_boots, min),
+	  .def = "0",
+	  .max = 10000,
+	  .help =
+	      "blocks at least: each boots every VM configuration of the plan once (fresh guest, "
+	      "fresh target disk) in a seeded shuffled order, and the cells sharing it take "
+	      "their runs in that boot; 0: no blocks (run.vm and run.repeat decide)" },
+	{ .name = "max",
+	  .type = KEY_UINT,
+	  .offset = FIELD(plan_boots, max),
+	  .def = "0",
+	  .max = 10000,
+	  .help = "blocks at most, while run.until is not reached; 0: as many as min" },
+};
+const struct key_table plan_boots_keys = {
+	.name = "run.boots",
+	.doc = "how many blocks of boots",
+	KEYS(boots_defs),
+	.set_offset = FIELD(plan_boots, set),
+};
+
 static const struct key_def run_defs[] = {
+	{ .name = "boots",
+	  .type = KEY_MAPPING,
+	  .offset = FIELD(plan_run, boots),
+	  .sub = &plan_boots_keys,
+	  .shorthand = V("min", "max"),
+	  .help = "blocks: N, or {min, max}; a boot is the sample (top level only)" },
+	{ .name = "runs_per_boot",
+	  .type = KEY_QUANTITY,
+	  .offset = FIELD(plan_run, runs_per_boot),
+	  .help = "measured runs of each cell in each boot of a block: N (1 to 100), or auto (the "
+		  "default): a pilot of the first 2 blocks measures the within- and between-boot "
+		  "variance and the costs of a boot and of a run, and sets it by Kalibera and "
+		  "Jones (top level only)" },
+	{ .name = "until",
+	  .type = KEY_PERCENT,
+	  .offset = FIELD(plan_run, until),
+	  .def = "0%",
+	  .fmax = 1000,
+	  .help = "add blocks until the 95% confidence interval of every cell's boot mean, and "
+		  "of every comparison of cells that differ in one axis, has at most this "
+		  "relative half-width; 0%: run the boots max blocks (top level only)" },
+	{ .name = "budget",
+	  .type = KEY_DURATION,
+	  .offset = FIELD(plan_run, budget),
+	  .def = "0s",
+	  .help = "start no new block after this much wall time of blocks (min blocks always "
+		  "run); 0s: none (top level only)" },
 	{ .name = "repeat",
 	  .type = KEY_MAPPING,
 	  .offset = FIELD(plan_run, repeat),
@@ -585,6 +636,13 @@ static const struct key_def run_defs[] = {
 	  .values = V("fresh", "reuse"),
 	  .help =
 	      "re-create the target disk before each run (first write), or reuse it (rewrite)" },
+	{ .name = "fresh",
+	  .type = KEY_ENUM,
+	  .offset = FIELD(plan_run, fresh),
+	  .def = "boot",
+	  .values = V("boot", "restore"),
+	  .help = "how a fresh guest starts: boot it, or restore a state saved once per VM "
+		  "configuration after its first boot (boot where it cannot be saved)" },
 	{ .name = "timeout",
 	  .type = KEY_DURATION,
 	  .offset = FIELD(plan_run, timeout),
@@ -629,10 +687,7 @@ static const struct key_def criterion_defs[] = {
 	{ .name = "metric",
 	  .type = KEY_ENUM,
 	  .offset = FIELD(plan_criterion, metric),
-	  .values = V("throughput", "files_per_s", "total", "phase.prepare", "phase.transfer",
-		      "phase.finalize", "phase.verify", "phase.cleanup", "cv", "write_throughput",
-		      "read_throughput", "alloc_before", "alloc_after", "alloc_growth",
-		      "alloc_deleted", "cpu_guest", "cpu_qemu"),
+	  .values = METRIC_NAMES, /* runner/results/metrics.h */
 	  .flags = KEY_REQUIRED,
 	  .help = "what is checked: throughput (a rate like 20MB/s), files_per_s, total or a "
 		  "phase's median time (a duration), cv (a percentage), or the median of a run "
@@ -928,10 +983,10 @@ const struct key_table plan_keys = {
 };
 
 const struct key_table *const key_tables[] = {
-	&plan_keys,         &plan_vm_keys,         &plan_nic_keys,        &plan_disk_keys,
-	&plan_dataset_keys, &plan_size_range_keys, &plan_dirs_keys,       &plan_method_keys,
-	&plan_archive_keys, &plan_matrix_keys,     &plan_exclude_keys,    &plan_matrix_include_keys,
-	&plan_run_keys,     &plan_repeat_keys,     &plan_criterion_keys,  &plan_where_keys,
-	&plan_report_keys,  &plan_markdown_keys,   &plan_regression_keys,
+	&plan_keys,         &plan_vm_keys,         &plan_nic_keys,      &plan_disk_keys,
+	&plan_dataset_keys, &plan_size_range_keys, &plan_dirs_keys,     &plan_method_keys,
+	&plan_archive_keys, &plan_matrix_keys,     &plan_exclude_keys,  &plan_matrix_include_keys,
+	&plan_run_keys,     &plan_boots_keys,      &plan_repeat_keys,   &plan_criterion_keys,
+	&plan_where_keys,   &plan_report_keys,     &plan_markdown_keys, &plan_regression_keys,
 };
 const size_t n_key_tables = ELEMENTSOF(key_tables);

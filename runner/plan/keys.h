@@ -77,6 +77,7 @@ extern const struct key_table plan_size_range_keys;     /* datasets.NAME.size */
 extern const struct key_table plan_dirs_keys;           /* datasets.NAME.dirs */
 extern const struct key_table plan_archive_keys;        /* methods.NAME.archive */
 extern const struct key_table plan_repeat_keys;         /* run.repeat */
+extern const struct key_table plan_boots_keys;          /* run.boots */
 extern const struct key_table plan_where_keys;          /* criteria[].where */
 extern const struct key_table plan_markdown_keys;       /* report.markdown */
 extern const struct key_table plan_exclude_keys;        /* matrix.exclude[] */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fs.h"
 #include "plan-parse.h"
 #include "strmap.h"
 
@@ -130,7 +131,17 @@ static void do_includes(struct ctx *c, yaml_node_t *v)
 		{
 			_cleanup_free_ char *err = NULL;
 			size_t len = 0;
+			/* an include is read and quoted in errors: only a regular file in the
+			 * allowed tree (/etc/shadow or /proc/self/environ would be echoed) */
+			_cleanup_free_ char *top = xstrdup(c->chain_key[0]);
+			char *slash2 = strrchr(top, '/');
+			if (slash2)
+				*slash2 = '\0';
 			_cleanup_free_ char *buf = pl_read_file(path, &len, &err);
+			if (buf && input_check("include", path, slash2 ? top : NULL, &err) < 0) {
+				free(buf);
+				buf = NULL;
+			}
 			if (!buf) {
 				pl_err_node(c, n, "%s", err);
 				c->incomplete = true;

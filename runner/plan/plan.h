@@ -18,6 +18,7 @@
 
 #include "diag.h"
 #include "formats.h"
+#include "metrics.h"
 #include "matrix.h"
 
 /* A position in a plan file; `file` points into plan->files and lives as long as the plan. */
@@ -203,6 +204,7 @@ enum plan_order { PLAN_ORDER_SEQUENTIAL, PLAN_ORDER_INTERLEAVED, PLAN_ORDER_SHUF
 enum plan_caches { PLAN_CACHES_DROP, PLAN_CACHES_KEEP };
 enum plan_vm_life { PLAN_VM_PER_CELL, PLAN_VM_PER_RUN, PLAN_VM_SHARED };
 enum plan_disk_life { PLAN_DISK_FRESH, PLAN_DISK_REUSE };
+enum plan_fresh { PLAN_FRESH_BOOT, PLAN_FRESH_RESTORE };
 
 struct plan_repeat {
 	uint64_t set;
@@ -212,8 +214,24 @@ struct plan_repeat {
 	uint64_t budget; /* ns of measured time per cell after which to stop; 0: none */
 };
 
+/* run.boots: blocks, each booting every VM configuration once (ferry(1) BLOCKS) */
+struct plan_boots {
+	uint64_t set;
+	uint64_t min; /* 0: no blocks */
+	uint64_t max; /* >= min once resolved */
+};
+
+/* The most runs a cell takes in one boot of a block (run.runs_per_boot, and what auto picks). */
+#define PLAN_RUNS_PER_BOOT_MAX 100
+
 struct plan_run {
 	uint64_t set;
+	struct plan_boots boots;
+	char *runs_per_boot; /* "N" or "auto"; NULL: auto. Owned by the plan's own run only: the
+				block keys are top-level only, so a cell's copy borrows it */
+	unsigned rpb;        /* runs_per_boot read: 0 auto, else N */
+	double until;        /* target relative half-width, percent; 0: none */
+	uint64_t budget;     /* ns of blocks after which none starts; 0: none */
 	struct plan_repeat repeat;
 	uint64_t warmup;
 	enum plan_order order;
@@ -221,30 +239,9 @@ struct plan_run {
 	enum plan_caches caches;
 	enum plan_vm_life vm;
 	enum plan_disk_life disk;
+	enum plan_fresh fresh; /* how a fresh guest starts: boot, or restore a saved state */
 	uint64_t timeout;      /* ns per run */
 	uint64_t cell_timeout; /* ns per cell */
-};
-
-enum plan_metric {
-	PLAN_METRIC_THROUGHPUT, /* bytes/s of the total */
-	PLAN_METRIC_FILES_PER_S,
-	PLAN_METRIC_TOTAL,
-	PLAN_METRIC_PREPARE,
-	PLAN_METRIC_TRANSFER,
-	PLAN_METRIC_FINALIZE,
-	PLAN_METRIC_VERIFY,
-	PLAN_METRIC_CLEANUP,
-	PLAN_METRIC_CV,
-	/* the per-run metrics (results.h result_metric_defs): their median over the measured runs
-	 */
-	PLAN_METRIC_WRITE_THROUGHPUT,
-	PLAN_METRIC_READ_THROUGHPUT,
-	PLAN_METRIC_ALLOC_BEFORE,
-	PLAN_METRIC_ALLOC_AFTER,
-	PLAN_METRIC_ALLOC_GROWTH,
-	PLAN_METRIC_ALLOC_DELETED,
-	PLAN_METRIC_CPU_GUEST,
-	PLAN_METRIC_CPU_QEMU,
 };
 
 /* Restricts a criterion to the cells whose axes have these values (NULL: any). */
@@ -255,7 +252,7 @@ struct plan_where {
 
 struct plan_criterion {
 	uint64_t set;
-	enum plan_metric metric;
+	enum metric metric;        /* a row of the metric table (metrics.h) */
 	char *min_text, *max_text; /* as written, NULL when absent */
 	/* min_text/max_text converted for the metric: bytes/s (throughput, *_throughput), files/s,
 	 * ns (total, phase.*, cpu_*), percent (cv), bytes (alloc_*) */

@@ -268,8 +268,9 @@ static bool diffs_refuse(const struct comparison *c)
 /* ---- pairing ----------------------------------------------------------------------------- */
 
 /* run settings that say how often or in which order to measure, not what is measured */
-static const char *const replication_keys[] = { "repeat",  "warmup",       "order", "seed",
-						"timeout", "cell_timeout", "vm" };
+static const char *const replication_keys[] = { "repeat",        "warmup",       "order", "seed",
+						"timeout",       "cell_timeout", "vm",    "boots",
+						"runs_per_boot", "until",        "budget" };
 
 /* The pairing key of a cell: its resolved parameters without the replication keys, as
  * canonical JSON (sorted keys). NULL when the cell has no parameters. */

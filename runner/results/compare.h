@@ -7,8 +7,9 @@
  * The rule (ferry(1) COMPARE, and REGRESSIONS.md for why):
  *  - cells are paired by their resolved parameters (results cell params, less the keys that
  *    only say how often or in which order to run: run.repeat, warmup, order, seed, timeout,
- *    cell_timeout, vm), never by id strings; a cell whose axis values match but whose
- *    parameters differ is a refused difference ("params"), not a silent non-match;
+ *    cell_timeout, vm, boots, runs_per_boot, until, budget), never by id strings; a cell whose axis
+ * values match but whose parameters differ is a refused difference ("params"), not a silent
+ * non-match;
  *  - every metric works on log values (a ratio is symmetric and noise is multiplicative);
  *  - a boot is the sample: runs of one VM boot share its luck, so each boot contributes the mean
  *    of its runs' logs; the variance of a boot mean (between-boot + within/n) is estimated

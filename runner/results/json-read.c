@@ -109,6 +109,45 @@ static int rd_num(struct reader *rd, const char *where, const json_t *o, const c
 }
 
 static int rd_uint(struct reader *rd, const char *where, const json_t *o, const char *key,
+		   uint64_t max, uint64_t *out);
+
+/* "design": how a run with blocks was designed (absent: no blocks) */
+static void rd_design(struct reader *rd, const json_t *o, struct result_design *d)
+{
+	if (!o || json_is_null(o))
+		return;
+	if (!json_is_object(o)) {
+		fail(rd, NULL, "'design' must be an object");
+		return;
+	}
+	uint64_t blocks, rpb, pb, pr;
+	rd_uint(rd, "design", o, "blocks", 1000000, &blocks);
+	rd_uint(rd, "design", o, "runs_per_boot", 1000000, &rpb);
+	rd_uint(rd, "design", o, "pilot_blocks", 1000000, &pb);
+	rd_uint(rd, "design", o, "pilot_runs", 1000000, &pr);
+	*d = (struct result_design){ .blocks = (unsigned)blocks,
+				     .runs_per_boot = (unsigned)rpb,
+				     .pilot_blocks = (unsigned)pb,
+				     .pilot_runs = (unsigned)pr };
+	const json_t *a = get(o, "automatic");
+	d->automatic = json_is_true(a);
+	rd_num(rd, "design", o, "within_var", &d->within_var);
+	rd_num(rd, "design", o, "between_var", &d->between_var);
+	rd_num(rd, "design", o, "boot_s", &d->boot_s);
+	rd_num(rd, "design", o, "run_s", &d->run_s);
+	rd_num(rd, "design", o, "until", &d->until);
+	rd_num(rd, "design", o, "halfwidth", &d->halfwidth);
+	_cleanup_free_ char *stop = NULL;
+	if (rd_str(rd, "design", o, "stop", false, &stop) == 0 && stop) {
+		int s = stats_stop_from_name(stop);
+		if (s <= STATS_CONTINUE)
+			fail(rd, "design", "'stop' is not a stop reason");
+		else
+			d->stop = s;
+	}
+}
+
+static int rd_uint(struct reader *rd, const char *where, const json_t *o, const char *key,
 		   uint64_t max, uint64_t *out)
 {
 	const json_t *v = get(o, key);
@@ -333,6 +372,15 @@ static void rd_cell(struct reader *rd, const char *where, const json_t *o, struc
 			run->block = block > 0 ? (int64_t)block : -1;
 		}
 		rd_time(rd, w, jr, "started", &run->started_ms);
+		const json_t *jf = get(jr, "fresh");
+		if (jf && !json_is_null(jf)) {
+			const char *f = json_string_value(jf);
+			if (!f || (strcmp(f, "boot") != 0 && strcmp(f, "restore") != 0)) {
+				fail(rd, w, "'fresh' must be \"boot\" or \"restore\"");
+				return;
+			}
+			run->fresh = f[0] == 'b' ? "boot" : "restore";
+		}
 		rd_object(rd, w, jr, "metrics", &run->metrics);
 		const char *mk;
 		const json_t *mv;
@@ -376,7 +424,7 @@ static void rd_cell(struct reader *rd, const char *where, const json_t *o, struc
 			_cleanup_free_ char *shown = quote_value(stop);
 			fail(rd, where,
 			     "'stop_reason' is %s, expected one of: cv-reached, max-reached, "
-			     "budget-exhausted",
+			     "budget-exhausted, halfwidth-reached",
 			     shown);
 		} else
 			c->stop_reason = s;
@@ -509,6 +557,7 @@ static struct results *from_json(json_t *root, bool consume, char **err)
 
 	rd_provenance(&rd, "provenance", get(root, "provenance"), &r->provenance);
 	rd_shard(&rd, NULL, root, &r->shard_k, &r->shard_n);
+	rd_design(&rd, get(root, "design"), &r->design);
 	const json_t *origins = rd_array(&rd, NULL, root, "origins");
 	for (size_t i = 0; origins && i < json_array_size(origins) && !rd.err; i++) {
 		_cleanup_free_ char *w = xasprintf("origins[%zu]", i);

@@ -131,6 +131,8 @@ static json_t *cell_to_json(const struct result_cell *c)
 		/* optional: files written before it existed have no run start */
 		if (r->started_ms)
 			json_object_set_new(jr, "started", jtime(r->started_ms));
+		if (r->fresh)
+			json_object_set_new(jr, "fresh", json_string(r->fresh));
 		/* optional: only runs of a plan with blocks (run.boots) have one */
 		if (r->block > 0)
 			json_object_set_new(jr, "block", json_integer(r->block));
@@ -220,6 +222,19 @@ static json_t *head_to_json(const struct results *r)
 		      provenance_to_json(&r->provenance), "metrics", metrics);
 	if (head && r->shard_n)
 		json_object_set_new(head, "shard", shard_to_json(r->shard_k, r->shard_n));
+	const struct result_design *d = &r->design;
+	if (head && d->blocks)
+		json_object_set_new(
+		    head, "design",
+		    json_pack("{s:I, s:I, s:b, s:I, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+			      "blocks", (json_int_t)d->blocks, "runs_per_boot",
+			      (json_int_t)d->runs_per_boot, "automatic", d->automatic,
+			      "pilot_blocks", (json_int_t)d->pilot_blocks, "pilot_runs",
+			      (json_int_t)d->pilot_runs, "within_var", jnum(d->within_var),
+			      "between_var", jnum(d->between_var), "boot_s", jnum(d->boot_s),
+			      "run_s", jnum(d->run_s), "stop",
+			      d->stop ? json_string(stats_stop_name(d->stop)) : json_null(),
+			      "until", jnum(d->until), "halfwidth", jnum(d->halfwidth)));
 	if (head && r->n_origins) {
 		json_t *origins = json_array();
 		for (size_t i = 0; i < r->n_origins; i++) {

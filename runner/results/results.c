@@ -72,34 +72,10 @@ int result_error_kind_from_name(const char *name)
 
 /* ---- the per-run metrics ------------------------------------------------------------------ */
 
-const struct result_metric_def result_metric_defs[] = {
-	{ "write_throughput", "B/s", true,
-	  "payload bytes over the time the method's write took (block: the direct-I/O dd with "
-	  "fsync; disk-image: the copy into the target plus the sync)" },
-	{ "read_throughput", "B/s", true,
-	  "payload bytes over the time the method's read took (block: the direct-I/O read-back; "
-	  "disk-image in_place: reading every file of the mounted image)" },
-	{ "alloc_before", "B", false,
-	  "host bytes allocated by the target image (st_blocks x 512) before prepare" },
-	{ "alloc_after", "B", false, "host bytes allocated by the target image after finalize" },
-	{ "alloc_growth", "B", false, "alloc_after - alloc_before" },
-	{ "alloc_deleted", "B", false,
-	  "host bytes allocated by the target image after the run's data was deleted in the guest "
-	  "and fstrim (blkdiscard for a raw device) ran; only disks with discard: true" },
-	{ "cpu_guest", "s", false,
-	  "the guest's non-idle CPU time during the transfer phase (user + nice + system + irq + "
-	  "softirq of the guest's /proc/stat, all CPUs)" },
-	{ "cpu_qemu", "s", false,
-	  "CPU time of the QEMU process (user + system, all threads) during the transfer phase" },
-};
-const size_t result_n_metric_defs = sizeof(result_metric_defs) / sizeof(result_metric_defs[0]);
-
-const struct result_metric_def *result_metric_def_find(const char *name)
+const struct metric_def *result_metric_def_find(const char *name)
 {
-	for (size_t i = 0; i < result_n_metric_defs; i++)
-		if (STREQ(result_metric_defs[i].name, name))
-			return &result_metric_defs[i];
-	return NULL;
+	int m = metric_find(name);
+	return m >= 0 && metric_defs[m].kind == METRIC_RUN ? &metric_defs[m] : NULL;
 }
 
 /* ---- building and freeing the model ------------------------------------------------------ */
@@ -108,13 +84,15 @@ struct results *results_new(void)
 {
 	struct results *r = xcalloc(1, sizeof(*r));
 	r->version = RESULTS_VERSION;
-	results_set_metric(r, "total", "s", false);
-	for (size_t p = 0; p < PHASE_COUNT; p++) {
-		_cleanup_free_ char *name = xasprintf("phase.%s", phase_names[p]);
-		results_set_metric(r, name, "s", false);
-	}
-	results_set_metric(r, "throughput", "B/s", true);
-	results_set_metric(r, "files_per_s", "files/s", true);
+	/* every metric a cell has (not a spread, not a run's own): the times first (total, the
+	 * phases), then the rates, the order results files have always listed them in */
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < METRIC_COUNT; i++) {
+			const struct metric_def *d = &metric_defs[i];
+			bool time = d->unit_kind == METRIC_TIME;
+			if ((d->kind == METRIC_CELL || d->kind == METRIC_PHASE) && time == !pass)
+				results_set_metric(r, d->name, d->unit, d->higher_better);
+		}
 	return r;
 }
 
@@ -343,9 +321,11 @@ struct result_run *result_cell_add_run(struct result_cell *c, bool warmup)
 {
 	c->runs = xgrow(c->runs, &c->runs_cap, c->n_runs + 1, sizeof(*c->runs));
 	struct result_run *run = &c->runs[c->n_runs];
-	*run = (struct result_run){
-		.index = (unsigned)c->n_runs, .warmup = warmup, .total = NAN, .boot = -1, .block = -1
-	};
+	*run = (struct result_run){ .index = (unsigned)c->n_runs,
+				    .warmup = warmup,
+				    .total = NAN,
+				    .boot = -1,
+				    .block = -1 };
 	for (size_t p = 0; p < PHASE_COUNT; p++)
 		run->phase[p] = NAN;
 	c->n_runs++;

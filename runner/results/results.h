@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "metrics.h"
 #include "stats.h"
 #include "strmap.h"
 #include "util.h"
@@ -96,7 +97,10 @@ struct result_run {
 			   * results file, from 1); -1 when unknown (a version 1 file) */
 	int64_t block;    /* which block of the run (a round that boots every VM configuration
 			   * once, ferry(1) run.boots), from 1; -1 when the run had no blocks */
-	json_t *metrics;  /* method-reported metrics {"name": number} (owned), or NULL */
+	/* how the run's guest started: "boot" or "restore" (run.fresh: from a saved state, or
+	 * booted where the configuration could not be saved), NULL when unknown (older files) */
+	const char *fresh;
+	json_t *metrics;    /* method-reported metrics {"name": number} (owned), or NULL */
 	int64_t started_ms; /* wall clock when the run began (Unix ms; 0: unknown): the order of
 			     * runs across cells, e.g. under run.order interleaved */
 };
@@ -109,21 +113,10 @@ struct result_metric {
 	bool higher_better; /* false: lower is better (times) */
 };
 
-/*
- * The per-run metrics ferry's methods and executor report (result_run.metrics), as data: name,
- * unit, direction and what it is (ferry(1) METRICS says where each is measured). A run has only
- * those that apply to its method and disk.
- */
-struct result_metric_def {
-	const char *name;
-	const char *unit; /* "B/s", "B" or "s" */
-	bool higher_better;
-	const char *doc;
-};
-extern const struct result_metric_def result_metric_defs[];
-extern const size_t result_n_metric_defs;
-/* The definition of a per-run metric, or NULL. */
-const struct result_metric_def *result_metric_def_find(const char *name);
+/* A per-run metric ferry's methods and executor report (result_run.metrics): a row of kind
+ * METRIC_RUN of the metric table (metrics.h), or NULL. A run has only those that apply to its
+ * method and disk. */
+const struct metric_def *result_metric_def_find(const char *name);
 
 struct result_axis {
 	char *key;
@@ -204,8 +197,24 @@ struct result_origin {
 	char *lost;
 };
 
+/* How a run with blocks (run.boots) was designed and why it stopped ("design" in the JSON). */
+struct result_design {
+	unsigned blocks;        /* blocks run; 0: the run had no blocks (nothing else is set) */
+	unsigned runs_per_boot; /* measured runs of each cell per boot after the pilot */
+	bool automatic;         /* chosen from the pilot (runs_per_boot: auto) */
+	unsigned pilot_blocks, pilot_runs; /* the pilot: blocks and runs per boot */
+	/* the pilot's variance components of the log total, pooled over the cells: within a
+	 * boot (T_run^2) and between boots (T_boot^2, unbiased); NAN unknown */
+	double within_var, between_var;
+	double boot_s, run_s; /* the pilot's cost of a boot and of a run, seconds; NAN unknown */
+	int stop;         /* enum stats_stop: halfwidth-reached, max-reached, budget-exhausted */
+	double until;     /* target relative half-width (fraction); 0: none */
+	double halfwidth; /* the widest relative half-width at the end; NAN unknown */
+};
+
 struct results {
 	int version; /* RESULTS_VERSION */
+	struct result_design design;
 	struct {
 		char *name;
 		char *path;

@@ -320,6 +320,7 @@ static const char *const stop_names[] = {
 	[STATS_STOP_CV] = "cv-reached",
 	[STATS_STOP_MAX] = "max-reached",
 	[STATS_STOP_BUDGET] = "budget-exhausted",
+	[STATS_STOP_HALFWIDTH] = "halfwidth-reached",
 };
 
 const char *stats_stop_name(enum stats_stop s)

@@ -100,12 +100,14 @@ size_t stats_bh(const double *p, size_t n, double q, bool *reject);
 /* Why the repeat loop of a cell stopped (or that it should go on). */
 enum stats_stop {
 	STATS_CONTINUE = 0,
-	STATS_STOP_CV,     /* "cv-reached": the CV of the samples is at or below the target */
-	STATS_STOP_MAX,    /* "max-reached": max samples taken */
-	STATS_STOP_BUDGET, /* "budget-exhausted": the time budget is used up */
+	STATS_STOP_CV,        /* "cv-reached": the CV of the samples is at or below the target */
+	STATS_STOP_MAX,       /* "max-reached": max samples taken */
+	STATS_STOP_BUDGET,    /* "budget-exhausted": the time budget is used up */
+	STATS_STOP_HALFWIDTH, /* "halfwidth-reached": every boot-level interval is narrow enough
+				 (run.until, with blocks) */
 };
 
-/* "continue", "cv-reached", "max-reached", "budget-exhausted". */
+/* "continue", "cv-reached", "max-reached", "budget-exhausted", "halfwidth-reached". */
 const char *stats_stop_name(enum stats_stop s);
 /* Inverse of stats_stop_name(); returns -1 for an unknown name. */
 int stats_stop_from_name(const char *name);

@@ -78,8 +78,7 @@ char *diag_format(const struct diag *d)
 	return xasprintf("%s:%d:%d: %s", d->file, d->line, d->col, d->msg);
 }
 
-/* GitHub workflow commands: '%', '\r', '\n' in data, and ',' ':' in properties, are escaped. */
-static void gh_escape(FILE *out, const char *s, bool property)
+void gh_escape(FILE *out, const char *s, bool property)
 {
 	for (; *s; s++) {
 		switch (*s) {

@@ -44,6 +44,9 @@ void diag_print(const struct diag_list *l, FILE *out);
 
 /* Whether GitHub Actions runs us (GITHUB_ACTIONS=true): annotations are wanted. */
 bool gh_actions(void);
+/* Write s escaped as GitHub workflow commands require: '%', '\r', '\n' in data, and also ','
+ * ':' in a property value. */
+void gh_escape(FILE *out, const char *s, bool property);
 /*
  * Print one GitHub workflow command "::LEVEL file=F,line=L,col=C,title=T::MSG" (level "error",
  * "warning" or "notice"; file, title may be NULL, line/col 0 when unknown). Control characters

@@ -70,6 +70,50 @@ int file_create_new(const char *path, mode_t mode, char **err)
 	return fd;
 }
 
+/* Whether real is dir (a path made absolute and resolved) or below it. */
+static bool below_dir(const char *real, const char *dir)
+{
+	_cleanup_free_ char *rd = dir && *dir ? realpath(dir, NULL) : NULL;
+	if (!rd)
+		return false;
+	size_t n = strlen(rd);
+	return STREQ(rd, "/") || (!strncmp(real, rd, n) && (real[n] == '/' || !real[n]));
+}
+
+bool input_allowed(const char *real, const char *extra)
+{
+	_cleanup_free_ char *cache = ferry_cache_dir();
+	if (below_dir(real, ".") || below_dir(real, extra) || below_dir(real, cache) ||
+	    below_dir(real, "/var/lib/libvirt/images"))
+		return true;
+	const char *env = getenv("FERRY_ALLOW_INPUT");
+	_cleanup_free_ char *list = xstrdup(env ? env : "");
+	for (char *save = NULL, *d = strtok_r(list, ":", &save); d; d = strtok_r(NULL, ":", &save))
+		if (below_dir(real, d))
+			return true;
+	return false;
+}
+
+int input_check(const char *what, const char *path, const char *extra, char **err)
+{
+	_cleanup_free_ char *real = realpath(path, NULL);
+	if (!real)
+		return fail(err, errno, "cannot find %s '%s': %s", what, path, strerror(errno));
+	struct stat st;
+	if (stat(real, &st) < 0)
+		return fail(err, errno, "cannot find %s '%s': %s", what, path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return fail(err, EINVAL, "%s '%s' is %s, not a regular file", what, path,
+			    file_kind(st.st_mode));
+	if (!input_allowed(real, extra))
+		return fail(err, EACCES,
+			    "%s '%s' is outside the allowed tree (the working directory, ferry's "
+			    "cache, /var/lib/libvirt/images; add a directory with "
+			    "FERRY_ALLOW_INPUT=DIR)",
+			    what, path);
+	return 0;
+}
+
 /* mkdir with exactly `mode` (mkdir applies the umask); EEXIST is passed through. */
 static int mkdir_mode(const char *path, mode_t mode)
 {

@@ -42,6 +42,19 @@ char *path_component(const char *name);
 int file_create_new(const char *path, mode_t mode, char **err);
 
 /*
+ * The allowed tree (ferry(1) SECURITY): where a file a plan names for ferry or QEMU to read
+ * (kernel, initrd, VM image and its backing files, include) may be: below the working
+ * directory, `extra` (the top plan's directory, or NULL), ferry's cache directory,
+ * /var/lib/libvirt/images, or a directory of $FERRY_ALLOW_INPUT (colon-separated: the command
+ * line's to extend, never a plan's). input_check() resolves every link of `path` and wants a
+ * regular file there; it returns 0, or -1 with *err: "WHAT 'PATH' is a block device, not a
+ * regular file" or "WHAT 'PATH' is outside the allowed tree (...)". Nothing of the file is read.
+ */
+int input_check(const char *what, const char *path, const char *extra, char **err);
+/* Whether the resolved absolute path `real` is below one of the allowed tree's roots. */
+bool input_allowed(const char *real, const char *extra);
+
+/*
  * What kind of file `st` is, as a noun for messages ("a symbolic link", "a character device",
  * "a FIFO", "a socket", "a directory", "a block device", "a regular file").
  */

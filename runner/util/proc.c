@@ -6,9 +6,11 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/wait.h>
 
+#include "run.h"
 #include "util.h"
 
 extern char **environ;
@@ -62,22 +64,56 @@ struct sink {
 	size_t len, cap;
 };
 
-/* Read both pipes until both are closed (one poll loop: neither can fill up and block). */
-static void drain(struct sink *s, size_t n)
+enum stop { STOP_NONE, STOP_TIMEOUT, STOP_SIGNAL };
+
+/* Kill the child for `why` (once). */
+static void stop_child(pid_t pid, enum stop *stopped, enum stop why)
+{
+	if (*stopped == STOP_NONE) {
+		*stopped = why;
+		kill(pid, SIGKILL);
+	}
+}
+
+/*
+ * Read both pipes until both are closed (one poll loop: neither can fill up and block). The
+ * child is killed when the deadline passes or, when `on_signal`, a signal interrupts the run (the
+ * run's self-pipe wakes the poll): then the pipes are left (a grandchild may hold them) and
+ * *stopped says why.
+ */
+static void drain(struct sink *s, size_t n, pid_t pid, uint64_t deadline, bool on_signal,
+		  enum stop *stopped)
 {
 	for (;;) {
-		struct pollfd p[2];
+		struct pollfd p[3];
 		size_t np = 0;
 		for (size_t i = 0; i < n; i++)
 			if (s[i].fd >= 0)
 				p[np++] = (struct pollfd){ .fd = s[i].fd, .events = POLLIN };
 		if (np == 0)
 			return;
-		if (poll(p, np, -1) < 0) {
-			if (errno == EINTR)
-				continue;
+		size_t nfd = np;
+		if (on_signal && run_signal_fd() >= 0)
+			p[nfd++] = (struct pollfd){ .fd = run_signal_fd(), .events = POLLIN };
+		if (on_signal && run_interrupted())
+			stop_child(pid, stopped, STOP_SIGNAL);
+		uint64_t now = now_ns();
+		if (now >= deadline)
+			stop_child(pid, stopped, STOP_TIMEOUT);
+		if (*stopped) {
+			for (size_t i = 0; i < n; i++)
+				if (s[i].fd >= 0) {
+					close(s[i].fd);
+					s[i].fd = -1;
+				}
 			return;
 		}
+		uint64_t left_ms = (deadline - now) / 1000000u + 1;
+		int rc = poll(p, nfd, left_ms > 60000 ? 60000 : (int)left_ms);
+		if (rc < 0 && errno != EINTR)
+			return;
+		if (rc <= 0)
+			continue;
 		for (size_t k = 0; k < np; k++) {
 			if (!(p[k].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
@@ -158,16 +194,34 @@ int proc_spawn(const char *const *argv, const struct proc_opts *opts, struct pro
 		return -1;
 	}
 	struct sink s[2] = { { .fd = out[0] }, { .fd = errp[0] } };
-	drain(s, o->split_stderr ? 2 : 1);
+	uint64_t limit = o->timeout_ms ? o->timeout_ms : PROC_TIMEOUT_DEFAULT_MS;
+	enum stop stopped = STOP_NONE;
+	/* A signal kills the helpers it interrupts. A helper started after it is the cleanup's
+	 * (ip netns del, qemu-img, umount): it runs to its end, under its timeout and the second
+	 * signal's deadline (run.h), or the cleanup would leave what it was started to remove. */
+	bool on_signal = !run_interrupted();
+	drain(s, o->split_stderr ? 2 : 1, pid, now_ns() + limit * 1000000u, on_signal, &stopped);
 	res->out = finish(&s[0], &res->out_len);
 	if (o->split_stderr)
 		res->errout = finish(&s[1], NULL);
+	/* EINTR is retried, but a signal that interrupts the run kills the child first: the
+	 * wait never swallows SIGTERM */
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {
 			*err = xasprintf("cannot wait for '%s': %s", argv[0], strerror(errno));
 			proc_result_clear(res);
 			return -1;
 		}
+		if (on_signal && run_interrupted())
+			stop_child(pid, &stopped, STOP_SIGNAL);
+	}
+	if (stopped) {
+		*err = stopped == STOP_TIMEOUT
+			   ? xasprintf("'%s' did not finish in %llu s and was killed", argv[0],
+				       (unsigned long long)(limit / 1000))
+			   : xasprintf("'%s' was killed: ferry was interrupted", argv[0]);
+		proc_result_clear(res);
+		return -1;
 	}
 	if (WIFEXITED(status)) {
 		res->status = WEXITSTATUS(status);
@@ -180,9 +234,15 @@ int proc_spawn(const char *const *argv, const struct proc_opts *opts, struct pro
 
 int proc_run(const char *const *argv, char **out, char **err)
 {
-	struct proc_result res;
+	return proc_run_timeout(argv, 0, out, err);
+}
 
-	if (proc_spawn(argv, NULL, &res, err) < 0)
+int proc_run_timeout(const char *const *argv, unsigned timeout_ms, char **out, char **err)
+{
+	struct proc_result res;
+	const struct proc_opts o = { .timeout_ms = timeout_ms };
+
+	if (proc_spawn(argv, &o, &res, err) < 0)
 		return -1;
 	if (res.status != 0) {
 		_cleanup_free_ char *line = proc_last_line(res.out, res.out_len);
@@ -198,4 +258,9 @@ int proc_run(const char *const *argv, char **out, char **err)
 		*out = TAKE_PTR(res.out);
 	proc_result_clear(&res);
 	return 0;
+}
+
+bool proc_alive(long pid)
+{
+	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
 }

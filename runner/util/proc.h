@@ -13,7 +13,11 @@ struct proc_opts {
 	const char *const *env; /* "NAME=VALUE" entries set on top of our environment
 				   (NULL-terminated; NULL: none) */
 	bool split_stderr;      /* stdout and stderr captured apart (else together) */
+	unsigned timeout_ms;    /* the child is killed after this; 0: PROC_TIMEOUT_DEFAULT_MS */
 };
+
+/* No helper runs longer than this unless its caller says (a Debian guest build takes minutes). */
+#define PROC_TIMEOUT_DEFAULT_MS (2u * 60 * 60 * 1000)
 
 struct proc_result {
 	int status; /* exit status 0-255, or -1 when killed by a signal */
@@ -27,7 +31,9 @@ struct proc_result {
  * Run argv[0] (looked up in PATH) with argv, stdin from /dev/null, and wait for it; the child
  * runs with SIGPIPE and the other signals ferry handles at their defaults.
  * Returns 0 when it ran (whatever its exit status: see res), or -1 with *err set (caller frees)
- * when it could not be started ("cannot run 'PROG': why"). res is filled in either case;
+ * when it could not be started ("cannot run 'PROG': why"), or was killed because it ran past
+ * opts->timeout_ms or because a signal interrupted the run (run_interrupted(): SIGTERM is never
+ * swallowed while a helper runs). res is filled in either case;
  * free it with proc_result_clear().
  */
 int proc_spawn(const char *const *argv, const struct proc_opts *opts, struct proc_result *res,
@@ -37,6 +43,9 @@ void proc_result_clear(struct proc_result *res);
 /* The last non-empty line of a program's output: what it says when it fails (caller frees). */
 char *proc_last_line(const char *s, size_t n);
 
+/* Whether process pid exists (also when it belongs to another user: EPERM). */
+bool proc_alive(long pid);
+
 /*
  * proc_spawn() with the defaults, for programs that must succeed.
  * out: when not NULL, receives stdout and stderr together, NUL-terminated (caller frees).
@@ -44,3 +53,6 @@ char *proc_last_line(const char *s, size_t n);
  * "'PROG' exited with status N: <last line of its output>" or the spawn error.
  */
 int proc_run(const char *const *argv, char **out, char **err);
+/* proc_run() with the child killed after timeout_ms (0: PROC_TIMEOUT_DEFAULT_MS): then -1 with
+ * "'PROG' did not finish in N s and was killed". */
+int proc_run_timeout(const char *const *argv, unsigned timeout_ms, char **out, char **err);

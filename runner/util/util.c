@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "util.h"
 
+#include <limits.h>
+
 #include <errno.h>
 #include <string.h>
 #include <time.h>
@@ -201,6 +203,12 @@ const char *closest_match(const char *word, const char *const *candidates, size_
 		}
 	}
 	return best_d <= limit ? best : NULL;
+}
+
+unsigned ns_to_ms(uint64_t ns)
+{
+	uint64_t ms = ns / 1000000u;
+	return ms > UINT_MAX ? UINT_MAX : ms == 0 ? 1 : (unsigned)ms;
 }
 
 uint64_t now_ns(void)

@@ -102,6 +102,9 @@ char *ferry_cache_dir(void);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t now_ns(void);
+/* ns as a timeout in ms for an API that takes an unsigned: at least 1 (0 would mean "no
+ * wait" or "forever"), at most UINT_MAX. */
+unsigned ns_to_ms(uint64_t ns);
 
 /* Read a whole file into a NUL-terminated buffer; returns NULL and sets errno on failure. */
 char *read_file(const char *path, size_t *len);

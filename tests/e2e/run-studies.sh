@@ -43,7 +43,7 @@ for c in cells:
 PY
 	grep -q "^| " "$out/r.md" || fail "$plan: no table in the Markdown report"
 	# the metric pivot's heading, as the report escapes it (read\_throughput)
-	[ -z "$heading" ] || grep -qF -- "### Median ${heading//_/\\_}" "$out/r.md" ||
+	[ -z "$heading" ] || grep -qF -- "### Mean ${heading//_/\\_}" "$out/r.md" ||
 		fail "$plan: the Markdown report has no $heading table"
 	echo "ok: $plan: $want, all passed and verified ($((SECONDS - t0)) s)"
 	[ ! -e "$work/out" ] || fail "$plan: the plan's own report paths were written besides the options'"

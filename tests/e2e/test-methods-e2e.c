@@ -20,6 +20,7 @@
 #include "dataset.h"
 #include "fs.h"
 #include "guest.h"
+#include "machine-libvirt.h"
 #include "machine.h"
 #include "manifest.h"
 #include "methods/method.h"
@@ -54,6 +55,9 @@ static struct {
 	struct disk_config target;
 	struct vm *a; /* read-only share, channel, NIC, target disk */
 	struct vm *b; /* writable share staging */
+	/* the libvirt machine the methods reach a and b through (machine_libvirt_guest_wrap) */
+	struct machine *m;
+	struct machine_guest *ga, *gb;
 	char *target_dev;
 } t;
 
@@ -84,20 +88,16 @@ static char *sh(struct vm *vm, const char *line)
 	return out;
 }
 
-/*
- * The block method evicts the host's cache of the target image through the machine interface
- * (machine_evict_target()). This test plays the executor and the machine (it boots the VM with
- * vm_boot()), so a machine of its own does that one host operation, with the function the
- * libvirt machine uses, on the image it attached.
- */
-static int evict_target(struct machine *m, struct machine_guest *g, uint64_t *resident, char **err)
+/* The libvirt machine's guest for a or b (the methods' guest operations go through it); a's
+ * carries the target disk, whose host cache the block method evicts (machine_evict_target()). */
+static struct machine_guest *guest_of(struct vm *vm)
 {
-	(void)m;
-	(void)g;
-	return file_cache_evict(t.target.path, resident, err);
+	struct machine_guest **g = vm == t.a ? &t.ga : &t.gb;
+	if (!*g)
+		*g = machine_libvirt_guest_wrap(t.m, vm, vm == t.a ? &t.target : NULL,
+						vm == t.a ? t.target_dev : NULL);
+	return *g;
 }
-static const struct machine_ops host_ops = { .name = "methods-e2e", .evict_target = evict_target };
-static struct machine host = { &host_ops };
 
 static void ctx_init(struct method_ctx *ctx, struct plan_cell *cell, const struct plan_method *m,
 		     const struct plan_disk *disk, struct ds *ds)
@@ -117,7 +117,7 @@ static void ctx_init(struct method_ctx *ctx, struct plan_cell *cell, const struc
 	ctx->dataset_dir = ds->info.dir;
 	ctx->manifest = ds->m;
 	ctx->run = t.run;
-	ctx->conn = t.conn;
+	ctx->machine = t.m;
 	ctx->timeout_ms = EXEC_TIMEOUT_MS;
 	ctx->err.kind = ERROR_INFRA;
 }
@@ -173,7 +173,7 @@ static double median2(const double *v, size_t n)
 static void fail_ctx(struct method_ctx *ctx, const char *phase)
 {
 	die("%s %s: %s [agent: %s] [libvirt: %s]", ctx->method->e.name, phase, ctx->err.message,
-	    ctx->err.agent_message ? ctx->err.agent_message : "-",
+	    ctx->err.guest_message ? ctx->err.guest_message : "-",
 	    ctx->err.libvirt_message ? ctx->err.libvirt_message : "-");
 }
 
@@ -214,14 +214,12 @@ static void run_method(struct vm *vm, const struct plan_method *m, const struct 
 	char *why = ops->supports ? ops->supports(&ctx) : NULL;
 	if (why)
 		die("%s: unexpected skip: %s", m->e.name, why);
-	ctx.vm = vm;
-	ctx.dom = vm_domain(vm);
+	ctx.guest = guest_of(vm);
 	ctx.landing = LANDING;
 	bool block = m->type == PLAN_METHOD_BLOCK;
 	if (block) {
 		ctx.target_dev = t.target_dev;
 		ctx.target_disk = &t.target;
-		ctx.machine = &host;
 	}
 	char *cell_dir = run_path(t.run, "cells", m->e.name);
 	g_mkdir_with_parents(cell_dir, 0755);
@@ -325,9 +323,9 @@ static void test_supports(void)
 		{ method("c-lz4", PLAN_METHOD_NETWORK), &t.tmpfs, "cannot decompress lz4" },
 		{ method("c-zipxz", PLAN_METHOD_CHANNEL), &t.tmpfs, "stored and deflated" },
 		{ method("c-tgz", PLAN_METHOD_CHANNEL), &t.tmpfs, NULL },
-		/* virtiofs: a skip only on a host without virtiofsd */
+		/* virtiofs: a skip only on a machine without virtiofsd (none: no machine) */
 		{ method("s-virtiofs", PLAN_METHOD_SHARE), &t.tmpfs,
-		  vm_virtiofsd_path() ? NULL : "needs virtiofsd" },
+		  machine_has_virtiofs(t.m) ? NULL : "needs virtiofsd" },
 		{ method("s-9p", PLAN_METHOD_SHARE), &t.tmpfs, NULL },
 		{ method("b-tmpfs", PLAN_METHOD_BLOCK), &t.tmpfs, "not tmpfs" },
 		{ method("b-odd", PLAN_METHOD_BLOCK), &t.image, "multiple of 512" },
@@ -505,8 +503,7 @@ static void test_block(void)
 	struct plan_cell cell;
 	struct method_ctx ctx;
 	ctx_init(&ctx, &cell, &big, &t.image, &t.ds[0]);
-	ctx.vm = t.a;
-	ctx.dom = vm_domain(t.a);
+	ctx.guest = guest_of(t.a);
 	ctx.landing = LANDING;
 	ctx.target_dev = t.target_dev;
 	/* block stages its stream in its untimed step before prepare (it has no timed prepare) */
@@ -584,6 +581,9 @@ static void setup(void)
 	t.run = run_open(&err);
 	if (!t.run)
 		g_error("%s", err);
+	t.m = machine_libvirt_open(t.run, "qemu:///system", NULL, &err);
+	if (!t.m)
+		g_error("%s", err);
 	signal(SIGABRT, on_abort);
 	t.target = (struct disk_config){ .kind = DISK_KIND_IMAGE,
 					 .format = DISK_FORMAT_RAW,
@@ -610,6 +610,9 @@ int main(int argc, char **argv)
 	g_test_add_func("/methods-e2e/block", test_block);
 	g_test_add_func("/methods-e2e/share-move", test_share_move);
 	int r = g_test_run();
+	machine_libvirt_guest_unwrap(t.ga);
+	machine_libvirt_guest_unwrap(t.gb);
+	machine_close(t.m);
 	vm_destroy(t.a);
 	vm_destroy(t.b);
 	run_close(t.run, NULL);

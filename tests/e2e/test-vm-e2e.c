@@ -907,6 +907,8 @@ static void setup(void)
 	t.base = g_dir_make_tmp("ferry-e2e-vm-XXXXXX", NULL);
 	g_chmod(t.base, 0755);
 	g_setenv("FERRY_RUN_DIR", t.base, TRUE);
+	/* the user image of test_image_overlay is made here: allowed as a user allows theirs */
+	g_setenv("FERRY_ALLOW_INPUT", t.base, TRUE);
 	t.run = run_open(&err);
 	if (!t.run)
 		g_error("%s", err);

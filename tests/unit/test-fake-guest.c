@@ -271,7 +271,9 @@ static void test_share_and_hang(void)
 	fake_result_clear(&res);
 	/* a hung program blocks the command, wherever it is in it */
 	g_assert_cmpint(fake_root_hang(r, "tar", &err), ==, 0);
-	g_assert_cmpint(fake_root_run(r, "echo x | tar -x", NULL, 0, 50, &res, &err), ==, 1);
+	struct fake_proc *p = NULL;
+	g_assert_cmpint(fake_root_start_sh(r, "echo x | tar -x", NULL, &p, &err), ==, 0);
+	g_assert_cmpint(fake_proc_wait(r, p, 50, &res, &err), ==, 1);
 	g_assert_cmpint(fake_root_procs(r), ==, 0);
 	out = sh(r, "echo other programs run");
 	g_free(out);

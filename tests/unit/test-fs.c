@@ -418,11 +418,69 @@ static void test_rm_tree_mount(void)
 	cleanup_dir(d);
 }
 
+/*
+ * Issue 24, classes 3 and 5: a kernel, initrd, image or include a plan names is read only as a
+ * regular file inside the allowed tree, every link resolved: /etc/shadow, /proc/self/environ,
+ * a device, a FIFO and a link from the tree to outside are refused; FERRY_ALLOW_INPUT extends.
+ */
+static void test_input_check(void)
+{
+	char *base = g_dir_make_tmp("ferry-test-input-XXXXXX", NULL);
+	char *tree = g_build_filename(base, "tree", NULL),
+	     *out = g_build_filename(base, "out", NULL);
+	g_assert_cmpint(g_mkdir(tree, 0755), ==, 0);
+	g_assert_cmpint(g_mkdir(out, 0755), ==, 0);
+	char *secret = g_build_filename(out, "secret", NULL);
+	g_assert_true(g_file_set_contents(secret, "s", -1, NULL));
+	char *cwd = g_get_current_dir();
+	g_assert_cmpint(chdir(tree), ==, 0);
+	g_assert_true(g_file_set_contents("kernel", "k", -1, NULL));
+	g_assert_cmpint(symlink(secret, "link"), ==, 0);
+	g_assert_cmpint(mkfifo("fifo", 0600), ==, 0);
+	g_unsetenv("FERRY_ALLOW_INPUT");
+	g_setenv("FERRY_CACHE_DIR", tree, TRUE);
+	char *err = NULL;
+	g_assert_cmpint(input_check("kernel", "kernel", NULL, &err), ==, 0);
+	g_assert_null(err);
+	static const struct {
+		const char *path, *says;
+	} bad[] = {
+		{ "/etc/shadow", "outside the allowed tree" },
+		{ "/proc/self/environ", "outside the allowed tree" },
+		{ "link", "outside the allowed tree" },
+		{ "../out/secret", "outside the allowed tree" },
+		{ "/dev/null", "is a character device, not a regular file" },
+		{ "fifo", "is a FIFO, not a regular file" },
+		{ "missing", "cannot find kernel" },
+	};
+	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+		g_assert_cmpint(input_check("kernel", bad[i].path, NULL, &err), ==, -1);
+		g_assert_nonnull(strstr(err, bad[i].says));
+		g_clear_pointer(&err, free);
+	}
+	/* the plan's directory, and FERRY_ALLOW_INPUT, extend the tree */
+	g_assert_cmpint(input_check("include", "link", out, NULL), ==, 0);
+	char *list = g_strdup_printf("/nonexistent:%s", out);
+	g_setenv("FERRY_ALLOW_INPUT", list, TRUE);
+	g_assert_cmpint(input_check("image", "link", NULL, NULL), ==, 0);
+	g_unsetenv("FERRY_ALLOW_INPUT");
+	g_unsetenv("FERRY_CACHE_DIR");
+	g_assert_cmpint(chdir(cwd), ==, 0);
+	g_assert_cmpint(rm_tree(base, NULL), ==, 0);
+	g_free(list);
+	g_free(cwd);
+	g_free(secret);
+	g_free(tree);
+	g_free(out);
+	g_free(base);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/fs/mkdir-p", test_mkdir_p);
+	g_test_add_func("/fs/input-check", test_input_check);
 	g_test_add_func("/fs/atomic/write", test_atomic_write);
 	g_test_add_func("/fs/atomic/refuses", test_atomic_refuses);
 	g_test_add_func("/fs/atomic/planted-temp-names", test_planted_temp_names);

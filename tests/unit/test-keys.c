@@ -201,11 +201,13 @@ static void test_values_json(void)
 	key_defaults(&plan_run_keys, &r);
 	o = key_values_json(&plan_run_keys, &r);
 	s = json_dumps(o, JSON_COMPACT);
-	g_assert_cmpstr(s, ==,
-			"{\"repeat\":{\"min\":3,\"max\":10,\"until_cv\":\"0%\",\"budget\":\"0s\"},"
-			"\"warmup\":0,\"order\":\"sequential\",\"seed\":0,\"caches\":\"drop\","
-			"\"vm\":\"per-cell\",\"disk\":\"fresh\",\"timeout\":\"10m\","
-			"\"cell_timeout\":\"1h\"}");
+	g_assert_cmpstr(
+	    s, ==,
+	    "{\"boots\":{\"min\":0,\"max\":0},\"until\":\"0%\",\"budget\":\"0s\","
+	    "\"repeat\":{\"min\":3,\"max\":10,\"until_cv\":\"0%\",\"budget\":\"0s\"},"
+	    "\"warmup\":0,\"order\":\"sequential\",\"seed\":0,\"caches\":\"drop\","
+	    "\"vm\":\"per-cell\",\"disk\":\"fresh\",\"fresh\":\"boot\",\"timeout\":\"10m\","
+	    "\"cell_timeout\":\"1h\"}");
 	free(s);
 	json_decref(o);
 }

@@ -210,7 +210,7 @@ static void test_stream_pax(void)
 }
 
 /* method_metric() and method_rate() fill the run's metrics; every name a method reports is a
- * described metric (result_metric_defs), and no rate comes out of a zero time or size. */
+ * described metric (the metric table, metrics.h), and no rate comes out of a zero time or size. */
 static void test_method_metrics(void)
 {
 	struct method_ctx ctx = { 0 };
@@ -230,7 +230,7 @@ static void test_method_metrics(void)
 	json_t *v;
 	json_object_foreach(ctx.metrics, k, v)
 	{
-		const struct result_metric_def *d = result_metric_def_find(k);
+		const struct metric_def *d = result_metric_def_find(k);
 		g_assert_nonnull(d);
 		g_assert_cmpstr(d->unit, ==, "B/s");
 		g_assert_true(d->higher_better);

@@ -169,11 +169,11 @@ static void test_full(void)
 	g_assert_cmpint(p->run.disk, ==, PLAN_DISK_FRESH);
 
 	g_assert_cmpuint(p->n_criteria, ==, 2);
-	g_assert_cmpint(p->criteria[0].metric, ==, PLAN_METRIC_THROUGHPUT);
+	g_assert_cmpint(p->criteria[0].metric, ==, METRIC_THROUGHPUT);
 	g_assert_true(p->criteria[0].has_min);
 	g_assert_cmpfloat(p->criteria[0].min, ==, 20e6);
 	g_assert_false(p->criteria[0].has_max);
-	g_assert_cmpint(p->criteria[1].metric, ==, PLAN_METRIC_FINALIZE);
+	g_assert_cmpint(p->criteria[1].metric, ==, METRIC_FINALIZE);
 	g_assert_cmpfloat(p->criteria[1].max, ==, 60e9);
 	g_assert_cmpstr(p->criteria[1].where.method, ==, "share");
 	g_assert_null(p->criteria[1].where.vm);
@@ -453,8 +453,8 @@ static void test_include_merge(void)
 	g_assert_cmpuint(p->run.timeout, ==, 60 * NSEC_PER_SEC);
 	/* criteria appended, the matrix replaced */
 	g_assert_cmpuint(p->n_criteria, ==, 2);
-	g_assert_cmpint(p->criteria[0].metric, ==, PLAN_METRIC_TOTAL);
-	g_assert_cmpint(p->criteria[1].metric, ==, PLAN_METRIC_CV);
+	g_assert_cmpint(p->criteria[0].metric, ==, METRIC_TOTAL);
+	g_assert_cmpint(p->criteria[1].metric, ==, METRIC_CV);
 	g_assert_cmpstr(p->matrix_file, ==, main_path);
 	struct matrix *m = plan_expand(p, 0, &d);
 	g_assert_nonnull(m);
@@ -594,6 +594,11 @@ static void test_trust_options(void)
 		{ "qemu:///system?socket=/tmp/s", false },
 		{ "qemu://host/system", false },
 		{ "qemu:///system#x", false },
+		/* issue 24, class 5: the test driver loads a path as XML and quotes it */
+		{ "test:///etc/shadow", false },
+		{ "test:///proc/self/environ", false },
+		{ "qemu:///embed", false },
+		{ "qemu:///system/../../etc/shadow", false },
 	};
 	for (size_t i = 0; i < G_N_ELEMENTS(uris); i++) {
 		text = g_strdup_printf("ferry: 1\nconnect: '%s'\n%s", uris[i].uri, trust_base);

@@ -280,6 +280,12 @@ static void test_clean_text(void)
 		{ "max\xf4\x8f\xbf\xbf", "max\xf4\x8f\xbf\xbf" },
 		{ "beyond\xf4\x90\x80\x80", "beyond\\xf4\\x90\\x80\\x80" },
 		{ "", "" },
+		/* issue 24, class 9: a console line "::stop-commands::x" must not reach column 0
+		 * of a CI log (it stops GitHub's annotation processing) */
+		{ "boot\n::stop-commands::x\n", "boot\n\\x3a:stop-commands::x\n" },
+		{ "::warning::forged", "\\x3a:warning::forged" },
+		{ "a\r\n::error::x", "a\n\\x3a:error::x" },
+		{ "in a line :: stays", "in a line :: stays" },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
 		_cleanup_free_ char *got = report_clean_text(cases[i].in);
@@ -375,7 +381,62 @@ static void test_markdown_axes(void)
 	free(buf);
 }
 
-/* `metric`: a second table of that metric's medians, best (highest rate) in bold, a cell without
+/* Cells a and b measured in the same 4 blocks: b takes twice a's time in each: a is bold and b
+ * says "slower"; two identical configurations (c and d, equal up to each block's noise) get no
+ * bold winner and are called indistinguishable or inconclusive, never faster. */
+static void test_markdown_verdicts(void)
+{
+	_cleanup_(results_freep) struct results *r = results_new();
+	const char *ids[] = { "method=a", "method=b" };
+	const double noise[4] = { 1.00, 1.03, 0.97, 1.01 }, jitter[4] = { 1.01, 0.99, 1.02, 1.00 };
+	for (int g = 0; g < 2; g++)
+		for (int k = 0; k < 2; k++) {
+			char id[64];
+			snprintf(id, sizeof(id), "vm=%s,%s", g ? "same" : "diff", ids[k]);
+			struct result_cell *c = results_add_cell(r, id);
+			result_cell_add_axis(c, "vm", g ? "same" : "diff");
+			result_cell_add_axis(c, "method", ids[k] + 7);
+			c->status = STATUS_PASSED;
+			for (int b = 0; b < 4; b++)
+				for (int i = 0; i < 2; i++) {
+					double t = (g == 0 && k == 1 ? 2.0 : 1.0) * noise[b] *
+						   (k ? jitter[b] : 1.0);
+					struct result_run *run =
+					    add_run(c, false, 0, t, 0, 0, 0, true);
+					run->boot = 8 * g + 2 * b + k + 1;
+					run->block = b + 1;
+				}
+			results_cell_compute_stats(c);
+		}
+	char *buf = NULL;
+	size_t len;
+	FILE *f = open_memstream(&buf, &len);
+	_cleanup_free_ char *err = NULL;
+	struct report_markdown_opts o = { .rows = "method", .cols = "vm" };
+	g_assert_cmpint(report_markdown(r, &o, f, &err), ==, 0);
+	fclose(f);
+	const char *table = strstr(buf, "### Mean total time");
+	g_assert_nonnull(table);
+	g_assert_nonnull(strstr(table, "| a | **"));
+	g_assert_nonnull(strstr(table, "x slower |"));
+	/* the Verdicts section: one "faster", the identical pair never */
+	g_assert_nonnull(strstr(buf, "a is 101.0% faster than b \\[95% CI "));
+	g_assert_true(strstr(buf, "a and b are indistinguishable") ||
+		      strstr(buf, "a vs b: inconclusive"));
+	size_t faster = 0;
+	for (const char *p = buf; (p = strstr(p, "% faster than")); p++)
+		faster++;
+	g_assert_cmpuint(faster, ==, 1);
+	const char *rows = strstr(table, "| a | ");
+	g_assert_nonnull(rows);
+	/* row a: bold in diff, not in same (the second column) */
+	const char *second = strstr(rows + 4, " | ");
+	g_assert_nonnull(second);
+	g_assert_cmpint(strncmp(second, " | **", 5), !=, 0);
+	free(buf);
+}
+
+/* `metric`: a second table of that metric's means, best (highest rate) in bold, a cell without
  * it shown as a dash; an unknown metric is an error. */
 static void test_markdown_metric(void)
 {
@@ -401,10 +462,12 @@ static void test_markdown_metric(void)
 	struct report_markdown_opts o = { .metric = "write_throughput" };
 	g_assert_cmpint(report_markdown(r, &o, f, &err), ==, 0);
 	fclose(f);
-	g_assert_nonnull(strstr(buf, "### Median total time"));
-	g_assert_nonnull(strstr(buf, "### Median write\\_throughput"));
-	g_assert_nonnull(strstr(buf, "| a | 10.0\xc2\xa0MB/s \xc2\xb1 0.0<br>2.0x worse |"));
-	g_assert_nonnull(strstr(buf, "| b | **20.0\xc2\xa0MB/s \xc2\xb1 0.0**<br>1.00x |"));
+	g_assert_nonnull(strstr(buf, "### Mean total time"));
+	g_assert_nonnull(strstr(buf, "### Mean write\\_throughput"));
+	/* one boot a side: the best is not bold, the other's verdict is inconclusive */
+	g_assert_nonnull(
+	    strstr(buf, "| a | 10.0\xc2\xa0MB/s \xc2\xb1 0.0<br>2.0x, inconclusive |"));
+	g_assert_nonnull(strstr(buf, "| b | 20.0\xc2\xa0MB/s \xc2\xb1 0.0<br>1.00x |"));
 	g_assert_nonnull(strstr(buf, "| c | \xe2\x80\x94 |"));
 	g_assert_nonnull(strstr(buf, "higher is better"));
 	free(buf);
@@ -790,6 +853,38 @@ static void test_format_table(void)
 	g_assert_cmpstr(report_format_name(REPORT_FORMAT_COUNT), ==, "?");
 }
 
+/* The metric table (metrics.h): names unique, the plan's criteria[].metric values are its names
+ * in its order (the enum index is the row), only run metrics are per-run metrics, and a new
+ * results file describes every metric a cell has with the row's unit and direction. */
+static void test_metric_table(void)
+{
+	const struct key_def *k = key_find(&plan_criterion_keys, "metric");
+	g_assert_nonnull(k);
+	_cleanup_(results_freep) struct results *r = results_new();
+	for (int i = 0; i < METRIC_COUNT; i++) {
+		const struct metric_def *d = &metric_defs[i];
+		g_assert_true(d->name && d->unit && d->doc && *d->doc);
+		g_assert_cmpint(metric_find(d->name), ==, i);
+		g_assert_cmpstr(k->values[i], ==, d->name);
+		g_assert_true((result_metric_def_find(d->name) != NULL) == (d->kind == METRIC_RUN));
+		const struct result_metric *m = results_find_metric(r, d->name);
+		if (d->kind == METRIC_CELL || d->kind == METRIC_PHASE) {
+			g_assert_nonnull(m);
+			g_assert_cmpstr(m->unit, ==, d->unit);
+			g_assert_true(m->higher_better == d->higher_better);
+		} else {
+			g_assert_null(m);
+		}
+		for (int j = 0; j < i; j++)
+			g_assert_cmpstr(metric_defs[j].name, !=, d->name);
+	}
+	g_assert_null(k->values[METRIC_COUNT]);
+	g_assert_cmpint(metric_find("phase.copy"), ==, -1);
+	_cleanup_free_ char *man = metric_man();
+	for (int i = 0; i < METRIC_COUNT; i++)
+		g_assert_nonnull(strstr(man, metric_defs[i].name));
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -808,6 +903,7 @@ int main(int argc, char **argv)
 		g_test_add_data_func(name, GSIZE_TO_POINTER(i), test_golden);
 	}
 	g_test_add_func("/reporters/format-table", test_format_table);
+	g_test_add_func("/reporters/metric-table", test_metric_table);
 	g_test_add_func("/reporters/json-is-results-file", test_json_is_results_file);
 	g_test_add_func("/reporters/clean-text", test_clean_text);
 	g_test_add_func("/reporters/text-tail", test_text_tail);
@@ -816,6 +912,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/reporters/markdown-bad-axis-escaped", test_markdown_bad_axis_escaped);
 	g_test_add_func("/reporters/markdown-axes", test_markdown_axes);
 	g_test_add_func("/reporters/markdown-metric", test_markdown_metric);
+	g_test_add_func("/reporters/markdown-verdicts", test_markdown_verdicts);
 	g_test_add_func("/reporters/markdown-cap", test_markdown_cap);
 	g_test_add_func("/reporters/markdown-cap-body", test_markdown_cap_body);
 	g_test_add_func("/reporters/bmf-lower-bound", test_bmf_lower_bound);

@@ -606,7 +606,7 @@ static void test_reader_errors(void)
 		  "{\"ferry_results\": 1, \"cells\": [{\"id\": \"a=1\", \"status\": \"passed\", "
 		  "\"stop_reason\": \"continue\"}]}",
 		  "stop.json: cells[0]: 'stop_reason' is 'continue', expected one of: cv-reached, "
-		  "max-reached, budget-exhausted" },
+		  "max-reached, budget-exhausted, halfwidth-reached" },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
 		_cleanup_free_ char *msg = read_error(dir, cases[i].name, cases[i].text);

@@ -362,6 +362,128 @@ static void test_run_path_escape(void)
 	g_unsetenv("FERRY_RUN_DIR");
 }
 
+/*
+ * Issue 24, class 3: a custom guest's image is a regular file in the allowed tree with its whole
+ * backing chain so (a device, a FIFO that hung qemu-img info, a qcow2 backed by a host file
+ * outside, a json: backing that made qemu-img open a TCP connection): vm_boot refuses each
+ * before anything boots, and the run directory closes clean.
+ */
+static void test_image_checks(void)
+{
+	char *base = g_dir_make_tmp("ferry-test-image-XXXXXX", NULL);
+	char *tree = g_build_filename(base, "tree", NULL),
+	     *out = g_build_filename(base, "out", NULL);
+	g_assert_cmpint(g_mkdir(tree, 0755), ==, 0);
+	g_assert_cmpint(g_mkdir(out, 0755), ==, 0);
+	g_setenv("FERRY_RUN_DIR", base, TRUE);
+	g_setenv("FERRY_ALLOW_INPUT", tree, TRUE);
+	char *secret = g_build_filename(out, "secret.raw", NULL);
+	char *outside = g_build_filename(tree, "outside.qcow2", NULL);
+	char *json = g_build_filename(tree, "json.qcow2", NULL);
+	char *fifo = g_build_filename(tree, "fifo.qcow2", NULL);
+	g_assert_true(g_file_set_contents(secret, "secret", -1, NULL));
+	g_assert_cmpint(mkfifo(fifo, 0600), ==, 0);
+	char *err = NULL;
+	const char *mk1[] = { "qemu-img", "create", "-q", "-f",    "qcow2", "-b", secret,
+			      "-F",       "raw",    "-u", outside, "1M",    NULL };
+	g_assert_cmpint(proc_run(mk1, NULL, &err), ==, 0);
+	const char *mk2[] = { "qemu-img",
+			      "create",
+			      "-q",
+			      "-f",
+			      "qcow2",
+			      "-b",
+			      "json:{\"driver\":\"raw\",\"file\":{\"driver\":\"nbd\","
+			      "\"host\":\"127.0.0.1\",\"port\":\"9\"}}",
+			      "-F",
+			      "raw",
+			      "-u",
+			      json,
+			      "1M",
+			      NULL };
+	g_assert_cmpint(proc_run(mk2, NULL, &err), ==, 0);
+	static const struct {
+		const char *image, *says;
+	} bad[] = {
+		{ "/dev/null", "is a character device, not a regular file" },
+		{ NULL, "is a FIFO, not a regular file" },
+		{ NULL, "backing file" },
+		{ NULL, "is not a local file" },
+		{ "/etc/hostname", "outside the allowed tree" },
+	};
+	const char *paths[] = { bad[0].image, fifo, outside, json, bad[4].image };
+	virConnectPtr conn = vm_connect("test:///default", &err);
+	g_assert_nonnull(conn);
+	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+		struct run *r = run_open(&err);
+		g_assert_nonnull(r);
+		struct vm_config c;
+		builtin(&c);
+		c.image = paths[i];
+		c.kernel = c.initrd = c.cmdline = NULL; /* a custom guest boots its own */
+		struct vm *vm = NULL;
+		g_assert_cmpint(vm_boot(r, conn, &c, 10000, &vm, &err), ==, -1);
+		g_test_message("%s: %s", paths[i], err);
+		g_assert_nonnull(strstr(err, bad[i].says));
+		g_clear_pointer(&err, free);
+		g_assert_cmpint(run_close(r, &err), ==, 0);
+	}
+	/* the backing file outside was never handed to anyone: still root's, untouched */
+	struct stat st;
+	g_assert_cmpint(stat(secret, &st), ==, 0);
+	g_assert_cmpuint(st.st_uid, ==, getuid());
+	virConnectClose(conn);
+	g_unsetenv("FERRY_ALLOW_INPUT");
+	g_unsetenv("FERRY_RUN_DIR");
+	g_assert_cmpint(rm_tree(base, NULL), ==, 0);
+	g_free(secret);
+	g_free(outside);
+	g_free(json);
+	g_free(fifo);
+	g_free(tree);
+	g_free(out);
+	g_free(base);
+}
+
+/*
+ * Issue 24, class 3: every helper runs under a timeout, and SIGTERM during a helper ends it at
+ * once (proc_spawn used to retry EINTR and wait forever for a qemu-img stuck on a FIFO).
+ */
+static void test_proc_timeout(void)
+{
+	char *err = NULL;
+	const char *slow[] = { "sleep", "1000", NULL };
+	g_assert_cmpint(proc_run_timeout(slow, 50, NULL, &err), ==, -1);
+	g_assert_cmpstr(err, ==, "'sleep' did not finish in 0 s and was killed");
+	free(err);
+	if (g_test_subprocess()) {
+		char *e = NULL;
+		struct run *r = run_open(&e);
+		g_assert_nonnull(r);
+		/* the helper sends ferry SIGTERM, then waits as a hung qemu-img would */
+		const char *hang[] = { "sh", "-c", "kill -TERM $PPID; exec sleep 1000", NULL };
+		g_assert_cmpint(proc_run(hang, NULL, &e), ==, -1);
+		printf("%s\n", e);
+		free(e);
+		/* a helper started after the signal is the cleanup's: it runs to its end (a
+		 * killed 'ip netns del' left the run's namespace behind) */
+		const char *later[] = { "sh", "-c", "sleep 0.2; echo cleanup helper ran", NULL };
+		char *out = NULL;
+		e = NULL;
+		g_assert_cmpint(proc_run(later, &out, &e), ==, 0);
+		printf("%s", out);
+		exit(143);
+	}
+	char *base = g_dir_make_tmp("ferry-test-proc-XXXXXX", NULL);
+	g_setenv("FERRY_RUN_DIR", base, TRUE);
+	g_test_trap_subprocess("/run/proc-timeout", 0, G_TEST_SUBPROCESS_INHERIT_STDERR);
+	g_test_trap_assert_failed();
+	g_test_trap_assert_stdout("*'sh' was killed: ferry was interrupted*cleanup helper ran*");
+	g_assert_cmpint(g_rmdir(base), ==, 0); /* the run directory is gone */
+	g_free(base);
+	g_unsetenv("FERRY_RUN_DIR");
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -374,5 +496,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/run/domain-owner", test_domain_owner);
 	g_test_add_func("/run/close-contained", test_run_close_contained);
 	g_test_add_func("/run/proc", test_proc);
+	g_test_add_func("/run/proc-timeout", test_proc_timeout);
+	g_test_add_func("/run/image-checks", test_image_checks);
 	return g_test_run();
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* ferry's storage pool on a libvirt host that does not share ferry's filesystem (hoststore.h). */
 #include "hoststore.h"
+#include "proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -494,11 +495,6 @@ static bool parse_run_volume(const char *name, char **run, long *pid)
 	return true;
 }
 
-static bool pid_alive(long pid)
-{
-	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
-}
-
 /* Whether a domain on conn belongs to run id (its metadata marker). */
 static bool run_has_domain(virDomainPtr *doms, int n, const char *id)
 {
@@ -579,7 +575,7 @@ int hoststore_leftovers(virConnectPtr conn, bool reap, const char *const *keep,
 					kept++;
 			}
 		} else if (name && parse_run_volume(name, &run, &pid)) {
-			if (nd < 0 || pid_alive(pid) || run_has_domain(doms, nd, run)) {
+			if (nd < 0 || proc_alive(pid) || run_has_domain(doms, nd, run)) {
 				out->live++;
 				kept++;
 			} else {

@@ -30,6 +30,7 @@
 #include "hash.h"
 #include "hoststore.h"
 #include "proc.h"
+#include "saved-states.h"
 #include "util.h"
 #include "vm-plan.h"
 #include "vm.h"
@@ -56,12 +57,6 @@
 	"echo 'no route to 10.0.2.2 within 60 s: the guest did not configure its network card "    \
 	"(QEMU user networking: 10.0.2.15/24 or DHCP)' >&2; exit 1; fi; sleep 0.1; i=$((i+1)); "   \
 	"done"
-
-static unsigned ns_to_ms(uint64_t ns)
-{
-	uint64_t ms = ns / 1000000u;
-	return ms > UINT_MAX ? UINT_MAX : ms == 0 ? 1 : (unsigned)ms;
-}
 
 static void drop_host_caches(void)
 {
@@ -116,13 +111,6 @@ static void guest_about(struct lv_guest *g)
 	}
 }
 
-static bool is_image(const struct lv_guest *g)
-{
-	/* a guest wrapped around a domain booted elsewhere (machine_libvirt_guest_wrap) has no
-	   plan disk: its target is an image when it was given one */
-	return g->cfg.disk ? g->cfg.disk->kind == PLAN_DISK_IMAGE : g->target.path != NULL;
-}
-
 static bool hotpluggable(const struct disk_config *d)
 {
 	return d->bus == DISK_BUS_VIRTIO || d->bus == DISK_BUS_SCSI;
@@ -137,7 +125,7 @@ static int mount_target(struct lv_guest *g, bool drop, char **err)
 {
 	_cleanup_free_ char *cmd = NULL;
 	const char *then = drop ? " && " DROP_CMD : "";
-	if (!is_image(g)) {
+	if (!lv_guest_is_image(g)) {
 		/* tmpfs is built into the kernel: no module to wait for */
 		cmd = xasprintf("mkdir -p " MACHINE_TARGET_MNT " && mount -t tmpfs -o size=%" PRIu64
 				"k tmpfs " MACHINE_TARGET_MNT " && mkdir -p " MACHINE_LANDING "%s",
@@ -183,9 +171,9 @@ static void domain_config(struct lv_machine *lm, struct lv_guest *g, struct vm_c
 	size_t nd = 0;
 	/* hot-pluggable buses are attached after boot, so that vm.c knows the disk and a fresh
 	   disk can be swapped in by detach + attach */
-	if (is_image(g) && !hotpluggable(&g->target))
+	if (lv_guest_is_image(g) && !hotpluggable(&g->target))
 		disks[nd++] = g->target;
-	else if (is_image(g))
+	else if (lv_guest_is_image(g))
 		c->hotplug_buses |= 1u << g->target.bus;
 	for (size_t i = 0; i < n->n_disks; i++)
 		disks[nd++] = n->disks[i];
@@ -306,19 +294,32 @@ static int lv_boot_into(struct lv_machine *lm, struct lv_guest *g, char **err)
 {
 	if (guest_ready(lm, g, err) < 0)
 		return -1;
-	if (is_image(g) && target_new(lm, g, err) < 0)
+	if (lv_guest_is_image(g) && target_new(lm, g, err) < 0)
 		return -1;
 	struct vm_config c;
 	_cleanup_free_ struct disk_config *disks =
 	    xcalloc(g->cfg.needs->n_disks + 1, sizeof(*disks));
 	domain_config(lm, g, &c, disks);
-	if (vm_boot(lm->run, lm->conn, &c, ns_to_ms(g->cfg.vm->boot_timeout), &g->vm, err) < 0)
+	unsigned boot_ms = ns_to_ms(g->cfg.vm->boot_timeout);
+	free(g->base.fresh_note);
+	g->base.fresh_note = NULL;
+	if (g->cfg.restore) {
+		_cleanup_free_ char *why = NULL;
+		bool first = false;
+		c.restore = saved_state_for(&lm->saved, lm->run, lm->conn, &c, lm->hs != NULL,
+					    boot_ms, &why, &first);
+		c.genid = c.restore != NULL;
+		if (first)
+			g->base.fresh_note = TAKE_PTR(why);
+	}
+	g->base.restored = c.restore != NULL;
+	if (vm_boot(lm->run, lm->conn, &c, boot_ms, &g->vm, err) < 0)
 		return -1;
 	free(g->base.name);
 	g->base.name = xstrdup(vm_name(g->vm));
 	g->base.boot_ms = vm_boot_ms(g->vm);
 	g->base.probe_ms = vm_probe_ms(g->vm);
-	if (is_image(g) && hotpluggable(&g->target) &&
+	if (lv_guest_is_image(g) && hotpluggable(&g->target) &&
 	    vm_disk_plug(g->vm, &g->target, ATTACH_MS, err) < 0) {
 		lv_teardown(g);
 		return -1;
@@ -348,6 +349,7 @@ static void lv_free(struct lv_guest *g)
 		unlink(g->seed_path);
 	free(g->seed_path);
 	free(g->base.name);
+	free(g->base.fresh_note);
 	about_clear(g);
 	free(g);
 }
@@ -442,7 +444,7 @@ static int switch_disk(struct lv_machine *lm, struct lv_guest *g, const struct p
 	}
 	if (guest_sh(g, UMOUNT_CMD, err) < 0)
 		goto fail;
-	if (is_image(g)) {
+	if (lv_guest_is_image(g)) {
 		if (vm_disk_detach(g->vm, MACHINE_TARGET_SERIAL, ATTACH_MS, err) < 0)
 			goto fail;
 		unlink(g->target_path);
@@ -453,7 +455,7 @@ static int switch_disk(struct lv_machine *lm, struct lv_guest *g, const struct p
 	free(g->target_dev);
 	g->target_dev = NULL;
 	g->cfg.disk = d;
-	if (is_image(g) &&
+	if (lv_guest_is_image(g) &&
 	    (target_new(lm, g, err) < 0 || vm_disk_plug(g->vm, &g->target, ATTACH_MS, err) < 0))
 		goto fail;
 	if (mount_target(g, drop, err) < 0)
@@ -481,7 +483,7 @@ static int lv_reset(struct machine *m, struct machine_guest *mg, const struct ma
 			g->base.dirty = false;
 	} else if (!g->base.dirty) {
 		rc = r->drop_caches ? guest_sh(g, DROP_CMD, err) : 0;
-	} else if (r->fresh_disk && is_image(g)) {
+	} else if (r->fresh_disk && lv_guest_is_image(g)) {
 		if (fresh_disk(lm, g, r->drop_caches, err) < 0)
 			return -1;
 		g->base.dirty = false;
@@ -586,110 +588,15 @@ static char *lv_console_tail(struct machine *m, struct machine_guest *mg, unsign
 	return g->vm ? vm_console_tail(g->vm, lines) : NULL;
 }
 
-static char *file_sha256(const char *path)
-{
-	size_t len;
-	_cleanup_free_ char *buf = read_file(path, &len);
-	if (!buf)
-		return NULL;
-	char hex[SHA256_HEX];
-	sha256_buf_hex(buf, len, hex);
-	return xstrdup(hex);
-}
-
-static char *version_string(unsigned long v)
-{
-	return xasprintf("%lu.%lu.%lu", v / 1000000, v / 1000 % 1000, v % 1000);
-}
-
-/* The string value of an XPath expression over an XML text, or NULL. */
-static char *xml_string(const char *xml, const char *expr)
-{
-	_cleanup_(xmlFreeDocp) xmlDocPtr doc =
-	    xml ? xmlReadMemory(xml, (int)strlen(xml), "caps.xml", NULL, XML_PARSE_NONET) : NULL;
-	if (!doc)
-		return NULL;
-	_cleanup_(xmlXPathFreeContextp) xmlXPathContextPtr ctx = xmlXPathNewContext(doc);
-	_cleanup_(xmlXPathFreeObjectp) xmlXPathObjectPtr o =
-	    xmlXPathEvalExpression(BAD_CAST expr, ctx);
-	xmlChar *t = o ? xmlXPathCastToString(o) : NULL;
-	char *r = t && *t ? xstrdup((const char *)t) : NULL;
-	xmlFree(t);
-	return r;
-}
-
-/*
- * A remote host's facts, from libvirt: its hostname, CPU (vendor and libvirt's name of its model,
- * count), memory. libvirt does not report the host's kernel, so that says so.
- */
-static void describe_remote_host(struct lv_machine *lm, struct result_provenance *pv)
-{
-	char *h = virConnectGetHostname(lm->conn);
-	if (h) {
-		free(pv->hostname);
-		pv->hostname = h;
-	}
-	_cleanup_free_ char *caps = virConnectGetCapabilities(lm->conn);
-	_cleanup_free_ char *vendor = xml_string(caps, "string(/capabilities/host/cpu/vendor)");
-	_cleanup_free_ char *model = xml_string(caps, "string(/capabilities/host/cpu/model)");
-	_cleanup_free_ char *uri = virConnectGetURI(lm->conn);
-	free(pv->cpu_model);
-	pv->cpu_model = xasprintf("%s%s%s (libvirt's CPU model name)", vendor ? vendor : "",
-				  vendor ? " " : "", model ? model : "unknown");
-	virNodeInfo ni;
-	if (virNodeGetInfo(lm->conn, &ni) == 0) {
-		pv->cpu_count = ni.cpus;
-		pv->memory_bytes = (uint64_t)ni.memory * 1024;
-	}
-	free(pv->host_kernel);
-	pv->host_kernel = xasprintf("unknown: remote libvirt host %s (libvirt does not report "
-				    "the host's kernel)",
-				    uri ? uri : "");
-}
-
-static void lv_describe(struct machine *m, struct machine_guest *mg, struct result_provenance *pv)
-{
-	struct lv_machine *lm = (struct lv_machine *)m;
-	struct lv_guest *g = (struct lv_guest *)mg;
-	if (g) {
-		if (!pv->accelerator && g->vm)
-			pv->accelerator = xstrdup(vm_accel_used(g->vm));
-		/* the built-in guest's files, named once a VM booted it: a plan of Debian guests
-		   or images only must not name them */
-		if (g->cfg.vm->guest == PLAN_GUEST_BUILTIN && lm->gf.kernel && !lm->builtin_named) {
-			lm->builtin_named = true;
-			free(pv->guest_kernel_sha256);
-			pv->guest_kernel_sha256 = file_sha256(lm->gf.kernel);
-			free(pv->guest_initramfs_sha256);
-			pv->guest_initramfs_sha256 = xstrdup(lm->gf.initramfs_sha256);
-		}
-		return;
-	}
-	if (lm->hs)
-		describe_remote_host(lm, pv);
-	unsigned long v = 0;
-	if (virConnectGetVersion(lm->conn, &v) == 0) {
-		free(pv->qemu_version);
-		pv->qemu_version = version_string(v);
-	}
-	if (virConnectGetLibVersion(lm->conn, &v) == 0) {
-		free(pv->libvirt_version);
-		pv->libvirt_version = version_string(v);
-	}
-}
-
 static void lv_bind(struct machine *m, struct machine_guest *mg, struct method_ctx *ctx)
 {
-	struct lv_machine *lm = (struct lv_machine *)m;
+	(void)m;
 	struct lv_guest *g = (struct lv_guest *)mg;
-	ctx->conn = lm->conn;
 	if (!g)
 		return;
-	ctx->vm = g->vm;
-	ctx->dom = vm_domain(g->vm);
 	ctx->landing = MACHINE_LANDING;
 	ctx->target_dev = g->target_dev;
-	ctx->target_disk = is_image(g) ? &g->target : NULL;
+	ctx->target_disk = lv_guest_is_image(g) ? &g->target : NULL;
 }
 
 static int lv_evict_target(struct machine *m, struct machine_guest *mg, uint64_t *resident,
@@ -697,7 +604,7 @@ static int lv_evict_target(struct machine *m, struct machine_guest *mg, uint64_t
 {
 	(void)m;
 	struct lv_guest *g = (struct lv_guest *)mg;
-	if (!g || !is_image(g)) {
+	if (!g || !lv_guest_is_image(g)) {
 		*err = xstrdup("the guest has no target disk image");
 		return -1;
 	}
@@ -726,86 +633,6 @@ static char *lv_supports(struct machine *m, const struct plan_cell *pc)
 	return NULL;
 }
 
-/* user + nice + system + irq + softirq of /proc/stat's "cpu" line, in USER_HZ (100 on Linux);
- * NAN when the agent cannot read it */
-static double proc_stat_cpu_s(virDomainPtr dom)
-{
-	_cleanup_free_ char *buf = NULL, *err = NULL;
-	size_t len = 0;
-	if (agent_read_file(dom, "/proc/stat", 64 * 1024, &buf, &len, &err) < 0)
-		return NAN;
-	unsigned long long v[7] = { 0 };
-	if (sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
-		   &v[5], &v[6]) != 7)
-		return NAN;
-	return (double)(v[0] + v[1] + v[2] + v[5] + v[6]) / 100.0;
-}
-
-/*
- * The same sum from guest-get-cpustats (qemu-guest-agent 7.1 and later: /proc/stat's "cpuN"
- * lines in milliseconds, checked against /proc/stat on a live built-in guest), one agent
- * command instead of the three of a file read; NAN when the agent has no such command or
- * answered something else.
- */
-static double cpustats_cpu_s(virDomainPtr dom)
-{
-	_cleanup_(json_decrefp) json_t *ret = NULL;
-	_cleanup_free_ char *err = NULL;
-	if (agent_command(dom, "guest-get-cpustats", NULL, 30, &ret, &err) < 0 ||
-	    !json_is_array(ret) || json_array_size(ret) == 0)
-		return NAN;
-	static const char *const busy[] = { "user", "nice", "system", "irq", "softirq" };
-	double sum = 0;
-	size_t i;
-	json_t *c;
-	json_array_foreach(ret, i, c)
-	{
-		json_t *type = json_object_get(c, "type");
-		if (!json_is_string(type) || strcmp(json_string_value(type), "linux") != 0)
-			return NAN;
-		for (size_t k = 0; k < ELEMENTSOF(busy); k++) {
-			json_t *v = json_object_get(c, busy[k]);
-			if (!json_is_integer(v))
-				return NAN;
-			sum += (double)json_integer_value(v);
-		}
-	}
-	return sum / 1000.0;
-}
-
-/* The guest's non-idle CPU seconds (user + nice + system + irq + softirq); NAN when the agent
- * cannot tell. */
-static double guest_cpu_s(struct lv_guest *g)
-{
-	virDomainPtr dom = vm_domain(g->vm);
-	if (!g->no_cpustats) {
-		double s = cpustats_cpu_s(dom);
-		if (!isnan(s))
-			return s;
-		g->no_cpustats = true; /* asked once per guest */
-	}
-	return proc_stat_cpu_s(dom);
-}
-
-static void lv_sample(struct machine *m, struct machine_guest *mg, unsigned what,
-		      struct machine_sample *out)
-{
-	(void)m;
-	struct lv_guest *g = (struct lv_guest *)mg;
-	struct stat st;
-	if ((what & MACHINE_SAMPLE_ALLOC) && is_image(g) && g->target_path &&
-	    stat(g->target_path, &st) == 0)
-		out->alloc_bytes = (double)st.st_blocks * 512.0;
-	if (!(what & MACHINE_SAMPLE_CPU) || !g->vm)
-		return;
-	/* libvirt's cpuTime of a QEMU domain: the QEMU process's user + system time (its
-	   cgroup's, or /proc/PID/stat's), every thread */
-	virDomainInfo info;
-	if (virDomainGetInfo(vm_domain(g->vm), &info) == 0)
-		out->cpu_qemu_s = (double)info.cpuTime / 1e9;
-	out->cpu_guest_s = guest_cpu_s(g);
-}
-
 /* Delete the landing place's data and trim the filesystem; a target the block method wrote raw
  * (not mounted) is discarded whole. Only where the image passes discards through. */
 #define RECLAIM_CMD                                                                                \
@@ -817,7 +644,7 @@ static int lv_reclaim(struct machine *m, struct machine_guest *mg, char **err)
 {
 	(void)m;
 	struct lv_guest *g = (struct lv_guest *)mg;
-	if (!is_image(g) || !g->target.discard || !g->vm || !g->target_dev)
+	if (!lv_guest_is_image(g) || !g->target.discard || !g->vm || !g->target_dev)
 		return 0;
 	_cleanup_free_ char *cmd = xasprintf(RECLAIM_CMD, g->target_dev);
 	return guest_sh(g, cmd, err) < 0 ? -1 : 1;
@@ -852,6 +679,7 @@ static void lv_close(struct machine *m)
 		free(lm->empties[i].path);
 	}
 	free(lm->empties);
+	saved_states_free(lm->saved);
 	virConnectClose(lm->conn);
 	guest_files_clear(&lm->gf);
 	free(lm->gf_err);
@@ -871,10 +699,10 @@ static const struct machine_ops libvirt_ops = {
 	.host_memory = lv_host_memory,
 	.healthy = lv_healthy,
 	.console_tail = lv_console_tail,
-	.describe = lv_describe,
+	.describe = machine_libvirt_describe,
 	.bind = lv_bind,
 	.supports = lv_supports,
-	.sample = lv_sample,
+	.sample = machine_libvirt_sample,
 	.reclaim = lv_reclaim,
 	.evict_target = lv_evict_target,
 	.hook = lv_hook,

@@ -34,7 +34,8 @@ struct lv_machine {
 	size_t n_empties;
 	/* a remote host: ferry's storage pool there (hoststore.h), else NULL */
 	struct hoststore *hs;
-	bool builtin_named; /* the provenance names the built-in guest's files */
+	bool builtin_named;         /* the provenance names the built-in guest's files */
+	struct saved_states *saved; /* run.fresh restore: per configuration (saved-states.h) */
 };
 
 struct lv_guest {
@@ -47,6 +48,20 @@ struct lv_guest {
 	char *seed_path;  /* the NoCloud seed ISO of an image guest with a seed */
 	bool no_cpustats; /* the agent has no guest-get-cpustats: /proc/stat through its files */
 };
+
+/* Whether the guest's target disk is an image (else tmpfs). */
+static inline bool lv_guest_is_image(const struct lv_guest *g)
+{
+	/* a guest wrapped around a domain booted elsewhere (machine_libvirt_guest_wrap) has no
+	   plan disk: its target is an image when it was given one */
+	return g->cfg.disk ? g->cfg.disk->kind == PLAN_DISK_IMAGE : g->target.path != NULL;
+}
+
+/* machine_ops.describe and .sample (describe.c). */
+void machine_libvirt_describe(struct machine *m, struct machine_guest *mg,
+			      struct result_provenance *pv);
+void machine_libvirt_sample(struct machine *m, struct machine_guest *mg, unsigned what,
+			    struct machine_sample *out);
 
 /* The guest operations over the guest agent and libvirt (guest-ops.c). */
 extern const struct machine_guest_ops machine_libvirt_guest_ops;

@@ -248,11 +248,6 @@ int netns_socket(const struct netns *ns, int domain, int type, char **err)
 
 /* ---- leftovers (ferry doctor) ---- */
 
-static bool pid_alive(long pid)
-{
-	return kill((pid_t)pid, 0) == 0 || errno == EPERM;
-}
-
 /* The pid in an alias "ferry-run <run id> <pid>" found in text after "alias ", or -1; *id gets
  * the run id (caller frees). */
 static long alias_owner(const char *text, char **id)
@@ -297,7 +292,7 @@ static void leftover_namespaces(bool reap, struct netns_leftovers *o)
 		_cleanup_free_ char *want = pid > 0 ? xasprintf("ferry-%s-net", id) : NULL;
 		if (pid <= 0 || !STREQ(want, n))
 			continue;
-		if (pid_alive(pid) && pid != (long)getpid()) {
+		if (proc_alive(pid) && pid != (long)getpid()) {
 			o->live++;
 			continue;
 		}
@@ -341,7 +336,7 @@ static void leftover_taps(bool reap, struct netns_leftovers *o)
 		_cleanup_free_ char *prefix = xasprintf("fy%ldn", pid);
 		if (strncmp(c, prefix, strlen(prefix)) != 0)
 			continue;
-		if (pid_alive(pid) && pid != (long)getpid()) {
+		if (proc_alive(pid) && pid != (long)getpid()) {
 			o->live++;
 			continue;
 		}

@@ -393,25 +393,25 @@ static void add_channel(xmlNodePtr devices, const char *name)
 	prop(t, "name", name);
 }
 
-char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const char *console_log,
-		    char **err)
+/* QEMU waits for the saved state as an incoming migration (vm-save.c): `-incoming defer`
+ * through libvirt's QEMU namespace. libvirt starts the domain as usual; the loaded guest stays
+ * paused (it was saved paused) until vm_incoming() resumes it. */
+static void add_incoming(xmlNodePtr dom)
 {
-	_cleanup_free_ char *why = NULL;
-	if (vm_config_validate(c, &why) < 0) {
-		*err = TAKE_PTR(why);
-		return NULL;
-	}
-	if (!name)
-		name = c->name;
-	if (!name) {
-		*err = xstrdup("the domain needs a name");
-		return NULL;
-	}
-	_cleanup_(xmlFreeDocp) xmlDocPtr doc = xmlNewDoc(BAD_CAST "1.0");
-	xmlNodePtr dom = xmlNewNode(NULL, BAD_CAST "domain");
-	xmlDocSetRootElement(doc, dom); /* owned by doc from here: an early return frees it */
+	xmlNsPtr q =
+	    xmlNewNs(dom, BAD_CAST "http://libvirt.org/schemas/domain/qemu/1.0", BAD_CAST "qemu");
+	xmlNodePtr cl = xmlNewChild(dom, q, BAD_CAST "commandline", NULL);
+	prop(xmlNewChild(cl, q, BAD_CAST "arg", NULL), "value", "-incoming");
+	prop(xmlNewChild(cl, q, BAD_CAST "arg", NULL), "value", "defer");
+}
+
+/* The domain's identity and size: type, name, ferry's owner marker, memory, vCPUs. */
+static void xml_head(xmlNodePtr dom, const struct vm_config *c, const char *name, bool kvm)
+{
 	prop(dom, "type", kvm ? "kvm" : "qemu");
 	add(dom, "name", name);
+	if (c->genid)
+		add(dom, "genid", NULL);
 	if (c->owner_run) {
 		char pid[32];
 		snprintf(pid, sizeof(pid), "%ld", c->owner_pid);
@@ -432,7 +432,11 @@ char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const
 		prop(add(mb, "access", NULL), "mode", "shared");
 	}
 	add(dom, "vcpu", num);
+}
 
+/* <os>: the machine, the firmware and the kernel with its command line, or the boot disk. */
+static xmlNodePtr xml_os(xmlNodePtr dom, const struct vm_config *c, bool kvm)
+{
 	xmlNodePtr os = add(dom, "os", NULL);
 	if (c->firmware == VM_FIRMWARE_UEFI)
 		prop(os, "firmware", "efi");
@@ -480,17 +484,13 @@ char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const
 	} else {
 		prop(add(os, "boot", NULL), "dev", "hd");
 	}
-	/* ACPI: PCI hot-plug (acpiphp) needs it */
-	xmlNodePtr feat = add(dom, "features", NULL);
-	add(feat, "acpi", NULL);
-	add(feat, "apic", NULL);
-	prop(add(dom, "clock", NULL), "offset", c->os == VM_OS_WINDOWS ? "localtime" : "utc");
-	add(dom, "on_poweroff", "destroy");
-	/* the built-in guest never reboots on purpose; a user's OS may (updates, installers) */
-	add(dom, "on_reboot", c->kernel && !c->image ? "destroy" : "restart");
-	add(dom, "on_crash", "destroy");
+	return os;
+}
 
-	xmlNodePtr dev = add(dom, "devices", NULL);
+/* The controllers: no USB, virtio-scsi when needed, q35's PCIe root ports. */
+static void xml_controllers(xmlNodePtr dev, const struct vm_config *c)
+{
+	char num[32];
 	xmlNodePtr ctl = add(dev, "controller", NULL);
 	prop(ctl, "type", "usb");
 	prop(ctl, "model", "none");
@@ -526,7 +526,12 @@ char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const
 			prop(ctl, "model", "pcie-root-port");
 		}
 	}
+}
 
+/* The disks: the boot image (its boot order replaces <os>'s <boot>), the seed CD-ROM and the
+ * boot-time disks, each on the next target name of its bus. */
+static void xml_disks(xmlNodePtr dev, xmlNodePtr os, const struct vm_config *c)
+{
 	unsigned next[3] = { 0, 0, 0 }; /* vd, sd, hd */
 	if (c->image) {
 		/* Windows has no virtio driver out of the box: boot it from SATA */
@@ -576,17 +581,12 @@ char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const
 		_cleanup_free_ char *t = vm_disk_target_name(d->bus, (*slot)++);
 		xmlAddChild(dev, disk_node(d, t));
 	}
+}
 
-	if (console_log) {
-		xmlNodePtr ser = add(dev, "serial", NULL);
-		prop(ser, "type", "file");
-		prop(add(ser, "source", NULL), "path", console_log);
-		prop(add(ser, "target", NULL), "port", "0");
-	}
-	add_channel(dev, "org.qemu.guest_agent.0");
-	for (size_t i = 0; i < c->n_channels; i++)
-		add_channel(dev, c->channels[i]);
-
+/* The network interface, when there is one. 0, or -1 with *err. */
+static int xml_nic(xmlNodePtr dev, const struct vm_config *c, char **err)
+{
+	char num[32];
 	const struct nic_config *n = &c->nic;
 	if (n->backend != NIC_BACKEND_NONE) {
 		static const char *const iftype[] = { "",       "user",     "network",
@@ -603,7 +603,7 @@ char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const
 			/* ferry's own tap (netns.h): libvirt opens it, never configures it */
 			if (!n->source) {
 				*err = xstrdup("a private NIC needs its tap");
-				return NULL;
+				return -1;
 			}
 			xmlNodePtr t = add(nif, "target", NULL);
 			prop(t, "dev", n->source);
@@ -623,6 +623,12 @@ char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const
 			}
 		}
 	}
+	return 0;
+}
+
+/* The shared folder (9p or virtiofs), when there is one. */
+static void xml_share(xmlNodePtr dev, const struct vm_config *c)
+{
 	if (c->share.host_dir) {
 		xmlNodePtr fs = add(dev, "filesystem", NULL);
 		prop(fs, "type", "mount");
@@ -644,6 +650,53 @@ char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const
 		if (c->share.readonly)
 			add(fs, "readonly", NULL);
 	}
+}
+
+char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const char *console_log,
+		    char **err)
+{
+	_cleanup_free_ char *why = NULL;
+	if (vm_config_validate(c, &why) < 0) {
+		*err = TAKE_PTR(why);
+		return NULL;
+	}
+	if (!name)
+		name = c->name;
+	if (!name) {
+		*err = xstrdup("the domain needs a name");
+		return NULL;
+	}
+	_cleanup_(xmlFreeDocp) xmlDocPtr doc = xmlNewDoc(BAD_CAST "1.0");
+	xmlNodePtr dom = xmlNewNode(NULL, BAD_CAST "domain");
+	xmlDocSetRootElement(doc, dom); /* owned by doc from here: an early return frees it */
+	xml_head(dom, c, name, kvm);
+	xmlNodePtr os = xml_os(dom, c, kvm);
+	/* ACPI: PCI hot-plug (acpiphp) needs it */
+	xmlNodePtr feat = add(dom, "features", NULL);
+	add(feat, "acpi", NULL);
+	add(feat, "apic", NULL);
+	prop(add(dom, "clock", NULL), "offset", c->os == VM_OS_WINDOWS ? "localtime" : "utc");
+	add(dom, "on_poweroff", "destroy");
+	/* the built-in guest never reboots on purpose; a user's OS may (updates, installers) */
+	add(dom, "on_reboot", c->kernel && !c->image ? "destroy" : "restart");
+	add(dom, "on_crash", "destroy");
+	xmlNodePtr dev = add(dom, "devices", NULL);
+	xml_controllers(dev, c);
+	xml_disks(dev, os, c);
+	if (console_log) {
+		xmlNodePtr ser = add(dev, "serial", NULL);
+		prop(ser, "type", "file");
+		prop(add(ser, "source", NULL), "path", console_log);
+		prop(add(ser, "target", NULL), "port", "0");
+	}
+	add_channel(dev, "org.qemu.guest_agent.0");
+	for (size_t i = 0; i < c->n_channels; i++)
+		add_channel(dev, c->channels[i]);
+	if (xml_nic(dev, c, err) < 0)
+		return NULL;
+	xml_share(dev, c);
 	prop(add(dev, "memballoon", NULL), "model", "none");
+	if (c->restore)
+		add_incoming(dom);
 	return doc_string(doc, dom);
 }

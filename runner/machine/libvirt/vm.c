@@ -4,6 +4,7 @@
 #include "vm.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -328,22 +329,115 @@ static int wait_agent(const struct vm *vm, unsigned timeout_ms, char **err)
 	}
 }
 
-/* The format of an image, from `qemu-img info --output=json`. */
-static char *image_format(const char *path, char **err)
+/* qemu-img info of one image, without opening its backing file (qemu-img info opens only
+ * the image named); a FIFO or a hang is cut off by the timeout. */
+#define IMAGE_INFO_TIMEOUT_MS 60000u
+#define IMAGE_CHAIN_MAX       16
+
+static json_t *image_info(const char *path, char **err)
 {
 	const char *argv[] = { "qemu-img", "info", "-U", "--output=json", path, NULL };
 	_cleanup_free_ char *out = NULL, *e = NULL;
-	if (proc_run(argv, &out, &e) < 0) {
+	if (proc_run_timeout(argv, IMAGE_INFO_TIMEOUT_MS, &out, &e) < 0) {
 		*err = xasprintf("cannot read image '%s': %s", path, e);
 		return NULL;
 	}
-	_cleanup_(json_decrefp) json_t *j = json_loads(out, 0, NULL);
-	const char *fmt = json_string_value(json_object_get(j, "format"));
-	if (!fmt) {
-		*err = xasprintf("cannot read the format of image '%s'", path);
-		return NULL;
+	json_t *j = json_loads(out, 0, NULL);
+	if (!json_is_object(j)) {
+		json_decref(j);
+		*err = xasprintf("cannot read image '%s': qemu-img info printed no object", path);
 	}
-	return xstrdup(fmt);
+	return json_is_object(j) ? j : NULL;
+}
+
+/* A file of an image's chain as it was before libvirt relabelled it (dynamic ownership makes
+ * it libvirt-qemu's): put back when the run ends. */
+struct owner_restore {
+	char *path;
+	uid_t uid;
+	gid_t gid;
+	mode_t mode;
+};
+
+static void owner_restore(void *data)
+{
+	struct owner_restore *o = data;
+	int fd = open(o->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		if ((st.st_uid != o->uid || st.st_gid != o->gid) && fchown(fd, o->uid, o->gid) < 0)
+			(void)0; /* nothing to report at cleanup: the file stays as libvirt left it
+				  */
+		if ((st.st_mode & 07777) != o->mode && fchmod(fd, o->mode) < 0)
+			(void)0;
+	}
+	if (fd >= 0)
+		close(fd);
+	free(o->path);
+	free(o);
+}
+
+static void remember_owner(struct run *run, const char *path)
+{
+	char *real = realpath(path, NULL);
+	struct stat st;
+	if (!real || stat(real, &st) < 0) {
+		free(real);
+		return;
+	}
+	struct owner_restore *o = xmalloc(sizeof(*o));
+	*o = (struct owner_restore){ real, st.st_uid, st.st_gid, st.st_mode & 07777 };
+	run_defer(run, owner_restore, o);
+}
+
+/*
+ * The format of an image a plan names, its whole backing chain checked first, one file at a
+ * time before qemu-img opens it: each a regular file in the allowed tree (input_check), no
+ * json: or protocol backing (qemu-img would open a TCP connection as root), at most
+ * IMAGE_CHAIN_MAX deep. Each file's owner and mode are put back when the run ends.
+ */
+static char *image_format(struct run *run, const char *path, char **err)
+{
+	_cleanup_free_ char *cur = xstrdup(path), *fmt = NULL;
+	for (unsigned depth = 0;; depth++) {
+		if (depth >= IMAGE_CHAIN_MAX) {
+			*err = xasprintf("image '%s': backing chain deeper than %d files", path,
+					 IMAGE_CHAIN_MAX);
+			return NULL;
+		}
+		if (input_check(depth ? "backing file" : "image", cur, NULL, err) < 0) {
+			if (depth) {
+				char *e = xasprintf("image '%s': %s", path, *err);
+				free(*err);
+				*err = e;
+			}
+			return NULL;
+		}
+		remember_owner(run, cur);
+		_cleanup_(json_decrefp) json_t *j = image_info(cur, err);
+		if (!j)
+			return NULL;
+		const char *f = json_string_value(json_object_get(j, "format"));
+		if (!f) {
+			*err = xasprintf("cannot read the format of image '%s'", cur);
+			return NULL;
+		}
+		if (!fmt)
+			fmt = xstrdup(f);
+		const char *b = json_string_value(json_object_get(j, "full-backing-filename"));
+		if (!b)
+			b = json_string_value(json_object_get(j, "backing-filename"));
+		if (!b)
+			return TAKE_PTR(fmt);
+		if (strchr(b, ':') && b[0] != '/') {
+			*err = xasprintf("image '%s': backing file '%s' is not a local file (ferry "
+					 "refuses json: and protocol backing files)",
+					 path, b);
+			return NULL;
+		}
+		free(cur);
+		cur = xstrdup(b);
+	}
 }
 
 /* Kernels and initrds of a Linux distribution stay well below this. */
@@ -374,8 +468,17 @@ static int copy_boot_file(const char *what, const char *src, const char *dst, ch
 	}
 	struct atomic_file af;
 	_cleanup_free_ char *e = NULL;
-	if (atomic_file_open(&af, dst, 0644, &e) < 0) {
+	/* 0600, QEMU's user's: a kernel or initrd may be anything readable to root, and other
+	 * local users must not read the copy */
+	if (atomic_file_open(&af, dst, 0600, &e) < 0) {
 		*err = xasprintf("cannot copy %s '%s': %s", what, src, e);
+		return -1;
+	}
+	struct passwd *pw = getpwnam("libvirt-qemu");
+	if (pw && fchown(af.fd, pw->pw_uid, pw->pw_gid) < 0 && errno != EPERM) {
+		int e2 = errno;
+		atomic_file_abort(&af);
+		*err = xasprintf("cannot copy %s '%s': chown: %s", what, src, strerror(e2));
 		return -1;
 	}
 	char buf[65536];
@@ -527,12 +630,17 @@ static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_conf
 	struct vm_config cc = *c;
 
 	if (c->image) {
+		/* a custom guest's files come from the plan: regular files in the allowed tree */
+		if (input_check("image", c->image, NULL, err) < 0 ||
+		    (c->kernel && input_check("kernel", c->kernel, NULL, err) < 0) ||
+		    (c->initrd && input_check("initrd", c->initrd, NULL, err) < 0))
+			return -1;
 		char abs[PATH_MAX];
 		if (!realpath(c->image, abs)) {
 			*err = xasprintf("cannot find image '%s': %s", c->image, strerror(errno));
 			return -1;
 		}
-		_cleanup_free_ char *fmt = image_format(abs, err);
+		_cleanup_free_ char *fmt = image_format(run, abs, err);
 		if (!fmt)
 			return -1;
 		_cleanup_free_ char *oname = xasprintf("%s.overlay.qcow2", name);
@@ -641,11 +749,16 @@ static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_conf
 		vm_destroy(vm);
 		return -1;
 	}
-	if (wait_agent(vm, timeout_ms, err) < 0) {
+	if ((c->restore && vm_incoming(vm, c->restore, timeout_ms, err) < 0) ||
+	    wait_agent(vm, timeout_ms, err) < 0) {
 		vm_destroy(vm);
 		return -1;
 	}
 	vm->boot_ms = (double)(now_ns() - t0) / 1e6;
+	if (c->restore && vm_restore_refresh(vm, err) < 0) {
+		vm_destroy(vm);
+		return -1;
+	}
 	if (vm->guest_addr && private_address(vm, err) < 0) {
 		vm_destroy(vm);
 		return -1;

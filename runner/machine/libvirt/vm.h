@@ -73,6 +73,12 @@ struct vm_config {
 	/* buses (bits 1 << enum disk_bus) of disks hot-plugged after boot: the built-in guest loads
 	 * their drivers at boot (vm_guest_modules()) */
 	unsigned hotplug_buses;
+	/* a <genid/> (a VM generation ID libvirt makes up per domain): the guest kernel's vmgenid
+	 * driver reseeds its random generator when it changes, as after a restore */
+	bool genid;
+	/* start from this saved state (vm_save) instead of booting: the domain's QEMU loads it as
+	 * an incoming migration (vm-save.c); c must be the configuration that was saved */
+	const struct vm_saved *restore;
 };
 
 /* The host's virtiofsd (Debian: /usr/lib/qemu/virtiofsd), or NULL when there is none. */
@@ -162,6 +168,27 @@ struct vm;
  */
 int vm_boot(struct run *run, virConnectPtr conn, const struct vm_config *c, unsigned timeout_ms,
 	    struct vm **out, char **err);
+/*
+ * Saved states (vm-save.c). vm_save saves the running guest vm (virDomainSaveFlags; the domain
+ * is gone afterwards: vm_destroy it) to path, a file of the run directory, and gives the state
+ * (*out; vm_saved_free removes its file). A vm_boot() of the same configuration with
+ * restore set starts a new domain (a new name and UUID, auto-destroy, like a boot) from it;
+ * vm_boot_ms() is then the time from virDomainCreateXML to the first answered guest-ping.
+ * Afterwards its clock is set from the host's and its random pool gets fresh bytes
+ * (vm_restore_refresh, called by vm_boot).
+ */
+struct vm_saved;
+int vm_save(struct vm *vm, const char *path, struct vm_saved **out, char **err);
+void vm_saved_free(struct vm_saved *s);
+/* The bytes of QEMU's state in the file. */
+uint64_t vm_saved_bytes(const struct vm_saved *s);
+/* Why c cannot be saved and restored (remote: the domain runs on a remote host), or NULL. */
+const char *vm_restore_unsupported(const struct vm_config *c, bool remote);
+/* (vm.c) Load s into vm's QEMU, started with `-incoming defer`, and resume it. */
+int vm_incoming(struct vm *vm, const struct vm_saved *s, unsigned timeout_ms, char **err);
+/* (vm.c) After a restore: the host's time, fresh randomness. */
+int vm_restore_refresh(struct vm *vm, char **err);
+
 /* Destroy the domain (if still there) and free vm. Safe with NULL, and after run_close(). */
 void vm_destroy(struct vm *vm);
 

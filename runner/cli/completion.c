@@ -1,0 +1,489 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `ferry completion bash|zsh|fish`: completion scripts generated from the command tables
+ * (cli.h), so that they name exactly the commands, subcommands and options the binary parses:
+ * plan files (*.yaml) where a plan goes, results files (*.json) where results go, and the values
+ * of the options that take one of a few. meson's custom_target can run the built binary to
+ * install them; tests/completion.sh checks the bash one with compgen.
+ */
+#include <string.h>
+
+#include "cli.h"
+#include "util.h"
+
+/* A command as the scripts name it: "run", "dataset gen". */
+static const char *const shell_names[] = { "bash", "zsh", "fish" };
+
+static bool takes_arg(const struct cli_option *o)
+{
+	return o->arg || o->values;
+}
+
+/* Print s inside single quotes for a POSIX shell or fish ('\'' and \' respectively). */
+static void squote(FILE *out, const char *s, bool fish)
+{
+	fputc('\'', out);
+	for (; *s; s++) {
+		if (*s == '\'')
+			fputs(fish ? "\\'" : "'\\''", out);
+		else if (fish && *s == '\\')
+			fputs("\\\\", out);
+		else
+			fputc(*s, out);
+	}
+	fputc('\'', out);
+}
+
+static void words(FILE *out, const char *const *v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		fprintf(out, "%s%s", i ? " " : "", v[i]);
+}
+
+/* The names of the commands people type ("help" and "completion" included, "schema" not). */
+static void command_names(FILE *out)
+{
+	bool first = true;
+	for (size_t i = 0; i < n_cli_commands; i++)
+		if (cli_commands[i]->summary) {
+			fprintf(out, "%s%s", first ? "" : " ", cli_commands[i]->name);
+			first = false;
+		}
+}
+
+static const char *sub_name(const struct cli_command *sub)
+{
+	const char *sp = strchr(sub->name, ' ');
+	return sp ? sp + 1 : sub->name;
+}
+
+/* Calls fn for cmd and, when it has subcommands, for each of them (visible commands only). */
+static void each_command(void (*fn)(const struct cli_command *c, FILE *out), FILE *out)
+{
+	for (size_t i = 0; i < n_cli_commands; i++) {
+		const struct cli_command *c = cli_commands[i];
+		if (!c->summary)
+			continue;
+		fn(c, out);
+		for (size_t s = 0; c->subs && c->subs[s]; s++)
+			fn(c->subs[s], out);
+	}
+}
+
+/* ---- bash --------------------------------------------------------------------------------- */
+
+struct bash_ctx {
+	FILE *out;
+	const struct cli_command *cmd;
+	int pass; /* 0: the options taking an argument, 1: their values, 2: the option names */
+};
+
+static void bash_option(const struct cli_option *o, void *ud)
+{
+	struct bash_ctx *b = ud;
+	FILE *out = b->out;
+	if (b->pass == 2) {
+		fprintf(out, " --%s", o->name);
+		if (o->short_name)
+			fprintf(out, " -%c", o->short_name);
+		return;
+	}
+	if (!takes_arg(o))
+		return;
+	fprintf(out, "\t'%s:--%s'", b->cmd->name, o->name);
+	if (o->short_name)
+		fprintf(out, "|'%s:-%c'", b->cmd->name, o->short_name);
+	if (b->pass == 0) {
+		fputs(") return 0 ;;\n", out);
+		return;
+	}
+	switch (o->value) {
+	case CLI_ENUM:
+		fputs(") COMPREPLY=($(compgen -W '", out);
+		words(out, o->values);
+		fputs("' -- \"$cur\")) ;;\n", out);
+		break;
+	case CLI_FILE: fputs(") _ferry_files '' ;;\n", out); break;
+	case CLI_PLAN: fputs(") _ferry_files .yaml ;;\n", out); break;
+	case CLI_RESULTS: fputs(") _ferry_files .json ;;\n", out); break;
+	case CLI_DIR: fputs(") COMPREPLY=($(compgen -d -- \"$cur\")) ;;\n", out); break;
+	default: fputs(") ;;\n", out); break;
+	}
+}
+
+static void bash_pass(const struct cli_command *c, FILE *out, int pass)
+{
+	struct bash_ctx b = { out, c, pass };
+	cli_each_option(c, bash_option, &b);
+}
+static void bash_takes(const struct cli_command *c, FILE *out)
+{
+	bash_pass(c, out, 0);
+}
+static void bash_values(const struct cli_command *c, FILE *out)
+{
+	bash_pass(c, out, 1);
+}
+
+static void bash_operands(const struct cli_command *c, FILE *out)
+{
+	fprintf(out, "\t'%s')", c->name);
+	if (c->subs) {
+		fputs(" COMPREPLY=($(compgen -W '", out);
+		for (size_t s = 0; c->subs[s]; s++)
+			fprintf(out, "%s%s", s ? " " : "", sub_name(c->subs[s]));
+		fputs("' -- \"$cur\")) ;;\n", out);
+		return;
+	}
+	switch (c->operand) {
+	case CLI_PLAN: fputs(" _ferry_files .yaml ;;\n", out); break;
+	case CLI_RESULTS: fputs(" _ferry_files .json ;;\n", out); break;
+	case CLI_FILE: fputs(" _ferry_files '' ;;\n", out); break;
+	case CLI_DIR: fputs(" COMPREPLY=($(compgen -d -- \"$cur\")) ;;\n", out); break;
+	case CLI_ENUM:
+	case CLI_COMMAND:
+		fputs(" COMPREPLY=($(compgen -W '", out);
+		if (c->operand == CLI_ENUM)
+			words(out, c->operand_values);
+		else
+			command_names(out);
+		fputs("' -- \"$cur\")) ;;\n", out);
+		break;
+	default: fputs(" ;;\n", out); break;
+	}
+}
+
+static void bash_options(const struct cli_command *c, FILE *out)
+{
+	fprintf(out, "\t'%s') COMPREPLY=($(compgen -W '--help", c->name);
+	bash_pass(c, out, 2);
+	fputs("' -- \"$cur\")) ;;\n", out);
+}
+
+static void bash_subs(const struct cli_command *c, FILE *out)
+{
+	if (c->subs)
+		fprintf(out, "\t'%s') return 0 ;;\n", c->name);
+}
+
+static void bash(FILE *out)
+{
+	fputs("# bash completion for ferry: generated by 'ferry completion bash' from the option\n"
+	      "# tables the commands parse (do not edit; regenerate with the binary)\n"
+	      "# _ferry_files SUFFIX: directories and the files ending in SUFFIX ('': any file)\n"
+	      "_ferry_files() {\n"
+	      "\tlocal IFS=$'\\n'\n"
+	      "\tif [[ -n $1 ]]; then\n"
+	      "\t\tCOMPREPLY=($(compgen -d -- \"$cur\") $(compgen -f -X \"!*$1\" -- \"$cur\"))\n"
+	      "\telse\n"
+	      "\t\tCOMPREPLY=($(compgen -f -- \"$cur\"))\n"
+	      "\tfi\n"
+	      "}\n"
+	      "# whether option $2 of command $1 takes an argument\n"
+	      "_ferry_takes_arg() {\n"
+	      "\tcase \"$1:$2\" in\n",
+	      out);
+	each_command(bash_takes, out);
+	fputs("\tesac\n\treturn 1\n}\n"
+	      "# whether command $1 has subcommands\n"
+	      "_ferry_has_subs() {\n\tcase \"$1\" in\n",
+	      out);
+	each_command(bash_subs, out);
+	fputs("\tesac\n\treturn 1\n}\n"
+	      "_ferry() {\n"
+	      "\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev='' cmd='' w skip='' i\n"
+	      "\tCOMPREPLY=()\n"
+	      "\t((COMP_CWORD > 0)) && prev=${COMP_WORDS[COMP_CWORD - 1]}\n"
+	      "\t# the command (and subcommand) typed so far, skipping options and their "
+	      "arguments\n"
+	      "\tfor ((i = 1; i < COMP_CWORD; i++)); do\n"
+	      "\t\tw=${COMP_WORDS[i]}\n"
+	      "\t\tif [[ -n $skip ]]; then skip=''; continue; fi\n"
+	      "\t\tcase $w in\n"
+	      "\t\t-*) [[ $w != *=* ]] && _ferry_takes_arg \"$cmd\" \"$w\" && skip=1 ;;\n"
+	      "\t\t*) if [[ -z $cmd ]]; then cmd=$w\n"
+	      "\t\t   elif [[ $cmd != *' '* ]] && _ferry_has_subs \"$cmd\"; then cmd=\"$cmd $w\"\n"
+	      "\t\t   fi ;;\n"
+	      "\t\tesac\n"
+	      "\tdone\n"
+	      "\tif [[ -z $cmd ]]; then\n"
+	      "\t\tif [[ $cur == -* ]]; then\n"
+	      "\t\t\tCOMPREPLY=($(compgen -W '--help --version' -- \"$cur\"))\n"
+	      "\t\telse\n"
+	      "\t\t\tCOMPREPLY=($(compgen -W '",
+	      out);
+	command_names(out);
+	fputs("' -- \"$cur\"))\n"
+	      "\t\tfi\n"
+	      "\t\treturn 0\n"
+	      "\tfi\n"
+	      "\t# the argument of an option\n"
+	      "\tif [[ -z $skip ]]; then :; else\n"
+	      "\t\tcase \"$cmd:$prev\" in\n",
+	      out);
+	each_command(bash_values, out);
+	fputs("\t\tesac\n"
+	      "\t\treturn 0\n"
+	      "\tfi\n"
+	      "\tif [[ $cur == -* ]]; then\n"
+	      "\t\tcase \"$cmd\" in\n",
+	      out);
+	each_command(bash_options, out);
+	fputs("\t\tesac\n"
+	      "\t\treturn 0\n"
+	      "\tfi\n"
+	      "\tcase \"$cmd\" in\n",
+	      out);
+	each_command(bash_operands, out);
+	fputs("\tesac\n"
+	      "\treturn 0\n"
+	      "}\n"
+	      "complete -F _ferry ferry\n",
+	      out);
+}
+
+/* ---- zsh ---------------------------------------------------------------------------------- */
+
+/* s for a zsh _arguments spec in single quotes: ' as '\'', and []: escaped. */
+static void zsh_text(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\'')
+			fputs("'\\''", out);
+		else if (*s == '[' || *s == ']' || *s == ':' || *s == '\\')
+			fprintf(out, "\\%c", *s);
+		else
+			fputc(*s, out);
+	}
+}
+
+static void zsh_action(FILE *out, enum cli_value v, const char *const *values)
+{
+	switch (v) {
+	case CLI_ENUM:
+		fputs("(", out);
+		words(out, values);
+		fputs(")", out);
+		break;
+	case CLI_COMMAND:
+		fputs("(", out);
+		command_names(out);
+		fputs(")", out);
+		break;
+	case CLI_FILE: fputs("_files", out); break;
+	case CLI_DIR: fputs("_files -/", out); break;
+	case CLI_PLAN: fputs("_files -g \"*.yaml(-.)\"", out); break;
+	case CLI_RESULTS: fputs("_files -g \"*.json(-.)\"", out); break;
+	default: fputs(" ", out); break;
+	}
+}
+
+static void zsh_spec(FILE *out, const struct cli_option *o, bool shortform)
+{
+	fputs(" \\\n\t\t'", out);
+	if (o->flags & CLI_REPEAT)
+		fputc('*', out);
+	if (shortform)
+		fprintf(out, "-%c", o->short_name);
+	else
+		fprintf(out, "--%s%s", o->name, takes_arg(o) ? "=" : "");
+	fputc('[', out);
+	zsh_text(out, o->help ? o->help : "");
+	fputc(']', out);
+	if (takes_arg(o)) {
+		fputc(':', out);
+		zsh_text(out, o->arg ? o->arg : o->name);
+		fputc(':', out);
+		zsh_action(out, o->value, o->values);
+	}
+	fputc('\'', out);
+}
+
+static void zsh_option(const struct cli_option *o, void *ud)
+{
+	zsh_spec(ud, o, false);
+	if (o->short_name)
+		zsh_spec(ud, o, true);
+}
+
+static void zsh_arguments(const struct cli_command *c, FILE *out)
+{
+	fputs("\t\t_arguments -s '(- *)--help[show the help]'", out);
+	cli_each_option(c, zsh_option, out);
+	if (c->operand != CLI_NONE) {
+		fputs(" \\\n\t\t'*:", out);
+		zsh_text(out, c->operands ? c->operands : "argument");
+		fputc(':', out);
+		zsh_action(out, c->operand, c->operand_values);
+		fputc('\'', out);
+	}
+	fputs("\n", out);
+}
+
+static void zsh_command(const struct cli_command *c, FILE *out)
+{
+	fprintf(out, "\t%s)\n", c->name);
+	if (!c->subs) {
+		zsh_arguments(c, out);
+		fputs("\t\t;;\n", out);
+		return;
+	}
+	fputs("\t\tif ((CURRENT == 2)); then\n\t\t\tlocal -a subs=(", out);
+	for (size_t s = 0; c->subs[s]; s++)
+		fprintf(out, "%s%s", s ? " " : "", sub_name(c->subs[s]));
+	fputs(")\n\t\t\t_describe -t commands 'subcommand' subs\n\t\t\treturn\n\t\tfi\n"
+	      "\t\tcase $words[2] in\n",
+	      out);
+	for (size_t s = 0; c->subs[s]; s++) {
+		fprintf(out, "\t\t%s)\n", sub_name(c->subs[s]));
+		zsh_arguments(c->subs[s], out);
+		fputs("\t\t\t;;\n", out);
+	}
+	fputs("\t\tesac\n\t\t;;\n", out);
+}
+
+static void zsh(FILE *out)
+{
+	fputs(
+	    "#compdef ferry\n"
+	    "# zsh completion for ferry: generated by 'ferry completion zsh' from the option\n"
+	    "# tables the commands parse (do not edit; regenerate with the binary)\n"
+	    "_ferry() {\n"
+	    "\tlocal curcontext=$curcontext state line\n"
+	    "\t_arguments -C '(- *)--help[show the help]' '(- *)--version[print the version]' \\\n"
+	    "\t\t'1:command:->command' '*::argument:->argument' && return\n"
+	    "\tcase $state in\n"
+	    "\tcommand)\n"
+	    "\t\tlocal -a cmds=(\n",
+	    out);
+	for (size_t i = 0; i < n_cli_commands; i++) {
+		const struct cli_command *c = cli_commands[i];
+		if (!c->summary)
+			continue;
+		_cleanup_free_ char *entry = xasprintf("%s:%s", c->name, c->summary);
+		fputs("\t\t\t", out);
+		squote(out, entry, false);
+		fputc('\n', out);
+	}
+	fputs("\t\t)\n\t\t_describe -t commands 'ferry command' cmds\n\t\treturn\n\t\t;;\n\tesac\n"
+	      "\tcase $words[1] in\n",
+	      out);
+	for (size_t i = 0; i < n_cli_commands; i++)
+		if (cli_commands[i]->summary)
+			zsh_command(cli_commands[i], out);
+	fputs("\tesac\n}\n_ferry \"$@\"\n", out);
+}
+
+/* ---- fish --------------------------------------------------------------------------------- */
+
+/* The condition under which the options and operands of c apply. */
+static void fish_condition(FILE *out, const struct cli_command *c)
+{
+	const char *sp = strchr(c->name, ' ');
+	if (!sp) {
+		fprintf(out, "__fish_seen_subcommand_from %s", c->name);
+		return;
+	}
+	fprintf(out, "__fish_seen_subcommand_from %.*s; and __fish_seen_subcommand_from %s",
+		(int)(sp - c->name), c->name, sp + 1);
+}
+
+struct fish_ctx {
+	FILE *out;
+	const struct cli_command *cmd;
+};
+
+static void fish_values(FILE *out, enum cli_value v, const char *const *values)
+{
+	switch (v) {
+	case CLI_ENUM:
+		fputs(" -x -a ", out);
+		fputc('\'', out);
+		words(out, values);
+		fputc('\'', out);
+		break;
+	case CLI_COMMAND:
+		fputs(" -x -a '", out);
+		command_names(out);
+		fputc('\'', out);
+		break;
+	case CLI_PLAN: fputs(" -x -a '(__fish_complete_suffix .yaml)'", out); break;
+	case CLI_RESULTS: fputs(" -x -a '(__fish_complete_suffix .json)'", out); break;
+	case CLI_DIR: fputs(" -x -a '(__fish_complete_directories)'", out); break;
+	case CLI_FILE: fputs(" -r -F", out); break;
+	case CLI_NONE: break;
+	default: fputs(" -x", out); break;
+	}
+}
+
+static void fish_option(const struct cli_option *o, void *ud)
+{
+	struct fish_ctx *f = ud;
+	fputs("complete -c ferry -n '", f->out);
+	fish_condition(f->out, f->cmd);
+	fprintf(f->out, "' -l %s", o->name);
+	if (o->short_name)
+		fprintf(f->out, " -s %c", o->short_name);
+	if (takes_arg(o))
+		fish_values(f->out, o->value, o->values);
+	fputs(" -d ", f->out);
+	squote(f->out, o->help ? o->help : "", true);
+	fputc('\n', f->out);
+}
+
+static void fish_command(const struct cli_command *c, FILE *out)
+{
+	struct fish_ctx f = { out, c };
+	if (c->subs) {
+		/* the subcommands, until one is given; the options of all of them */
+		for (size_t s = 0; c->subs[s]; s++) {
+			fprintf(out,
+				"complete -c ferry -f -n '__fish_seen_subcommand_from %s; and not "
+				"__fish_seen_subcommand_from",
+				c->name);
+			for (size_t t = 0; c->subs[t]; t++)
+				fprintf(out, " %s", sub_name(c->subs[t]));
+			fprintf(out, "' -a %s\n", sub_name(c->subs[s]));
+		}
+	}
+	for (size_t l = 0; c->opts && c->opts[l]; l++)
+		for (const struct cli_option *o = c->opts[l]; o->name; o++)
+			fish_option(o, &f);
+	if (c->operand != CLI_NONE && !c->subs) {
+		fputs("complete -c ferry -n '", out);
+		fish_condition(out, c);
+		fputc('\'', out);
+		fish_values(out, c->operand, c->operand_values);
+		fputc('\n', out);
+	}
+}
+
+static void fish(FILE *out)
+{
+	fputs("# fish completion for ferry: generated by 'ferry completion fish' from the option\n"
+	      "# tables the commands parse (do not edit; regenerate with the binary)\n"
+	      "complete -c ferry -f\n"
+	      "complete -c ferry -n __fish_use_subcommand -l help -s h -d 'show the help'\n"
+	      "complete -c ferry -n __fish_use_subcommand -l version -s V -d 'print the version'\n",
+	      out);
+	for (size_t i = 0; i < n_cli_commands; i++) {
+		const struct cli_command *c = cli_commands[i];
+		if (!c->summary)
+			continue;
+		fprintf(out, "complete -c ferry -n __fish_use_subcommand -a %s -d ", c->name);
+		squote(out, c->summary, true);
+		fputc('\n', out);
+	}
+	each_command(fish_command, out);
+}
+
+int cli_completion(const char *shell, FILE *out)
+{
+	void (*const gen[])(FILE *) = { bash, zsh, fish };
+	for (size_t i = 0; i < ELEMENTSOF(shell_names); i++)
+		if (STREQ(shell, shell_names[i])) {
+			gen[i](out);
+			return 0;
+		}
+	return -1;
+}

@@ -1,0 +1,709 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fake machine's guests over a local directory (machine_fake.guests): their boot, reset and
+ * end, and the guest operations methods use (machine.h), on a fake_root (fake-guest.h).
+ *
+ * What stands in for what: a guest command runs in the root's namespace (stdin, stdout, stderr
+ * and the timeout as the agent's); a guest file is read or written by the guest's own `cat`; a
+ * plugged disk is a loop device of its raw image; a port is a FIFO fed from a unix socket; the
+ * guest shares the host's network (its private address is 127.0.0.1, where it also reaches
+ * the host), so a port the guest listens on is one on the host's loopback; a share is a bind
+ * mount. The target disk is a raw ext4 image on a loop device whatever the plan's format, bus or
+ * cache (the fake measures nothing), or a tmpfs.
+ */
+#include "fake-int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fs.h"
+#include "proc.h"
+#include "run.h"
+#include "util.h"
+
+/* What a housekeeping command (mount, empty, a file's cat) may take. */
+#define HOUSEKEEPING_MS 30000u
+#define EMPTY_CMD       "rm -rf " MACHINE_LANDING " && mkdir -p " MACHINE_LANDING
+#define TARGET_MOUNTED  "grep -q ' " MACHINE_TARGET_MNT " ' /proc/mounts"
+
+static struct fake_guest *fg(struct machine_guest *g)
+{
+	return (struct fake_guest *)g;
+}
+
+/* ---- commands ---- */
+
+static int exec_wait(struct fake_guest *g, struct fake_proc *p, const char *what,
+		     unsigned timeout_ms, struct fake_result *res, struct machine_err *e)
+{
+	_cleanup_free_ char *err = NULL;
+	int rc = fake_proc_wait(g->root, p, timeout_ms, res, &err);
+	if (rc == 1)
+		return machine_err_set(e, MACHINE_ERR_TIMEOUT,
+				       "'%s' in the guest did not finish within %u ms", what,
+				       timeout_ms);
+	if (rc == 2)
+		return machine_err_set(e, MACHINE_ERR_INTERRUPTED, "'%s' in the guest: interrupted",
+				       what);
+	if (rc < 0)
+		return machine_err_set(e, MACHINE_ERR_FAILED, "%s", err);
+	return 0;
+}
+
+static int fake_exec(struct machine *m, struct machine_guest *mg, const char *const *argv,
+		     const void *input, size_t input_len, unsigned timeout_ms,
+		     struct machine_exec_result *r, struct machine_err *e)
+{
+	(void)m;
+	struct fake_guest *g = fg(mg);
+	struct fake_input in = { .buf = input, .len = input_len, .fd = -1 };
+	struct fake_proc *p = NULL;
+	_cleanup_free_ char *err = NULL;
+	if (fake_root_start(g->root, argv, &in, &p, &err) < 0)
+		return machine_err_set(e, MACHINE_ERR_FAILED, "%s", err);
+	struct fake_result res;
+	if (exec_wait(g, p, argv[0], timeout_ms, &res, e) < 0)
+		return -1;
+	*r = (struct machine_exec_result){ res.status,  res.signal, res.out,
+					   res.out_len, res.err,    res.err_len };
+	return 0;
+}
+
+static struct fake_handle *handle_new(struct fake_guest *g)
+{
+	g->handles = xrealloc(g->handles, (g->n_handles + 1) * sizeof(*g->handles));
+	struct fake_handle *h = &g->handles[g->n_handles++];
+	*h = (struct fake_handle){ .id = ++g->next_handle, .in = -1 };
+	return h;
+}
+
+static struct fake_handle *handle_find(struct fake_guest *g, int64_t id)
+{
+	for (size_t i = 0; i < g->n_handles; i++)
+		if (g->handles[i].id == id)
+			return &g->handles[i];
+	return NULL;
+}
+
+static void handle_drop(struct fake_guest *g, struct fake_handle *h)
+{
+	if (h->proc)
+		fake_proc_kill(g->root, h->proc);
+	if (h->in >= 0)
+		close(h->in);
+	free(h->path);
+	free(h->data);
+	*h = g->handles[--g->n_handles];
+}
+
+static int fake_spawn(struct machine *m, struct machine_guest *mg, const char *const *argv,
+		      int64_t *pid, struct machine_err *e)
+{
+	(void)m;
+	struct fake_guest *g = fg(mg);
+	struct fake_proc *p = NULL;
+	_cleanup_free_ char *err = NULL;
+	if (fake_root_start(g->root, argv, NULL, &p, &err) < 0)
+		return machine_err_set(e, MACHINE_ERR_FAILED, "%s", err);
+	struct fake_handle *h = handle_new(g);
+	h->proc = p;
+	*pid = h->id;
+	return 0;
+}
+
+static int fake_proc_status(struct machine *m, struct machine_guest *mg, int64_t pid,
+			    struct machine_proc_status *st, struct machine_err *e)
+{
+	(void)m;
+	struct fake_guest *g = fg(mg);
+	struct fake_handle *h = handle_find(g, pid);
+	if (!h || !h->proc || h->path)
+		return machine_err_set(e, MACHINE_ERR_FAILED, "no guest process %" PRId64, pid);
+	if (!fake_proc_done(h->proc))
+		return 0;
+	struct fake_result res;
+	_cleanup_free_ char *err = NULL;
+	int rc = fake_proc_wait(g->root, h->proc, 0, &res, &err);
+	h->proc = NULL;
+	handle_drop(g, h);
+	if (rc != 0)
+		return machine_err_set(e, MACHINE_ERR_FAILED, "guest process %" PRId64 ": %s", pid,
+				       err ? err : "lost");
+	*st = (struct machine_proc_status){ .exited = true,
+					    .exit_code = res.status,
+					    .signal = res.signal,
+					    .out = res.out,
+					    .err = res.err };
+	return 0;
+}
+
+static void fake_proc_kill_op(struct machine *m, struct machine_guest *mg, int64_t pid)
+{
+	(void)m;
+	struct fake_guest *g = fg(mg);
+	struct fake_handle *h = handle_find(g, pid);
+	if (h && !h->path)
+		handle_drop(g, h);
+}
+
+/* ---- files: through the guest's own cat ---- */
+
+static int fake_file_open(struct machine *m, struct machine_guest *mg, const char *path,
+			  const char *mode, int64_t *handle, struct machine_err *e)
+{
+	(void)m;
+	struct fake_guest *g = fg(mg);
+	_cleanup_free_ char *err = NULL;
+	if (STREQ(mode, "r")) {
+		const char *argv[] = { "cat", "--", path, NULL };
+		struct fake_input none = { .fd = -1 };
+		struct fake_proc *p = NULL;
+		struct fake_result res;
+		if (fake_root_start(g->root, argv, &none, &p, &err) < 0)
+			return machine_err_set(e, MACHINE_ERR_FAILED, "%s", err);
+		if (exec_wait(g, p, "cat", HOUSEKEEPING_MS, &res, e) < 0)
+			return -1;
+		if (res.status != 0) {
+			machine_err_set(e, MACHINE_ERR_FAILED, "cannot open '%s' in the guest: %s",
+					path, res.err);
+			fake_result_clear(&res);
+			return -1;
+		}
+		struct fake_handle *h = handle_new(g);
+		h->path = xstrdup(path);
+		h->data = res.out;
+		h->len = res.out_len;
+		free(res.err);
+		*handle = h->id;
+		return 0;
+	}
+	if (!STREQ(mode, "w") && !STREQ(mode, "a"))
+		return machine_err_set(e, MACHINE_ERR_FAILED,
+				       "the fake guest opens files with r, w or a, not '%s'", mode);
+	const char *argv[] = { "/bin/sh", "-c", STREQ(mode, "w") ? "cat > \"$0\"" : "cat >> \"$0\"",
+			       path, NULL };
+	int in = -1;
+	struct fake_input pipe_in = { .fd = -1, .pipe = &in };
+	struct fake_proc *p = NULL;
+	if (fake_root_start(g->root, argv, &pipe_in, &p, &err) < 0)
+		return machine_err_set(e, MACHINE_ERR_FAILED, "%s", err);
+	struct fake_handle *h = handle_new(g);
+	h->path = xstrdup(path);
+	h->proc = p;
+	h->in = in;
+	*handle = h->id;
+	return 0;
+}
+
+static int fake_file_write(struct machine *m, struct machine_guest *mg, int64_t handle,
+			   const void *buf, size_t len, size_t chunk, struct machine_err *e)
+{
+	(void)m;
+	(void)chunk; /* no round trips to count: one stream */
+	struct fake_handle *h = handle_find(fg(mg), handle);
+	if (!h || h->in < 0)
+		return machine_err_set(e, MACHINE_ERR_FAILED, "no guest file %" PRId64 " to write",
+				       handle);
+	const char *p = buf;
+	uint64_t end = now_ns() + (uint64_t)HOUSEKEEPING_MS * 1000000u;
+	while (len) {
+		struct pollfd pfd = { .fd = h->in, .events = POLLOUT };
+		if (poll(&pfd, 1, 20) == 0) {
+			if (run_interrupted())
+				return machine_err_set(e, MACHINE_ERR_INTERRUPTED,
+						       "writing '%s' in the guest: interrupted",
+						       h->path);
+			if (now_ns() >= end)
+				return machine_err_set(e, MACHINE_ERR_TIMEOUT,
+						       "writing '%s' in the guest: no progress "
+						       "within %u ms",
+						       h->path, HOUSEKEEPING_MS);
+			continue;
+		}
+		ssize_t n = send(h->in, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n < 0)
+			return machine_err_set(e, MACHINE_ERR_FAILED,
+					       "cannot write '%s' in the guest: %s", h->path,
+					       strerror(errno));
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int fake_file_read(struct machine *m, struct machine_guest *mg, int64_t handle, void *buf,
+			  size_t max, size_t *n, bool *eof, struct machine_err *e)
+{
+	(void)m;
+	struct fake_handle *h = handle_find(fg(mg), handle);
+	if (!h || !h->path || h->proc)
+		return machine_err_set(e, MACHINE_ERR_FAILED, "no guest file %" PRId64 " to read",
+				       handle);
+	*n = h->len - h->off < max ? h->len - h->off : max;
+	memcpy(buf, h->data + h->off, *n);
+	h->off += *n;
+	*eof = h->off == h->len;
+	return 0;
+}
+
+static int fake_file_close(struct machine *m, struct machine_guest *mg, int64_t handle,
+			   struct machine_err *e)
+{
+	(void)m;
+	struct fake_guest *g = fg(mg);
+	struct fake_handle *h = handle_find(g, handle);
+	if (!h || !h->path)
+		return machine_err_set(e, MACHINE_ERR_FAILED, "no guest file %" PRId64 " to close",
+				       handle);
+	if (!h->proc) {
+		handle_drop(g, h);
+		return 0;
+	}
+	close(h->in);
+	h->in = -1;
+	struct fake_proc *p = h->proc;
+	h->proc = NULL;
+	_cleanup_free_ char *path = xstrdup(h->path);
+	handle_drop(g, h);
+	struct fake_result res;
+	if (exec_wait(g, p, "cat", HOUSEKEEPING_MS, &res, e) < 0)
+		return -1;
+	int rc = res.status == 0
+		     ? 0
+		     : machine_err_set(e, MACHINE_ERR_FAILED, "cannot write '%s' in the guest: %s",
+				       path, res.err);
+	fake_result_clear(&res);
+	return rc;
+}
+
+static int fake_push_file(struct machine *m, struct machine_guest *mg, const char *host_path,
+			  const char *guest_path, size_t chunk, uint64_t *bytes,
+			  struct machine_err *e)
+{
+	(void)m;
+	(void)chunk;
+	struct fake_guest *g = fg(mg);
+	_cleanup_close_ int fd = open(host_path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return machine_err_set(e, MACHINE_ERR_FAILED, "cannot open '%s': %s", host_path,
+				       strerror(errno));
+	const char *argv[] = { "/bin/sh", "-c", "cat > \"$0\"", guest_path, NULL };
+	struct fake_input in = { .fd = fd };
+	struct fake_proc *p = NULL;
+	_cleanup_free_ char *err = NULL;
+	if (fake_root_start(g->root, argv, &in, &p, &err) < 0)
+		return machine_err_set(e, MACHINE_ERR_FAILED, "%s", err);
+	struct fake_result res;
+	if (exec_wait(g, p, "cat", HOUSEKEEPING_MS, &res, e) < 0)
+		return -1;
+	int rc = res.status == 0
+		     ? 0
+		     : machine_err_set(e, MACHINE_ERR_FAILED, "cannot write '%s' in the guest: %s",
+				       guest_path, res.err);
+	fake_result_clear(&res);
+	if (rc == 0 && bytes)
+		*bytes = (uint64_t)st.st_size;
+	return rc;
+}
+
+static int fake_read_file(struct machine *m, struct machine_guest *mg, const char *path, size_t max,
+			  char **buf, size_t *len, struct machine_err *e)
+{
+	int64_t h;
+	if (fake_file_open(m, mg, path, "r", &h, e) < 0)
+		return -1;
+	struct fake_handle *fh = handle_find(fg(mg), h);
+	int rc = 0;
+	if (fh->len > max)
+		rc = machine_err_set(e, MACHINE_ERR_FAILED,
+				     "'%s' in the guest is larger than %zu bytes", path, max);
+	else {
+		*buf = TAKE_PTR(fh->data);
+		*len = fh->len;
+	}
+	handle_drop(fg(mg), fh);
+	return rc;
+}
+
+/* ---- disks, ports, network ---- */
+
+static int fake_disk_attach(struct machine *m, struct machine_guest *mg,
+			    const struct disk_config *d, unsigned timeout_ms, char **dev,
+			    struct machine_err *e)
+{
+	(void)m;
+	(void)timeout_ms;
+	if (d->kind != DISK_KIND_IMAGE || d->format != DISK_FORMAT_RAW || !d->path || !d->serial)
+		return machine_err_set(e, MACHINE_ERR_FAILED,
+				       "the fake machine plugs raw images with a serial only");
+	_cleanup_free_ char *err = NULL;
+	if (fake_root_plug(fg(mg)->root, d->path, d->serial, d->readonly, dev, &err) < 0)
+		return machine_err_set(e, MACHINE_ERR_FAILED, "%s", err);
+	return 0;
+}
+
+static int fake_disk_plug(struct machine *m, struct machine_guest *mg, const struct disk_config *d,
+			  unsigned timeout_ms, struct machine_err *e)
+{
+	return fake_disk_attach(m, mg, d, timeout_ms, NULL, e);
+}
+
+/* The serial in the guest's /sys/block/NAME/serial, as a virtio disk's. */
+static char *fake_disk_wait_command(struct machine *m, const char *serial, unsigned timeout_ms)
+{
+	(void)m;
+	return xasprintf("d=; i=0; while :; do for b in /sys/block/*; do s=; "
+			 "[ -r \"$b/serial\" ] && read -r s < \"$b/serial\"; "
+			 "if [ \"$s\" = '%s' ]; then d=${b##*/}; break; fi; done; "
+			 "[ -z \"$d\" ] || break; i=$((i+1)); if [ $i -gt %u ]; then "
+			 "echo \"the guest did not see disk '%s' within %u ms\" >&2; exit 1; fi; "
+			 "usleep 5000; done; ",
+			 serial, timeout_ms / 5 + 1, serial, timeout_ms);
+}
+
+static int fake_disk_unplug(struct machine *m, struct machine_guest *mg, const char *serial,
+			    unsigned timeout_ms, struct machine_err *e)
+{
+	(void)m;
+	(void)timeout_ms;
+	_cleanup_free_ char *err = NULL;
+	if (fake_root_unplug(fg(mg)->root, serial, &err) < 0)
+		return machine_err_set(e, MACHINE_ERR_FAILED, "%s", err);
+	return 0;
+}
+
+static int fake_channel_open(struct machine *m, struct machine_guest *mg, const char *name, int *fd,
+			     struct machine_err *e)
+{
+	(void)m;
+	_cleanup_free_ char *err = NULL;
+	if (fake_root_channel(fg(mg)->root, name, fd, &err) < 0)
+		return machine_err_set(e, MACHINE_ERR_FAILED, "%s", err);
+	return 0;
+}
+
+/* The guest is on the host's network: its "private" address is the loopback. */
+static const char *fake_net_guest_addr(struct machine *m, struct machine_guest *g)
+{
+	(void)m;
+	(void)g;
+	return "127.0.0.1";
+}
+
+static int fake_net_socket(struct machine *m, int domain, int type, int *fd, const char **host_addr,
+			   struct machine_err *e)
+{
+	(void)m;
+	int s = socket(domain, type, 0);
+	if (s < 0)
+		return machine_err_set(e, MACHINE_ERR_FAILED, "socket: %s", strerror(errno));
+	*fd = s;
+	*host_addr = "127.0.0.1";
+	return 0;
+}
+
+static const char *fake_no_vhost(struct machine *m, struct machine_guest *g)
+{
+	(void)m;
+	(void)g;
+	return "the fake machine's guest has no network card";
+}
+
+const struct machine_guest_ops fake_guest_ops = {
+	.exec = fake_exec,
+	.spawn = fake_spawn,
+	.proc_status = fake_proc_status,
+	.proc_kill = fake_proc_kill_op,
+	.file_open = fake_file_open,
+	.file_write = fake_file_write,
+	.file_read = fake_file_read,
+	.file_close = fake_file_close,
+	.push_file = fake_push_file,
+	.read_file = fake_read_file,
+	.disk_plug = fake_disk_plug,
+	.disk_attach = fake_disk_attach,
+	.disk_wait_command = fake_disk_wait_command,
+	.disk_unplug = fake_disk_unplug,
+	.channel_open = fake_channel_open,
+	.net_guest_addr = fake_net_guest_addr,
+	.net_socket = fake_net_socket,
+	.nic_no_vhost_reason = fake_no_vhost,
+};
+
+/* ---- boot, reset, end ---- */
+
+/* A guest shell command that must succeed. */
+static int guest_sh(struct fake_guest *g, const char *cmd, char **out, char **err)
+{
+	struct fake_result res;
+	int rc = fake_root_run(g->root, cmd, NULL, 0, HOUSEKEEPING_MS, &res, err);
+	if (rc > 0)
+		*err = xasprintf("fake guest %u: '%s' did not finish", g->number, cmd);
+	if (rc != 0)
+		return -1;
+	if (res.status != 0) {
+		*err = xasprintf("fake guest %u: '%s' exited with status %d: %s", g->number, cmd,
+				 res.status, res.err);
+		fake_result_clear(&res);
+		return -1;
+	}
+	if (out)
+		*out = TAKE_PTR(res.out);
+	fake_result_clear(&res);
+	return 0;
+}
+
+/* A new ext4 target image of d plugged as the target and mounted on the landing place. */
+static int target_new(struct fake_machine *fm, struct fake_guest *g, const struct plan_disk *d,
+		      char **err)
+{
+	if (!g->target_path) {
+		_cleanup_free_ char *name = xasprintf("target-%u.raw", g->number);
+		g->target_path = run_path(fm->run, "fake", name);
+	}
+	unlink(g->target_path);
+	_cleanup_close_ int fd = file_create_new(g->target_path, 0644, err);
+	if (fd < 0 || ftruncate(fd, (off_t)d->size) < 0) {
+		if (fd >= 0)
+			*err = xasprintf("fake target '%s': %s", g->target_path, strerror(errno));
+		return -1;
+	}
+	const char *mk[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-m", "0", g->target_path, NULL };
+	if (proc_run(mk, NULL, err) < 0)
+		return -1;
+	g->target = (struct disk_config){ .kind = DISK_KIND_IMAGE,
+					  .format = DISK_FORMAT_RAW,
+					  .size = d->size,
+					  .serial = MACHINE_TARGET_SERIAL,
+					  .path = g->target_path };
+	_cleanup_free_ char *dev = NULL;
+	if (fake_root_plug(g->root, g->target_path, MACHINE_TARGET_SERIAL, false, &dev, err) < 0)
+		return -1;
+	free(g->target_dev);
+	g->target_dev = xasprintf("/dev/%s", dev);
+	_cleanup_free_ char *cmd =
+	    xasprintf("mkdir -p " MACHINE_TARGET_MNT " && mount -t ext4 %s " MACHINE_TARGET_MNT
+		      " && mkdir -p " MACHINE_LANDING,
+		      g->target_dev);
+	return guest_sh(g, cmd, NULL, err);
+}
+
+/* Unmount the target (the block method may have) and unplug and delete its image. */
+static int target_end(struct fake_guest *g, char **err)
+{
+	if (guest_sh(g, "if " TARGET_MOUNTED "; then umount " MACHINE_TARGET_MNT "; fi", NULL,
+		     err) < 0)
+		return -1;
+	if (g->target_path) {
+		if (fake_root_disk(g->root, MACHINE_TARGET_SERIAL) &&
+		    fake_root_unplug(g->root, MACHINE_TARGET_SERIAL, err) < 0)
+			return -1;
+		unlink(g->target_path);
+		free(g->target_path);
+		g->target_path = NULL;
+		free(g->target_dev);
+		g->target_dev = NULL;
+	}
+	return 0;
+}
+
+static int target_mount(struct fake_machine *fm, struct fake_guest *g, const struct plan_disk *d,
+			char **err)
+{
+	if (d && d->kind == PLAN_DISK_IMAGE)
+		return target_new(fm, g, d, err);
+	_cleanup_free_ char *cmd =
+	    xasprintf("mkdir -p " MACHINE_TARGET_MNT " && mount -t tmpfs -o size=%" PRIu64
+		      "k tmpfs " MACHINE_TARGET_MNT " && mkdir -p " MACHINE_LANDING,
+		      (d ? d->size : 64u << 20) / 1024);
+	return guest_sh(g, cmd, NULL, err);
+}
+
+int fake_real_boot(struct fake_machine *fm, struct fake_guest *g, const struct machine_config *c,
+		   char **err)
+{
+	struct machine_fake *f = fm->f;
+	_cleanup_free_ char *name = xasprintf("guest-%u", g->number);
+	_cleanup_free_ char *dir = run_path(fm->run, "fake", name);
+	if (fake_root_boot(dir, &g->root, err) < 0)
+		return -1;
+	const struct method_boot_needs *n = c->needs;
+	int rc = f->hang ? fake_root_hang(g->root, f->hang, err) : 0;
+	if (rc == 0 && n && n->share_dir)
+		rc = fake_root_share(g->root, n->share_tag, n->share_dir, err);
+	for (size_t i = 0; rc == 0 && n && i < n->n_disks; i++) {
+		struct machine_err e = { 0 };
+		if (fake_disk_attach(&fm->base, &g->base, &n->disks[i], 0, NULL, &e) < 0) {
+			*err = TAKE_PTR(e.msg);
+			machine_err_clear(&e);
+			rc = -1;
+		}
+	}
+	if (rc == 0)
+		rc = target_mount(fm, g, c->disk, err);
+	if (rc < 0) {
+		fake_root_destroy(g->root);
+		g->root = NULL;
+		if (g->target_path)
+			unlink(g->target_path);
+	}
+	return rc;
+}
+
+int fake_real_reset(struct fake_machine *fm, struct fake_guest *g, const struct plan_disk *d,
+		    bool fresh, char **err)
+{
+	fake_real_leftovers(fm, g);
+	const struct plan_disk *cur = g->disk;
+	bool image = cur && cur->kind == PLAN_DISK_IMAGE;
+	/* a raw-written target (block) has no filesystem left: a fresh one, as a boot gives */
+	struct fake_result res;
+	if (fake_root_run(g->root, TARGET_MOUNTED, NULL, 0, HOUSEKEEPING_MS, &res, err) != 0)
+		return -1;
+	bool is_mounted = res.status == 0;
+	fake_result_clear(&res);
+	if (d || (image && (fresh || !is_mounted))) {
+		if (target_end(g, err) < 0)
+			return -1;
+		return target_mount(fm, g, d ? d : cur, err);
+	}
+	if (!g->base.dirty)
+		return 0;
+	return guest_sh(g, EMPTY_CMD, NULL, err);
+}
+
+void fake_real_leftovers(struct fake_machine *fm, struct fake_guest *g)
+{
+	if (!g->root)
+		return;
+	_cleanup_free_ char *files = NULL, *err = NULL;
+	/* the landing place's own mount is the start state */
+	guest_sh(g,
+		 "find /tmp /run -path /run/ferry-shares -prune -o ! -type d -print | "
+		 "tr '\\n' ,",
+		 &files, &err);
+	int mounts = fake_root_mounts(g->root);
+	_cleanup_free_ char *mnt_err = NULL;
+	struct fake_result res;
+	if (fake_root_run(g->root, TARGET_MOUNTED, NULL, 0, HOUSEKEEPING_MS, &res, &mnt_err) == 0) {
+		mounts -= res.status == 0;
+		fake_result_clear(&res);
+	}
+	unsigned disks = fake_root_disks(g->root) - (g->target_path ? 1 : 0);
+	fake_logf(fm->f, "left %u mounts=%d procs=%d disks=%u files=%s", g->number, mounts,
+		  fake_root_procs(g->root), disks, files ? files : "?");
+}
+
+void fake_real_destroy(struct fake_machine *fm, struct fake_guest *g)
+{
+	fake_real_leftovers(fm, g);
+	for (size_t i = g->n_handles; i-- > 0;)
+		handle_drop(g, &g->handles[i]);
+	free(g->handles);
+	fake_root_destroy(g->root);
+	g->root = NULL;
+	if (g->target_path)
+		unlink(g->target_path);
+	free(g->target_path);
+	free(g->target_dev);
+}
+
+/* Flip the first byte of the raw image at path, on the host (what a guest reading its device
+ * with direct I/O reads next). */
+static int flip_image(const char *path, char **err)
+{
+	_cleanup_close_ int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	unsigned char b;
+	if (fd < 0 || pread(fd, &b, 1, 0) != 1) {
+		*err = xasprintf("'%s': %s", path, strerror(errno));
+		return -1;
+	}
+	b = (unsigned char)~b;
+	if (pwrite(fd, &b, 1, 0) != 1 || fdatasync(fd) < 0) {
+		*err = xasprintf("'%s': %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+void fake_real_corrupt(struct fake_machine *fm, struct fake_guest *g, const char *path)
+{
+	_cleanup_free_ char *full = NULL, *err = NULL;
+	if (STREQ(path, "*")) {
+		/* the first regular file below the landing place, in name order */
+		if (guest_sh(g, "find " MACHINE_LANDING " -type f | sort | head -n 1", &full,
+			     &err) < 0 ||
+		    !*full) {
+			fake_logf(fm->f, "corrupt %u *: no file: %s", g->number, err ? err : "");
+			return;
+		}
+		full[strcspn(full, "\n")] = '\0';
+	} else if (STREQ(path, "target")) {
+		full = xstrdup(g->target_dev ? g->target_dev : "(no target device)");
+	} else {
+		full = path[0] == '/' ? xstrdup(path) : xasprintf(MACHINE_LANDING "/%s", path);
+	}
+	_cleanup_free_ char *q = xasprintf("'%s'", full);
+	/* read the byte, write its complement in place (a device: synced past the page cache) */
+	_cleanup_free_ char *cmd = xasprintf(
+	    "b=$(dd if=%s bs=1 count=1 2>/dev/null | od -An -tu1) && "
+	    "printf \"\\\\$(printf %%o $((255 - b)))\" | dd of=%s bs=1 count=1 conv=notrunc,fsync "
+	    "2>/dev/null",
+	    q, q);
+	int rc;
+	if (g->target_dev && STREQ(full, g->target_dev))
+		rc = flip_image(g->target_path, &err); /* the medium under the device */
+	else
+		rc = guest_sh(g, cmd, NULL, &err);
+	fake_logf(fm->f, "corrupt %u %s%s%s", g->number, full, rc < 0 ? ": " : "",
+		  rc < 0 ? err : "");
+}
+
+static bool host_has_fs(const char *fs)
+{
+	_cleanup_free_ char *line = NULL;
+	size_t len = 0;
+	FILE *f = fopen("/proc/filesystems", "re");
+	bool found = false;
+	while (f && !found && getline(&line, &len, f) > 0) {
+		line[strcspn(line, "\n")] = '\0';
+		const char *name = strrchr(line, '\t');
+		found = STREQ(name ? name + 1 : line, fs);
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+char *fake_real_supports(struct fake_machine *fm, const struct plan_cell *pc)
+{
+	(void)fm;
+	if (pc->vm->nic.backend == PLAN_NIC_PRIVATE)
+		return xstrdup("the fake machine's guests share the host's network: no private "
+			       "network");
+	if (pc->disk && pc->disk->kind == PLAN_DISK_IMAGE &&
+	    pc->disk->filesystem != PLAN_DISK_FS_EXT4)
+		return xstrdup("the fake machine's target disks are ext4");
+	if (pc->method->type == PLAN_METHOD_DISK_IMAGE) {
+		static const char *const fs[] = { "ext4", "iso9660", "vfat" };
+		const char *want = fs[pc->method->filesystem];
+		if (!host_has_fs(want))
+			return xasprintf("the host kernel has no %s filesystem, which the fake "
+					 "guest (the host's kernel) mounts the image with",
+					 want);
+		if (pc->method->image_format == PLAN_FORMAT_QCOW2)
+			return xstrdup("the fake machine plugs raw images only (a loop device), "
+				       "not qcow2");
+	}
+	return NULL;
+}

@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Every method run by the executor on the fake machine's guests over a local directory
+ * (machine_fake.guests, fake-guest.h): the bytes really move into the guest and are verified
+ * there. Per method: a clean run verifies; a byte flipped in the guest before verify is caught
+ * (ERROR_INTEGRITY naming the path); a guest program that hangs ends the run at its timeout
+ * (ERROR_TIMEOUT); and after that failed run the method's cleanup left nothing in the guest
+ * (no mount, process, disk or file beyond the start state) and the run left nothing on the host
+ * (no loop device, nothing in the run directory). Skipped, with the reason, where the host
+ * cannot run fake guests (fake_root_support()) or a cell cannot run on them (the cell's skip
+ * reason). The test runs in a network namespace of its own (loopback only).
+ */
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <net/if.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "fake-guest.h"
+#include "fake-run.h"
+#include "fs.h"
+#include "proc.h"
+#include "util.h"
+
+#define MS 1000000ull
+
+static char *tmp_dir;
+
+static const char *const plan_head =
+    "ferry: 1\n"
+    "name: m\n"
+    "vms: {v: {guest: builtin}}\n"
+    "disks: {t: {kind: tmpfs, size: 64MiB}, i: {format: raw, size: 64MiB}}\n"
+    "datasets: {s: {files: 9, size: {min: 1KiB, max: 40KiB}, dirs: {depth: 1, fanout: 3}, "
+    "seed: 3}}\n";
+
+/* What a test asks: the method entry, the disk, and the fault. */
+struct mcase {
+	const char *method; /* the method's mapping, e.g. "{type: agent-file}" */
+	const char *disk;   /* "t" (tmpfs) or "i" (image) */
+	const char *hang;   /* a guest program that hangs, or NULL */
+	const char *corrupt;
+};
+
+static bool skip_unless_supported(void)
+{
+	const char *why = fake_root_support();
+	if (why)
+		g_test_skip(why);
+	return why != NULL;
+}
+
+/* Nothing of the run is left on the host: the run directories are gone and no loop device
+ * refers to a file below tmp_dir. */
+static void assert_host_clean(void)
+{
+	char *runs = g_build_filename(tmp_dir, "runs", NULL);
+	GDir *d = g_dir_open(runs, 0, NULL);
+	const char *name;
+	while (d && (name = g_dir_read_name(d))) {
+		g_test_message("left in the run directory: %s", name);
+		g_assert_not_reached();
+	}
+	if (d)
+		g_dir_close(d);
+	g_free(runs);
+	const char *argv[] = { "losetup", "-a", NULL };
+	char *out = NULL, *err = NULL;
+	g_assert_cmpint(proc_run(argv, &out, &err), ==, 0);
+	g_assert_null(strstr(out, tmp_dir));
+	g_free(out);
+}
+
+/* Runs the case's one cell once; returns the cell (t is the caller's to clear). */
+static struct result_cell *run_case(struct fake_run *t, const struct mcase *c, unsigned timeout_ms)
+{
+	char *text = g_strdup_printf("%smethods: {m: %s}\nmatrix: {disk: [%s], method: [m]}\n"
+				     "run: {repeat: 1, vm: per-cell}\n",
+				     plan_head, c->method, c->disk);
+	fake_run_init(t, tmp_dir, text, NULL);
+	g_free(text);
+	/* a bound for a broken case, not a figure the test checks */
+	t->p->run.timeout = (timeout_ms ? timeout_ms : 60000) * MS;
+	t->fake.guests = true;
+	t->fake.hang = c->hang;
+	t->fake.corrupt = c->corrupt;
+	fake_run_exec(t);
+	g_assert_cmpuint(t->fake.live, ==, 0);
+	assert_host_clean();
+	g_assert_cmpuint(t->r->n_cells, ==, 1);
+	return &t->r->cells[0];
+}
+
+/* The cell's skip reason as the test's, when it was skipped. */
+static bool skipped(const struct result_cell *cell)
+{
+	if (cell->status != STATUS_SKIPPED)
+		return false;
+	g_test_skip(cell->skip_reason);
+	return true;
+}
+
+static void log_errors(const struct result_cell *cell)
+{
+	for (size_t i = 0; i < cell->n_errors; i++)
+		g_test_message("error: %s [%s]", cell->errors[i].message,
+			       cell->errors[i].agent_message ? cell->errors[i].agent_message : "");
+}
+
+/* The guest's last "left" line: what the cleanup of the failed run left in it. */
+static void assert_guest_clean(const struct fake_run *t)
+{
+	const char *log = t->fake.log ? t->fake.log : "";
+	const char *last = NULL;
+	for (const char *p = log; (p = strstr(p, "left ")); p++)
+		last = p;
+	g_assert_nonnull(last);
+	char *line = g_strndup(last, strcspn(last, "\n"));
+	g_test_message("%s", line);
+	g_assert_nonnull(strstr(line, " mounts=0 procs=0 disks=0 files="));
+	g_assert_true(g_str_has_suffix(line, "files="));
+	g_free(line);
+}
+
+static void check_clean(const struct mcase *c)
+{
+	if (skip_unless_supported())
+		return;
+	struct fake_run t;
+	struct mcase clean = *c;
+	clean.hang = clean.corrupt = NULL;
+	struct result_cell *cell = run_case(&t, &clean, 0);
+	if (!skipped(cell)) {
+		log_errors(cell);
+		g_assert_cmpint(cell->status, ==, STATUS_PASSED);
+		g_assert_cmpuint(cell->n_runs, ==, 1);
+		g_assert_true(cell->runs[0].integrity_ok);
+		g_assert_cmpuint(cell->runs[0].files, >, 0);
+		assert_guest_clean(&t);
+	}
+	fake_run_clear(&t);
+}
+
+static void check_corrupt(const struct mcase *base)
+{
+	if (skip_unless_supported())
+		return;
+	struct mcase c = *base;
+	c.hang = NULL;
+	if (!c.corrupt)
+		c.corrupt = "*";
+	struct fake_run t;
+	struct result_cell *cell = run_case(&t, &c, 0);
+	if (!skipped(cell)) {
+		log_errors(cell);
+		g_assert_cmpuint(cell->n_errors, ==, 1);
+		g_assert_cmpint(cell->errors[0].kind, ==, ERROR_INTEGRITY);
+		g_assert_cmpint(cell->errors[0].phase, ==, PHASE_VERIFY);
+		/* the message names what was flipped: the file's path below the landing place,
+		 * or the device */
+		const char *line = strstr(t.fake.log, "corrupt ");
+		g_assert_nonnull(line);
+		const char *path = strchr(line + 8, ' ') + 1;
+		char *what = g_strndup(path, strcspn(path, "\n:"));
+		const char *rel = g_str_has_prefix(what, MACHINE_LANDING "/")
+				      ? what + strlen(MACHINE_LANDING "/")
+				      : what;
+		g_assert_nonnull(strstr(cell->errors[0].message, rel));
+		g_free(what);
+	}
+	fake_run_clear(&t);
+}
+
+static void check_hang(const struct mcase *base)
+{
+	if (skip_unless_supported())
+		return;
+	struct mcase c = *base;
+	c.corrupt = NULL;
+	struct fake_run t;
+	struct result_cell *cell = run_case(&t, &c, 1000);
+	if (!skipped(cell)) {
+		log_errors(cell);
+		g_assert_cmpint(cell->status, ==, STATUS_ERROR);
+		g_assert_cmpuint(cell->n_errors, >=, 1);
+		g_assert_cmpint(cell->errors[0].kind, ==, ERROR_TIMEOUT);
+		g_assert_cmpint(cell->errors[0].run, ==, 0);
+		/* the method's own timeout, at the phase it was in, not the executor's */
+		g_assert_cmpint(cell->errors[0].phase, >=, 0);
+		char *both = g_strdup_printf(
+		    "%s %s", cell->errors[0].message,
+		    cell->errors[0].agent_message ? cell->errors[0].agent_message : "");
+		g_assert_nonnull(strstr(both, "1000 ms"));
+		g_free(both);
+		/* the cleanup after the failed run ran and left the guest as it booted */
+		g_assert_false(isnan(cell->runs[0].phase[PHASE_CLEANUP]));
+		assert_guest_clean(&t);
+	}
+	fake_run_clear(&t);
+}
+
+/* ---- the cases ---- */
+
+static const struct mcase agent_files = { "{type: agent-file}", "t", "sync", NULL };
+static const struct mcase agent_tar = { "{type: agent-file, archive: tar}", "i", "tar", NULL };
+static const struct mcase channel = { "{type: channel}", "t", "tar", NULL };
+static const struct mcase channel_gz = {
+	"{type: channel, archive: {format: tar, compression: gzip}}", "i", "tar", NULL
+};
+static const struct mcase image = { "{type: disk-image, filesystem: ext4}", "t", "cp", NULL };
+static const struct mcase image_in_place = { "{type: disk-image, in_place: true}", "i", "find",
+					     NULL };
+static const struct mcase image_iso = { "{type: disk-image, filesystem: iso9660}", "t", "cp",
+					NULL };
+static const struct mcase share_copy = { "{type: share}", "t", "cp", NULL };
+static const struct mcase share_move = { "{type: share, mode: move}", "i", "mv", NULL };
+static const struct mcase share_tar = { "{type: share, archive: tar}", "t", "tar", NULL };
+static const struct mcase share_virtiofs = { "{type: share, driver: virtiofs}", "t", "cp", NULL };
+static const struct mcase net_pull = { "{type: network}", "t", "wget", NULL };
+static const struct mcase net_pull_tar = { "{type: network, archive: tar, streams: 2}", "i", "tar",
+					   NULL };
+static const struct mcase net_push = { "{type: network, direction: push}", "t", "tar", NULL };
+static const struct mcase block = { "{type: block}", "i", "dd", "target" };
+static const struct mcase block_qd = { "{type: block, queue_depth: 2, block_size: 4KiB}", "i", "dd",
+				       "target" };
+
+#define CASES(X)                                                                                   \
+	X("agent-file/files", agent_files)                                                         \
+	X("agent-file/tar", agent_tar)                                                             \
+	X("channel/tar", channel)                                                                  \
+	X("channel/tar-gz", channel_gz)                                                            \
+	X("disk-image/ext4", image)                                                                \
+	X("disk-image/iso9660", image_iso)                                                         \
+	X("share/9p-copy", share_copy)                                                             \
+	X("share/9p-move", share_move)                                                             \
+	X("share/9p-tar", share_tar)                                                               \
+	X("share/virtiofs", share_virtiofs)                                                        \
+	X("network/pull", net_pull)                                                                \
+	X("network/pull-tar-2", net_pull_tar)                                                      \
+	X("network/push", net_push)                                                                \
+	X("block/dd", block)                                                                       \
+	X("block/qd2", block_qd)
+
+static void test_in_place(void)
+{
+	check_clean(&image_in_place);
+}
+
+static void test_in_place_hang(void)
+{
+	check_hang(&image_in_place);
+}
+
+static void test_null(void)
+{
+	if (skip_unless_supported())
+		return;
+	struct fake_run t;
+	struct mcase c = { "{type: null}", "t", NULL, NULL };
+	struct result_cell *cell = run_case(&t, &c, 0);
+	g_assert_cmpint(cell->status, ==, STATUS_PASSED);
+	assert_guest_clean(&t);
+	fake_run_clear(&t);
+}
+
+/* The test's own network namespace with its loopback up: the guests' ports are there. */
+static void own_network(void)
+{
+	if (geteuid() != 0 || unshare(CLONE_NEWNET) < 0)
+		return; /* fake_root_support() says why the tests skip */
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct ifreq ifr = { 0 };
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (s >= 0 && ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
+		ifr.ifr_flags |= IFF_UP;
+		ioctl(s, SIOCSIFFLAGS, &ifr);
+	}
+	if (s >= 0)
+		close(s);
+}
+
+#define DEFINE(name, c)                                                                            \
+	static void test_##c##_clean(void)                                                         \
+	{                                                                                          \
+		check_clean(&c);                                                                   \
+	}                                                                                          \
+	static void test_##c##_corrupt(void)                                                       \
+	{                                                                                          \
+		check_corrupt(&c);                                                                 \
+	}                                                                                          \
+	static void test_##c##_hang(void)                                                          \
+	{                                                                                          \
+		check_hang(&c);                                                                    \
+	}
+#define ADD(name, c)                                                                               \
+	g_test_add_func("/method-runs/" name "/clean", test_##c##_clean);                          \
+	g_test_add_func("/method-runs/" name "/corrupt", test_##c##_corrupt);                      \
+	g_test_add_func("/method-runs/" name "/hang", test_##c##_hang);
+
+CASES(DEFINE)
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	g_test_init(&argc, &argv, NULL);
+	own_network();
+	tmp_dir = fake_dir_make("ferry-test-method-runs");
+	CASES(ADD)
+	g_test_add_func("/method-runs/disk-image/in-place/clean", test_in_place);
+	g_test_add_func("/method-runs/disk-image/in-place/hang", test_in_place_hang);
+	g_test_add_func("/method-runs/null/clean", test_null);
+	int rc = g_test_run();
+	fake_dir_remove(tmp_dir);
+	return rc;
+}
