@@ -31,7 +31,12 @@ done
 for f in "$src"/fixtures/guest/*; do
 	cmp -s "$f" "$share/guest/${f##*/}" || fail "guest file ${f##*/} is not installed"
 done
-echo "ok: meson install installs the binary, ferry.1, schemas, plans, guest files, docs, LICENSE"
+for sh in bash:bash-completion/completions/ferry zsh:zsh/vendor-completions/_ferry \
+	fish:fish/vendor_completions.d/ferry.fish; do
+	"$build/ferry" completion "${sh%%:*}" | cmp -s - "$root/share/${sh#*:}" ||
+		fail "the ${sh%%:*} completion is not installed as share/${sh#*:}"
+done
+echo "ok: meson install installs the binary, ferry.1, schemas, plans, guest files, docs, LICENSE, completions"
 
 # the installed plans' `$schema` line names the installed schema
 line="$(grep -m1 'yaml-language-server: \$schema=' "$share/plans/quickstart.yaml")"
