@@ -108,7 +108,8 @@ static void unit_collect(struct unit_means *u, const struct result_cell *c,
 	u->runs = u->s.n;
 	/* sort the units by key, their means with them */
 	_cleanup_free_ int64_t *keys = xcalloc(u->n + 1, sizeof(*keys));
-	memcpy(keys, u->key, u->n * sizeof(*keys));
+	if (u->n) /* u->key is NULL when no run counted */
+		memcpy(keys, u->key, u->n * sizeof(*keys));
 	qsort(keys, u->n, sizeof(*keys), cmp_key);
 	_cleanup_free_ double *sums = xcalloc(u->n + 1, sizeof(*sums));
 	_cleanup_free_ size_t *count = xcalloc(u->n + 1, sizeof(*count));
