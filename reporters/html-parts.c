@@ -303,15 +303,7 @@ void html_provenance(FILE *f, const struct results *r)
 	prov_row(f, "guest kernel sha256", p->guest_kernel_sha256);
 	prov_row(f, "guest initramfs sha256", p->guest_initramfs_sha256);
 	for (size_t i = 0; i < p->n_datasets; i++) {
-		const struct result_dataset *d = &p->datasets[i];
-		_cleanup_free_ char *spec =
-		    d->spec ? json_dumps(d->spec, JSON_COMPACT | JSON_PRESERVE_ORDER |
-						      JSON_ENCODE_ANY | JSON_REAL_PRECISION(9))
-			    : NULL;
-		_cleanup_free_ char *v =
-		    xasprintf("%s%s%s%s%s", d->name ? d->name : "?", spec ? " " : "",
-			      spec ? spec : "", d->manifest_sha256 ? ", manifest sha256 " : "",
-			      d->manifest_sha256 ? d->manifest_sha256 : "");
+		_cleanup_free_ char *v = result_dataset_text(&p->datasets[i]);
 		prov_row(f, "dataset", v);
 	}
 	if (p->started_ms)

@@ -93,3 +93,14 @@ int results_gather_host(struct result_provenance *p, char **err)
 	}
 	return 0;
 }
+
+char *result_dataset_text(const struct result_dataset *d)
+{
+	_cleanup_free_ char *spec =
+	    d->spec ? json_dumps(d->spec, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY |
+					      JSON_REAL_PRECISION(9))
+		    : NULL;
+	return xasprintf("%s%s%s%s%s", d->name ? d->name : "?", spec ? " " : "", spec ? spec : "",
+			 d->manifest_sha256 ? ", manifest sha256 " : "",
+			 d->manifest_sha256 ? d->manifest_sha256 : "");
+}

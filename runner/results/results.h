@@ -356,6 +356,9 @@ void results_cpu_now(double *user_s, double *sys_s);
  * source could not be read; the fields that could be read are filled anyway.
  */
 int results_gather_host(struct result_provenance *p, char **err);
+/* A dataset of the provenance as one line: "NAME SPEC-JSON, manifest sha256 HEX" (the parts it
+ * has), as the reports print it. Caller frees. */
+char *result_dataset_text(const struct result_dataset *d);
 
 /* Wall-clock now in milliseconds since the epoch (CLOCK_REALTIME). */
 int64_t results_now_ms(void);
