@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # `ferry completion bash|zsh|fish` prints scripts generated from the command tables: bash's is
 # loaded and asked as bash asks it (COMP_WORDS, COMP_CWORD, then COMPREPLY), fish's through
-# `complete -C`, zsh's is parsed. Every command `ferry --help` lists completes from a prefix,
+# `complete -C`, zsh's by an interactive zsh in a pseudo-terminal (tests/zsh/complete.zsh). Every command `ferry --help` lists completes from a prefix,
 # and every option a command's --help prints is offered after "--".
 set -uo pipefail
 ferry="${FERRY:?}"
+src="${FERRY_SOURCE_DIR:?}"
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 n=0
@@ -96,13 +97,41 @@ done
 ok "bash: every option of every 'ferry CMD --help' is offered after 'ferry CMD --'" ||
 	echo "# missing:$missing"
 
-if command -v zsh >/dev/null; then
+if command -v zsh >/dev/null && zsh -fc 'zmodload zsh/zpty' 2>/dev/null; then
 	zsh -n "$scratch/_ferry"
 	ok "zsh: the script parses"
-	grep -q -- "'--storage=\[[^]]*\]:storage:(auto local volumes)'" "$scratch/_ferry"
-	ok "zsh: --storage completes its values"
+	# an interactive zsh in a pseudo-terminal completes each line (tests/zsh/complete.zsh)
+	mkdir -p "$scratch/zsh"
+	cp "$scratch/_ferry" "$scratch/zsh/_ferry"
+	zcases=("ferry ru" "ferry run --allow-e" "ferry run --storage=" "ferry run --sto"
+		"ferry run " "ferry validate copy.yaml " "ferry report " "ferry compare --rule w"
+		"ferry dataset " "ferry dataset gen --con" "ferry dataset gen --content z" "ferry guest build "
+		"ferry completion " "ferry help ru" "ferry run --connect " "ferry ")
+	zsh -f "$src/tests/zsh/complete.zsh" "$scratch/zsh" "${zcases[@]}" >"$scratch/zsh.out" \
+		2>"$scratch/zsh.err"
+	ok "zsh: an interactive zsh completes through _ferry" || cat "$scratch/zsh.err"
+	zexpect() { # zexpect "LINE" "WANTED": the matches zsh offered for LINE<TAB>
+		grep -F -x -q -- "$1=>$2${2:+ }" "$scratch/zsh.out"
+		ok "zsh: '$1<TAB>' offers '$2'" || echo "# got '$(grep -F -- "$1=>" "$scratch/zsh.out")'"
+	}
+	zexpect "ferry ru" "run"
+	zexpect "ferry run --allow-e" "--allow-empty --allow-env"
+	zexpect "ferry run --storage=" "auto local volumes"
+	zexpect "ferry run --sto" "--storage"
+	zexpect "ferry run " "copy.yaml plans"
+	zexpect "ferry validate copy.yaml " "copy.yaml plans"
+	zexpect "ferry report " "plans results.json"
+	zexpect "ferry compare --rule w" "welch"
+	zexpect "ferry dataset " "command gen scan verify"
+	zexpect "ferry dataset gen --con" "--content"
+	zexpect "ferry dataset gen --content z" "zeros"
+	zexpect "ferry guest build " "builtin debian"
+	zexpect "ferry completion " "bash fish zsh"
+	zexpect "ferry help ru" "run"
+	zexpect "ferry run --connect " ""
+	zexpect "ferry " "$(printf '%s\n' $commands | sort | tr '\n' ' ' | sed 's/ $//')"
 else
-	skip "zsh: the script parses" "zsh not installed (scripts/setup.sh installs it)"
+	skip "zsh: completions" "zsh or its zsh/zpty module is not installed (scripts/setup.sh installs zsh)"
 fi
 
 if command -v fish >/dev/null; then
@@ -113,8 +142,16 @@ if command -v fish >/dev/null; then
 	ok "fish: 'ferry run --storage ' offers its values"
 	[ "$(fc 'ferry dataset ')" = "command gen scan verify " ]
 	ok "fish: 'ferry dataset ' offers the subcommands"
-	fc 'ferry run ' | grep -qw copy.yaml
-	ok "fish: 'ferry run ' offers the plan"
+	[ "$(fc 'ferry run ')" = "copy.yaml plans/ " ]
+	ok "fish: 'ferry run ' offers the plan and the directory, not the other files" ||
+		echo "# got '$(fc 'ferry run ')'"
+	[ "$(fc 'ferry report ')" = "plans/ results.json " ]
+	ok "fish: 'ferry report ' offers the results file and the directory" ||
+		echo "# got '$(fc 'ferry report ')'"
+	[ "$(fc 'ferry run --resume ')" = "plans/ results.json " ]
+	ok "fish: 'ferry run --resume ' offers the results file and the directory"
+	[ "$(fc 'ferry run --junit ')" = "copy.yaml notes.txt plans/ results.json " ]
+	ok "fish: 'ferry run --junit ' offers any file"
 else
 	skip "fish: completions" "fish not installed (scripts/setup.sh installs it)"
 fi

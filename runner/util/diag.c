@@ -7,7 +7,16 @@ void diag_vadd(struct diag_list *l, const char *file, int line, int col, const c
 	       va_list ap)
 {
 	size_t max = l->max ? l->max : DIAG_DEFAULT_MAX;
+	_cleanup_free_ char *msg = xvasprintf(fmt, ap);
 
+	/* the same message at the same place is one error: a YAML value that an anchor shares
+	 * (`*a`, `<<: *a`) is checked once per use, and each use would report it again */
+	for (size_t i = 0; i < l->n; i++) {
+		const struct diag *d = &l->items[i];
+		if (d->line == line && d->col == col && STREQ(d->msg, msg) &&
+		    STREQ(d->file ? d->file : "", file ? file : ""))
+			return;
+	}
 	if (l->n >= max) {
 		l->dropped++;
 		return;
@@ -17,7 +26,7 @@ void diag_vadd(struct diag_list *l, const char *file, int line, int col, const c
 		.file = file ? xstrdup(file) : NULL,
 		.line = line,
 		.col = col,
-		.msg = xvasprintf(fmt, ap),
+		.msg = TAKE_PTR(msg),
 	};
 }
 

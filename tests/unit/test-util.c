@@ -49,8 +49,11 @@ static void test_diag(void)
 {
 	struct diag_list l = { .max = 2 };
 	diag_add(&l, "b.yaml", 3, 1, "third %d", 3);
+	/* the same message at the same place again (a value an anchor shares, once per use) */
+	diag_add(&l, "b.yaml", 3, 1, "third %d", 3);
 	diag_add(&l, "b.yaml", 1, 5, "first");
 	diag_add(&l, "b.yaml", 9, 9, "dropped");
+	diag_add(&l, "b.yaml", 3, 1, "third %d", 3);
 	diag_sort(&l);
 	g_assert_cmpuint(l.n, ==, 2);
 	g_assert_cmpuint(l.dropped, ==, 1);
@@ -58,6 +61,18 @@ static void test_diag(void)
 	g_assert_cmpstr(s, ==, "b.yaml:1:5: first");
 	free(s);
 	diag_list_clear(&l);
+
+	/* another place or another message is another error */
+	struct diag_list m = { 0 };
+	diag_add(&m, "b.yaml", 3, 1, "one");
+	diag_add(&m, "b.yaml", 3, 2, "one");
+	diag_add(&m, "b.yaml", 3, 1, "two");
+	diag_add(&m, "c.yaml", 3, 1, "one");
+	diag_add(&m, NULL, 3, 1, "one");
+	diag_add(&m, NULL, 3, 1, "one");
+	g_assert_cmpuint(m.n, ==, 5);
+	g_assert_cmpuint(m.dropped, ==, 0);
+	diag_list_clear(&m);
 }
 
 static void test_sha256(void)
