@@ -54,17 +54,22 @@ for f in github-workflow.yml gitlab-ci.yml; do
 done
 echo "ok: docs/ci.md names both examples"
 
-# the recipes gate a repository that is not ferry's: ferry from its release through
+# the recipes gate a repository that is not ferry's: ferry's package built from its source, through
 # install-ferry.sh, with options the script has; nothing of a ferry checkout
 inst="$src/scripts/install-ferry.sh"
 for f in "$gh" "$gl"; do
-	grep -q 'bash install-ferry.sh .*--deb ' "$f" || fail "$f does not install ferry with install-ferry.sh --deb"
+	grep -q 'bash deb/install-ferry.sh .*--deb deb/ferry_\*_amd64.deb' "$f" ||
+		fail "$f does not install ferry with install-ferry.sh --deb from the package it built"
+	# no release is published: the package is built from ferry's source, in the pipeline
+	grep -q 'dpkg-buildpackage -us -uc -b' "$f" || fail "$f does not build ferry's package"
+	! grep -n 'releases/download' "$f" || fail "$f downloads a release, and none is published"
 	! grep -nE 'scripts/setup\.sh|build/ferry|plans/copy-methods' "$f" || fail "$f uses a ferry checkout"
 	for o in $(grep -o 'install-ferry.sh [^"]*' "$f" | grep -oE -- '--[a-z-]+' | sort -u); do
 		grep -qE "^[[:space:]]*$o[) |]" "$inst" || fail "$f passes $o, which install-ferry.sh does not take"
 	done
 done
-for o in $(grep -oE -- '--no-[a-z]+' "$gl" | sort -u); do
+# the options GitLab's jobs give install-ferry.sh through $FERRY_SETUP
+for o in $(grep -E '^ *FERRY_SETUP: ' "$gl" | grep -oE -- '--[a-z-]+' | sort -u); do
 	grep -qE "^[[:space:]]*$o[) |]" "$inst" || fail "$gl passes $o, which install-ferry.sh does not take"
 done
 echo "ok: both recipes install ferry with install-ferry.sh, with options it takes"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Debian package, end to end: `dpkg-buildpackage -us -uc -b` builds ferry_*.deb from this
-# tree, lintian finds no error in it, scripts/install-ferry.sh --deb (apt-get install
-# ./ferry_*.deb) installs it into a fresh
+# tree, lintian (-EI --pedantic) finds no error or warning in it, scripts/install-ferry.sh --deb (apt-get install
+# ./ferry_*.deb) installs it, from an http URL on the loopback and from a relative path, into a fresh
 # Debian 12 minbase chroot (debootstrap; the chroot's only network is the Debian mirror of the
 # host's apt sources), and there, from the installed files only, `ferry validate` accepts the
 # installed quickstart plan, `ferry guest build` builds the built-in guest from the installed
@@ -46,8 +46,10 @@ shared="$(mktemp -d /var/lib/ferry/pkgtest.XXXXXX)"
 chmod 0755 "$work" "$shared"
 root="$work/root"
 mounts=()
+srv_pid=
 cleanup() {
 	local st=$? i
+	[ -z "$srv_pid" ] || { kill "$srv_pid" 2>/dev/null; wait "$srv_pid" 2>/dev/null; }
 	for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do
 		umount "${mounts[i]}" 2>/dev/null || umount -l "${mounts[i]}" || st=1
 	done
@@ -84,15 +86,20 @@ debs=("$work"/src/ferry_*_amd64.deb)
 deb="${debs[0]}"
 step "dpkg-buildpackage -us -uc -b: ${deb##*/}"
 
-lintian --fail-on error "$work"/src/ferry_*_amd64.changes >"$work/lintian.log" 2>&1 ||
-	{ cat "$work/lintian.log"; fail "lintian reports errors"; }
-step "lintian: $(grep -c '^E: ' "$work/lintian.log" || true) errors, $(grep -c '^W: ' "$work/lintian.log" || true) warnings"
+# errors and warnings fail (debian/control's Maintainer is no placeholder lintian would flag:
+# bogus-mail-host is an error); info and pedantic tags are listed
+lintian -EI --pedantic --fail-on error,warning "$work"/src/ferry_*_amd64.changes \
+	>"$work/lintian.log" 2>&1 || { cat "$work/lintian.log"; fail "lintian reports errors or warnings"; }
+step "lintian -EI --pedantic: $(grep -c '^E: ' "$work/lintian.log" || true) errors, $(grep -c '^W: ' "$work/lintian.log" || true) warnings, $(grep -cE '^[IPX]: ' "$work/lintian.log" || true) other tags"
+sed -n 's/^/  /; /^  [IPX]: /p' "$work/lintian.log"
 
 # ---- 2. a fresh chroot with the package's dependencies (cached) --------------------------------
 depends="$(dpkg-deb -f "$deb" Depends | tr ',' '\n' | sed 's/(.*)//; s/[[:space:]]//g' |
 	sed '/^$/d' | sort -u | tr '\n' ' ')"
 case "$depends" in *'|'*) fail "Depends has alternatives, which this test does not install: $depends" ;; esac
-key="$(printf '%s\n' "pkgtest 1" "$suite" "$mirror" "$depends" | cat - "$sources" |
+# what a user's job has before install-ferry.sh: curl to fetch a package by URL (docs/ci.md)
+extra="curl ca-certificates"
+key="$(printf '%s\n' "pkgtest 2" "$suite" "$mirror" "$depends" "$extra" | cat - "$sources" |
 	sha256sum | cut -c1-16)"
 tarball="$cache/chroot-$key.tar"
 exec 9>"$cache/.lock"
@@ -111,7 +118,7 @@ if [ ! -f "$tarball" ]; then
 	mount_proc "$base"
 	bind /dev "$base/dev"
 	root="$base" in_root apt-get update -qq >"$work/apt.log" 2>&1 &&
-		root="$base" in_root apt-get install -y -qq --no-install-recommends $depends \
+		root="$base" in_root apt-get install -y -qq --no-install-recommends $depends $extra \
 			>>"$work/apt.log" 2>&1 ||
 		{ tail -20 "$work/apt.log"; fail "installing the dependencies in the chroot failed"; }
 	root="$base" in_root apt-get clean
@@ -130,14 +137,50 @@ step "fresh chroot from $tarball"
 # ---- 3. install the .deb, as a user would ------------------------------------------------------
 mount_proc "$root"
 bind /dev "$root/dev"
-cp "$deb" "$src/scripts/install-ferry.sh" "$root/tmp/"
+cp "$src/scripts/install-ferry.sh" "$root/tmp/"
+mkdir "$root/tmp/deb" "$work/srv"
+cp "$deb" "$root/tmp/deb/"
+cp "$deb" "$work/srv/"
+installed() { in_root dpkg-query -W -f='${Status}\n' ferry 2>/dev/null | grep -q 'install ok installed'; }
 # the user-side setup (docs/ci.md): apt-get install ./ferry_*.deb; the host's libvirtd serves
-# the chroot, so no daemon starts here, and the guest is built below with the shared cache
-in_root bash /tmp/install-ferry.sh --no-services --no-guest --deb "/tmp/${deb##*/}" \
+# the chroot, so no daemon starts here, and the guest is built below with the shared cache.
+# First from a URL: an HTTP server on the loopback (the chroot shares the host's network).
+python3 - "$work/srv" "$work/port" >"$work/http.log" 2>&1 <<'EOF' &
+import functools, http.server, os, sys
+handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+with open(sys.argv[2] + ".tmp", "w") as f:
+    f.write(str(server.server_address[1]))
+os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+server.serve_forever()
+EOF
+srv_pid=$!
+for _ in $(seq 1 100); do [ -f "$work/port" ] || sleep 0.1; done
+[ -f "$work/port" ] || { cat "$work/http.log"; fail "the loopback HTTP server did not start"; }
+url="http://127.0.0.1:$(cat "$work/port")/${deb##*/}"
+in_root bash /tmp/install-ferry.sh --no-services --no-guest --deb "$url" >"$work/apt.log" 2>&1 ||
+	{ tail -20 "$work/apt.log"; fail "install-ferry.sh --deb $url failed in the chroot"; }
+installed || fail "ferry is not installed in the chroot after install-ferry.sh --deb URL"
+grep -q "GET /${deb##*/} HTTP/1.1\" 200" "$work/http.log" ||
+	{ cat "$work/http.log"; fail "install-ferry.sh did not download $url"; }
+kill "$srv_pid" && wait "$srv_pid" 2>/dev/null
+srv_pid=
+step "install-ferry.sh --deb $url: installed"
+# Then from a relative path, as the CI recipes' jobs do with their artifact (deb/ferry_*.deb);
+# and a path that names no file is refused with the reason, installing nothing.
+in_root dpkg -r ferry >"$work/apt.log" 2>&1 || { cat "$work/apt.log"; fail "dpkg -r ferry failed"; }
+! installed || fail "ferry is still installed after dpkg -r"
+st=0
+in_root sh -c 'cd /tmp && bash install-ferry.sh --no-services --no-guest --deb deb/ferry_0.0_amd64.deb' \
+	>"$work/apt.log" 2>&1 || st=$?
+[ "$st" -ne 0 ] && grep -q 'no such package file: deb/ferry_0.0_amd64.deb' "$work/apt.log" ||
+	{ cat "$work/apt.log"; fail "install-ferry.sh --deb MISSING exited $st without the reason"; }
+! installed || fail "a missing package file installed ferry"
+in_root sh -c "cd /tmp && bash install-ferry.sh --no-services --no-guest --deb deb/${deb##*/}" \
 	>"$work/apt.log" 2>&1 ||
-	{ tail -20 "$work/apt.log"; fail "install-ferry.sh --deb ${deb##*/} failed in the chroot"; }
-in_root dpkg-query -W -f='${Status}\n' ferry | grep -q 'install ok installed' ||
-	fail "ferry is not installed in the chroot"
+	{ tail -20 "$work/apt.log"; fail "install-ferry.sh --deb deb/${deb##*/} failed in the chroot"; }
+installed || fail "ferry is not installed in the chroot after install-ferry.sh --deb PATH"
+step "install-ferry.sh --deb deb/${deb##*/} (a relative path): installed; a missing file refused"
 [ ! -e "$root/$src" ] || fail "the source tree is visible in the chroot"
 plan=/usr/share/ferry/plans/quickstart.yaml
 in_root ferry validate "$plan" >"$work/validate.log" 2>&1 ||
