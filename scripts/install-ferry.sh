@@ -56,6 +56,10 @@ done
 [ "$(id -u)" -eq 0 ] || die "must run as root (installs packages and starts libvirtd)"
 
 export DEBIAN_FRONTEND=noninteractive
+# one temporary directory (a download, a build), removed at exit: global, since the trap runs
+# after the function that made it has returned
+tmp=
+trap '[ -z "$tmp" ] || rm -rf "$tmp"' EXIT
 apt_updated=0
 apt_install() {
 	local missing=() p
@@ -75,12 +79,11 @@ apt_install() {
 }
 
 install_deb() {
-	local deb="$1" tmp=
+	local deb="$1"
 	case "$deb" in
 	https://* | http://*)
 		apt_install ca-certificates curl
 		tmp="$(mktemp -d)"
-		trap 'rm -rf "$tmp"' EXIT
 		curl -fsSL -o "$tmp/ferry.deb" "$deb"
 		deb="$tmp/ferry.deb"
 		;;
@@ -95,10 +98,9 @@ install_deb() {
 }
 
 install_source() {
-	local src="$1" tmp
+	local src="$1"
 	apt_install "${runtime_packages[@]}" "${build_packages[@]}"
 	tmp="$(mktemp -d)"
-	trap 'rm -rf "$tmp"' EXIT
 	if [ -f "$src" ]; then
 		mkdir "$tmp/src"
 		tar -xf "$src" -C "$tmp/src" --strip-components=1
