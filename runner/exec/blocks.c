@@ -177,6 +177,8 @@ void run_blocks(struct exec *x)
 		d->pilot_runs = runs;
 	}
 	d->runs_per_boot = runs;
+	x->blocks = true;
+	x->boots0 = x->res->boots;
 	uint64_t t0 = now_ns(), pilot_ns = 0;
 	double boots0 = x->res->time.boots + x->res->time.teardown;
 	unsigned nboots0 = x->res->boots;

@@ -66,6 +66,8 @@ struct xcell {
 	struct xsamples smp; /* the current run's samples (run-metrics.c) */
 	bool across;         /* in an order unit across VM configurations (order.c) */
 	uint64_t own_ns;     /* there: the time of its own steps (its cell timeout counts these) */
+	double cost_s;       /* the wall time of its runs, boots excluded (eta.c) */
+	unsigned n_cost;     /* how many runs cost_s adds up */
 };
 
 struct exec {
@@ -86,6 +88,8 @@ struct exec {
 	bool stop;         /* fail-fast or interrupted */
 	int64_t last_boot; /* the highest boot id in the results so far */
 	int64_t block;     /* the block running (run.boots, blocks.c), from 1; 0: none */
+	bool blocks;       /* the run is a sequence of blocks (blocks.c) */
+	unsigned boots0;   /* the boots before the first block */
 	uint64_t t0;
 };
 
@@ -114,6 +118,13 @@ json_t *entry_json(const struct key_table *t, const struct plan_entry *e);
 int write_results(struct exec *x);
 void finish_cell(struct exec *x, struct xcell *c);
 void progress(struct exec *x, const struct xcell *c, const char *phase);
+/* eta.c: the seconds the run still needs by the costs measured so far; NAN when unknown */
+double exec_eta(const struct exec *x);
+/* the measured runs cell c takes in all if no stop rule ends it early (repeat.min; in blocks,
+ * boots.min blocks at the runs per boot decided so far) */
+uint64_t exec_planned_runs(const struct exec *x, const struct xcell *c);
+/* the blocks the run takes if no stop rule ends it early: boots.min, or the current one */
+uint64_t exec_planned_blocks(const struct exec *x);
 /* Format a message for the options' line() or error() callback; nothing when it is unset. */
 void progress_line(const struct exec_opts *o, const char *fmt, ...) _printf_(2, 3);
 void exec_error(const struct exec_opts *o, const char *fmt, ...) _printf_(2, 3);

@@ -118,19 +118,48 @@ void finish_cell(struct exec *x, struct xcell *c)
 	write_results(x);
 }
 
+/* A short duration for the status line: 45s, 3m05s, 1h02m. */
+static char *short_duration(double s)
+{
+	unsigned long t = s > 0 ? (unsigned long)(s + 0.5) : 0;
+	if (t < 60)
+		return xasprintf("%lus", t);
+	if (t < 3600)
+		return xasprintf("%lum%02lus", t / 60, t % 60);
+	return xasprintf("%luh%02lum", t / 3600, t / 60 % 60);
+}
+
+/* The cell's place among the cells this run measures (1-based). */
+static size_t cell_ordinal(const struct exec *x, const struct xcell *c)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < x->n_cells && &x->cells[i] != c; i++)
+		k += x->cells[i].active;
+	return k + 1;
+}
+
+/*
+ * The status line: where the run is, then the cell's id last, so that a terminal narrower than
+ * the line cuts the id, not the numbers: "[3/8] run 2/3 transfer  41s, eta 1m05s  vm=...". In
+ * a run of blocks, cells finish together at the end: the cell's place, the block, and its run
+ * of the runs planned so far.
+ */
 void progress(struct exec *x, const struct xcell *c, const char *phase)
 {
 	if (!x->o->status)
 		return;
 	const struct plan_repeat *rp = &c->pc.run.repeat;
-	double el = secs(now_ns() - x->t0);
-	_cleanup_free_ char *eta =
-	    x->n_finished > 0 ? xasprintf("  eta %.0fs", el / (double)x->n_finished *
-							     (double)(x->n_active - x->n_finished))
-			      : xstrdup("");
-	_cleanup_free_ char *text =
-	    xasprintf("[%zu/%zu] %s run %u/%" PRIu64 " %s  %.0fs%s", x->n_finished + 1, x->n_active,
-		      c->pc.id, c->runs_done + 1, c->pc.run.warmup + rp->max, phase, el, eta);
+	double eta = exec_eta(x);
+	_cleanup_free_ char *el = short_duration(secs(now_ns() - x->t0));
+	_cleanup_free_ char *left = isnan(eta) ? NULL : short_duration(eta);
+	_cleanup_free_ char *where =
+	    x->blocks ? xasprintf("[%zu/%zu] block %" PRId64 "/%" PRIu64 " run %u/%" PRIu64,
+				  cell_ordinal(x, c), x->n_active, x->block, exec_planned_blocks(x),
+				  c->runs_done + 1, exec_planned_runs(x, c) + c->pc.run.warmup)
+		      : xasprintf("[%zu/%zu] run %u/%" PRIu64, x->n_finished + 1, x->n_active,
+				  c->runs_done + 1, c->pc.run.warmup + rp->max);
+	_cleanup_free_ char *text = xasprintf("%s %s  %s%s%s  %s", where, phase, el,
+					      left ? ", eta " : "", left ? left : "", c->pc.id);
 	x->o->status(x->o->ud, text);
 }
 

@@ -255,6 +255,9 @@ int do_run(struct exec *x, struct xcell *c)
 {
 	bool warmup = c->warm_done < c->pc.run.warmup;
 	double cu0, cs0, cu1, cs1;
+	/* the run's cost for the ETA (eta.c): its wall time less a boot it waited for */
+	uint64_t w0 = now_ns();
+	double boots0 = x->res->time.boots + x->res->time.kvm_probe;
 	results_cpu_now(&cu0, &cs0);
 	if (guest_ready(x, c, warmup) < 0)
 		return -1;
@@ -301,6 +304,8 @@ int do_run(struct exec *x, struct xcell *c)
 	rcell(x, c)->cpu_user_s += cu1 - cu0;
 	rcell(x, c)->cpu_sys_s += cs1 - cs0;
 	c->runs_done++;
+	c->cost_s += secs(now_ns() - w0) - (x->res->time.boots + x->res->time.kvm_probe - boots0);
+	c->n_cost++;
 
 	int rc = -1;
 	if (failed < 0 && run_ns > c->pc.run.timeout) {
