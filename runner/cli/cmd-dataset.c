@@ -22,6 +22,7 @@
 #include "dataset.h"
 #include "plan-limits.h"
 #include "proc.h"
+#include "status.h"
 #include "util.h"
 
 static const char *const gen_contents[] = { "random", "zeros", "text", "compressible", NULL };
@@ -206,6 +207,33 @@ static void on_signal(int sig)
 	gen_signal = sig;
 }
 
+/* Generation on a terminal: the bytes written, the rate and what is left, then the sync. */
+struct gen_progress {
+	struct term_status ts;
+	struct term_ticker *k;
+	uint64_t t0;
+};
+
+static void gen_progress(void *userdata, uint64_t done, uint64_t total, bool syncing)
+{
+	struct gen_progress *g = userdata;
+	if (!syncing && done < total && !term_status_due(&g->ts, 200))
+		return;
+	double s = (double)(now_ns() - g->t0) / 1e9;
+	_cleanup_free_ char *d = human_size(done), *t = human_size(total);
+	_cleanup_free_ char *rate = s > 0 ? human_size((uint64_t)((double)done / s)) : NULL;
+	_cleanup_free_ char *text = NULL;
+	if (syncing)
+		text = xasprintf("dataset: %s written, syncing to disk", d);
+	else if (rate && done > 0)
+		text = xasprintf("dataset: %s of %s (%.0f%%), %s/s, eta %.0fs", d, t,
+				 total ? 100.0 * (double)done / (double)total : 100.0, rate,
+				 s * (double)(total - done) / (double)done);
+	else
+		text = xasprintf("dataset: %s of %s", d, t);
+	term_ticker_set(g->k, text);
+}
+
 static bool gen_cancelled(void *userdata)
 {
 	(void)userdata;
@@ -347,12 +375,15 @@ static int gen_check(const struct gen_args *a)
 	return EXIT_OK;
 }
 
-/* Generates into --output, or gets the dataset through the cache; prints the summary. */
-static int gen_execute(const struct gen_args *a, struct manifest **m)
+/* Generates into --output, or gets the dataset through the cache; stops the status line (k,
+ * may be NULL) and prints the summary. */
+static int gen_execute(const struct gen_args *a, struct manifest **m, struct term_ticker *k)
 {
 	_cleanup_free_ char *err = NULL;
 	if (a->dir) {
-		if (dataset_generate(&a->spec, a->dir, &a->gopts.gen, m, &err) < 0) {
+		int r = dataset_generate(&a->spec, a->dir, &a->gopts.gen, m, &err);
+		term_ticker_stop(k);
+		if (r < 0) {
 			errorf("%s", err);
 			return gen_signal ? interrupted_exit() : EXIT_INFRA;
 		}
@@ -365,7 +396,9 @@ static int gen_execute(const struct gen_args *a, struct manifest **m)
 		return EXIT_OK;
 	}
 	struct dataset_info info;
-	if (dataset_get(&a->spec, &a->gopts, &info, m, &err) < 0) {
+	int r = dataset_get(&a->spec, &a->gopts, &info, m, &err);
+	term_ticker_stop(k);
+	if (r < 0) {
 		dataset_info_clear(&info);
 		errorf("%s", err);
 		return gen_signal ? interrupted_exit() : EXIT_INFRA;
@@ -397,10 +430,20 @@ static int cmd_gen(int argc, char **argv)
 		return code;
 	a.gopts.gen.cancelled = gen_cancelled;
 	catch_signals();
+	/* on a terminal, the status line says how far generation is (and ticks while the
+	 * cache waits for another process, or the disk syncs) */
+	struct gen_progress gp = { .t0 = now_ns() };
+	term_status_init(&gp.ts);
+	gp.k = term_ticker_start(&gp.ts);
+	if (gp.k) {
+		term_ticker_set(gp.k, "dataset: starting");
+		a.gopts.gen.progress = gen_progress;
+		a.gopts.gen.userdata = &gp;
+	}
 
 	_cleanup_(manifest_freep) struct manifest *m = NULL;
 	uint64_t t0 = now_ns();
-	if ((code = gen_execute(&a, &m)) != EXIT_OK)
+	if ((code = gen_execute(&a, &m, gp.k)) != EXIT_OK)
 		return code;
 	double s = (double)(now_ns() - t0) / 1e9;
 	printf("seconds: %.3f\nMB/s: %.1f\n", s, s > 0 ? (double)m->bytes / 1e6 / s : 0.0);

@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "debian.h"
 #include "guest.h"
+#include "status.h"
 #include "util.h"
 
 static int cmd_guest(int argc, char **argv);
@@ -62,9 +63,17 @@ const struct cli_command cli_guest = {
 	.run = cmd_guest,
 };
 
+/* Each step of a build: on a terminal the status line (with the time since the build started,
+ * ticking through steps that take a minute), else a line of its own. */
 static void print_progress(void *userdata, const char *msg)
 {
-	fprintf(stderr, "guest: %s\n", msg);
+	struct term_ticker *k = userdata;
+	if (!k) {
+		fprintf(stderr, "guest: %s\n", msg);
+		return;
+	}
+	_cleanup_free_ char *text = xasprintf("guest: %s", msg);
+	term_ticker_set(k, text);
 }
 
 static int guest_build_cmd(const char *cache, bool force)
@@ -74,11 +83,16 @@ static int guest_build_cmd(const char *cache, bool force)
 		.force = force,
 		.progress = print_progress,
 	};
+	struct term_status ts;
+	term_status_init(&ts);
+	struct term_ticker *k = term_ticker_start(&ts);
+	o.userdata = k;
 	struct guest_files g;
 	_cleanup_free_ char *err = NULL;
 	bool rebuilt = false;
 	uint64_t t0 = now_ns();
 	int r = guest_build(&o, &g, &rebuilt, &err);
+	term_ticker_stop(k);
 
 	if (r < 0) {
 		errorf("guest build: %s", err);
@@ -99,11 +113,16 @@ static int debian_build_cmd(const char *cache, bool force)
 		.force = force,
 		.progress = print_progress,
 	};
+	struct term_status ts;
+	term_status_init(&ts);
+	struct term_ticker *k = term_ticker_start(&ts);
+	o.userdata = k;
 	struct guest_image g;
 	_cleanup_free_ char *err = NULL;
 	bool rebuilt = false;
 	uint64_t t0 = now_ns();
 	int r = guest_debian_build(&o, &g, &rebuilt, &err);
+	term_ticker_stop(k);
 
 	if (r < 0) {
 		errorf("guest build debian: %s", err);

@@ -15,6 +15,7 @@
 #include "fs.h"
 #include "exec.h"
 #include "plan.h"
+#include "status.h"
 #include "units.h"
 #include "util.h"
 
@@ -123,39 +124,21 @@ static void mkdir_parents(const char *path)
 	(void)mkdir_p(d, 0755, NULL); /* a failure shows when the output is opened */
 }
 
-/* Progress of the executor on standard error: a live status line on a TTY, else plain lines. */
-struct progress {
-	bool live;  /* stderr is a TTY: status() draws one line, replaced by the next */
-	bool drawn; /* a status line is on the screen */
-};
-
-static void clear_status(struct progress *pg)
-{
-	if (pg->drawn)
-		fputs("\r\033[K", stderr);
-	pg->drawn = false;
-}
-
-/* Progress text carries names and messages from the plan and the guest: escaped like errorf(). */
+/* Progress of the executor on standard error: a live status line on a TTY, fitted to its
+ * width (status.c), else plain lines. */
 static void show_status(void *ud, const char *text)
 {
-	struct progress *pg = ud;
-	_cleanup_free_ char *clean = escape_controls(text);
-	fprintf(stderr, "\r\033[K%s", clean);
-	fflush(stderr);
-	pg->drawn = true;
+	term_status_draw(ud, text);
 }
 
 static void show_line(void *ud, const char *text)
 {
-	clear_status(ud);
-	_cleanup_free_ char *clean = escape_controls(text);
-	fprintf(stderr, "ferry: %s\n", clean);
+	term_status_line(ud, text);
 }
 
 static void show_error(void *ud, const char *text)
 {
-	clear_status(ud);
+	term_status_clear(ud);
 	errorf("%s", text);
 }
 
@@ -566,7 +549,8 @@ static int cmd_run(int argc, char **argv)
 	struct results *r = NULL;
 	struct exec_result st;
 	_cleanup_free_ char *err = NULL;
-	struct progress prog = { .live = isatty(STDERR_FILENO) };
+	struct term_status prog;
+	term_status_init(&prog);
 	a.eo.ud = &prog;
 	if (!a.quiet) {
 		a.eo.live_status = prog.live;
@@ -574,7 +558,7 @@ static int cmd_run(int argc, char **argv)
 		a.eo.line = show_line;
 	}
 	int rc = exec_plan(p, m, &a.eo, &r, &st, &err);
-	clear_status(&prog);
+	term_status_clear(&prog);
 	if (rc < 0) {
 		errorf("%s", err);
 		report_set_abort(&rs);

@@ -72,6 +72,10 @@ struct dataset_gen_opts {
 	 * generation: when it returns true, generation stops, removes what it wrote and fails
 	 * with "interrupted". NULL: run_interrupted() (runner/util/run.h). */
 	bool (*cancelled)(void *userdata);
+	/* Called after every chunk written with the bytes written so far and the dataset's total,
+	 * and once more with `syncing` before the sync to disk (which can take as long as the
+	 * writing). NULL: nothing. It may be called often: the caller draws at its own pace. */
+	void (*progress)(void *userdata, uint64_t done, uint64_t total, bool syncing);
 	void *userdata;
 };
 

@@ -124,8 +124,14 @@ bool dataset_gen_cancelled(const struct dataset_gen_opts *o)
 	return run_interrupted() != 0;
 }
 
+/* The bytes written so far and in all, for opts->progress. */
+struct gen_count {
+	uint64_t done, total;
+};
+
 static int gen_file(const struct dataset_spec *spec, uint64_t index, const char *dir,
-		    struct hash_pipe *p, const struct dataset_gen_opts *opts, char **err)
+		    struct hash_pipe *p, const struct dataset_gen_opts *opts, struct gen_count *gc,
+		    char **err)
 {
 	_cleanup_free_ char *rel = dataset_file_path(spec, index);
 	_cleanup_free_ char *path = xasprintf("%s/%s", dir, rel);
@@ -162,6 +168,9 @@ static int gen_file(const struct dataset_spec *spec, uint64_t index, const char 
 			s->ino = st.st_ino;
 		}
 		slot_post(p);
+		gc->done += n;
+		if (opts && opts->progress)
+			opts->progress(opts->userdata, gc->done, gc->total, false);
 	} while (off < size);
 	return 0;
 }
@@ -233,8 +242,13 @@ static int generate_into(const struct dataset_spec *spec, const char *dir,
 	if (r != 0) {
 		*err = xasprintf("cannot start the hashing thread: %s", strerror(r));
 	} else {
+		struct gen_count gc = { 0 };
+		for (uint64_t i = 0; opts && opts->progress && i < spec->files; i++)
+			gc.total += dataset_file_size(spec, i);
 		for (uint64_t i = 0; r == 0 && i < spec->files; i++)
-			r = gen_file(spec, i, dir, &p, opts, err);
+			r = gen_file(spec, i, dir, &p, opts, &gc, err);
+		if (r == 0 && opts && opts->progress && !opts->no_sync)
+			opts->progress(opts->userdata, gc.done, gc.total, true);
 		pthread_mutex_lock(&p.mu);
 		p.done = true;
 		pthread_cond_signal(&p.filled);
