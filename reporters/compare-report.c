@@ -90,6 +90,38 @@ static void table_head(FILE *f, const struct comparison *c)
 		comparison_interval_pct(c));
 }
 
+/* The counts of the verdicts, in the Markdown's words (bold regressions there). */
+static void counts_line(FILE *f, const struct comparison *c, bool md)
+{
+	fprintf(f,
+		"%s%zu regressed%s, %zu improved, %zu unchanged, %zu inconclusive (cell and metric "
+		"pairs; %zu cell%s regressed)",
+		md ? "**" : "", c->counts[CMP_REGRESSED], md ? "**" : "", c->counts[CMP_IMPROVED],
+		c->counts[CMP_UNCHANGED], c->counts[CMP_INCONCLUSIVE], c->regressed_cells,
+		c->regressed_cells == 1 ? "" : "s");
+}
+
+/* The rows the Cells table shows: every total, and every metric that changed. */
+static bool shown_row(const struct cmp_row *r)
+{
+	return STREQ(r->metric, "total") || r->verdict == CMP_REGRESSED ||
+	       r->verdict == CMP_IMPROVED;
+}
+
+/* Why an inconclusive row is (its note, the effect it could detect, the boots it needs). */
+static void note_text(FILE *f, const struct cmp_row *r, bool md)
+{
+	if (md)
+		md_text(f, r->note ? r->note : "inconclusive");
+	else
+		fputs(r->note ? r->note : "inconclusive", f);
+	if (isfinite(r->mde))
+		fprintf(f, "; minimum detectable effect %.1f%%", 100 * r->mde);
+	if (r->more_boots > 0)
+		fprintf(f, "; about %ld more boot%s per side would resolve it", r->more_boots,
+			r->more_boots == 1 ? "" : "s");
+}
+
 static void note_line(FILE *f, const struct cmp_row *r)
 {
 	fputs("- ", f);
@@ -97,12 +129,7 @@ static void note_line(FILE *f, const struct cmp_row *r)
 	fputs(" ", f);
 	md_text(f, r->metric);
 	fputs(": ", f);
-	md_text(f, r->note ? r->note : "inconclusive");
-	if (isfinite(r->mde))
-		fprintf(f, "; minimum detectable effect %.1f%%", 100 * r->mde);
-	if (r->more_boots > 0)
-		fprintf(f, "; about %ld more boot%s per side would resolve it", r->more_boots,
-			r->more_boots == 1 ? "" : "s");
+	note_text(f, r, true);
 	fputs("\n", f);
 }
 
@@ -125,17 +152,13 @@ int report_compare_markdown(const struct comparison *c, const struct results *ca
 		md_text(f, why);
 		fputs("\n\n", f);
 	} else {
-		fprintf(
-		    f,
-		    "**%zu regressed**, %zu improved, %zu unchanged, %zu inconclusive (cell and "
-		    "metric pairs; %zu cell%s regressed). Rule %s; each bound of a change is a "
-		    "one-sided %.0f%% confidence bound (together a %.0f%% interval); minimum "
-		    "change %.3g%%; baseline: %zu file%s pooled.\n\n",
-		    c->counts[CMP_REGRESSED], c->counts[CMP_IMPROVED], c->counts[CMP_UNCHANGED],
-		    c->counts[CMP_INCONCLUSIVE], c->regressed_cells,
-		    c->regressed_cells == 1 ? "" : "s", cmp_rule_name(c->rule), 100 * c->confidence,
-		    100 * (2 * c->confidence - 1), 100 * c->threshold, c->n_used,
-		    c->n_used == 1 ? "" : "s");
+		counts_line(f, c, true);
+		fprintf(f,
+			". Rule %s; each bound of a change is a one-sided %.0f%% confidence bound "
+			"(together a %.0f%% interval); minimum change %.3g%%; baseline: %zu file%s "
+			"pooled.\n\n",
+			cmp_rule_name(c->rule), 100 * c->confidence, 100 * (2 * c->confidence - 1),
+			100 * c->threshold, c->n_used, c->n_used == 1 ? "" : "s");
 	}
 	if (x && x->n_baselines) {
 		fputs("Baseline: ", f);
@@ -181,10 +204,8 @@ int report_compare_markdown(const struct comparison *c, const struct results *ca
 		fputs("### Cells\n\n", f);
 		table_head(f, c);
 		for (size_t i = 0; i < c->n_rows; i++) {
-			const struct cmp_row *r = &c->rows[i];
-			if (STREQ(r->metric, "total") || r->verdict == CMP_REGRESSED ||
-			    r->verdict == CMP_IMPROVED)
-				row_line(f, r);
+			if (shown_row(&c->rows[i]))
+				row_line(f, &c->rows[i]);
 		}
 		fputs("\n", f);
 		bool any = false;
@@ -225,6 +246,38 @@ int report_compare_markdown(const struct comparison *c, const struct results *ca
 		return -1;
 	}
 	return 0;
+}
+
+char *report_compare_summary(const struct comparison *c)
+{
+	if (c->refused)
+		return xstrdup("");
+	struct report_locale loc;
+	report_locale_enter(&loc);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (!f)
+		abort();
+	counts_line(f, c, false);
+	fputs("\n", f);
+	for (size_t i = 0; i < c->n_rows; i++) {
+		const struct cmp_row *r = &c->rows[i];
+		if (!shown_row(r))
+			continue;
+		fprintf(f, "%s %s: ", r->cell, r->metric);
+		change(f, r);
+		fprintf(f, " (%.0f%% CI): %s", comparison_interval_pct(c),
+			cmp_verdict_name(r->verdict));
+		if (r->verdict == CMP_INCONCLUSIVE && STREQ(r->metric, "total")) {
+			fputs(": ", f);
+			note_text(f, r, false);
+		}
+		fputs("\n", f);
+	}
+	fclose(f);
+	report_locale_leave(&loc);
+	return text;
 }
 
 /* ---- JUnit --------------------------------------------------------------------------------- */

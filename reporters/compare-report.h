@@ -29,6 +29,14 @@ struct compare_report_ctx {
 int report_compare_markdown(const struct comparison *c, const struct results *cand,
 			    const struct compare_report_ctx *x, FILE *out, char **err);
 
+/*
+ * The end of `ferry compare` on the terminal, in the Markdown's words: the counts of the
+ * verdicts, then a line per row of its Cells table, "CELL METRIC: CHANGE [LOW, HIGH] (90% CI):
+ * VERDICT" (an inconclusive total with why). Raw text from the results (the caller escapes
+ * control characters when it prints). Caller frees; "" for a refused comparison.
+ */
+char *report_compare_summary(const struct comparison *c);
+
 /* One static HTML page (html-compare.c): every cell's change with its interval on one axis
  * around 0, the threshold marked, coloured by verdict, the numbers beside it and on hover. */
 int report_compare_html(const struct comparison *c, const struct results *cand,

@@ -64,6 +64,30 @@ assert rows[0]["change [90% CI]"].startswith("+3"), rows[0]
 print("ok: Markdown table parses, d0 regressed, d1 and d2 not")
 PY
 
+# the terminal's summary (standard error) says what the Markdown says, in its words: the
+# counts, then per row of the Cells table its cell, metric, change with its interval and verdict
+"$py" - slow.md err <<'PY'
+import re, sys
+md = open(sys.argv[1]).read()
+err = [l[len("ferry: "):] for l in open(sys.argv[2]).read().splitlines() if l.startswith("ferry: ")]
+unmd = lambda t: re.sub(r"\\(.)", r"\1", t)
+counts = re.search(r"\*\*(\d+ regressed)\*\*(, [^.]*\))\.", md)
+assert counts and err[0] == counts.group(1) + counts.group(2), (err[:1], counts)
+lines = md.split("\n")
+i = lines.index("### Cells") + 4
+want = []
+for l in lines[i:]:
+    if not l.startswith("|"):
+        break
+    c = [unmd(x.strip()) for x in l.strip("|").split("|")]
+    want.append(f"{c[0]} {c[1]}: {c[4]} (90% CI): {c[6].split(' ', 1)[1]}")
+got = [re.sub(r": the interval .*", "", l) for l in err[1:1 + len(want)]]
+assert len(want) == 6 and got == want, (got, want)
+note = [l for l in lines if l.startswith("- dataset=d1")][0]
+assert err[5].endswith(note.split(": ", 1)[1]), (err[5], note)
+print(f"ok: the terminal summary's {len(want)} rows and counts are the Markdown's")
+PY
+
 for xsd in junit-10.xsd ant-junit.xsd; do
 	xmllint --noout --schema "$src/fixtures/xsd/$xsd" slow.xml
 done

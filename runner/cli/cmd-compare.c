@@ -255,6 +255,21 @@ static void github(const struct render *r)
 	free(md);
 }
 
+/* The answer on standard error, in the Markdown's words (report_compare_summary()). */
+static void print_summary(const struct comparison *c)
+{
+	fflush(stdout); /* after the Markdown, when it went to the same terminal */
+	_cleanup_free_ char *text = report_compare_summary(c);
+	for (char *line = text; *line;) {
+		size_t n = strcspn(line, "\n");
+		char *next = line + n + (line[n] == '\n');
+		line[n] = '\0';
+		_cleanup_free_ char *clean = escape_controls(line);
+		fprintf(stderr, "ferry: %s\n", clean);
+		line = next;
+	}
+}
+
 /* Read every baseline of paths; NULL after printing why one could not be read. */
 static struct results **read_all(const struct strv *paths)
 {
@@ -457,6 +472,7 @@ static int compare_render(struct compare_args *a, struct comparison *cmp,
 	if (a->html && write_report(a->html, do_html, &r) < 0)
 		out_rc = -1;
 	github(&r);
+	print_summary(cmp);
 	if (cmp->refused) {
 		_cleanup_free_ char *why = comparison_refusal(cmp);
 		errorf("%s", why);
