@@ -706,7 +706,7 @@ static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_conf
 		boot_vols_clear(&bv, hs);
 		return -1;
 	}
-	run_own_domain(run, conn, name);
+	vm_own_domain(run, conn, name);
 	struct vm *vm = xcalloc(1, sizeof(*vm));
 	vm->tap = TAKE_PTR(tap);
 	vm->hs = hs;
@@ -931,7 +931,7 @@ void vm_destroy(struct vm *vm)
 		vm_channel_reap(vm, true);
 		virDomainFree(vm->dom);
 	}
-	run_disown_domain(vm->run, vm->name);
+	run_disown(vm->run, vm->name);
 	if (vm->tap) {
 		/* nothing when run_close removed the whole private network already */
 		struct netns *ns = netns_find(vm->run);
