@@ -620,120 +620,66 @@ static int remote_config(struct hoststore *hs, const char *name, struct vm_confi
 	return 0;
 }
 
-static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_config *c, bool kvm,
-		       unsigned timeout_ms, struct vm **out, char **err)
+/* The files a custom image boots from (c->image): a qcow2 overlay over it in the run directory,
+ * and copies of its direct kernel boot's kernel and initrd, which cc then names. The paths are
+ * the caller's (*overlay, *kcopy, *icopy) also on failure. */
+static int image_files(struct run *run, const char *name, const struct vm_config *c,
+		       struct vm_config *cc, char **overlay, char **kcopy, char **icopy, char **err)
 {
-	_cleanup_free_ char *name = c->name ? xstrdup(c->name) : run_domain_name(run);
-	_cleanup_free_ char *logname = xasprintf("%s.console.log", name);
-	_cleanup_free_ char *log = run_path(run, "logs", logname);
-	_cleanup_free_ char *overlay = NULL;
-	struct vm_config cc = *c;
+	/* a custom guest's files come from the plan: regular files in the allowed tree */
+	if (input_check("image", c->image, NULL, err) < 0 ||
+	    (c->kernel && input_check("kernel", c->kernel, NULL, err) < 0) ||
+	    (c->initrd && input_check("initrd", c->initrd, NULL, err) < 0))
+		return -1;
+	char abs[PATH_MAX];
+	if (!realpath(c->image, abs)) {
+		*err = xasprintf("cannot find image '%s': %s", c->image, strerror(errno));
+		return -1;
+	}
+	_cleanup_free_ char *fmt = image_format(run, abs, err);
+	if (!fmt)
+		return -1;
+	_cleanup_free_ char *oname = xasprintf("%s.overlay.qcow2", name);
+	*overlay = run_path(run, "overlays", oname);
+	const char *argv[] = { "qemu-img", "create", "-q", "-f",     "qcow2", "-b",
+			       abs,        "-F",     fmt,  *overlay, NULL };
+	_cleanup_free_ char *e = NULL;
+	if (proc_run(argv, NULL, &e) < 0) {
+		*err = xasprintf("cannot create an overlay for image '%s': %s", c->image, e);
+		return -1;
+	}
+	chmod(*overlay, 0644);
+	cc->image = *overlay;
+	if (!c->kernel)
+		return 0;
+	_cleanup_free_ char *kn = xasprintf("%s.kernel", name);
+	*kcopy = run_path(run, "overlays", kn);
+	if (copy_boot_file("kernel", c->kernel, *kcopy, err) < 0)
+		return -1;
+	cc->kernel = *kcopy;
+	if (c->initrd) {
+		_cleanup_free_ char *in = xasprintf("%s.initrd", name);
+		*icopy = run_path(run, "overlays", in);
+		if (copy_boot_file("initrd", c->initrd, *icopy, err) < 0)
+			return -1;
+		cc->initrd = *icopy;
+	}
+	return 0;
+}
 
-	if (c->image) {
-		/* a custom guest's files come from the plan: regular files in the allowed tree */
-		if (input_check("image", c->image, NULL, err) < 0 ||
-		    (c->kernel && input_check("kernel", c->kernel, NULL, err) < 0) ||
-		    (c->initrd && input_check("initrd", c->initrd, NULL, err) < 0))
-			return -1;
-		char abs[PATH_MAX];
-		if (!realpath(c->image, abs)) {
-			*err = xasprintf("cannot find image '%s': %s", c->image, strerror(errno));
-			return -1;
-		}
-		_cleanup_free_ char *fmt = image_format(run, abs, err);
-		if (!fmt)
-			return -1;
-		_cleanup_free_ char *oname = xasprintf("%s.overlay.qcow2", name);
-		overlay = run_path(run, "overlays", oname);
-		const char *argv[] = { "qemu-img", "create", "-q", "-f",    "qcow2", "-b",
-				       abs,        "-F",     fmt,  overlay, NULL };
-		_cleanup_free_ char *e = NULL;
-		if (proc_run(argv, NULL, &e) < 0) {
-			*err =
-			    xasprintf("cannot create an overlay for image '%s': %s", c->image, e);
-			return -1;
-		}
-		chmod(overlay, 0644);
-		cc.image = overlay;
-	}
-	_cleanup_free_ char *kcopy = NULL, *icopy = NULL;
-	if (c->image && c->kernel) {
-		_cleanup_free_ char *kn = xasprintf("%s.kernel", name);
-		kcopy = run_path(run, "overlays", kn);
-		if (copy_boot_file("kernel", c->kernel, kcopy, err) < 0)
-			return -1;
-		cc.kernel = kcopy;
-		if (c->initrd) {
-			_cleanup_free_ char *in = xasprintf("%s.initrd", name);
-			icopy = run_path(run, "overlays", in);
-			if (copy_boot_file("initrd", c->initrd, icopy, err) < 0)
-				return -1;
-			cc.initrd = icopy;
-		}
-	}
-	cc.owner_run = run_id(run);
-	cc.owner_pid = (long)getpid();
-	struct hoststore *hs = hoststore_find(conn);
-	struct boot_vols bv = { 0 };
-	if (hs && remote_config(hs, name, &cc, &bv, &log, err) < 0) {
-		boot_vols_clear(&bv, hs);
-		return -1;
-	}
-	/* the private network: ferry's tap, still in the root namespace, down, no address */
-	struct netns *ns = NULL;
-	_cleanup_free_ char *tap = NULL, *guest_addr = NULL;
-	if (cc.nic.backend == NIC_BACKEND_PRIVATE) {
-		ns = netns_of_run(run, err);
-		if (!ns || netns_tap_create(ns, cc.nic.queues, &tap, &guest_addr, err) < 0)
-			return -1;
-		cc.nic.source = tap;
-		cc.nic.vhost = cc.nic.model == NIC_MODEL_VIRTIO && vm_vhost_net_available();
-	}
-	_cleanup_free_ char *xml = vm_domain_xml(&cc, name, kvm, log, err);
-	if (!xml) {
-		if (tap)
-			netns_tap_remove(ns, tap);
-		boot_vols_clear(&bv, hs);
-		return -1;
-	}
-	uint64_t t0 = now_ns();
-	/* auto-destroy: a ferry killed by SIGKILL or an abort leaves no running domain */
-	virDomainPtr dom = virDomainCreateXML(conn, xml, VIR_DOMAIN_START_AUTODESTROY);
-	if (!dom) {
-		*err = xasprintf("cannot start domain '%s': %s", name, virGetLastErrorMessage());
-		if (tap)
-			netns_tap_remove(ns, tap);
-		boot_vols_clear(&bv, hs);
-		return -1;
-	}
-	vm_own_domain(run, conn, name);
-	struct vm *vm = xcalloc(1, sizeof(*vm));
-	vm->tap = TAKE_PTR(tap);
-	vm->hs = hs;
-	if (hs) {
-		/* the first label is the console log's */
-		vm->console_vol = bv.n ? xstrdup(bv.labels[0]) : NULL;
-		vm->boot_vols = TAKE_PTR(bv.labels);
-		vm->n_boot_vols = bv.n;
-		bv.n = 0;
-		boot_vols_clear(&bv, NULL);
-	}
-	vm->guest_addr = TAKE_PTR(guest_addr);
-	vm->no_vhost = cc.nic.backend == NIC_BACKEND_PRIVATE && cc.nic.model == NIC_MODEL_VIRTIO &&
-		       !cc.nic.vhost;
-	virConnectRef(conn);
-	vm->conn = conn;
-	vm->dom = dom;
-	vm->run = run;
-	vm->name = TAKE_PTR(name);
-	vm->console_log = TAKE_PTR(log);
+/* What vm knows of its guest from the configuration it booted (c as planned, cc as booted). */
+static void vm_guest_facts(struct vm *vm, const struct vm_config *c, const struct vm_config *cc,
+			   bool kvm)
+{
+	vm->no_vhost = cc->nic.backend == NIC_BACKEND_PRIVATE &&
+		       cc->nic.model == NIC_MODEL_VIRTIO && !cc->nic.vhost;
 	vm->machine = c->machine;
 	vm->os = c->os;
 	vm->kvm = kvm;
 	vm->builtin = c->kernel != NULL;
-	_cleanup_free_ char *mods = vm->builtin ? vm_guest_modules(&cc) : NULL;
+	_cleanup_free_ char *mods = vm->builtin ? vm_guest_modules(cc) : NULL;
 	vm->scsi_loaded = mods && strstr(mods, "virtio_scsi");
-	vm->scsi_ctl = vm_needs_scsi(&cc);
+	vm->scsi_ctl = vm_needs_scsi(cc);
 	/* hot-plugged targets follow the boot-time ones */
 	if (c->image)
 		vm->next[c->os == VM_OS_WINDOWS ? 1 : 0]++;
@@ -744,27 +690,120 @@ static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_conf
 			vm->next[c->disks[i].bus == DISK_BUS_VIRTIO ? 0
 				 : c->disks[i].bus == DISK_BUS_IDE  ? 2
 								    : 1]++;
+}
+
+/* The started domain until its guest answers (t0: when it was started): the tap moves into the
+ * private network, a saved state is loaded, the agent answers, the guest gets its address.
+ * On failure vm is destroyed. */
+static int vm_come_up(struct vm *vm, const struct vm_config *c, struct netns *ns, uint64_t t0,
+		      unsigned timeout_ms, char **err)
+{
 	/* QEMU holds the tap's descriptors now: its host end moves into the namespace */
-	if (vm->tap && netns_tap_adopt(ns, vm->tap, err) < 0) {
-		vm_destroy(vm);
-		return -1;
-	}
+	if (vm->tap && netns_tap_adopt(ns, vm->tap, err) < 0)
+		goto fail;
 	if ((c->restore && vm_incoming(vm, c->restore, timeout_ms, err) < 0) ||
-	    wait_agent(vm, timeout_ms, err) < 0) {
-		vm_destroy(vm);
-		return -1;
-	}
+	    wait_agent(vm, timeout_ms, err) < 0)
+		goto fail;
 	vm->boot_ms = (double)(now_ns() - t0) / 1e6;
-	if (c->restore && vm_restore_refresh(vm, err) < 0) {
-		vm_destroy(vm);
+	if (c->restore && vm_restore_refresh(vm, err) < 0)
+		goto fail;
+	if (vm->guest_addr && private_address(vm, err) < 0)
+		goto fail;
+	return 0;
+fail:
+	vm_destroy(vm);
+	return -1;
+}
+
+/* A boot in the making: what boot_domain() prepared, the vm's once the domain started. */
+struct boot {
+	char *name, *log;
+	char *tap, *guest_addr; /* the private network's (netns.h), or NULL */
+	struct netns *ns;
+	struct hoststore *hs; /* a remote host's pool, or NULL */
+	struct boot_vols bv;  /* the volumes made there */
+};
+
+static void boot_clear(struct boot *b)
+{
+	free(b->name);
+	free(b->log);
+	free(b->tap);
+	free(b->guest_addr);
+}
+
+/* Boot cc (c with the paths of this boot) as the transient domain b->name and wait for its
+ * guest. On failure what b made is removed. */
+static int start_domain(struct run *run, virConnectPtr conn, const struct vm_config *c,
+			const struct vm_config *cc, bool kvm, struct boot *b, unsigned timeout_ms,
+			struct vm **out, char **err)
+{
+	_cleanup_free_ char *xml = vm_domain_xml(cc, b->name, kvm, b->log, err);
+	virDomainPtr dom = NULL;
+	uint64_t t0 = now_ns();
+	/* auto-destroy: a ferry killed by SIGKILL or an abort leaves no running domain */
+	if (xml && !(dom = virDomainCreateXML(conn, xml, VIR_DOMAIN_START_AUTODESTROY)))
+		*err = xasprintf("cannot start domain '%s': %s", b->name, virGetLastErrorMessage());
+	if (!dom) {
+		if (b->tap)
+			netns_tap_remove(b->ns, b->tap);
+		boot_vols_clear(&b->bv, b->hs);
 		return -1;
 	}
-	if (vm->guest_addr && private_address(vm, err) < 0) {
-		vm_destroy(vm);
-		return -1;
+	vm_own_domain(run, conn, b->name);
+	struct vm *vm = xcalloc(1, sizeof(*vm));
+	vm->tap = TAKE_PTR(b->tap);
+	vm->hs = b->hs;
+	if (b->hs) {
+		/* the first label is the console log's */
+		vm->console_vol = b->bv.n ? xstrdup(b->bv.labels[0]) : NULL;
+		vm->boot_vols = TAKE_PTR(b->bv.labels);
+		vm->n_boot_vols = b->bv.n;
+		b->bv.n = 0;
+		boot_vols_clear(&b->bv, NULL);
 	}
+	vm->guest_addr = TAKE_PTR(b->guest_addr);
+	virConnectRef(conn);
+	vm->conn = conn;
+	vm->dom = dom;
+	vm->run = run;
+	vm->name = TAKE_PTR(b->name);
+	vm->console_log = TAKE_PTR(b->log);
+	vm_guest_facts(vm, c, cc, kvm);
+	if (vm_come_up(vm, c, b->ns, t0, timeout_ms, err) < 0)
+		return -1;
 	*out = vm;
 	return 0;
+}
+
+static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_config *c, bool kvm,
+		       unsigned timeout_ms, struct vm **out, char **err)
+{
+	_cleanup_(boot_clear) struct boot b = { 0 };
+	b.name = c->name ? xstrdup(c->name) : run_domain_name(run);
+	_cleanup_free_ char *logname = xasprintf("%s.console.log", b.name);
+	b.log = run_path(run, "logs", logname);
+	_cleanup_free_ char *overlay = NULL, *kcopy = NULL, *icopy = NULL;
+	struct vm_config cc = *c;
+
+	if (c->image && image_files(run, b.name, c, &cc, &overlay, &kcopy, &icopy, err) < 0)
+		return -1;
+	cc.owner_run = run_id(run);
+	cc.owner_pid = (long)getpid();
+	b.hs = hoststore_find(conn);
+	if (b.hs && remote_config(b.hs, b.name, &cc, &b.bv, &b.log, err) < 0) {
+		boot_vols_clear(&b.bv, b.hs);
+		return -1;
+	}
+	/* the private network: ferry's tap, still in the root namespace, down, no address */
+	if (cc.nic.backend == NIC_BACKEND_PRIVATE) {
+		b.ns = netns_of_run(run, err);
+		if (!b.ns || netns_tap_create(b.ns, cc.nic.queues, &b.tap, &b.guest_addr, err) < 0)
+			return -1;
+		cc.nic.source = b.tap;
+		cc.nic.vhost = cc.nic.model == NIC_MODEL_VIRTIO && vm_vhost_net_available();
+	}
+	return start_domain(run, conn, c, &cc, kvm, &b, timeout_ms, out, err);
 }
 
 static int kvm_cached = -1;
