@@ -457,6 +457,8 @@ static int start_domain(struct run *run, virConnectPtr conn, const struct vm_con
 	}
 	vm_own_domain(run, conn, b->name);
 	struct vm *vm = xcalloc(1, sizeof(*vm));
+	/* before the boot volumes are cleared: on a remote host cc->disks is theirs */
+	vm_guest_facts(vm, c, cc, kvm);
 	vm->tap = TAKE_PTR(b->tap);
 	vm->hs = b->hs;
 	if (b->hs) {
@@ -474,7 +476,6 @@ static int start_domain(struct run *run, virConnectPtr conn, const struct vm_con
 	vm->run = run;
 	vm->name = TAKE_PTR(b->name);
 	vm->console_log = TAKE_PTR(b->log);
-	vm_guest_facts(vm, c, cc, kvm);
 	if (vm_come_up(vm, c, b->ns, t0, timeout_ms, err) < 0)
 		return -1;
 	*out = vm;
