@@ -157,16 +157,7 @@ static void merge_provenance(struct result_provenance *out, const struct results
 			out->started_ms = p->started_ms;
 		if (p->finished_ms && p->finished_ms > out->finished_ms)
 			out->finished_ms = p->finished_ms;
-		for (size_t d = 0; d < p->n_datasets; d++) {
-			bool have = false;
-			for (size_t e = 0; e < out->n_datasets && !have; e++)
-				have = STREQ(out->datasets[e].name, p->datasets[d].name);
-			if (!have)
-				result_provenance_add_dataset(
-				    out, p->datasets[d].name, p->datasets[d].manifest_sha256,
-				    p->datasets[d].spec ? json_deep_copy(p->datasets[d].spec)
-							: NULL);
-		}
+		result_provenance_add_datasets(out, p);
 	}
 }
 
