@@ -351,6 +351,16 @@ static void leftover_namespaces(bool reap, struct netns_leftovers *o)
 			c[strcspn(c, ":@ ")] = '\0';
 			IP_QUIET("-n", n, "link", "del", "dev", c);
 		}
+		/* what the run started in there (share driver smb's smbd) would keep the namespace
+		 * alive after its name is gone: only ferry starts processes in it */
+		_cleanup_free_ char *pids = NULL;
+		(void)ip(&pids, &e, (const char *const[]){ "netns", "pids", n, NULL });
+		for (char *p = pids ? strtok_r(pids, "\n", &save) : NULL; p;
+		     p = strtok_r(NULL, "\n", &save)) {
+			long pid_in = strtol(p, NULL, 10);
+			if (pid_in > 1 && pid_in != (long)getpid())
+				kill((pid_t)pid_in, SIGKILL);
+		}
 		_cleanup_free_ char *e2 = NULL;
 		if (IP(&e2, "netns", "del", n) == 0)
 			o->reaped_ns++;
