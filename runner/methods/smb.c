@@ -17,9 +17,9 @@
  * Who writes: every share is `guest only` with `force user = nobody`, so whatever the guest does
  * on a share smbd does as the unprivileged user nobody (files 0644 at most, no setuid bit, no
  * root-owned file on the host); unix extensions are off and symbolic links are neither followed
- * nor made. The guest mounts with `guest` (no password: the share needs none, and it reaches
- * only what nobody can). A dataset file is staged into the source share as a hard link only when
- * nobody can read it and cannot write it (the cache's root-owned 0644 files), else copied and
+ * nor made. The guest mounts with `sec=none` (a null session: the share needs no password; it
+ * reaches only what nobody can). A dataset file is staged into the source share as a hard link only
+ * when nobody can read it and cannot write it (the cache's root-owned 0644 files), else copied and
  * owned by nobody.
  *
  * The source is <share a of server 0>/<cell>/src, staged before each run (untimed: 9p exports
@@ -578,8 +578,9 @@ static int smb_prepare(struct method_ctx *ctx)
 
 char *smb_mount_command(const char *addr, char share, const char *dir)
 {
-	/* guest: no user, no password: smbd maps the session to nobody (smb_config()) */
-	return xasprintf("mkdir -p %s && mount -t cifs //%s/%c %s -o ip=%s,guest,vers=3.0", dir,
+	/* sec=none: a null session (no user, no password), which smbd serves as the guest
+	 * account nobody (smb_config(): map to guest, guest only) */
+	return xasprintf("mkdir -p %s && mount -t cifs //%s/%c %s -o ip=%s,sec=none,vers=3.0", dir,
 			 addr, share, dir, addr);
 }
 

@@ -104,7 +104,7 @@ static void test_mount_command(void)
 	char *m = smb_mount_command("10.0.2.3", 'b', "/mnt/ferry-smb1");
 	g_assert_cmpstr(m, ==,
 			"mkdir -p /mnt/ferry-smb1 && mount -t cifs //10.0.2.3/b /mnt/ferry-smb1 -o "
-			"ip=10.0.2.3,guest,vers=3.0");
+			"ip=10.0.2.3,sec=none,vers=3.0");
 	free(m);
 }
 
