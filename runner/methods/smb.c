@@ -466,8 +466,13 @@ static bool has_symlinks(const struct manifest *m)
 static int cell_paths(struct method_ctx *ctx)
 {
 	struct smb_state *s = state(ctx);
-	if (s->cell)
-		return 0;
+	if (s->src_root && (!to_share(ctx) || s->dst_root))
+		return 0; /* (a server that failed to start fails every run of the cell) */
+	free(s->cell);
+	free(s->src_root);
+	free(s->src_addr);
+	free(s->guest_dst);
+	s->src_root = s->src_addr = s->guest_dst = NULL;
 	uint64_t h = 1469598103934665603ull;
 	for (const char *p = ctx->cell->id ? ctx->cell->id : ""; *p; p++)
 		h = (h ^ (unsigned char)*p) * 1099511628211ull;
