@@ -38,7 +38,8 @@
  * - mdev, then the filesystem modules (ext4, vfat, isofs, 9p + 9pnet_virtio, virtiofs + fuse,
  *   crc32c, cifs and the crypto it uses) start behind the agent at nice 19, in that order;
  *   /run/ferry-modules/NAME appears when module NAME (file name without .ko) is in,
- *   /run/ferry-modules-loaded when they all are. A mount before that works too: the kernel loads what it needs through /sbin/modprobe
+ *   /run/ferry-modules-loaded when they all are. A mount before that works too: the kernel
+ *   loads what it needs through /sbin/modprobe
  *   (busybox, with modules.dep and modules.alias in /lib/modules/KVER). `mount -t 9p -o
  *   trans=virtio TAG DIR`, `mount -t virtiofs TAG DIR` and `mount -t cifs //ADDR/SHARE DIR -o
  *   ip=ADDR,...` (busybox passes the options to the kernel as they are) likewise.
