@@ -86,7 +86,8 @@ static void test_full(void)
 			"'files_per_s', 'total', 'phase.prepare', 'phase.transfer', "
 			"'phase.finalize', 'phase.verify', 'phase.cleanup', 'cv', "
 			"'write_throughput', 'read_throughput', 'alloc_before', 'alloc_after', "
-			"'alloc_growth', 'alloc_deleted', 'cpu_guest' or 'cpu_qemu')");
+			"'alloc_growth', 'alloc_deleted', 'cpu_guest', 'cpu_qemu', 'canary_host' "
+			"or 'canary_guest')");
 	g_free(e);
 
 	GString *fixed = g_string_new(full_plan);
