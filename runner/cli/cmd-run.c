@@ -73,6 +73,18 @@ static const struct cli_option run_options[] = {
 	  .value = CLI_RESULTS,
 	  .flags = CLI_REPEAT,
 	  .help = "compare the run with this baseline (a results file or a directory of them)" },
+	{ .name = "gate",
+	  .id = 'g',
+	  .arg = "METRIC,...",
+	  .value = CLI_WORD,
+	  .help = "with a baseline: the metrics whose regression fails the run (default: the "
+		  "plan's regression.gate, else total); the others are reported, never fatal" },
+	{ .name = "confirm",
+	  .id = 'C',
+	  .arg = "N",
+	  .value = CLI_WORD,
+	  .help = "with a baseline: rerun a suspected regression's cells in N new blocks and fail "
+		  "only when the rerun regressed too (default: the plan's regression.confirm)" },
 	CLI_END,
 };
 const struct cli_command cli_run = {
@@ -322,6 +334,8 @@ static int cmd_run(int argc, char **argv)
 	size_t window = 0;
 	_cleanup_free_ const char **baselines = NULL;
 	size_t n_baselines = 0;
+	_cleanup_(gate_metrics_free) struct gate_metrics gate = { 0 };
+	long confirm = -1;
 	/* --connect and --hosts, in order: one host is the connection, several the fan-out */
 	_cleanup_(free_uris) struct uri_list ul = { NULL, 0 };
 	int c;
@@ -356,6 +370,14 @@ static int cmd_run(int argc, char **argv)
 				return EXIT_PLAN;
 			break;
 		case 'E': allow_empty = true; break;
+		case 'g':
+			if (gate_metrics_parse("--gate", optarg, &gate) < 0)
+				return EXIT_PLAN;
+			break;
+		case 'C':
+			if ((confirm = gate_parse_confirm(optarg)) < 0)
+				return EXIT_PLAN;
+			break;
 		case 'h': return cli_usage_exit(&cli_run, stdout);
 		default:
 			if (c >= OPT_REPORT && c < OPT_REPORT + REPORT_FORMAT_COUNT) {
@@ -472,7 +494,17 @@ static int cmd_run(int argc, char **argv)
 			.threshold = p->regression.threshold / 100,
 			.confidence = p->regression.confidence / 100,
 			.rule = (int)p->regression.rule,
+			.gate = gate.n ? (const char *const *)gate.v
+				       : (const char *const *)p->regression.gate,
+			.n_gate = gate.n ? gate.n : p->regression.n_gate,
+			.confirm =
+			    confirm >= 0 ? (unsigned)confirm : (unsigned)p->regression.confirm,
+			.rerun = gate_rerun,
 		};
+		_cleanup_free_ char *confirm_path =
+		    eo.results_path ? gate_confirm_path(eo.results_path) : NULL;
+		struct gate_rerun gr = { p, m, &eo, confirm_path };
+		rb.rerun_ud = &gr;
 		cmp_rc = compare_run_results(r, &rb);
 		results_count_status(r, st.counts);
 		/* the results file carries the regressions too */
