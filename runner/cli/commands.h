@@ -81,11 +81,11 @@ struct gate_metrics {
 int gate_metrics_parse(const char *opt, const char *text, struct gate_metrics *g);
 void gate_metrics_free(struct gate_metrics *g);
 
-/* What `ferry run --confirm` reruns the flagged cells with (gate.c): the plan (its run's
- * blocks changed for the rerun and restored), its matrix and the run's options; the rerun's
+/* What `ferry run --confirm` reruns the flagged cells with (gate.c): the plan (a copy with
+ * the rerun's blocks runs), its matrix and the run's options; the rerun's
  * results are written to path (NULL: none). */
 struct gate_rerun {
-	struct plan *p;
+	const struct plan *p;
 	const struct matrix *m;
 	const struct exec_opts *eo;
 	const char *path;

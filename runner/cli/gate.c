@@ -54,13 +54,13 @@ struct results *gate_rerun(void *ud, const char *const *cells, size_t n, unsigne
 		return NULL;
 	/* new blocks: the boots of the rerun, shuffled anew, one run per cell and boot unless the
 	 * plan says how many; no stop rule (exactly `blocks`) */
-	struct plan_run saved = g->p->run;
-	struct plan_run *run = &g->p->run;
+	struct plan p = *g->p; /* shallow: only its run settings differ, and nothing is freed */
+	struct plan_run *run = &p.run;
 	run->boots.min = run->boots.max = blocks;
 	run->until = 0;
 	run->budget = 0;
-	run->seed = saved.seed ^ 0x5bd1e995u;
-	if (!saved.boots.min)
+	run->seed = g->p->run.seed ^ 0x5bd1e995u;
+	if (!g->p->run.boots.min)
 		run->rpb = 1;
 	struct exec_opts eo = *g->eo;
 	eo.resume = NULL;
@@ -70,8 +70,7 @@ struct results *gate_rerun(void *ud, const char *const *cells, size_t n, unsigne
 	struct results *r = NULL;
 	struct exec_result st;
 	_cleanup_free_ char *err = NULL;
-	int rc = exec_plan(g->p, g->m, &eo, &r, &st, &err);
-	g->p->run = saved;
+	int rc = exec_plan(&p, g->m, &eo, &r, &st, &err);
 	if (rc < 0) {
 		errorf("the rerun: %s", err);
 		results_free(r);

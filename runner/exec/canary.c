@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The drift canary (ferry(1) COMPARE, docs/gate.md): in every block, right after each boot, a
- * fixed reference workload on the host (SHA-256 of a fixed 8 MiB buffer, four times, through
+ * fixed reference workload on the host (SHA-256 of a fixed 4 MiB buffer, four times, through
  * libcrypto) and one in the guest (a fixed busybox shell loop, timed on the host around the guest
  * command), each in seconds. Every run of that boot records both (canary_host, canary_guest), so
  * `ferry compare` can tell a slower host from slower code: the workloads never change, so their
@@ -12,7 +12,7 @@
 #include "exec-int.h"
 #include "hash.h"
 
-#define CANARY_BYTES  (8u << 20)
+#define CANARY_BYTES  (4u << 20)
 #define CANARY_ROUNDS 4
 /* about 0.3 s under TCG on an idle host; a fixed count of shell arithmetic (no I/O, no clock) */
 #define CANARY_GUEST "i=0; while [ $i -lt 1000 ]; do i=$((i+1)); done; echo $i"
