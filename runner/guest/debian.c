@@ -37,6 +37,7 @@ static const char *const debian_packages[] = {
 	"lz4",
 	"cpio",
 	"unzip",
+	"cifs-utils",
 	"wget",
 	"netcat-openbsd",
 	"dosfstools",
