@@ -32,7 +32,8 @@ int report_compare_markdown(const struct comparison *c, const struct results *ca
 /*
  * The end of `ferry compare` on the terminal, in the Markdown's words: the counts of the
  * verdicts, then a line per row of its Cells table, "CELL METRIC: CHANGE [LOW, HIGH] (90% CI):
- * VERDICT" (an inconclusive total with why). Raw text from the results (the caller escapes
+ * VERDICT" (an inconclusive total, or a gated metric with a note, with why), then the gate's
+ * line (passed or failed, the drift canary). Raw text from the results (the caller escapes
  * control characters when it prints). Caller frees; "" for a refused comparison.
  */
 char *report_compare_summary(const struct comparison *c);
