@@ -614,9 +614,13 @@ int report_junit_layout(const struct results *r, const struct report_markdown_op
 	static const struct report_markdown_opts defaults = { 0 };
 	struct layout l = { 0 };
 	struct pivot_verdicts pv = { 0 };
+	/* the verdicts' words in the C locale, as every number of the report */
+	struct report_locale loc;
+	report_locale_enter(&loc);
 	int rc = md_layout_build(&l, r, o ? o : &defaults, err);
 	if (rc == 0)
 		rc = pivot_verdicts_build(r, &l, &pv, err);
+	report_locale_leave(&loc);
 	if (rc == 0)
 		rc = junit_write(r, &pv, out, err);
 	pivot_verdicts_free(&pv);

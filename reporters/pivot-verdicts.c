@@ -196,6 +196,8 @@ json_t *report_verdicts_json(const struct results *r, const struct report_markdo
 	struct layout l = { 0 };
 	struct pivot_verdicts pv = { 0 };
 	json_t *a = NULL;
+	struct report_locale loc;
+	report_locale_enter(&loc); /* the words in the C locale */
 	if (md_layout_build(&l, r, o ? o : &defaults, err) == 0 &&
 	    pivot_verdicts_build(r, &l, &pv, err) == 0) {
 		a = json_array();
@@ -203,6 +205,7 @@ json_t *report_verdicts_json(const struct results *r, const struct report_markdo
 			for (size_t j = 0; j < pv.t[i].n; j++)
 				json_array_append_new(a, verdict_json(r, &pv.t[i], j));
 	}
+	report_locale_leave(&loc);
 	pivot_verdicts_free(&pv);
 	md_layout_free(&l, r->n_cells);
 	return a;
