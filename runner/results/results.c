@@ -7,7 +7,8 @@
 
 /*
  * The results model (results.h): names, building and freeing, statistics of a cell, time. Its
- * JSON form is in json-write.c and json-read.c, the host's provenance in provenance.c, the
+ * JSON form is in json-write.c, json-read.c and json-load.c, the host's provenance in provenance.c,
+ * the
  * --resume check in resume.c.
  */
 #include <math.h>
@@ -361,6 +362,20 @@ void result_provenance_add_dataset(struct result_provenance *p, const char *name
 		.manifest_sha256 = strdup_or_null(manifest_sha256),
 		.spec = spec,
 	};
+}
+
+void result_provenance_add_datasets(struct result_provenance *to,
+				    const struct result_provenance *from)
+{
+	for (size_t d = 0; d < from->n_datasets; d++) {
+		bool have = false;
+		for (size_t e = 0; e < to->n_datasets && !have; e++)
+			have = STREQ(to->datasets[e].name, from->datasets[d].name);
+		if (!have)
+			result_provenance_add_dataset(
+			    to, from->datasets[d].name, from->datasets[d].manifest_sha256,
+			    from->datasets[d].spec ? json_deep_copy(from->datasets[d].spec) : NULL);
+	}
 }
 
 void result_provenance_copy(struct result_provenance *dst, const struct result_provenance *src)

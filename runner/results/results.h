@@ -281,6 +281,9 @@ void result_provenance_add_dataset(struct result_provenance *p, const char *name
 void result_provenance_clear(struct result_provenance *p);
 /* Deep copy of a provenance into *dst (which is overwritten, not freed). */
 void result_provenance_copy(struct result_provenance *dst, const struct result_provenance *src);
+/* Append the datasets of from that to does not name yet (merged files, fanned-out runs). */
+void result_provenance_add_datasets(struct result_provenance *to,
+				    const struct result_provenance *from);
 /* Append an origin (the provenance is deep-copied); returns its index. */
 size_t results_add_origin(struct results *r, unsigned shard_k, unsigned shard_n,
 			  const struct result_provenance *p);
@@ -372,6 +375,9 @@ int results_parse_time(const char *s, int64_t *ms);
 json_t *results_to_json(const struct results *r);
 /* The model from a JSON object; returns NULL with *err set ("where: what") on a bad document. */
 struct results *results_from_json(const json_t *root, char **err);
+/* The same, dropping each cell's JSON from root as it is read (json-load.c: a large file is not
+ * held twice in memory); root is the caller's still. */
+struct results *results_from_json_consume(json_t *root, char **err);
 
 /*
  * The results document as text (the file's bytes: JSON indented by 2, doubles with 17
