@@ -21,6 +21,14 @@ static const struct method_ops *const registry[] = {
 	&method_network,   &method_block,      &method_null,
 };
 
+const struct method_ops *method_for(const struct plan_method *m)
+{
+	/* smb is a share driver in the plan, and a method of its own in here (smb.c) */
+	if (m->type == PLAN_METHOD_SHARE && m->driver == PLAN_SHARE_SMB)
+		return &method_share_smb;
+	return method_find(m->type);
+}
+
 const struct method_ops *method_find(enum plan_method_type type)
 {
 	for (size_t i = 0; i < ELEMENTSOF(registry); i++)

@@ -191,12 +191,16 @@ struct method_ops {
 
 /* The method for a type, or NULL when none is built in. */
 const struct method_ops *method_find(enum plan_method_type type);
+/* The method of a plan entry: method_find() of its type, but share's driver smb is its own
+ * (smb.c). */
+const struct method_ops *method_for(const struct plan_method *m);
 
 /* The methods, defined in their own files (methods/NAME.c). */
 extern const struct method_ops method_agentfile;
 extern const struct method_ops method_disk_image;
 extern const struct method_ops method_channel;
 extern const struct method_ops method_share;
+extern const struct method_ops method_share_smb;
 extern const struct method_ops method_network;
 extern const struct method_ops method_block;
 extern const struct method_ops method_null;

@@ -53,6 +53,7 @@
 #include "archive.h"
 #include "stream.h"
 #include "rules.h"
+#include "share.h"
 
 #define SHARE_TAG   "ferryshare"
 #define GUEST_MOUNT "/mnt/ferry-share"
@@ -69,7 +70,7 @@ static bool writable_mode(const struct plan_method *m)
 	return m->mode == PLAN_SHARE_MOVE || m->archive.format != PLAN_ARCHIVE_NONE;
 }
 
-static const char *archive_ext(const struct plan_archive *a)
+const char *share_archive_ext(const struct plan_archive *a)
 {
 	static const char *const fmt[] = { "tar", "tar", "pax", "cpio", "zip" };
 	static const char *const comp[] = { "", ".gz", ".zst", ".lz4", ".xz" };
@@ -350,7 +351,7 @@ static int share_prepare(struct method_ctx *ctx)
 	_cleanup_close_ int sfd = open_staging(ctx, s);
 	if (sfd < 0)
 		return -1;
-	const char *ext = archive_ext(&m->archive);
+	const char *ext = share_archive_ext(&m->archive);
 	_cleanup_free_ char *leaf = xasprintf("data.%s", ext);
 	_cleanup_free_ char *file = xasprintf("%s/%s", s->staging, leaf);
 	_cleanup_close_ int fd =
@@ -372,20 +373,16 @@ static int share_prepare(struct method_ctx *ctx)
 	return 0;
 }
 
-/* The command that copies or moves the share's data into the landing directory and syncs. */
-static char *share_copy_command(struct method_ctx *ctx)
+char *share_copy_command(const struct plan_method *m, const char *from, const char *to)
 {
-	struct share_state *s = state(ctx);
-	const struct plan_method *m = ctx->method;
-	_cleanup_free_ char *src = method_shell_quote(s->guest_src);
-	_cleanup_free_ char *dst = method_shell_quote(ctx->landing);
+	_cleanup_free_ char *src = method_shell_quote(from);
+	_cleanup_free_ char *dst = method_shell_quote(to);
 	if (m->archive.format != PLAN_ARCHIVE_NONE) {
 		_cleanup_free_ char *cat = xasprintf("cat %s", src);
 		/* a zip on the share is a seekable file already: unzip reads it in place */
-		_cleanup_free_ char *unpack =
-		    m->archive.format == PLAN_ARCHIVE_ZIP
-			? xasprintf("unzip -o -q %s -d %s", src, dst)
-			: stream_unpack_command(&m->archive, cat, ctx->landing);
+		_cleanup_free_ char *unpack = m->archive.format == PLAN_ARCHIVE_ZIP
+						  ? xasprintf("unzip -o -q %s -d %s", src, dst)
+						  : stream_unpack_command(&m->archive, cat, to);
 		_cleanup_free_ char *rm =
 		    m->mode == PLAN_SHARE_MOVE ? xasprintf("rm -f %s && ", src) : xstrdup("");
 		return xasprintf("( %s ) && %ssync", unpack, rm);
@@ -426,7 +423,7 @@ static int share_transfer(struct method_ctx *ctx)
 				  METHOD_GUEST_MODULE_WAIT("9p"), msize, cache[m->cache],
 				  writable_mode(m) ? "" : ",ro");
 	}
-	_cleanup_free_ char *copy = share_copy_command(ctx);
+	_cleanup_free_ char *copy = share_copy_command(m, s->guest_src, ctx->landing);
 	_cleanup_free_ char *all =
 	    xasprintf("%s && { %s; } && cd / && umount " GUEST_MOUNT, mount, copy);
 	s->mounted = true;

@@ -428,9 +428,10 @@ static const struct key_def method_defs[] = {
 	  .type = KEY_ENUM,
 	  .offset = FIELD(plan_method, driver),
 	  .def = "9p",
-	  .values = V("9p", "virtiofs"),
+	  .values = V("9p", "virtiofs", "smb"),
 	  .applies = M(SHARE),
-	  .help = "share driver; virtiofs needs virtiofsd on the host" },
+	  .help = "share driver; virtiofs needs virtiofsd on the host; smb is Samba's smbd in the "
+		  "run's private network (nic backend private), mounted with the guest's cifs" },
 	{ .name = "msize",
 	  .type = KEY_SIZE,
 	  .offset = FIELD(plan_method, msize),
@@ -453,6 +454,14 @@ static const struct key_def method_defs[] = {
 	  .values = V("copy", "move"),
 	  .applies = M(SHARE),
 	  .help = "copy out of the share, or move (the share is refilled before each run)" },
+	{ .name = "to",
+	  .type = KEY_ENUM,
+	  .offset = FIELD(plan_method, to),
+	  .def = "guest",
+	  .values = V("guest", "same-share", "other-share", "other-server"),
+	  .applies = M(SHARE),
+	  .help = "smb: where the files go: the guest's target disk, another folder of the same "
+		  "share, a second share of the same server, or a share of a second server" },
 	{ .name = "direction",
 	  .type = KEY_ENUM,
 	  .offset = FIELD(plan_method, direction),
@@ -802,6 +811,19 @@ static const struct key_def regression_defs[] = {
 	  .min = 1,
 	  .max = 1000,
 	  .help = "pool the newest N comparable results files of the baseline directory" },
+	{ .name = "gate",
+	  .type = KEY_STRING_LIST,
+	  .offset = FIELD(plan_regression, gate),
+	  .count_offset = FIELD(plan_regression, n_gate),
+	  .help = "the metrics whose regression fails the run (--gate overrides it); the others "
+		  "are reported, never fatal; none given: total" },
+	{ .name = "confirm",
+	  .type = KEY_UINT,
+	  .offset = FIELD(plan_regression, confirm),
+	  .def = "0",
+	  .max = 20,
+	  .help = "on a suspected regression, rerun the flagged cells in this many new blocks and "
+		  "fail only when the rerun regressed too (--confirm overrides it); 0: no rerun" },
 };
 const struct key_table plan_regression_keys = {
 	.name = "regression",

@@ -161,9 +161,16 @@ enum plan_compression {
 	PLAN_COMPRESS_LZ4,
 	PLAN_COMPRESS_XZ
 };
-enum plan_share_driver { PLAN_SHARE_9P, PLAN_SHARE_VIRTIOFS };
+enum plan_share_driver { PLAN_SHARE_9P, PLAN_SHARE_VIRTIOFS, PLAN_SHARE_SMB };
 enum plan_share_cache { PLAN_9P_CACHE_NONE, PLAN_9P_CACHE_LOOSE, PLAN_9P_CACHE_MMAP };
 enum plan_share_mode { PLAN_SHARE_COPY, PLAN_SHARE_MOVE };
+/* smb: where the guest copies or moves the source share's files (study 002) */
+enum plan_share_to {
+	PLAN_SHARE_TO_GUEST,        /* the landing directory on the guest's target disk */
+	PLAN_SHARE_TO_SAME_SHARE,   /* another folder of the same share */
+	PLAN_SHARE_TO_OTHER_SHARE,  /* a second share of the same server */
+	PLAN_SHARE_TO_OTHER_SERVER, /* a share of a second server (another address) */
+};
 enum plan_direction { PLAN_DIRECTION_PULL, PLAN_DIRECTION_PUSH };
 
 struct plan_archive {
@@ -190,6 +197,7 @@ struct plan_method {
 	uint64_t msize; /* 9p */
 	enum plan_share_cache cache;
 	enum plan_share_mode mode;
+	enum plan_share_to to; /* smb */
 	/* network */
 	enum plan_direction direction;
 	uint64_t streams; /* TCP connections at once */
@@ -293,6 +301,9 @@ struct plan_regression {
 	double confidence; /* percent */
 	enum plan_regression_rule rule;
 	uint64_t window; /* pool the newest N comparable baselines */
+	char **gate;     /* the metrics whose regression fails the run; none given: total */
+	size_t n_gate;
+	uint64_t confirm; /* blocks of a rerun that must confirm a suspected regression; 0: none */
 };
 
 struct plan {

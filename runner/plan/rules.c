@@ -369,15 +369,31 @@ static void method_block_size(const struct rule_subject *s, struct rule_out *o)
 
 static void method_virtiofs_9p(const struct rule_subject *s, struct rule_out *o)
 {
-	if (s->method->driver != PLAN_SHARE_VIRTIOFS)
+	if (s->method->driver == PLAN_SHARE_9P)
 		return;
 	for (size_t i = 0; i < 2; i++) {
 		const char *nine = i ? "cache" : "msize";
 		if (key_is_set(&plan_method_keys, s->method, nine))
-			rule_fail(o, nine,
-				  "'%s' is a 9p option: it does not apply to 'driver: virtiofs'",
-				  nine);
+			rule_fail(o, nine, "'%s' is a 9p option: it does not apply to 'driver: %s'",
+				  nine, s->method->driver == PLAN_SHARE_SMB ? "smb" : "virtiofs");
 	}
+}
+
+/* `to` other than guest: the guest copies between two SMB shares, which only smb serves; the
+ * files land on a share, so there is nothing for an archive to be unpacked into */
+static void method_share_to(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct plan_method *m = s->method;
+	if (m->type != PLAN_METHOD_SHARE || m->to == PLAN_SHARE_TO_GUEST)
+		return;
+	if (m->driver != PLAN_SHARE_SMB)
+		rule_fail(o, "to", "'to: %s' copies between SMB shares: it needs 'driver: smb'",
+			  enum_name(&plan_method_keys, "to", (int)m->to));
+	else if (m->archive.format != PLAN_ARCHIVE_NONE)
+		rule_fail(o, "archive",
+			  "'to: %s' copies the files from share to share as they are: archive does "
+			  "not apply (use 'to: guest')",
+			  enum_name(&plan_method_keys, "to", (int)m->to));
 }
 
 static void method_image_archive(const struct rule_subject *s, struct rule_out *o)
@@ -466,6 +482,19 @@ static void cell_network_nic(const struct rule_subject *s, struct rule_out *o)
 			  n->network ? n->network : n->bridge);
 }
 
+/* smb: smbd listens in the run's private network only (never on the host's own network) */
+static void cell_smb_private(const struct rule_subject *s, struct rule_out *o)
+{
+	if (s->method->type != PLAN_METHOD_SHARE || s->method->driver != PLAN_SHARE_SMB ||
+	    s->vm->nic.backend == PLAN_NIC_PRIVATE)
+		return;
+	rule_fail(
+	    o, "method",
+	    "method '%s' (driver smb) needs vm '%s' on ferry's private network: Samba listens "
+	    "only there (set 'nic: {backend: private}')",
+	    s->method->e.name, s->vm->e.name);
+}
+
 static void cell_busybox_compression(const struct rule_subject *s, struct rule_out *o)
 {
 	const struct plan_archive *a = &s->method->archive;
@@ -538,7 +567,9 @@ const struct plan_rule plan_rules[] = {
 	{ "method.block-size", RULE_METHOD, RULE_ERROR, RULE_AT_RUN,
 	  "'block_size' a multiple of 512", method_block_size },
 	{ "method.virtiofs-9p-options", RULE_METHOD, RULE_ERROR, 0,
-	  "9p options (msize, cache) with 'driver: virtiofs'", method_virtiofs_9p },
+	  "9p options (msize, cache) with driver virtiofs or smb", method_virtiofs_9p },
+	{ "method.share-to", RULE_METHOD, RULE_ERROR, 0,
+	  "share 'to' other than guest without driver smb, or with an archive", method_share_to },
 	{ "method.streams-zip", RULE_METHOD, RULE_ERROR, 0, "network streams above 1 with zip",
 	  method_streams_zip },
 	{ "method.image-archive", RULE_METHOD, RULE_SKIP, 0, "a disk-image method with an archive",
@@ -552,6 +583,8 @@ const struct plan_rule plan_rules[] = {
 	  "ntfs target disks on the built-in or Debian guest (no mkfs.ntfs)", cell_guest_ntfs },
 	{ "cell.network-nic", RULE_CELL, RULE_SKIP, 0,
 	  "a network method on a libvirt network or host bridge NIC", cell_network_nic },
+	{ "cell.smb-private", RULE_CELL, RULE_ERROR, 0,
+	  "a share method with driver smb on a vm without nic backend private", cell_smb_private },
 	{ "cell.busybox-compression", RULE_CELL, RULE_SKIP, 0,
 	  "zstd or lz4 archives on the built-in guest", cell_busybox_compression },
 };
