@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "capacity.h"
+#include "methods/method.h"
 #include "dataset-plan.h"
 #include "dataset.h"
 #include "matrix.h"
@@ -51,12 +52,9 @@ int capacity_plan(const struct plan *p, const struct matrix *m, const char *cach
 			need = c.disk->allocation == PLAN_ALLOC_SPARSE && data < c.disk->size
 				   ? data
 				   : c.disk->size;
-		uint64_t extra = 0;
-		switch (c.method->type) {
-		case PLAN_METHOD_DISK_IMAGE: extra = data + data / 8 + (UINT64_C(16) << 20); break;
-		case PLAN_METHOD_SHARE: extra = data; break;
-		default: break;
-		}
+		const struct method_ops *ops = method_of(c.method);
+		uint64_t extra =
+		    ops && ops->needs.run_dir_bytes ? ops->needs.run_dir_bytes(c.method, data) : 0;
 		if (!add_u64(need, extra, &need))
 			need = UINT64_MAX;
 		if (need > cell_max)

@@ -59,7 +59,7 @@ static char *skip_reason(const struct xcell *c)
 {
 	if (!c->ops)
 		return xasprintf("method type '%s' is not built into this ferry",
-				 key_find(&plan_method_keys, "type")->values[c->pc.method->type]);
+				 plan_method_type_name(c->pc.method));
 	/* what no host can do (vfat/ntfs targets, guest OS, archives): the plan's rules table;
 	 * what the host lacks, the method's supports() says next */
 	return plan_rules_skip(NULL, &c->pc);

@@ -57,6 +57,77 @@
 #define SHARE_TAG   "ferryshare"
 #define GUEST_MOUNT "/mnt/ferry-share"
 
+/* its options: the values' order of each enum is its key's */
+enum share_drv { SHARE_9P, SHARE_VIRTIOFS };
+enum share_cache { SHARE_CACHE_NONE, SHARE_CACHE_LOOSE, SHARE_CACHE_MMAP };
+enum share_how { SHARE_COPY, SHARE_MOVE };
+
+struct share_opts {
+	uint64_t set;
+	enum share_drv driver;
+	uint64_t msize; /* 9p */
+	enum share_cache cache;
+	enum share_how mode;
+};
+
+static const struct key_def share_defs[] = {
+	{ .name = "driver",
+	  .type = KEY_ENUM,
+	  .offset = offsetof(struct share_opts, driver),
+	  .def = "9p",
+	  .values = (const char *const[]){ "9p", "virtiofs", NULL },
+	  .help = "share driver; virtiofs needs virtiofsd on the host" },
+	{ .name = "msize",
+	  .type = KEY_SIZE,
+	  .offset = offsetof(struct share_opts, msize),
+	  .def = "512000",
+	  .min = 4096,
+	  .max = 1 << 20,
+	  .help = "9p message size" },
+	{ .name = "cache",
+	  .type = KEY_ENUM,
+	  .offset = offsetof(struct share_opts, cache),
+	  .def = "none",
+	  .values = (const char *const[]){ "none", "loose", "mmap", NULL },
+	  .help = "9p cache mode in the guest" },
+	{ .name = "mode",
+	  .type = KEY_ENUM,
+	  .offset = offsetof(struct share_opts, mode),
+	  .def = "copy",
+	  .values = (const char *const[]){ "copy", "move", NULL },
+	  .help = "copy out of the share, or move (the share is refilled before each run)" },
+};
+METHOD_OPTIONS(share_keys, "share", struct share_opts, share_defs);
+
+#define SO(m) METHOD_OPTS(m, struct share_opts)
+
+static void virtiofs_9p(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct share_opts *so = SO(s->method);
+	if (so->driver != SHARE_VIRTIOFS)
+		return;
+	for (size_t i = 0; i < 2; i++) {
+		const char *nine = i ? "cache" : "msize";
+		if (key_is_set(&share_keys, so, nine))
+			plan_rule_fail(
+			    o, nine, "'%s' is a 9p option: it does not apply to 'driver: virtiofs'",
+			    nine);
+	}
+}
+
+static const struct plan_rule share_rules[] = {
+	{ "method.virtiofs-9p-options", RULE_METHOD, RULE_ERROR, 0,
+	  "9p options (msize, cache) with 'driver: virtiofs'", virtiofs_9p },
+};
+
+/* What it copies into the run directory: the dataset, staged for a move or a virtiofs share
+ * (counted for every share cell: the check stays on the safe side). */
+static uint64_t share_run_dir_bytes(const struct plan_method *m, uint64_t data)
+{
+	(void)m;
+	return data;
+}
+
 struct share_state {
 	char *staging;   /* host: the cell's staging directory (writable modes), or NULL */
 	char *guest_src; /* guest: what to copy from (a directory, or the archive file) */
@@ -66,7 +137,7 @@ struct share_state {
 
 static bool writable_mode(const struct plan_method *m)
 {
-	return m->mode == PLAN_SHARE_MOVE || m->archive.format != PLAN_ARCHIVE_NONE;
+	return SO(m)->mode == SHARE_MOVE || m->archive.format != PLAN_ARCHIVE_NONE;
 }
 
 static const char *archive_ext(const struct plan_archive *a)
@@ -86,7 +157,7 @@ static char *share_supports(const struct method_ctx *ctx)
 	char *why = plan_rules_skip(ctx->plan, ctx->cell);
 	if (why)
 		return why;
-	if (m->driver == PLAN_SHARE_VIRTIOFS && !machine_has_virtiofs(ctx->machine))
+	if (SO(m)->driver == SHARE_VIRTIOFS && !machine_has_virtiofs(ctx->machine))
 		return xstrdup("share: driver virtiofs needs virtiofsd on the host "
 			       "(/usr/lib/qemu/virtiofsd or /usr/libexec/virtiofsd), and there "
 			       "is none");
@@ -107,7 +178,7 @@ static char *private_root(struct method_ctx *ctx)
 
 static bool virtiofs(const struct method_ctx *ctx)
 {
-	return ctx->method->driver == PLAN_SHARE_VIRTIOFS;
+	return SO(ctx->method)->driver == SHARE_VIRTIOFS;
 }
 
 static int chown_qemu(const char *path)
@@ -285,7 +356,7 @@ static int share_add_devices(struct method_ctx *ctx, struct method_boot_needs *n
 		needs->share_readonly = true; /* 9p: QEMU's export itself is read-only */
 	}
 	needs->share_driver =
-	    ctx->method->driver == PLAN_SHARE_VIRTIOFS ? SHARE_DRIVER_VIRTIOFS : SHARE_DRIVER_9P;
+	    SO(ctx->method)->driver == SHARE_VIRTIOFS ? SHARE_DRIVER_VIRTIOFS : SHARE_DRIVER_9P;
 	needs->share_tag = xstrdup(SHARE_TAG);
 	return 0;
 }
@@ -320,7 +391,7 @@ static int stage_data(struct method_ctx *ctx, struct share_state *s)
 static bool prestaged_mode(const struct method_ctx *ctx)
 {
 	return virtiofs(ctx) && ctx->method->archive.format == PLAN_ARCHIVE_NONE &&
-	       ctx->method->mode == PLAN_SHARE_MOVE;
+	       SO(ctx->method)->mode == SHARE_MOVE;
 }
 
 static int share_prepare(struct method_ctx *ctx)
@@ -387,10 +458,10 @@ static char *share_copy_command(struct method_ctx *ctx)
 			? xasprintf("unzip -o -q %s -d %s", src, dst)
 			: stream_unpack_command(&m->archive, cat, ctx->landing);
 		_cleanup_free_ char *rm =
-		    m->mode == PLAN_SHARE_MOVE ? xasprintf("rm -f %s && ", src) : xstrdup("");
+		    SO(m)->mode == SHARE_MOVE ? xasprintf("rm -f %s && ", src) : xstrdup("");
 		return xasprintf("( %s ) && %ssync", unpack, rm);
 	}
-	if (m->mode == PLAN_SHARE_MOVE)
+	if (SO(m)->mode == SHARE_MOVE)
 		/* mv across filesystems: copy, then unlink on the host through the share */
 		return xasprintf(
 		    "cd %s && for f in * .[!.]* ..?*; do "
@@ -413,24 +484,25 @@ static int share_transfer(struct method_ctx *ctx)
 	static const char *const cache[] = { "none", "loose", "mmap" };
 	_cleanup_free_ char *mount = NULL;
 	/* 9p and virtiofs load behind the agent after boot: a mount before that fails */
-	if (m->driver == PLAN_SHARE_VIRTIOFS) {
+	if (SO(m)->driver == SHARE_VIRTIOFS) {
 		mount = xasprintf(
 		    "%smkdir -p " GUEST_MOUNT " && mount -t virtiofs%s " SHARE_TAG " " GUEST_MOUNT,
 		    METHOD_GUEST_MODULE_WAIT("virtiofs"), writable_mode(m) ? "" : " -o ro");
 	} else {
 		_cleanup_free_ char *msize =
-		    m->msize ? xasprintf(",msize=%llu", (unsigned long long)m->msize) : xstrdup("");
+		    SO(m)->msize ? xasprintf(",msize=%llu", (unsigned long long)SO(m)->msize)
+				 : xstrdup("");
 		mount = xasprintf("%smkdir -p " GUEST_MOUNT
 				  " && mount -t 9p -o trans=virtio,version=9p2000.L%s,cache=%s%s "
 				  "" SHARE_TAG " " GUEST_MOUNT,
-				  METHOD_GUEST_MODULE_WAIT("9p"), msize, cache[m->cache],
+				  METHOD_GUEST_MODULE_WAIT("9p"), msize, cache[SO(m)->cache],
 				  writable_mode(m) ? "" : ",ro");
 	}
 	_cleanup_free_ char *copy = share_copy_command(ctx);
 	_cleanup_free_ char *all =
 	    xasprintf("%s && { %s; } && cd / && umount " GUEST_MOUNT, mount, copy);
 	s->mounted = true;
-	if (method_guest_sh(ctx, m->mode == PLAN_SHARE_MOVE ? "share: move" : "share: copy", all,
+	if (method_guest_sh(ctx, SO(m)->mode == SHARE_MOVE ? "share: move" : "share: copy", all,
 			    NULL) < 0)
 		return -1;
 	s->mounted = false;
@@ -474,7 +546,15 @@ static void share_free_state(struct method_ctx *ctx)
 
 const struct method_ops method_share = {
 	.name = "share",
-	.type = PLAN_METHOD_SHARE,
+	.summary = "a host folder",
+	.options = &share_keys,
+	.archive = true,
+	.needs = { .remote_why = "share exports a directory of ferry's own filesystem: not on a "
+				 "remote libvirt host (libvirt has no way to carry a shared folder "
+				 "over its connection)",
+		   .run_dir_bytes = share_run_dir_bytes },
+	.rules = share_rules,
+	.n_rules = ELEMENTSOF(share_rules),
 	.supports = share_supports,
 	.add_devices = share_add_devices,
 	.prepare = share_prepare,

@@ -36,8 +36,10 @@ static void bx_init(struct fake_run *t, const char *extra)
 	char *text = g_strconcat(base_plan, extra, NULL);
 	fake_run_init(t, tmp_dir, text, NULL);
 	g_free(text);
-	for (size_t i = 0; i < t->p->n_methods; i++)
-		t->p->methods[i].duration = 1 * MS;
+	for (size_t i = 0; i < t->p->n_methods; i++) {
+		char *err = NULL;
+		g_assert_cmpint(plan_method_set(&t->p->methods[i], "duration", "1ms", &err), ==, 0);
+	}
 }
 
 static void bx_run(struct fake_run *t)
