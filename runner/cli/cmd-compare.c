@@ -355,137 +355,169 @@ int compare_exit_code(const struct comparison *c)
 	return c->regressed_cells ? EXIT_FAILED : EXIT_OK;
 }
 
+/* What `ferry compare`'s command line said. */
+struct compare_args {
+	const char *md, *junit, *json, *html;
+	struct compare_opts o;
+	struct cmp_threshold *th;
+	size_t n_th;
+	struct strv allow;
+	bool window_set;
+};
+
+static void compare_args_free(struct compare_args *a)
+{
+	for (size_t i = 0; i < a->n_th; i++)
+		cmp_threshold_clear(&a->th[i]);
+	free(a->th);
+	strv_free(&a->allow);
+}
+
+/* --threshold [CELLS:][METRIC=]PERCENT: the default, or one more specific threshold */
+static int compare_threshold(struct compare_args *a, const char *arg)
+{
+	_cleanup_free_ char *err = NULL;
+	struct cmp_threshold t;
+	if (cmp_threshold_parse(arg, &t, &err) < 0) {
+		errorf("%s", err);
+		return -1;
+	}
+	if (!t.where && !t.metric) {
+		a->o.threshold = t.value;
+		cmp_threshold_clear(&t);
+		return 0;
+	}
+	a->th = xrealloc(a->th, (a->n_th + 1) * sizeof(*a->th));
+	a->th[a->n_th++] = t;
+	return 0;
+}
+
+/* One option of `compare` into *a. Returns -1 to go on, else the exit status to return. */
+static int compare_option(struct compare_args *a, int c)
+{
+	switch (c) {
+	case 'm': a->md = optarg; return -1;
+	case 'j': a->junit = optarg; return -1;
+	case 'J': a->json = optarg; return -1;
+	case 'H': a->html = optarg; return -1;
+	case 't': return compare_threshold(a, optarg) < 0 ? EXIT_PLAN : -1;
+	case 'c':
+		return parse_confidence("--confidence", optarg, &a->o.confidence) < 0 ? EXIT_PLAN
+										      : -1;
+	case 'r': {
+		int r = cmp_rule_from_name(optarg);
+		if (r < 0) {
+			errorf("invalid --rule '%s': expected welch or lkp", optarg);
+			return EXIT_PLAN;
+		}
+		a->o.rule = (enum cmp_rule)r;
+		return -1;
+	}
+	case 'a':
+		if (!known_key(optarg)) {
+			errorf("invalid --allow-different '%s': expected accelerator, "
+			       "cpu_model, qemu_version, libvirt_version, guest_kernel, "
+			       "guest_initramfs, dataset, dataset.NAME, params or all",
+			       optarg);
+			return EXIT_PLAN;
+		}
+		strv_add(&a->allow, xstrdup(optarg));
+		return -1;
+	case OPT_WINDOW:
+		if (cli_parse_window(optarg, &a->o.window) < 0)
+			return EXIT_PLAN;
+		a->window_set = true;
+		return -1;
+	case 'h': return cli_usage_exit(&cli_compare, stdout);
+	default: cli_usage_exit(&cli_compare, stderr); return EXIT_PLAN;
+	}
+}
+
+/* Writes every output the options name (Markdown on standard output when none), then the
+ * GitHub annotations. Returns the exit status. */
+static int compare_render(struct compare_args *a, struct comparison *cmp,
+			  const struct results *cand, const struct strv *paths,
+			  const char *cand_path)
+{
+	struct compare_report_ctx x = {
+		.baselines = (const char *const *)paths->v,
+		.n_baselines = paths->n,
+		.cand = cand_path,
+	};
+	struct render r = { cmp, cand, &x };
+	int out_rc = 0;
+	if (!a->md && !a->junit && !a->json && !a->html)
+		a->md = "-";
+	if (a->md && write_report(a->md, do_md, &r) < 0)
+		out_rc = -1;
+	if (a->junit && write_report(a->junit, do_junit, &r) < 0)
+		out_rc = -1;
+	if (a->json && write_report(a->json, do_json, &r) < 0)
+		out_rc = -1;
+	if (a->html && write_report(a->html, do_html, &r) < 0)
+		out_rc = -1;
+	github(&r);
+	if (cmp->refused) {
+		_cleanup_free_ char *why = comparison_refusal(cmp);
+		errorf("%s", why);
+	}
+	return out_rc < 0 ? EXIT_PLAN : compare_exit_code(cmp);
+}
+
+/* Reads the baselines (paths) and the new results file, compares and renders. Returns the exit
+ * status. */
+static int compare_files(struct compare_args *a, const struct strv *paths, const char *cand_path)
+{
+	if (!a->window_set)
+		a->o.window = paths->n; /* every baseline named is pooled */
+	a->o.thresholds = a->th;
+	a->o.n_thresholds = a->n_th;
+	a->o.allow_different = (const char *const *)a->allow.v;
+	a->o.n_allow_different = a->allow.n;
+
+	_cleanup_free_ char *err = NULL;
+	_cleanup_(results_freep) struct results *cand = results_read(cand_path, &err);
+	if (!cand)
+		errorf("%s", err);
+	struct results **base = cand ? read_all(paths) : NULL;
+	struct comparison *cmp = NULL;
+	if (base) {
+		free(err);
+		err = NULL;
+		cmp = compare_results((const struct results *const *)base, paths->n, cand, &a->o,
+				      &err);
+		if (!cmp)
+			errorf("compare: %s", err);
+	}
+	int rc = EXIT_PLAN;
+	if (cmp) {
+		rc = compare_render(a, cmp, cand, paths, cand_path);
+		comparison_free(cmp);
+	}
+	if (base)
+		results_free_array(base, paths->n);
+	return rc;
+}
+
 static int cmd_compare(int argc, char **argv)
 {
-	const char *md = NULL, *junit = NULL, *json = NULL, *html = NULL;
-	struct compare_opts o = { 0 };
-	struct cmp_threshold *th = NULL;
-	size_t n_th = 0;
-	struct strv allow = { 0 };
-	bool window_set = false;
-	int rc = EXIT_PLAN, c;
-
-	while ((c = cli_getopt(&cli_compare, argc, argv)) != -1) {
-		_cleanup_free_ char *err = NULL;
-		switch (c) {
-		case 'm': md = optarg; break;
-		case 'j': junit = optarg; break;
-		case 'J': json = optarg; break;
-		case 'H': html = optarg; break;
-		case 't': {
-			struct cmp_threshold t;
-			if (cmp_threshold_parse(optarg, &t, &err) < 0) {
-				errorf("%s", err);
-				goto out;
-			}
-			if (!t.where && !t.metric)
-				o.threshold = t.value, cmp_threshold_clear(&t);
-			else {
-				th = xrealloc(th, (n_th + 1) * sizeof(*th));
-				th[n_th++] = t;
-			}
-			break;
-		}
-		case 'c':
-			if (parse_confidence("--confidence", optarg, &o.confidence) < 0)
-				goto out;
-			break;
-		case 'r': {
-			int r = cmp_rule_from_name(optarg);
-			if (r < 0) {
-				errorf("invalid --rule '%s': expected welch or lkp", optarg);
-				goto out;
-			}
-			o.rule = (enum cmp_rule)r;
-			break;
-		}
-		case 'a':
-			if (!known_key(optarg)) {
-				errorf("invalid --allow-different '%s': expected accelerator, "
-				       "cpu_model, qemu_version, libvirt_version, guest_kernel, "
-				       "guest_initramfs, dataset, dataset.NAME, params or all",
-				       optarg);
-				goto out;
-			}
-			strv_add(&allow, xstrdup(optarg));
-			break;
-		case OPT_WINDOW:
-			if (cli_parse_window(optarg, &o.window) < 0)
-				goto out;
-			window_set = true;
-			break;
-		case 'h': rc = cli_usage_exit(&cli_compare, stdout); goto out;
-		default: cli_usage_exit(&cli_compare, stderr); goto out;
-		}
-	}
+	_cleanup_(compare_args_free) struct compare_args a = { 0 };
+	int c, code;
+	while ((c = cli_getopt(&cli_compare, argc, argv)) != -1)
+		if ((code = compare_option(&a, c)) >= 0)
+			return code;
 	if (argc - optind < 2) {
 		errorf("compare: expected a baseline and a new results file");
 		cli_usage_exit(&cli_compare, stderr);
-		goto out;
+		return EXIT_PLAN;
 	}
-	{
-		struct strv paths = { 0 };
-		for (int i = optind; i < argc - 1; i++)
-			if (expand_baseline(argv[i], &paths) < 0) {
-				strv_free(&paths);
-				goto out;
-			}
-		const char *cand_path = argv[argc - 1];
-		if (!window_set)
-			o.window = paths.n; /* every baseline named is pooled */
-		o.thresholds = th;
-		o.n_thresholds = n_th;
-		o.allow_different = (const char *const *)allow.v;
-		o.n_allow_different = allow.n;
-
-		_cleanup_free_ char *err = NULL;
-		_cleanup_(results_freep) struct results *cand = results_read(cand_path, &err);
-		if (!cand)
-			errorf("%s", err);
-		struct results **base = cand ? read_all(&paths) : NULL;
-		struct comparison *cmp = NULL;
-		if (base) {
-			free(err);
-			err = NULL;
-			cmp = compare_results((const struct results *const *)base, paths.n, cand,
-					      &o, &err);
-			if (!cmp)
-				errorf("compare: %s", err);
+	struct strv paths = { 0 };
+	for (int i = optind; i < argc - 1; i++)
+		if (expand_baseline(argv[i], &paths) < 0) {
+			strv_free(&paths);
+			return EXIT_PLAN;
 		}
-		if (cmp) {
-			struct compare_report_ctx x = {
-				.baselines = (const char *const *)paths.v,
-				.n_baselines = paths.n,
-				.cand = cand_path,
-			};
-			struct render r = { cmp, cand, &x };
-			int out_rc = 0;
-			if (!md && !junit && !json && !html)
-				md = "-";
-			if (md && write_report(md, do_md, &r) < 0)
-				out_rc = -1;
-			if (junit && write_report(junit, do_junit, &r) < 0)
-				out_rc = -1;
-			if (json && write_report(json, do_json, &r) < 0)
-				out_rc = -1;
-			if (html && write_report(html, do_html, &r) < 0)
-				out_rc = -1;
-			github(&r);
-			if (cmp->refused) {
-				_cleanup_free_ char *why = comparison_refusal(cmp);
-				errorf("%s", why);
-			}
-			rc = out_rc < 0 ? EXIT_PLAN : compare_exit_code(cmp);
-			comparison_free(cmp);
-		}
-		if (base)
-			results_free_array(base, paths.n);
-		strv_free(&paths);
-	}
-out:
-	for (size_t i = 0; i < n_th; i++)
-		cmp_threshold_clear(&th[i]);
-	free(th);
-	strv_free(&allow);
+	int rc = compare_files(&a, &paths, argv[argc - 1]);
+	strv_free(&paths);
 	return rc;
 }

@@ -227,153 +227,181 @@ static int interrupted_exit(void)
 	return gen_signal == SIGINT ? EXIT_SIGINT : 128 + gen_signal;
 }
 
+/* What `ferry dataset gen`'s command line said. */
+struct gen_args {
+	struct dataset_spec spec;
+	struct dataset_get_opts gopts;
+	const char *dir, *mpath, *size_arg;
+	bool have_size, no_capacity_check;
+};
+
+/* --size SIZE or MIN:MAX */
+static int gen_parse_size(struct gen_args *a, const char *arg)
+{
+	a->size_arg = arg;
+	_cleanup_free_ char *lo = xstrdup(arg);
+	char *hi = strchr(lo, ':');
+	if (hi)
+		*hi++ = '\0';
+	if (dataset_parse_size(lo, &a->spec.size_min) < 0 ||
+	    (hi && dataset_parse_size(hi, &a->spec.size_max) < 0)) {
+		errorf("option '--size': '%s' is not a size or MIN:MAX", arg);
+		return -1;
+	}
+	if (!hi)
+		a->spec.size_max = a->spec.size_min;
+	else if (a->spec.dist == DATASET_DIST_FIXED)
+		a->spec.dist = DATASET_DIST_UNIFORM;
+	a->have_size = true;
+	return 0;
+}
+
+/* One option of `dataset gen` into *a. Returns -1 to go on, else the exit status to return. */
+static int gen_option(struct gen_args *a, int c)
+{
+	struct dataset_spec *spec = &a->spec;
+	uint64_t v;
+	int i;
+	switch (c) {
+	case 'n': return parse_u64("files", optarg, &spec->files) < 0 ? EXIT_PLAN : -1;
+	case 's': return gen_parse_size(a, optarg) < 0 ? EXIT_PLAN : -1;
+	case 'D':
+		if ((i = lookup("dist", optarg, gen_dists, ELEMENTSOF(gen_dists) - 1)) < 0)
+			return EXIT_PLAN;
+		spec->dist = i == 0 ? DATASET_DIST_UNIFORM : DATASET_DIST_LOGNORMAL;
+		return -1;
+	case 'd':
+		if (parse_u64("depth", optarg, &v) < 0 || v > 64)
+			return EXIT_PLAN;
+		spec->depth = (unsigned)v;
+		return -1;
+	case 'f':
+		if (parse_u64("fanout", optarg, &v) < 0 || v > 1000000)
+			return EXIT_PLAN;
+		spec->fanout = (unsigned)v;
+		return -1;
+	case 'c':
+		if ((i = lookup("content", optarg, gen_contents, ELEMENTSOF(gen_contents) - 1)) < 0)
+			return EXIT_PLAN;
+		spec->content = (enum dataset_content)i;
+		return -1;
+	case 'r': {
+		char *end;
+		spec->ratio = strtod(optarg, &end);
+		if (*end || end == optarg) {
+			errorf("option '--ratio': '%s' is not a number", optarg);
+			return EXIT_PLAN;
+		}
+		return -1;
+	}
+	case 'S': return parse_u64("seed", optarg, &spec->seed) < 0 ? EXIT_PLAN : -1;
+	case 'o': a->dir = optarg; return -1;
+	case 'm': a->mpath = optarg; return -1;
+	case 'C': a->gopts.cache_dir = optarg; return -1;
+	case 'R': a->gopts.rehash = true; return -1;
+	case 'N': a->gopts.gen.no_sync = true; return -1;
+	case 'K': a->no_capacity_check = true; return -1;
+	case 'h': return cli_usage_exit(&cli_dataset, stdout);
+	default: return cli_usage_exit(&cli_dataset, stderr);
+	}
+}
+
+/* The spec against the plan language's limits (ferry(1) SECURITY, Limits: a typo must not
+ * fill the disk) and, unless --no-capacity-check, against the disk it lands on. Returns
+ * EXIT_OK or the exit status to return. */
+static int gen_check(const struct gen_args *a)
+{
+	const struct dataset_spec *spec = &a->spec;
+	_cleanup_free_ char *err = NULL;
+	if (dataset_spec_check(spec, &err) < 0) {
+		errorf("%s", err);
+		return EXIT_PLAN;
+	}
+	uint64_t total;
+	if (spec->files > PLAN_DATASET_FILES_MAX) {
+		errorf("option '--files': %llu files are above the limit of %u (ferry(1) SECURITY, "
+		       "Limits)",
+		       (unsigned long long)spec->files, PLAN_DATASET_FILES_MAX);
+		return EXIT_PLAN;
+	}
+	if (!mul_u64(spec->files,
+		     spec->dist == DATASET_DIST_FIXED ? spec->size_min : spec->size_max, &total) ||
+	    total > PLAN_DATASET_MAX) {
+		errorf("option '--size': %llu files of up to '%s' are above the limit of 16TiB per "
+		       "dataset (ferry(1) SECURITY, Limits)",
+		       (unsigned long long)spec->files, a->size_arg);
+		return EXIT_PLAN;
+	}
+	if (a->no_capacity_check)
+		return EXIT_OK;
+	/* the disk it lands on must hold it (a cached copy needs nothing) */
+	_cleanup_free_ char *cache =
+	    a->gopts.cache_dir ? xstrdup(a->gopts.cache_dir) : dataset_cache_dir();
+	_cleanup_free_ char *hash = dataset_spec_hash(spec);
+	_cleanup_free_ char *mf = xasprintf("%s/datasets/%s.manifest.json", cache, hash);
+	_cleanup_free_ char *where = a->dir ? xstrdup(a->dir) : xasprintf("%s/datasets", cache);
+	if ((a->dir || access(mf, F_OK) < 0) && capacity_dataset(spec, where, &err) < 0) {
+		errorf("%s (--no-capacity-check generates anyway)", err);
+		return EXIT_INFRA;
+	}
+	return EXIT_OK;
+}
+
+/* Generates into --output, or gets the dataset through the cache; prints the summary. */
+static int gen_execute(const struct gen_args *a, struct manifest **m)
+{
+	_cleanup_free_ char *err = NULL;
+	if (a->dir) {
+		if (dataset_generate(&a->spec, a->dir, &a->gopts.gen, m, &err) < 0) {
+			errorf("%s", err);
+			return gen_signal ? interrupted_exit() : EXIT_INFRA;
+		}
+		if (a->mpath && manifest_save(*m, a->mpath, &err) < 0) {
+			errorf("%s", err);
+			return EXIT_INFRA;
+		}
+		print_summary(*m, a->dir, a->mpath);
+		printf("generated: yes\n");
+		return EXIT_OK;
+	}
+	struct dataset_info info;
+	if (dataset_get(&a->spec, &a->gopts, &info, m, &err) < 0) {
+		dataset_info_clear(&info);
+		errorf("%s", err);
+		return gen_signal ? interrupted_exit() : EXIT_INFRA;
+	}
+	print_summary(*m, info.dir, info.manifest_path);
+	if (info.evicted)
+		printf("evicted: %zu\n", info.evicted);
+	if (info.generated && info.regen_reason)
+		printf("generated: yes (%s)\n", info.regen_reason);
+	else
+		printf("generated: %s\n", info.generated ? "yes" : "no (cached)");
+	dataset_info_clear(&info);
+	return EXIT_OK;
+}
+
 static int cmd_gen(int argc, char **argv)
 {
-	struct dataset_spec spec = { .files = 1 };
-	struct dataset_get_opts gopts = { 0 };
-	const char *dir = NULL, *mpath = NULL, *size_arg = "";
-	bool have_size = false, no_capacity_check = false;
-	uint64_t v;
-	int c, i;
-
-	while ((c = cli_getopt(&cli_dataset_gen, argc, argv)) != -1) {
-		switch (c) {
-		case 'n':
-			if (parse_u64("files", optarg, &spec.files) < 0)
-				return EXIT_PLAN;
-			break;
-		case 's': {
-			size_arg = optarg;
-			_cleanup_free_ char *lo = xstrdup(optarg);
-			char *hi = strchr(lo, ':');
-			if (hi)
-				*hi++ = '\0';
-			if (dataset_parse_size(lo, &spec.size_min) < 0 ||
-			    (hi && dataset_parse_size(hi, &spec.size_max) < 0)) {
-				errorf("option '--size': '%s' is not a size or MIN:MAX", optarg);
-				return EXIT_PLAN;
-			}
-			if (!hi)
-				spec.size_max = spec.size_min;
-			else if (spec.dist == DATASET_DIST_FIXED)
-				spec.dist = DATASET_DIST_UNIFORM;
-			have_size = true;
-			break;
-		}
-		case 'D':
-			if ((i = lookup("dist", optarg, gen_dists, ELEMENTSOF(gen_dists) - 1)) < 0)
-				return EXIT_PLAN;
-			spec.dist = i == 0 ? DATASET_DIST_UNIFORM : DATASET_DIST_LOGNORMAL;
-			break;
-		case 'd':
-			if (parse_u64("depth", optarg, &v) < 0 || v > 64)
-				return EXIT_PLAN;
-			spec.depth = (unsigned)v;
-			break;
-		case 'f':
-			if (parse_u64("fanout", optarg, &v) < 0 || v > 1000000)
-				return EXIT_PLAN;
-			spec.fanout = (unsigned)v;
-			break;
-		case 'c':
-			if ((i = lookup("content", optarg, gen_contents,
-					ELEMENTSOF(gen_contents) - 1)) < 0)
-				return EXIT_PLAN;
-			spec.content = (enum dataset_content)i;
-			break;
-		case 'r': {
-			char *end;
-			spec.ratio = strtod(optarg, &end);
-			if (*end || end == optarg) {
-				errorf("option '--ratio': '%s' is not a number", optarg);
-				return EXIT_PLAN;
-			}
-			break;
-		}
-		case 'S':
-			if (parse_u64("seed", optarg, &spec.seed) < 0)
-				return EXIT_PLAN;
-			break;
-		case 'o': dir = optarg; break;
-		case 'm': mpath = optarg; break;
-		case 'C': gopts.cache_dir = optarg; break;
-		case 'R': gopts.rehash = true; break;
-		case 'N': gopts.gen.no_sync = true; break;
-		case 'K': no_capacity_check = true; break;
-		case 'h': return cli_usage_exit(&cli_dataset, stdout);
-		default: return cli_usage_exit(&cli_dataset, stderr);
-		}
-	}
-	if (optind < argc || !have_size) {
+	struct gen_args a = { .spec = { .files = 1 }, .size_arg = "" };
+	int c, code;
+	while ((c = cli_getopt(&cli_dataset_gen, argc, argv)) != -1)
+		if ((code = gen_option(&a, c)) >= 0)
+			return code;
+	if (optind < argc || !a.have_size) {
 		errorf(optind < argc ? "unexpected argument '%s'" : "'--size' is required",
 		       optind < argc ? argv[optind] : "");
 		return EXIT_PLAN;
 	}
-	_cleanup_free_ char *err = NULL;
-	if (dataset_spec_check(&spec, &err) < 0) {
-		errorf("%s", err);
-		return EXIT_PLAN;
-	}
-	/* the plan language's limits (ferry(1) SECURITY, Limits): a typo must not fill the disk */
-	uint64_t total;
-	if (spec.files > PLAN_DATASET_FILES_MAX) {
-		errorf("option '--files': %llu files are above the limit of %u (ferry(1) SECURITY, "
-		       "Limits)",
-		       (unsigned long long)spec.files, PLAN_DATASET_FILES_MAX);
-		return EXIT_PLAN;
-	}
-	if (!mul_u64(spec.files, spec.dist == DATASET_DIST_FIXED ? spec.size_min : spec.size_max,
-		     &total) ||
-	    total > PLAN_DATASET_MAX) {
-		errorf("option '--size': %llu files of up to '%s' are above the limit of 16TiB per "
-		       "dataset (ferry(1) SECURITY, Limits)",
-		       (unsigned long long)spec.files, size_arg);
-		return EXIT_PLAN;
-	}
-	if (!no_capacity_check) {
-		/* the disk it lands on must hold it (a cached copy needs nothing) */
-		_cleanup_free_ char *cache =
-		    gopts.cache_dir ? xstrdup(gopts.cache_dir) : dataset_cache_dir();
-		_cleanup_free_ char *hash = dataset_spec_hash(&spec);
-		_cleanup_free_ char *mf = xasprintf("%s/datasets/%s.manifest.json", cache, hash);
-		_cleanup_free_ char *where = dir ? xstrdup(dir) : xasprintf("%s/datasets", cache);
-		if ((dir || access(mf, F_OK) < 0) && capacity_dataset(&spec, where, &err) < 0) {
-			errorf("%s (--no-capacity-check generates anyway)", err);
-			return EXIT_INFRA;
-		}
-	}
-	gopts.gen.cancelled = gen_cancelled;
+	if ((code = gen_check(&a)) != EXIT_OK)
+		return code;
+	a.gopts.gen.cancelled = gen_cancelled;
 	catch_signals();
 
 	_cleanup_(manifest_freep) struct manifest *m = NULL;
 	uint64_t t0 = now_ns();
-	if (dir) {
-		if (dataset_generate(&spec, dir, &gopts.gen, &m, &err) < 0) {
-			errorf("%s", err);
-			return gen_signal ? interrupted_exit() : EXIT_INFRA;
-		}
-		if (mpath && manifest_save(m, mpath, &err) < 0) {
-			errorf("%s", err);
-			return EXIT_INFRA;
-		}
-		print_summary(m, dir, mpath);
-		printf("generated: yes\n");
-	} else {
-		struct dataset_info info;
-		if (dataset_get(&spec, &gopts, &info, &m, &err) < 0) {
-			dataset_info_clear(&info);
-			errorf("%s", err);
-			return gen_signal ? interrupted_exit() : EXIT_INFRA;
-		}
-		print_summary(m, info.dir, info.manifest_path);
-		if (info.evicted)
-			printf("evicted: %zu\n", info.evicted);
-		if (info.generated && info.regen_reason)
-			printf("generated: yes (%s)\n", info.regen_reason);
-		else
-			printf("generated: %s\n", info.generated ? "yes" : "no (cached)");
-		dataset_info_clear(&info);
-	}
+	if ((code = gen_execute(&a, &m)) != EXIT_OK)
+		return code;
 	double s = (double)(now_ns() - t0) / 1e9;
 	printf("seconds: %.3f\nMB/s: %.1f\n", s, s > 0 ? (double)m->bytes / 1e6 / s : 0.0);
 	return EXIT_OK;

@@ -306,6 +306,111 @@ const struct cli_command cli_doctor = {
 	.run = cmd_doctor,
 };
 
+/* QEMU as libvirt finds it, and what ferry uses of it: 9p, UEFI firmware, user networking. */
+static void check_qemu(struct doctor *d, virConnectPtr conn)
+{
+	_cleanup_free_ char *caps =
+	    virConnectGetDomainCapabilities(conn, NULL, "x86_64", NULL, "qemu", 0);
+	_cleanup_free_ char *qemu =
+	    caps ? xpath_string(caps, "string(/domainCapabilities/path)") : NULL;
+	if (!qemu) {
+		line(d, FAIL, "qemu", "apt-get install qemu-system-x86",
+		     "libvirt finds no x86_64 QEMU: %s",
+		     caps ? "no emulator path" : virGetLastErrorMessage());
+		return;
+	}
+	line(d, OK, "qemu", NULL, "'%s'", qemu);
+	_cleanup_free_ char *e = NULL;
+	int r = qemu_lists(qemu, "-device", "virtio-9p-pci", &e);
+	if (r == 1)
+		line(d, OK, "9p", NULL, "QEMU has virtio-9p-pci (shares work)");
+	else
+		line(d, WARN, "9p", "install a QEMU built with virtfs (Debian's is)",
+		     "%s: share cells will be skipped", r < 0 ? e : "QEMU has no virtio-9p-pci");
+	free(e);
+	e = NULL;
+	/* firmware autoselection lists 'efi' only when OVMF and its descriptors exist */
+	_cleanup_free_ char *q35 =
+	    virConnectGetDomainCapabilities(conn, NULL, "x86_64", "q35", "qemu", 0);
+	_cleanup_free_ char *efi =
+	    q35 ? xpath_string(q35, "string(/domainCapabilities/os/enum[@name='firmware']"
+				    "/value[.='efi'])")
+		: NULL;
+	if (efi)
+		line(d, OK, "uefi", NULL, "OVMF found: firmware 'uefi' works");
+	else
+		line(d, WARN, "uefi", "apt-get install ovmf",
+		     "no UEFI firmware: VMs with firmware 'uefi' will fail to start");
+	r = qemu_lists(qemu, "-netdev", "user", &e);
+	if (r == 1)
+		line(d, OK, "user-net", NULL, "QEMU has user networking (slirp)");
+	else
+		line(d, FAIL, "user-net", "install a QEMU built with slirp (Debian's is)", "%s",
+		     r < 0 ? e : "QEMU has no user networking");
+}
+
+/* The built guest; fills *g with its kernel, initrd and command line. Returns whether found. */
+static bool check_guest(struct doctor *d, struct guest_files *gf, struct vm_config *g)
+{
+	_cleanup_free_ char *gerr = NULL;
+	vm_config_init(g);
+	if (guest_locate(NULL, gf, &gerr) < 0) {
+		line(d, FAIL, "guest", "ferry guest build (scripts/setup.sh does it)", "%s", gerr);
+		return false;
+	}
+	g->kernel = gf->kernel;
+	g->initrd = gf->initramfs;
+	g->cmdline = gf->cmdline;
+	line(d, OK, "guest", NULL, "kernel %s%s in '%s'", gf->kernel_version,
+	     gf->pvh ? " (PVH vmlinux)" : "", gf->dir);
+	return true;
+}
+
+/* The run directory, ferry's pool on a remote host, and a KVM guest booted in a run of its own
+ * (g: the built guest, or NULL). Returns -1, or the exit status when a signal interrupted the
+ * probe (the run is closed then). */
+static int check_kvm(struct doctor *d, virConnectPtr conn, bool remote, const struct vm_config *g)
+{
+	_cleanup_free_ char *rerr = NULL;
+	struct run *run = run_open(&rerr);
+	if (run && remote) {
+		/* a remote host boots the probe from ferry's storage pool there (ferry(1) REMOTE
+		 * HOSTS); freed by run_close */
+		_cleanup_free_ char *herr = NULL;
+		if (hoststore_open(conn, run, &herr))
+			line(d, OK, "pool", NULL,
+			     "storage pool '" HOSTSTORE_POOL "' ready at " HOSTSTORE_POOL_DIR
+			     " on the remote host");
+		else
+			line(d, FAIL, "pool", "check the host's libvirt storage driver", "%s",
+			     herr);
+	}
+	if (!run) {
+		line(d, FAIL, "run-dir", "create it or set FERRY_RUN_DIR", "%s", rerr);
+		return -1;
+	}
+	_cleanup_free_ char *why = NULL;
+	int r = vm_probe_kvm(run, conn, g, VM_KVM_PROBE_TIMEOUT_MS, &why);
+	if (r < 0 && run_interrupted()) {
+		/* Ctrl-C during the probe: the run's domain and directory go first */
+		int sig = run_interrupted();
+		run_close(run, NULL);
+		return sig == SIGINT ? EXIT_SIGINT : EXIT_SIGTERM;
+	}
+	vm_kvm_probe_remember(conn, r);
+	if (r == 1)
+		line(d, OK, "kvm", NULL, "a KVM guest booted: accel auto uses KVM");
+	else
+		line(d, WARN, "kvm",
+		     "check /dev/kvm (group kvm, 0660) and nested virtualization; TCG works "
+		     "without it",
+		     "%s: accel auto uses TCG", why ? why : "unusable");
+	_cleanup_free_ char *cerr = NULL;
+	if (run_close(run, &cerr) < 0)
+		line(d, FAIL, "run-dir", NULL, "%s", cerr);
+	return -1;
+}
+
 static int cmd_doctor(int argc, char **argv)
 {
 	const char *uri = NULL;
@@ -338,104 +443,18 @@ static int cmd_doctor(int argc, char **argv)
 	virConnectGetLibVersion(conn, &ver);
 	line(&d, OK, "libvirtd", NULL, "'%s' reachable (libvirt %lu.%lu.%lu)", u, ver / 1000000,
 	     ver / 1000 % 1000, ver % 1000);
-
-	_cleanup_free_ char *caps =
-	    virConnectGetDomainCapabilities(conn, NULL, "x86_64", NULL, "qemu", 0);
-	_cleanup_free_ char *qemu =
-	    caps ? xpath_string(caps, "string(/domainCapabilities/path)") : NULL;
-	if (!qemu) {
-		line(&d, FAIL, "qemu", "apt-get install qemu-system-x86",
-		     "libvirt finds no x86_64 QEMU: %s",
-		     caps ? "no emulator path" : virGetLastErrorMessage());
-	} else {
-		line(&d, OK, "qemu", NULL, "'%s'", qemu);
-		_cleanup_free_ char *e = NULL;
-		int r = qemu_lists(qemu, "-device", "virtio-9p-pci", &e);
-		if (r == 1)
-			line(&d, OK, "9p", NULL, "QEMU has virtio-9p-pci (shares work)");
-		else
-			line(&d, WARN, "9p", "install a QEMU built with virtfs (Debian's is)",
-			     "%s: share cells will be skipped",
-			     r < 0 ? e : "QEMU has no virtio-9p-pci");
-		free(e);
-		e = NULL;
-		/* firmware autoselection lists 'efi' only when OVMF and its descriptors exist */
-		_cleanup_free_ char *q35 =
-		    virConnectGetDomainCapabilities(conn, NULL, "x86_64", "q35", "qemu", 0);
-		_cleanup_free_ char *efi =
-		    q35 ? xpath_string(q35, "string(/domainCapabilities/os/enum[@name='firmware']"
-					    "/value[.='efi'])")
-			: NULL;
-		if (efi)
-			line(&d, OK, "uefi", NULL, "OVMF found: firmware 'uefi' works");
-		else
-			line(&d, WARN, "uefi", "apt-get install ovmf",
-			     "no UEFI firmware: VMs with firmware 'uefi' will fail to start");
-		r = qemu_lists(qemu, "-netdev", "user", &e);
-		if (r == 1)
-			line(&d, OK, "user-net", NULL, "QEMU has user networking (slirp)");
-		else
-			line(&d, FAIL, "user-net", "install a QEMU built with slirp (Debian's is)",
-			     "%s", r < 0 ? e : "QEMU has no user networking");
-	}
+	check_qemu(&d, conn);
 
 	struct guest_files gf = { 0 };
-	_cleanup_free_ char *gerr = NULL;
 	struct vm_config g;
-	vm_config_init(&g);
-	bool have_guest = guest_locate(NULL, &gf, &gerr) == 0;
-	if (have_guest) {
-		g.kernel = gf.kernel;
-		g.initrd = gf.initramfs;
-		g.cmdline = gf.cmdline;
-		line(&d, OK, "guest", NULL, "kernel %s%s in '%s'", gf.kernel_version,
-		     gf.pvh ? " (PVH vmlinux)" : "", gf.dir);
-	} else {
-		line(&d, FAIL, "guest", "ferry guest build (scripts/setup.sh does it)", "%s", gerr);
-	}
-
-	_cleanup_free_ char *rerr = NULL;
-	struct run *run = run_open(&rerr);
+	bool have_guest = check_guest(&d, &gf, &g);
 	bool remote = hoststore_uri_remote(u);
-	if (run && remote) {
-		/* a remote host boots the probe from ferry's storage pool there (ferry(1) REMOTE
-		 * HOSTS); freed by run_close */
-		_cleanup_free_ char *herr = NULL;
-		if (hoststore_open(conn, run, &herr))
-			line(&d, OK, "pool", NULL,
-			     "storage pool '" HOSTSTORE_POOL "' ready at " HOSTSTORE_POOL_DIR
-			     " on the remote host");
-		else
-			line(&d, FAIL, "pool", "check the host's libvirt storage driver", "%s",
-			     herr);
-	}
-	if (!run) {
-		line(&d, FAIL, "run-dir", "create it or set FERRY_RUN_DIR", "%s", rerr);
-	} else {
-		_cleanup_free_ char *why = NULL;
-		int r =
-		    vm_probe_kvm(run, conn, have_guest ? &g : NULL, VM_KVM_PROBE_TIMEOUT_MS, &why);
-		if (r < 0 && run_interrupted()) {
-			/* Ctrl-C during the probe: the run's domain and directory go first */
-			int sig = run_interrupted();
-			run_close(run, NULL);
-			virConnectClose(conn);
-			guest_files_clear(&gf);
-			errorf("interrupted");
-			return sig == SIGINT ? EXIT_SIGINT : EXIT_SIGTERM;
-		}
-		vm_kvm_probe_remember(conn, r);
-		if (r == 1)
-			line(&d, OK, "kvm", NULL, "a KVM guest booted: accel auto uses KVM");
-		else
-			line(
-			    &d, WARN, "kvm",
-			    "check /dev/kvm (group kvm, 0660) and nested virtualization; TCG works "
-			    "without it",
-			    "%s: accel auto uses TCG", why ? why : "unusable");
-		_cleanup_free_ char *cerr = NULL;
-		if (run_close(run, &cerr) < 0)
-			line(&d, FAIL, "run-dir", NULL, "%s", cerr);
+	int sig_exit = check_kvm(&d, conn, remote, have_guest ? &g : NULL);
+	if (sig_exit >= 0) {
+		virConnectClose(conn);
+		guest_files_clear(&gf);
+		errorf("interrupted");
+		return sig_exit;
 	}
 
 	guest_files_clear(&gf);

@@ -296,6 +296,52 @@ static void cell_line(size_t i, const struct plan_cell *cell)
 	       run_enum("caches", (int)r->caches), timeout);
 }
 
+static void entry_cache_build(struct entry_cache *ec, const struct plan *p)
+{
+	ec->vm = entries_json(&plan_vm_keys, p->vms, p->n_vms, sizeof(*p->vms));
+	ec->disk = entries_json(&plan_disk_keys, p->disks, p->n_disks, sizeof(*p->disks));
+	ec->dataset =
+	    entries_json(&plan_dataset_keys, p->datasets, p->n_datasets, sizeof(*p->datasets));
+	ec->method = entries_json(&plan_method_keys, p->methods, p->n_methods, sizeof(*p->methods));
+}
+
+static void entry_cache_free(struct entry_cache *ec, const struct plan *p)
+{
+	entries_free(ec->vm, p->n_vms);
+	entries_free(ec->disk, p->n_disks);
+	entries_free(ec->dataset, p->n_datasets);
+	entries_free(ec->method, p->n_methods);
+}
+
+/* --estimate FILE: the wall time of the cells an earlier results file timed. */
+struct estimate {
+	double known_s, n_known, n_unknown;
+};
+
+/* A cell's wall time in the earlier run (boot included for the first cell of a shared VM), else
+ * it counts as the mean of the cells that have one. */
+static void estimate_add(struct estimate *e, const struct results *earlier, const char *id)
+{
+	const struct result_cell *rc = results_find_cell(earlier, id);
+	if (rc && rc->started_ms > 0 && rc->finished_ms >= rc->started_ms) {
+		e->known_s += (double)(rc->finished_ms - rc->started_ms) / 1000.0;
+		e->n_known++;
+	} else {
+		e->n_unknown++;
+	}
+}
+
+static void estimate_print(const struct estimate *e, const char *path)
+{
+	if (e->n_known == 0) {
+		printf("estimate: no cell of this plan has a time in '%s'\n", path);
+		return;
+	}
+	double total_s = e->known_s + e->n_unknown * e->known_s / e->n_known;
+	printf("estimate: about %.0f s (%.0f cell%s timed in '%s', %.0f from their mean)\n",
+	       total_s, e->n_known, e->n_known == 1 ? "" : "s", path, e->n_unknown);
+}
+
 static int cmd_expand(int argc, char **argv)
 {
 	_cleanup_(plan_args_free) struct plan_args pa = { 0 };
@@ -339,19 +385,13 @@ static int cmd_expand(int argc, char **argv)
 			return EXIT_PLAN;
 		}
 	}
-	double known_s = 0, n_known = 0, n_unknown = 0;
+	struct estimate est = { 0 };
 
 	size_t total = matrix_n_cells(m), count = 0;
 	_cleanup_json_t_ json_t *cells = json ? json_array() : NULL;
 	struct entry_cache ec = { 0 };
-	if (json) {
-		ec.vm = entries_json(&plan_vm_keys, p->vms, p->n_vms, sizeof(*p->vms));
-		ec.disk = entries_json(&plan_disk_keys, p->disks, p->n_disks, sizeof(*p->disks));
-		ec.dataset = entries_json(&plan_dataset_keys, p->datasets, p->n_datasets,
-					  sizeof(*p->datasets));
-		ec.method =
-		    entries_json(&plan_method_keys, p->methods, p->n_methods, sizeof(*p->methods));
-	}
+	if (json)
+		entry_cache_build(&ec, p);
 	for (size_t i = 0; i < total; i++) {
 		if (!shard_contains(i, k, n))
 			continue;
@@ -362,22 +402,10 @@ static int cmd_expand(int argc, char **argv)
 		else
 			cell_line(i, &cell);
 		count++;
-		if (earlier) {
-			/* a cell's wall time in the earlier run (boot included for the first
-			   cell of a shared VM), else the mean of the cells that have one */
-			const struct result_cell *rc = results_find_cell(earlier, cell.id);
-			if (rc && rc->started_ms > 0 && rc->finished_ms >= rc->started_ms) {
-				known_s += (double)(rc->finished_ms - rc->started_ms) / 1000.0;
-				n_known++;
-			} else {
-				n_unknown++;
-			}
-		}
+		if (earlier)
+			estimate_add(&est, earlier, cell.id);
 	}
-	entries_free(ec.vm, p->n_vms);
-	entries_free(ec.disk, p->n_disks);
-	entries_free(ec.dataset, p->n_datasets);
-	entries_free(ec.method, p->n_methods);
+	entry_cache_free(&ec, p);
 	if (json) {
 		_cleanup_json_t_ json_t *o =
 		    json_pack("{s:s, s:I, s:I, s:O}", "plan", p->name, "count", (json_int_t)count,
@@ -394,16 +422,8 @@ static int cmd_expand(int argc, char **argv)
 	} else {
 		printf("%zu cell%s\n", count, count == 1 ? "" : "s");
 	}
-	if (earlier && !json) {
-		if (n_known == 0) {
-			printf("estimate: no cell of this plan has a time in '%s'\n", estimate);
-		} else {
-			double total_s = known_s + n_unknown * known_s / n_known;
-			printf("estimate: about %.0f s (%.0f cell%s timed in '%s', %.0f from their "
-			       "mean)\n",
-			       total_s, n_known, n_known == 1 ? "" : "s", estimate, n_unknown);
-		}
-	}
+	if (earlier && !json)
+		estimate_print(&est, estimate);
 	if (fflush(stdout) != 0) {
 		errorf("cannot write the output: %s", strerror(errno));
 		return EXIT_INFRA;

@@ -311,55 +311,71 @@ static void print_verdicts(const struct results *r, const struct report_markdown
 	}
 }
 
-static int cmd_run(int argc, char **argv)
-{
-	_cleanup_(plan_args_free) struct plan_args pa = { 0 };
-	struct machine_libvirt_opts lvo = { MACHINE_STORAGE_AUTO };
-	struct exec_opts eo = { .error = show_error, .machine_data = &lvo };
-	bool quiet = false, no_capacity_check = false, allow_empty = false;
-	const char *paths[REPORT_FORMAT_COUNT] = { 0 };
-	const char *resume = NULL;
-	size_t window = 0;
-	_cleanup_free_ const char **baselines = NULL;
-	size_t n_baselines = 0;
+/* What `ferry run`'s command line said. */
+struct run_args {
+	struct plan_args pa;
+	struct machine_libvirt_opts lvo;
+	struct exec_opts eo;
+	bool quiet, no_capacity_check, allow_empty;
+	const char *paths[REPORT_FORMAT_COUNT];
+	const char *resume;
+	size_t window;
+	const char **baselines;
+	size_t n_baselines;
 	/* --connect and --hosts, in order: one host is the connection, several the fan-out */
-	_cleanup_(free_uris) struct uri_list ul = { NULL, 0 };
+	struct uri_list ul;
+};
+
+static void run_args_free(struct run_args *a)
+{
+	plan_args_free(&a->pa);
+	free_uris(&a->ul);
+	free(a->baselines);
+}
+
+/* Reads the options into *a. Returns -1 to go on, else the exit status to return. */
+static int run_parse_args(struct run_args *a, int argc, char **argv)
+{
+	a->lvo.storage = MACHINE_STORAGE_AUTO;
+	a->eo.error = show_error;
+	a->eo.machine_data = &a->lvo;
 	int c;
-	while ((c = plan_args_getopt(&cli_run, argc, argv, &pa)) != -1) {
+	while ((c = plan_args_getopt(&cli_run, argc, argv, &a->pa)) != -1) {
 		switch (c) {
 		case PLAN_ARGS_INVALID: return EXIT_PLAN;
 		case 'c':
-			ul.v = xrealloc(ul.v, (ul.n + 1) * sizeof(*ul.v));
-			ul.v[ul.n++] = xstrdup(optarg);
+			a->ul.v = xrealloc(a->ul.v, (a->ul.n + 1) * sizeof(*a->ul.v));
+			a->ul.v[a->ul.n++] = xstrdup(optarg);
 			break;
 		case 'H':
-			if (read_hosts(optarg, &ul.v, &ul.n) < 0)
+			if (read_hosts(optarg, &a->ul.v, &a->ul.n) < 0)
 				return EXIT_PLAN;
 			break;
 		case 'S':
-			if (parse_storage(optarg, &lvo.storage) < 0)
+			if (parse_storage(optarg, &a->lvo.storage) < 0)
 				return EXIT_PLAN;
 			break;
-		case 'r': eo.results_path = optarg; break;
-		case 'R': resume = optarg; break;
-		case 'F': eo.rerun_failed = true; break;
-		case 'f': eo.fail_fast = true; break;
-		case 'q': quiet = true; break;
-		case 'v': eo.verbose = true; break;
-		case 'K': no_capacity_check = true; break;
+		case 'r': a->eo.results_path = optarg; break;
+		case 'R': a->resume = optarg; break;
+		case 'F': a->eo.rerun_failed = true; break;
+		case 'f': a->eo.fail_fast = true; break;
+		case 'q': a->quiet = true; break;
+		case 'v': a->eo.verbose = true; break;
+		case 'K': a->no_capacity_check = true; break;
 		case 'b':
-			baselines = xrealloc(baselines, (n_baselines + 1) * sizeof(*baselines));
-			baselines[n_baselines++] = optarg;
+			a->baselines =
+			    xrealloc(a->baselines, (a->n_baselines + 1) * sizeof(*a->baselines));
+			a->baselines[a->n_baselines++] = optarg;
 			break;
 		case OPT_WINDOW:
-			if (cli_parse_window(optarg, &window) < 0)
+			if (cli_parse_window(optarg, &a->window) < 0)
 				return EXIT_PLAN;
 			break;
-		case 'E': allow_empty = true; break;
+		case 'E': a->allow_empty = true; break;
 		case 'h': return cli_usage_exit(&cli_run, stdout);
 		default:
 			if (c >= OPT_REPORT && c < OPT_REPORT + REPORT_FORMAT_COUNT) {
-				paths[c - OPT_REPORT] = optarg;
+				a->paths[c - OPT_REPORT] = optarg;
 				break;
 			}
 			return cli_usage_exit(&cli_run, stderr);
@@ -367,28 +383,30 @@ static int cmd_run(int argc, char **argv)
 	}
 	if (optind != argc - 1)
 		return cli_usage_exit(&cli_run, stderr);
-	eo.plan_path = argv[optind];
-	eo.shard_k = pa.shard_k;
-	eo.shard_n = pa.shard_n;
-	if (ul.n == 1)
-		eo.connect = ul.v[0];
-	else if (ul.n > 1) {
-		eo.hosts = (const char *const *)ul.v;
-		eo.n_hosts = ul.n;
+	a->eo.plan_path = argv[optind];
+	a->eo.shard_k = a->pa.shard_k;
+	a->eo.shard_n = a->pa.shard_n;
+	if (a->ul.n == 1)
+		a->eo.connect = a->ul.v[0];
+	else if (a->ul.n > 1) {
+		a->eo.hosts = (const char *const *)a->ul.v;
+		a->eo.n_hosts = a->ul.n;
 	}
+	return -1;
+}
 
-	_cleanup_(plan_freep) struct plan *p = NULL;
-	_cleanup_(matrix_freep) struct matrix *m = plan_args_load(eo.plan_path, &pa, &p);
-	if (!m)
-		return EXIT_PLAN;
-	if (!n_baselines && p->baseline && !plan_baseline_inside(p->baseline)) {
+/* Before anything runs: the plan's baseline, the host's capacity, the report paths and the
+ * results file to resume. Returns EXIT_OK or the exit status to return. */
+static int run_prepare(struct run_args *a, const struct plan *p, const struct matrix *m)
+{
+	if (!a->n_baselines && p->baseline && !plan_baseline_inside(p->baseline)) {
 		errorf(
 		    "baseline '%s' resolves outside the working directory (through a symbolic "
 		    "link): a plan reads a baseline only below it (name it with --baseline FILE)",
 		    p->baseline);
 		return EXIT_PLAN;
 	}
-	if (!no_capacity_check) {
+	if (!a->no_capacity_check) {
 		/* disk space and memory before anything is generated or booted (ferry(1) CAPACITY)
 		 */
 		_cleanup_free_ char *cache = dataset_cache_dir(), *cerr = NULL;
@@ -400,118 +418,121 @@ static int cmd_run(int argc, char **argv)
 
 	/* the plan's report paths, unless an option overrides them */
 	for (int i = 0; i < REPORT_FORMAT_COUNT; i++)
-		if (!paths[i])
-			paths[i] = plan_report_path(&p->report, i);
-	if (!eo.results_path)
-		eo.results_path = resume ? resume : paths[REPORT_JSON];
+		if (!a->paths[i])
+			a->paths[i] = plan_report_path(&p->report, i);
+	if (!a->eo.results_path)
+		a->eo.results_path = a->resume ? a->resume : a->paths[REPORT_JSON];
 
-	if (resume) {
+	if (a->resume) {
 		_cleanup_free_ char *err = NULL;
-		eo.resume = results_read(resume, &err);
-		if (!eo.resume) {
+		a->eo.resume = results_read(a->resume, &err);
+		if (!a->eo.resume) {
 			errorf("%s", err);
 			return EXIT_PLAN;
 		}
 		/* ids are built from names only: refuse numbers measured for another plan */
-		if (exec_check_resume(p, m, eo.plan_path, eo.resume, &err) < 0) {
-			errorf("%s: %s", resume, err);
-			results_free(eo.resume);
+		if (exec_check_resume(p, m, a->eo.plan_path, a->eo.resume, &err) < 0) {
+			errorf("%s: %s", a->resume, err);
+			results_free(a->eo.resume);
 			return EXIT_PLAN;
 		}
 	}
 
 	for (int i = 0; i < REPORT_FORMAT_COUNT; i++)
-		mkdir_parents(paths[i]);
-	mkdir_parents(eo.results_path);
+		mkdir_parents(a->paths[i]);
+	mkdir_parents(a->eo.results_path);
+	return EXIT_OK;
+}
 
-	struct report_set rs = { .step_summary = true };
+/* Opens every report before the run, so that an unwritable one fails before anything boots. */
+static int run_open_reports(const struct run_args *a, const struct plan *p, struct report_set *rs)
+{
 	for (int i = 0; i < REPORT_FORMAT_COUNT; i++)
-		rs.paths[i] = paths[i];
+		rs->paths[i] = a->paths[i];
 	if (p->report.markdown.set) {
-		rs.opts.markdown.rows = p->report.markdown.rows;
-		rs.opts.markdown.cols = p->report.markdown.cols;
-		rs.opts.markdown.metric = p->report.markdown.metric;
+		rs->opts.markdown.rows = p->report.markdown.rows;
+		rs->opts.markdown.cols = p->report.markdown.cols;
+		rs->opts.markdown.metric = p->report.markdown.metric;
 	}
-	{
-		_cleanup_free_ char *err = NULL;
-		if (report_set_open(&rs, &err) < 0) {
-			errorf("%s", err);
-			results_free(eo.resume);
-			return EXIT_PLAN;
-		}
-	}
-
-	struct results *r = NULL;
-	struct exec_result st;
 	_cleanup_free_ char *err = NULL;
-	struct progress prog = { .live = isatty(STDERR_FILENO) };
-	eo.ud = &prog;
-	if (!quiet) {
-		eo.live_status = prog.live;
-		eo.status = prog.live ? show_status : NULL;
-		eo.line = show_line;
-	}
-	int rc = exec_plan(p, m, &eo, &r, &st, &err);
-	clear_status(&prog);
-	if (rc < 0) {
+	if (report_set_open(rs, &err) < 0) {
 		errorf("%s", err);
-		report_set_abort(&rs);
-		results_free(r);
-		return EXIT_INFRA;
+		return -1;
 	}
-	int cmp_rc = 0;
-	if (n_baselines || p->baseline) {
-		/* the plan's baseline (checked below the working directory when the plan was read)
-		 * unless the command line names one */
-		const char *plan_bl[] = { p->baseline };
+	return 0;
+}
 
-		struct run_baseline rb = {
-			.paths = n_baselines ? baselines : plan_bl,
-			.n_paths = n_baselines ? n_baselines : 1,
-			.window = window ? window : (size_t)p->regression.window,
-			.threshold = p->regression.threshold / 100,
-			.confidence = p->regression.confidence / 100,
-			.rule = (int)p->regression.rule,
-		};
-		cmp_rc = compare_run_results(r, &rb);
-		results_count_status(r, st.counts);
-		/* the results file carries the regressions too */
-		_cleanup_free_ char *werr = NULL;
-		if (eo.results_path && results_write(r, eo.results_path, &werr) < 0)
-			errorf("%s", werr);
-	}
-	int code = exit_code(&st, r, allow_empty);
+/* --baseline or the plan's baseline: compares the run, marks regressions and rewrites the
+ * results file with them. Returns compare_run_results()'s status. */
+static int run_compare_baselines(const struct run_args *a, const struct plan *p, struct results *r,
+				 struct exec_result *st)
+{
+	/* the plan's baseline (checked below the working directory when the plan was read)
+	 * unless the command line names one */
+	const char *plan_bl[] = { p->baseline };
+
+	struct run_baseline rb = {
+		.paths = a->n_baselines ? a->baselines : plan_bl,
+		.n_paths = a->n_baselines ? a->n_baselines : 1,
+		.window = a->window ? a->window : (size_t)p->regression.window,
+		.threshold = p->regression.threshold / 100,
+		.confidence = p->regression.confidence / 100,
+		.rule = (int)p->regression.rule,
+	};
+	int cmp_rc = compare_run_results(r, &rb);
+	results_count_status(r, st->counts);
+	/* the results file carries the regressions too */
+	_cleanup_free_ char *werr = NULL;
+	if (a->eo.results_path && results_write(r, a->eo.results_path, &werr) < 0)
+		errorf("%s", werr);
+	return cmp_rc;
+}
+
+/* The end-of-run summary on standard error: counts, boots, times and where the reports are. */
+static void print_run_summary(const struct run_args *a, const struct exec_result *st)
+{
+	const size_t *counts = st->counts;
+	fprintf(stderr,
+		"ferry: %zu passed, %zu failed, %zu errors, %zu skipped, %zu pending; %u "
+		"boot%s; wall %.1f s, measured %.1f s (%.0f%%)\n",
+		counts[STATUS_PASSED], counts[STATUS_FAILED], counts[STATUS_ERROR],
+		counts[STATUS_SKIPPED], counts[STATUS_PENDING], st->boots,
+		st->boots == 1 ? "" : "s", st->wall_s, st->measured_s,
+		st->wall_s > 0 ? 100.0 * st->measured_s / st->wall_s : 0.0);
+	for (int i = 0; i < REPORT_FORMAT_COUNT; i++)
+		if (a->paths[i] && !STREQ(a->paths[i], "-"))
+			fprintf(stderr, "ferry: %s report: %s\n", report_format_name(i),
+				a->paths[i]);
+	if (a->eo.results_path &&
+	    (!a->paths[REPORT_JSON] || !STREQ(a->eo.results_path, a->paths[REPORT_JSON])))
+		fprintf(stderr, "ferry: results: %s\n", a->eo.results_path);
+}
+
+/* After the run: baselines, the exit status, the reports and the summary. Frees r. */
+static int run_finish(struct run_args *a, const struct plan *p, const struct matrix *m,
+		      struct report_set *rs, struct results *r, struct exec_result *st)
+{
+	int cmp_rc = 0;
+	if (a->n_baselines || p->baseline)
+		cmp_rc = run_compare_baselines(a, p, r, st);
+	int code = exit_code(st, r, a->allow_empty);
 	if (cmp_rc && code == EXIT_OK)
 		code = cmp_rc;
 	_cleanup_free_ char *rerr = NULL, *warning = NULL;
-	if (report_set_write(&rs, r, &rerr, &warning) < 0) {
+	if (report_set_write(rs, r, &rerr, &warning) < 0) {
 		errorf("%s", rerr);
 		if (code == EXIT_OK)
 			code = EXIT_INFRA;
 	}
 	if (warning)
 		warnf("%s", warning);
-	const size_t *counts = st.counts;
-	if (!quiet && eo.verbose)
-		print_time_breakdown(&st);
-	if (!quiet)
-		print_verdicts(r, &rs.opts.markdown);
-	if (!quiet) {
-		fprintf(stderr,
-			"ferry: %zu passed, %zu failed, %zu errors, %zu skipped, %zu pending; %u "
-			"boot%s; wall %.1f s, measured %.1f s (%.0f%%)\n",
-			counts[STATUS_PASSED], counts[STATUS_FAILED], counts[STATUS_ERROR],
-			counts[STATUS_SKIPPED], counts[STATUS_PENDING], st.boots,
-			st.boots == 1 ? "" : "s", st.wall_s, st.measured_s,
-			st.wall_s > 0 ? 100.0 * st.measured_s / st.wall_s : 0.0);
-		for (int i = 0; i < REPORT_FORMAT_COUNT; i++)
-			if (paths[i] && !STREQ(paths[i], "-"))
-				fprintf(stderr, "ferry: %s report: %s\n", report_format_name(i),
-					paths[i]);
-		if (eo.results_path &&
-		    (!paths[REPORT_JSON] || !STREQ(eo.results_path, paths[REPORT_JSON])))
-			fprintf(stderr, "ferry: results: %s\n", eo.results_path);
-	}
+	const size_t *counts = st->counts;
+	if (!a->quiet && a->eo.verbose)
+		print_time_breakdown(st);
+	if (!a->quiet)
+		print_verdicts(r, &rs->opts.markdown);
+	if (!a->quiet)
+		print_run_summary(a, st);
 	if (code == EXIT_EMPTY)
 		errorf("no cell produced a measured run (%zu skipped, %zu pending of %zu): nothing "
 		       "was measured (--allow-empty accepts that)",
@@ -520,4 +541,45 @@ static int cmd_run(int argc, char **argv)
 		results_annotate(stderr, r, p, m);
 	results_free(r);
 	return code;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	_cleanup_(run_args_free) struct run_args a = { 0 };
+	int code = run_parse_args(&a, argc, argv);
+	if (code >= 0)
+		return code;
+
+	_cleanup_(plan_freep) struct plan *p = NULL;
+	_cleanup_(matrix_freep) struct matrix *m = plan_args_load(a.eo.plan_path, &a.pa, &p);
+	if (!m)
+		return EXIT_PLAN;
+	code = run_prepare(&a, p, m);
+	if (code != EXIT_OK)
+		return code;
+	struct report_set rs = { .step_summary = true };
+	if (run_open_reports(&a, p, &rs) < 0) {
+		results_free(a.eo.resume);
+		return EXIT_PLAN;
+	}
+
+	struct results *r = NULL;
+	struct exec_result st;
+	_cleanup_free_ char *err = NULL;
+	struct progress prog = { .live = isatty(STDERR_FILENO) };
+	a.eo.ud = &prog;
+	if (!a.quiet) {
+		a.eo.live_status = prog.live;
+		a.eo.status = prog.live ? show_status : NULL;
+		a.eo.line = show_line;
+	}
+	int rc = exec_plan(p, m, &a.eo, &r, &st, &err);
+	clear_status(&prog);
+	if (rc < 0) {
+		errorf("%s", err);
+		report_set_abort(&rs);
+		results_free(r);
+		return EXIT_INFRA;
+	}
+	return run_finish(&a, p, m, &rs, r, &st);
 }

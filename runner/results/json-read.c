@@ -263,160 +263,144 @@ static void rd_summary(struct reader *rd, const char *where, const json_t *o,
 	rd_num(rd, where, o, "ci95_high", &s->ci_high);
 }
 
-static void rd_cell(struct reader *rd, const char *where, const json_t *o, struct results *r)
+/* A cell's "axes": an object of strings, or absent. */
+static int rd_axes(struct reader *rd, const char *where, const json_t *o, struct result_cell *c)
 {
-	_cleanup_free_ char *id = NULL;
-	int v;
-
-	if (!json_is_object(o)) {
-		fail(rd, where, "must be an object");
-		return;
-	}
-	if (rd_str(rd, where, o, "id", true, &id) < 0)
-		return;
-	if (strmap_get(&rd->ids, id, 0) != STRMAP_NONE) {
-		_cleanup_free_ char *shown = quote_value(id);
-		fail(rd, where, "duplicate cell id %s", shown);
-		return;
-	}
-	struct result_cell *c = results_add_cell(r, id);
-	strmap_put(&rd->ids, c->id, 0, (uint32_t)r->n_cells);
-
 	const json_t *axes = get(o, "axes");
-	if (axes && !json_is_null(axes)) {
-		const char *k;
-		const json_t *val;
-		if (!json_is_object(axes)) {
-			fail(rd, where, "'axes' must be an object");
-			return;
+	if (!axes || json_is_null(axes))
+		return 0;
+	const char *k;
+	const json_t *val;
+	if (!json_is_object(axes))
+		return fail(rd, where, "'axes' must be an object");
+	json_object_foreach((json_t *)axes, k, val)
+	{
+		if (!json_is_string(val)) {
+			_cleanup_free_ char *shown = quote_value(k);
+			return fail(rd, where, "axis %s must be a string", shown);
 		}
-		json_object_foreach((json_t *)axes, k, val)
+		result_cell_add_axis(c, k, json_string_value(val));
+	}
+	return 0;
+}
+
+/* One of a cell's "errors" (w: its place). */
+static int rd_error(struct reader *rd, const char *w, const json_t *e, struct result_cell *c)
+{
+	int kind, phase;
+	uint64_t run;
+	if (!json_is_object(e))
+		return fail(rd, w, "must be an object");
+	if (rd_enum(rd, w, e, "kind", kind_name, ERROR_KIND_COUNT, true, &kind) < 0)
+		return -1;
+	struct result_error *err = result_cell_add_error(c, kind, "%s", "");
+	free(err->message);
+	err->message = NULL;
+	rd_str(rd, w, e, "message", true, &err->message);
+	const json_t *jr = get(e, "run");
+	if (jr && !json_is_null(jr)) {
+		rd_uint(rd, w, e, "run", INT32_MAX, &run);
+		err->run = (int)run;
+	}
+	rd_enum(rd, w, e, "phase", phase_name, PHASE_COUNT, false, &phase);
+	err->phase = phase;
+	rd_str(rd, w, e, "libvirt_message", false, &err->libvirt_message);
+	rd_str(rd, w, e, "agent_message", false, &err->agent_message);
+	rd_str(rd, w, e, "serial_tail", false, &err->serial_tail);
+	return 0;
+}
+
+/* A run's "boot", "block", "fresh" and "metrics" (w: its place). */
+static int rd_run_context(struct reader *rd, const char *w, const json_t *jr,
+			  struct result_run *run)
+{
+	const json_t *jb = get(jr, "boot");
+	if (jb && !json_is_null(jb)) {
+		uint64_t boot;
+		rd_uint(rd, w, jr, "boot", INT64_MAX, &boot);
+		run->boot = boot > 0 ? (int64_t)boot : -1;
+	}
+	if (get(jr, "block")) {
+		uint64_t block;
+		rd_uint(rd, w, jr, "block", INT64_MAX, &block);
+		run->block = block > 0 ? (int64_t)block : -1;
+	}
+	rd_time(rd, w, jr, "started", &run->started_ms);
+	const json_t *jf = get(jr, "fresh");
+	if (jf && !json_is_null(jf)) {
+		const char *f = json_string_value(jf);
+		if (!f || (strcmp(f, "boot") != 0 && strcmp(f, "restore") != 0))
+			return fail(rd, w, "'fresh' must be \"boot\" or \"restore\"");
+		run->fresh = f[0] == 'b' ? "boot" : "restore";
+	}
+	rd_object(rd, w, jr, "metrics", &run->metrics);
+	const char *mk;
+	const json_t *mv;
+	if (run->metrics)
+		json_object_foreach(run->metrics, mk, mv)
 		{
-			if (!json_is_string(val)) {
-				_cleanup_free_ char *shown = quote_value(k);
-				fail(rd, where, "axis %s must be a string", shown);
-				return;
+			if (!json_is_number(mv) && !json_is_null(mv)) {
+				_cleanup_free_ char *shown = quote_value(mk);
+				return fail(rd, w, "metric %s must be a number or null", shown);
 			}
-			result_cell_add_axis(c, k, json_string_value(val));
 		}
-	}
-	rd_object(rd, where, o, "params", &c->params);
-	rd_object(rd, where, o, "observed", &c->observed);
-	rd_enum(rd, where, o, "status", status_name, STATUS_COUNT, true, &v);
-	c->status = v < 0 ? STATUS_PENDING : (enum result_status)v;
-	rd_str(rd, where, o, "skip_reason", false, &c->skip_reason);
+	return 0;
+}
 
-	const json_t *errors = rd_array(rd, where, o, "errors");
-	for (size_t i = 0; errors && i < json_array_size(errors) && !rd->err; i++) {
-		_cleanup_free_ char *w = xasprintf("%s.errors[%zu]", where, i);
-		const json_t *e = json_array_get(errors, i);
-		int kind, phase;
-		uint64_t run;
-		if (!json_is_object(e)) {
-			fail(rd, w, "must be an object");
-			return;
-		}
-		if (rd_enum(rd, w, e, "kind", kind_name, ERROR_KIND_COUNT, true, &kind) < 0)
-			return;
-		struct result_error *err = result_cell_add_error(c, kind, "%s", "");
-		free(err->message);
-		err->message = NULL;
-		rd_str(rd, w, e, "message", true, &err->message);
-		const json_t *jr = get(e, "run");
-		if (jr && !json_is_null(jr)) {
-			rd_uint(rd, w, e, "run", INT32_MAX, &run);
-			err->run = (int)run;
-		}
-		rd_enum(rd, w, e, "phase", phase_name, PHASE_COUNT, false, &phase);
-		err->phase = phase;
-		rd_str(rd, w, e, "libvirt_message", false, &err->libvirt_message);
-		rd_str(rd, w, e, "agent_message", false, &err->agent_message);
-		rd_str(rd, w, e, "serial_tail", false, &err->serial_tail);
-	}
+/* One of a cell's "runs" (w: its place). */
+static int rd_run(struct reader *rd, const char *w, const json_t *jr, struct result_cell *c)
+{
+	uint64_t index;
+	if (!json_is_object(jr))
+		return fail(rd, w, "must be an object");
+	struct result_run *run = result_cell_add_run(c, false);
+	rd_uint(rd, w, jr, "index", UINT32_MAX, &index);
+	run->index = (unsigned)index;
+	rd_bool(rd, w, jr, "warmup", &run->warmup);
+	const json_t *ph = get(jr, "phases");
+	if (ph && !json_is_object(ph))
+		return fail(rd, w, "'phases' must be an object");
+	_cleanup_free_ char *wp = xasprintf("%s.phases", w);
+	for (size_t p = 0; p < PHASE_COUNT; p++)
+		rd_num(rd, wp, ph, phase_name((int)p), &run->phase[p]);
+	rd_num(rd, w, jr, "total", &run->total);
+	rd_uint(rd, w, jr, "bytes", INT64_MAX, &run->bytes);
+	rd_uint(rd, w, jr, "files", INT64_MAX, &run->files);
+	rd_bool(rd, w, jr, "integrity_ok", &run->integrity_ok);
+	rd_bool(rd, w, jr, "outlier", &run->outlier);
+	return rd_run_context(rd, w, jr, run);
+}
 
-	const json_t *runs = rd_array(rd, where, o, "runs");
-	for (size_t i = 0; runs && i < json_array_size(runs) && !rd->err; i++) {
-		_cleanup_free_ char *w = xasprintf("%s.runs[%zu]", where, i);
-		const json_t *jr = json_array_get(runs, i);
-		uint64_t index;
-		if (!json_is_object(jr)) {
-			fail(rd, w, "must be an object");
-			return;
-		}
-		struct result_run *run = result_cell_add_run(c, false);
-		rd_uint(rd, w, jr, "index", UINT32_MAX, &index);
-		run->index = (unsigned)index;
-		rd_bool(rd, w, jr, "warmup", &run->warmup);
-		const json_t *ph = get(jr, "phases");
-		if (ph && !json_is_object(ph)) {
-			fail(rd, w, "'phases' must be an object");
-			return;
-		}
-		_cleanup_free_ char *wp = xasprintf("%s.phases", w);
-		for (size_t p = 0; p < PHASE_COUNT; p++)
-			rd_num(rd, wp, ph, phase_name((int)p), &run->phase[p]);
-		rd_num(rd, w, jr, "total", &run->total);
-		rd_uint(rd, w, jr, "bytes", INT64_MAX, &run->bytes);
-		rd_uint(rd, w, jr, "files", INT64_MAX, &run->files);
-		rd_bool(rd, w, jr, "integrity_ok", &run->integrity_ok);
-		rd_bool(rd, w, jr, "outlier", &run->outlier);
-		const json_t *jb = get(jr, "boot");
-		if (jb && !json_is_null(jb)) {
-			uint64_t boot;
-			rd_uint(rd, w, jr, "boot", INT64_MAX, &boot);
-			run->boot = boot > 0 ? (int64_t)boot : -1;
-		}
-		if (get(jr, "block")) {
-			uint64_t block;
-			rd_uint(rd, w, jr, "block", INT64_MAX, &block);
-			run->block = block > 0 ? (int64_t)block : -1;
-		}
-		rd_time(rd, w, jr, "started", &run->started_ms);
-		const json_t *jf = get(jr, "fresh");
-		if (jf && !json_is_null(jf)) {
-			const char *f = json_string_value(jf);
-			if (!f || (strcmp(f, "boot") != 0 && strcmp(f, "restore") != 0)) {
-				fail(rd, w, "'fresh' must be \"boot\" or \"restore\"");
-				return;
-			}
-			run->fresh = f[0] == 'b' ? "boot" : "restore";
-		}
-		rd_object(rd, w, jr, "metrics", &run->metrics);
-		const char *mk;
-		const json_t *mv;
-		if (run->metrics)
-			json_object_foreach(run->metrics, mk, mv)
-			{
-				if (!json_is_number(mv) && !json_is_null(mv)) {
-					_cleanup_free_ char *shown = quote_value(mk);
-					fail(rd, w, "metric %s must be a number or null", shown);
-					return;
-				}
-			}
-	}
-
+/* A cell's "stats", or null. */
+static int rd_cell_stats(struct reader *rd, const char *where, const json_t *o,
+			 struct result_cell *c)
+{
 	const json_t *st = get(o, "stats");
-	if (st && !json_is_null(st)) {
-		_cleanup_free_ char *w = xasprintf("%s.stats", where);
-		uint64_t outliers;
-		if (!json_is_object(st)) {
-			fail(rd, where, "'stats' must be an object or null");
-			return;
-		}
-		_cleanup_free_ char *wt = xasprintf("%s.total", w);
-		rd_summary(rd, wt, get(st, "total"), &c->stats.total);
-		const json_t *ph = get(st, "phases");
-		for (size_t p = 0; p < PHASE_COUNT; p++) {
-			_cleanup_free_ char *wp = xasprintf("%s.phases.%s", w, phase_name((int)p));
-			rd_summary(rd, wp, get(ph, phase_name((int)p)), &c->stats.phase[p]);
-		}
-		rd_num(rd, w, st, "bytes_per_s", &c->stats.bytes_per_s);
-		rd_num(rd, w, st, "files_per_s", &c->stats.files_per_s);
-		rd_uint(rd, w, st, "outliers", SIZE_MAX, &outliers);
-		c->stats.outliers = (size_t)outliers;
-		c->has_stats = true;
+	if (!st || json_is_null(st))
+		return 0;
+	_cleanup_free_ char *w = xasprintf("%s.stats", where);
+	uint64_t outliers;
+	if (!json_is_object(st))
+		return fail(rd, where, "'stats' must be an object or null");
+	_cleanup_free_ char *wt = xasprintf("%s.total", w);
+	rd_summary(rd, wt, get(st, "total"), &c->stats.total);
+	const json_t *ph = get(st, "phases");
+	for (size_t p = 0; p < PHASE_COUNT; p++) {
+		_cleanup_free_ char *wp = xasprintf("%s.phases.%s", w, phase_name((int)p));
+		rd_summary(rd, wp, get(ph, phase_name((int)p)), &c->stats.phase[p]);
 	}
+	rd_num(rd, w, st, "bytes_per_s", &c->stats.bytes_per_s);
+	rd_num(rd, w, st, "files_per_s", &c->stats.files_per_s);
+	rd_uint(rd, w, st, "outliers", SIZE_MAX, &outliers);
+	c->stats.outliers = (size_t)outliers;
+	c->has_stats = true;
+	return 0;
+}
 
+/* A cell's "stop_reason", "cpu", times and "origin". */
+static void rd_cell_end(struct reader *rd, const char *where, const json_t *o,
+			struct result_cell *c)
+{
 	_cleanup_free_ char *stop = NULL;
 	if (rd_str(rd, where, o, "stop_reason", false, &stop) == 0 && stop) {
 		int s = stats_stop_from_name(stop);
@@ -447,6 +431,50 @@ static void rd_cell(struct reader *rd, const char *where, const json_t *o, struc
 		else
 			c->origin = (int)json_integer_value(origin);
 	}
+}
+
+static void rd_cell(struct reader *rd, const char *where, const json_t *o, struct results *r)
+{
+	_cleanup_free_ char *id = NULL;
+	int v;
+
+	if (!json_is_object(o)) {
+		fail(rd, where, "must be an object");
+		return;
+	}
+	if (rd_str(rd, where, o, "id", true, &id) < 0)
+		return;
+	if (strmap_get(&rd->ids, id, 0) != STRMAP_NONE) {
+		_cleanup_free_ char *shown = quote_value(id);
+		fail(rd, where, "duplicate cell id %s", shown);
+		return;
+	}
+	struct result_cell *c = results_add_cell(r, id);
+	strmap_put(&rd->ids, c->id, 0, (uint32_t)r->n_cells);
+
+	if (rd_axes(rd, where, o, c) < 0)
+		return;
+	rd_object(rd, where, o, "params", &c->params);
+	rd_object(rd, where, o, "observed", &c->observed);
+	rd_enum(rd, where, o, "status", status_name, STATUS_COUNT, true, &v);
+	c->status = v < 0 ? STATUS_PENDING : (enum result_status)v;
+	rd_str(rd, where, o, "skip_reason", false, &c->skip_reason);
+
+	const json_t *errors = rd_array(rd, where, o, "errors");
+	for (size_t i = 0; errors && i < json_array_size(errors) && !rd->err; i++) {
+		_cleanup_free_ char *w = xasprintf("%s.errors[%zu]", where, i);
+		if (rd_error(rd, w, json_array_get(errors, i), c) < 0)
+			return;
+	}
+	const json_t *runs = rd_array(rd, where, o, "runs");
+	for (size_t i = 0; runs && i < json_array_size(runs) && !rd->err; i++) {
+		_cleanup_free_ char *w = xasprintf("%s.runs[%zu]", where, i);
+		if (rd_run(rd, w, json_array_get(runs, i), c) < 0)
+			return;
+	}
+	if (rd_cell_stats(rd, where, o, c) < 0)
+		return;
+	rd_cell_end(rd, where, o, c);
 }
 
 /* A provenance object (the run's, or an origin's in a merged file). */
@@ -518,6 +546,67 @@ static void rd_shard(struct reader *rd, const char *where, const json_t *o, unsi
 
 /* The model from the document; with consume, each cell's subtree is dropped once it is read, so
  * that the document and the model are not both whole in memory. */
+/* "origins": the runs a merged file was made of, each with its shard and provenance. */
+static void rd_origins(struct reader *rd, const json_t *root, struct results *r)
+{
+	const json_t *origins = rd_array(rd, NULL, root, "origins");
+	for (size_t i = 0; origins && i < json_array_size(origins) && !rd->err; i++) {
+		_cleanup_free_ char *w = xasprintf("origins[%zu]", i);
+		const json_t *o = json_array_get(origins, i);
+		if (!json_is_object(o)) {
+			fail(rd, w, "must be an object");
+			break;
+		}
+		unsigned k, n;
+		struct result_provenance pv = { 0 };
+		_cleanup_free_ char *wp = xasprintf("%s.provenance", w);
+		rd_shard(rd, w, o, &k, &n);
+		rd_provenance(rd, wp, get(o, "provenance"), &pv);
+		size_t oi = results_add_origin(r, k, n, &pv);
+		result_provenance_clear(&pv);
+		rd_str(rd, w, o, "host", false, &r->origins[oi].host);
+		rd_str(rd, w, o, "lost", false, &r->origins[oi].lost);
+	}
+}
+
+/* One metric description (version 2) under "metrics" (w: its place). */
+static int rd_metric_desc(struct reader *rd, const char *w, const char *name, const json_t *desc,
+			  struct results *r)
+{
+	_cleanup_free_ char *unit = NULL, *better = NULL;
+	if (!json_is_object(desc))
+		return fail(rd, w, "must be an object");
+	if (rd_str(rd, w, desc, "unit", false, &unit) < 0 ||
+	    rd_str(rd, w, desc, "better", true, &better) < 0)
+		return -1;
+	if (!STREQ(better, "lower") && !STREQ(better, "higher")) {
+		_cleanup_free_ char *b = quote_value(better);
+		return fail(rd, w, "'better' is %s, expected lower or higher", b);
+	}
+	if (r->n_metrics >= 1024)
+		return fail(rd, NULL, "more than 1024 metrics");
+	results_set_metric(r, name, unit, STREQ(better, "higher"));
+	return 0;
+}
+
+/* "metrics": their descriptions (version 2); the built-ins stay unless the file says otherwise */
+static void rd_metric_descs(struct reader *rd, const json_t *root, struct results *r)
+{
+	const json_t *metrics = get(root, "metrics");
+	if (metrics && !json_is_null(metrics) && !json_is_object(metrics))
+		fail(rd, NULL, "'metrics' must be an object");
+	const char *mname;
+	const json_t *mdesc;
+	if (json_is_object(metrics) && !rd->err)
+		json_object_foreach((json_t *)metrics, mname, mdesc)
+		{
+			_cleanup_free_ char *shown = quote_value(mname);
+			_cleanup_free_ char *w = xasprintf("metrics.%s", shown);
+			if (rd_metric_desc(rd, w, mname, mdesc, r) < 0)
+				break;
+		}
+}
+
 static struct results *from_json(json_t *root, bool consume, char **err)
 {
 	struct reader rd = { 0 };
@@ -558,56 +647,9 @@ static struct results *from_json(json_t *root, bool consume, char **err)
 	rd_provenance(&rd, "provenance", get(root, "provenance"), &r->provenance);
 	rd_shard(&rd, NULL, root, &r->shard_k, &r->shard_n);
 	rd_design(&rd, get(root, "design"), &r->design);
-	const json_t *origins = rd_array(&rd, NULL, root, "origins");
-	for (size_t i = 0; origins && i < json_array_size(origins) && !rd.err; i++) {
-		_cleanup_free_ char *w = xasprintf("origins[%zu]", i);
-		const json_t *o = json_array_get(origins, i);
-		if (!json_is_object(o)) {
-			fail(&rd, w, "must be an object");
-			break;
-		}
-		unsigned k, n;
-		struct result_provenance pv = { 0 };
-		_cleanup_free_ char *wp = xasprintf("%s.provenance", w);
-		rd_shard(&rd, w, o, &k, &n);
-		rd_provenance(&rd, wp, get(o, "provenance"), &pv);
-		size_t oi = results_add_origin(r, k, n, &pv);
-		result_provenance_clear(&pv);
-		rd_str(&rd, w, o, "host", false, &r->origins[oi].host);
-		rd_str(&rd, w, o, "lost", false, &r->origins[oi].lost);
-	}
+	rd_origins(&rd, root, r);
 	rd.n_origins = r->n_origins;
-
-	/* metric descriptions (version 2): the built-ins stay unless the file says otherwise */
-	const json_t *metrics = get(root, "metrics");
-	if (metrics && !json_is_null(metrics) && !json_is_object(metrics))
-		fail(&rd, NULL, "'metrics' must be an object");
-	const char *mname;
-	const json_t *mdesc;
-	if (json_is_object(metrics) && !rd.err)
-		json_object_foreach((json_t *)metrics, mname, mdesc)
-		{
-			_cleanup_free_ char *shown = quote_value(mname);
-			_cleanup_free_ char *w = xasprintf("metrics.%s", shown);
-			_cleanup_free_ char *unit = NULL, *better = NULL;
-			if (!json_is_object(mdesc)) {
-				fail(&rd, w, "must be an object");
-				break;
-			}
-			if (rd_str(&rd, w, mdesc, "unit", false, &unit) < 0 ||
-			    rd_str(&rd, w, mdesc, "better", true, &better) < 0)
-				break;
-			if (!STREQ(better, "lower") && !STREQ(better, "higher")) {
-				_cleanup_free_ char *b = quote_value(better);
-				fail(&rd, w, "'better' is %s, expected lower or higher", b);
-				break;
-			}
-			if (r->n_metrics >= 1024) {
-				fail(&rd, NULL, "more than 1024 metrics");
-				break;
-			}
-			results_set_metric(r, mname, unit, STREQ(better, "higher"));
-		}
+	rd_metric_descs(&rd, root, r);
 
 	json_t *cells = (json_t *)get(root, "cells");
 	if (!cells || !json_is_array(cells))
