@@ -137,9 +137,10 @@ static int debian_info_cmd(const char *cache, bool as_json)
 	static const char *const files[] = { "root", "kernel", "initrd" };
 	for (size_t i = 0; i < ELEMENTSOF(files); i++) {
 		json_t *f = json_object_get(m, files[i]);
-		printf("%-15s %s, %.1f MiB\n", files[i],
-		       json_string_value(json_object_get(f, "file")),
-		       (double)json_integer_value(json_object_get(f, "size")) / 1048576.0);
+		_cleanup_free_ char *size =
+		    human_size((uint64_t)json_integer_value(json_object_get(f, "size")));
+		printf("%-15s %s, %s\n", files[i], json_string_value(json_object_get(f, "file")),
+		       size);
 	}
 	printf("cmdline:        %s\n", json_string_value(json_object_get(m, "cmdline")));
 	printf("packages:       %zu\n", json_array_size(json_object_get(m, "packages")));
@@ -163,9 +164,12 @@ static int debian_path_cmd(const char *cache)
 	return EXIT_OK;
 }
 
-static void human_size(json_int_t n, char *buf, size_t len)
+/* A file's size in the manifest for people, and in bytes. */
+static char *size_text(const json_t *file)
 {
-	snprintf(buf, len, "%.1f MiB (%lld bytes)", (double)n / 1048576.0, (long long)n);
+	json_int_t n = json_integer_value(json_object_get(file, "size"));
+	_cleanup_free_ char *h = human_size((uint64_t)n);
+	return xasprintf("%s (%lld bytes)", h, (long long)n);
 }
 
 static int guest_info_cmd(const char *cache, bool as_json)
@@ -183,12 +187,10 @@ static int guest_info_cmd(const char *cache, bool as_json)
 	}
 	json_t *m = json_loads(text, 0, NULL);
 	json_t *k = json_object_get(m, "kernel"), *i = json_object_get(m, "initramfs");
-	char ks[64], is[64];
+	_cleanup_free_ char *ks = size_text(k), *is = size_text(i);
 	size_t idx;
 	json_t *v;
 
-	human_size(json_integer_value(json_object_get(k, "size")), ks, sizeof(ks));
-	human_size(json_integer_value(json_object_get(i, "size")), is, sizeof(is));
 	printf("directory:      %s\n", json_string_value(json_object_get(m, "dir")));
 	printf("kernel version: %s\n", json_string_value(json_object_get(m, "kernel_version")));
 	printf("kernel:         %s, %s\n", json_string_value(json_object_get(k, "path")), ks);

@@ -16,22 +16,6 @@
 #include "fs.h"
 #include "util.h"
 
-/* A size for people: "16TiB", "78.6GiB", "512MiB" (one decimal when it is not whole). */
-static char *human_size(uint64_t b)
-{
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
-	double v = (double)b;
-	size_t u = 0;
-	while (v >= 1024 && u + 1 < ELEMENTSOF(unit)) {
-		v /= 1024;
-		u++;
-	}
-	double r = (double)(long long)(v * 10 + 0.5) / 10;
-	if (r == (double)(long long)r)
-		return xasprintf("%lld%s", (long long)r, unit[u]);
-	return xasprintf("%.1f%s", r, unit[u]);
-}
-
 int capacity_check(const struct capacity_need *needs, size_t n_needs,
 		   const struct capacity_space *space, size_t n_space, char **err)
 {

@@ -335,23 +335,12 @@ int manifest_load(const char *path, struct manifest **out, char **err)
 
 /* ---- guest listing ---- */
 
-static void shell_quote(struct buf *b, const char *s)
-{
-	buf_adds(b, "'");
-	for (; *s; s++) {
-		if (*s == '\'')
-			buf_adds(b, "'\\''");
-		else
-			buf_add(b, s, 1);
-	}
-	buf_adds(b, "'");
-}
-
 char *manifest_guest_command(const char *dir, bool symlinks)
 {
 	struct buf b = { 0 };
+	_cleanup_free_ char *qdir = shell_quote(dir);
 	buf_adds(&b, "cd -- ");
-	shell_quote(&b, dir);
+	buf_adds(&b, qdir);
 	buf_adds(&b, " && find . -type f -exec sha256sum {} +");
 	if (symlinks)
 		buf_adds(&b,

@@ -8,16 +8,20 @@
 #include <stdint.h>
 
 #include "compare.h"
+#include "metrics.h"
 #include "results.h"
 #include "util.h"
 
-enum metric_kind { M_TOTAL, M_PHASE, M_THROUGHPUT, M_FILES, M_METHOD };
-
+/* A metric as compare reads it from a run: a row of the metrics table (metrics.h) that is
+ * computed from the run (the total, a phase, throughput, files_per_s), or one the run reports. */
 struct metric_ref {
-	enum metric_kind kind;
-	int phase;
-	const char *name;
+	int metric;       /* enum metric, or -1: read from the run's reported metrics */
+	int phase;        /* a phase metric's phase, else -1 */
+	const char *name; /* borrowed */
 };
+
+/* The metric named name (borrowed into *m). Returns 0, or -1 for "phase.X" of no phase. */
+int cmp_metric_ref(const char *name, struct metric_ref *m);
 
 /* The log values of a metric over the measured runs of some cells, with a boot key per value:
  * (file, boot), or (file) alone when the file has no boot ids. */

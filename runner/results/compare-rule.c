@@ -17,20 +17,40 @@ bool cmp_measured(const struct result_run *run)
 	return !run->warmup && run->integrity_ok && isfinite(run->total);
 }
 
+int cmp_metric_ref(const char *name, struct metric_ref *m)
+{
+	int id = metric_find(name);
+	*m = (struct metric_ref){ -1, -1, name };
+	if (id < 0)
+		return strncmp(name, "phase.", 6) == 0 ? -1 : 0;
+	switch (metric_defs[id].kind) {
+	case METRIC_CELL: m->metric = id; break;
+	case METRIC_PHASE:
+		m->metric = id;
+		m->phase = result_phase_from_name(name + strlen("phase."));
+		break;
+	case METRIC_SPREAD: /* no per-run value: read as a reported one, like any other name */
+	case METRIC_RUN: break;
+	}
+	return 0;
+}
+
 double cmp_run_value(const struct result_run *run, const struct metric_ref *m)
 {
-	switch (m->kind) {
-	case M_TOTAL: return run->total;
-	case M_PHASE: return run->phase[m->phase];
-	case M_THROUGHPUT:
-		return run->bytes && run->total > 0 ? (double)run->bytes / run->total : NAN;
-	case M_FILES: return run->files && run->total > 0 ? (double)run->files / run->total : NAN;
-	case M_METHOD: {
+	if (m->metric < 0) {
 		json_t *v = run->metrics ? json_object_get(run->metrics, m->name) : NULL;
 		return json_is_number(v) ? json_number_value(v) : NAN;
 	}
+	if (m->phase >= 0)
+		return run->phase[m->phase];
+	switch ((enum metric)m->metric) {
+	case METRIC_TOTAL: return run->total;
+	case METRIC_THROUGHPUT:
+		return run->bytes && run->total > 0 ? (double)run->bytes / run->total : NAN;
+	case METRIC_FILES_PER_S:
+		return run->files && run->total > 0 ? (double)run->files / run->total : NAN;
+	default: return NAN;
 	}
-	return NAN;
 }
 
 void cmp_samples_add(struct samples *s, const struct result_cell *c, size_t file,

@@ -366,21 +366,22 @@ static size_t pair_metrics(const struct pair *pr, size_t n_used, const struct re
 			   struct metric_ref *out, size_t cap)
 {
 	size_t n = 0;
-	out[n++] = (struct metric_ref){ M_TOTAL, -1, "total" };
-	static const char *const phase_metric[PHASE_COUNT] = {
-		"phase.prepare", "phase.transfer", "phase.finalize",
-		"phase.verify",  "phase.cleanup",
-	};
+	cmp_metric_ref(metric_defs[METRIC_TOTAL].name, &out[n++]);
 	bool bytes = false, files = false;
-	for (int p = 0; p < PHASE_COUNT; p++) {
+	/* the phases the table lists, where a side measured the phase */
+	for (int id = 0; id < METRIC_COUNT; id++) {
+		if (metric_defs[id].kind != METRIC_PHASE)
+			continue;
+		struct metric_ref ref;
+		cmp_metric_ref(metric_defs[id].name, &ref);
 		bool any = false;
-		for (size_t f = 0; f <= n_used && !any; f++) {
+		for (size_t f = 0; f <= n_used && !any && ref.phase >= 0; f++) {
 			const struct result_cell *c = f < n_used ? pr->base[f] : pr->cand;
 			for (size_t i = 0; c && i < c->n_runs && !any; i++)
-				any = cmp_measured(&c->runs[i]) && c->runs[i].phase[p] > 0;
+				any = cmp_measured(&c->runs[i]) && c->runs[i].phase[ref.phase] > 0;
 		}
 		if (any)
-			out[n++] = (struct metric_ref){ M_PHASE, p, phase_metric[p] };
+			out[n++] = ref;
 	}
 	for (size_t f = 0; f <= n_used; f++) {
 		const struct result_cell *c = f < n_used ? pr->base[f] : pr->cand;
@@ -390,9 +391,9 @@ static size_t pair_metrics(const struct pair *pr, size_t n_used, const struct re
 		}
 	}
 	if (bytes)
-		out[n++] = (struct metric_ref){ M_THROUGHPUT, -1, "throughput" };
+		cmp_metric_ref(metric_defs[METRIC_THROUGHPUT].name, &out[n++]);
 	if (files)
-		out[n++] = (struct metric_ref){ M_FILES, -1, "files_per_s" };
+		cmp_metric_ref(metric_defs[METRIC_FILES_PER_S].name, &out[n++]);
 	/* method metrics of the new file's runs */
 	_cleanup_free_ const char **names = NULL;
 	size_t n_names = result_cell_metric_names(pr->cand, &names);
@@ -401,7 +402,7 @@ static size_t pair_metrics(const struct pair *pr, size_t n_used, const struct re
 		for (size_t j = 0; j < n && !seen; j++)
 			seen = STREQ(out[j].name, names[i]);
 		if (!seen)
-			out[n++] = (struct metric_ref){ M_METHOD, -1, names[i] };
+			out[n++] = (struct metric_ref){ -1, -1, names[i] }; /* as reported */
 	}
 	(void)cand;
 	return n;
@@ -460,7 +461,7 @@ static void build_rows(struct comparison *cmp, const struct pair *pairs, size_t 
 				.verdict = CMP_INCONCLUSIVE,
 			};
 			*w = (struct row_work){ 0 };
-			if (m[k].kind == M_METHOD && !desc)
+			if (m[k].metric < 0 && !desc)
 				cmp_row_note(row,
 					     "the new file does not describe this metric: taken as "
 					     "lower is better");

@@ -7,7 +7,8 @@
 
 /*
  * The results model (results.h): names, building and freeing, statistics of a cell, time. Its
- * JSON form is in json-write.c and json-read.c, the host's provenance in provenance.c, the
+ * JSON form is in json-write.c, json-read.c and json-load.c, the host's provenance in provenance.c,
+ * the
  * --resume check in resume.c.
  */
 #include <math.h>

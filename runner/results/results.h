@@ -372,6 +372,9 @@ int results_parse_time(const char *s, int64_t *ms);
 json_t *results_to_json(const struct results *r);
 /* The model from a JSON object; returns NULL with *err set ("where: what") on a bad document. */
 struct results *results_from_json(const json_t *root, char **err);
+/* The same, dropping each cell's JSON from root as it is read (json-load.c: a large file is not
+ * held twice in memory); root is the caller's still. */
+struct results *results_from_json_consume(json_t *root, char **err);
 
 /*
  * The results document as text (the file's bytes: JSON indented by 2, doubles with 17

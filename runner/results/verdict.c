@@ -18,28 +18,7 @@ const char *verdict_kind_name(enum verdict_kind k)
 
 static int metric_parse(const char *name, struct metric_ref *m)
 {
-	if (!name || STREQ(name, "total")) {
-		*m = (struct metric_ref){ M_TOTAL, -1, "total" };
-		return 0;
-	}
-	if (STREQ(name, "throughput")) {
-		*m = (struct metric_ref){ M_THROUGHPUT, -1, name };
-		return 0;
-	}
-	if (STREQ(name, "files_per_s")) {
-		*m = (struct metric_ref){ M_FILES, -1, name };
-		return 0;
-	}
-	if (strncmp(name, "phase.", 6) == 0) {
-		for (int p = 0; p < PHASE_COUNT; p++)
-			if (STREQ(name + 6, result_phase_name((enum result_phase)p))) {
-				*m = (struct metric_ref){ M_PHASE, p, name };
-				return 0;
-			}
-		return -1;
-	}
-	*m = (struct metric_ref){ M_METHOD, -1, name };
-	return 0;
+	return cmp_metric_ref(name ? name : "total", m);
 }
 
 /* The mean log value of a cell's measured runs per sample unit (block or boot). */

@@ -270,3 +270,38 @@ char *ferry_cache_dir(void)
 	e = getenv("HOME");
 	return xasprintf("%s/.cache/ferry", e && *e ? e : "/tmp");
 }
+
+char *shell_quote(const char *s)
+{
+	size_t n = 3;
+	for (const char *p = s; *p; p++)
+		n += *p == '\'' ? 4 : 1;
+	char *out = xmalloc(n), *o = out;
+	*o++ = '\'';
+	for (const char *p = s; *p; p++) {
+		if (*p == '\'') {
+			memcpy(o, "'\\''", 4);
+			o += 4;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o++ = '\'';
+	*o = '\0';
+	return out;
+}
+
+char *human_size(uint64_t bytes)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	double v = (double)bytes;
+	size_t u = 0;
+	while (v >= 1024 && u + 1 < ELEMENTSOF(unit)) {
+		v /= 1024;
+		u++;
+	}
+	double r = (double)(long long)(v * 10 + 0.5) / 10;
+	if (r == (double)(long long)r)
+		return xasprintf("%lld%s", (long long)r, unit[u]);
+	return xasprintf("%.1f%s", r, unit[u]);
+}

@@ -86,6 +86,14 @@ void warnf(const char *fmt, ...) _printf_(1, 2);
  */
 char *escape_controls(const char *s);
 
+/* s in single quotes for a POSIX shell ('\'' for a quote inside), one word whatever it holds.
+ * Caller frees. */
+char *shell_quote(const char *s);
+
+/* A size for people: "16TiB", "78.6GiB", "512MiB", "900B" (powers of 1024, one decimal when it
+ * is not whole). Caller frees. */
+char *human_size(uint64_t bytes);
+
 /* Levenshtein distance (fio parse.c string_distance), for "did you mean" suggestions. */
 size_t string_distance(const char *a, const char *b);
 /* The candidate closest to `word` if it is close enough to be a plausible typo, else NULL. */

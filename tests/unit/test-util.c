@@ -233,6 +233,44 @@ static void test_proc(void)
 	signal(SIGPIPE, SIG_DFL);
 }
 
+/* One shell quoter for everyone: a quote inside ends the quoting, escapes itself, resumes. */
+static void test_shell_quote(void)
+{
+	char *q = shell_quote("it's a /dir");
+	g_assert_cmpstr(q, ==, "'it'\\''s a /dir'");
+	free(q);
+	q = shell_quote("");
+	g_assert_cmpstr(q, ==, "''");
+	free(q);
+	q = shell_quote("$(rm -rf /) `x` \"y\"");
+	g_assert_cmpstr(q, ==, "'$(rm -rf /) `x` \"y\"'");
+	free(q);
+}
+
+/* Sizes for people: whole numbers bare, else one decimal, powers of 1024. */
+static void test_human_size(void)
+{
+	static const struct {
+		uint64_t bytes;
+		const char *text;
+	} cases[] = {
+		{ 0, "0B" },
+		{ 900, "900B" },
+		{ 1024, "1KiB" },
+		{ 1536, "1.5KiB" },
+		{ UINT64_C(512) << 20, "512MiB" },
+		{ UINT64_C(80530636800) / 1000 * 1000, "75GiB" },
+		{ UINT64_C(84396900000), "78.6GiB" },
+		{ UINT64_C(16) << 40, "16TiB" },
+		{ UINT64_MAX, "16EiB" },
+	};
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		char *t = human_size(cases[i].bytes);
+		g_assert_cmpstr(t, ==, cases[i].text);
+		free(t);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -246,5 +284,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/util/sha256", test_sha256);
 	g_test_add_func("/util/utf8", test_utf8);
 	g_test_add_func("/util/proc", test_proc);
+	g_test_add_func("/util/shell-quote", test_shell_quote);
+	g_test_add_func("/util/human-size", test_human_size);
 	return g_test_run();
 }

@@ -52,7 +52,7 @@ static void guest_sh(struct vm *vm, const char *cmd)
 static void corrupt(const char *rel, struct vm *vm)
 {
 	_cleanup_free_ char *q = xasprintf("%s/%s", MACHINE_LANDING, rel);
-	_cleanup_free_ char *qq = method_shell_quote(q);
+	_cleanup_free_ char *qq = shell_quote(q);
 	_cleanup_free_ char *cmd = xasprintf(
 	    "printf '\\132\\132\\132\\132' | dd of=%s bs=4 count=1 conv=notrunc 2>/dev/null", qq);
 	guest_sh(vm, cmd);
