@@ -161,7 +161,7 @@ static void check_leftovers(struct doctor *d, virConnectPtr conn, bool reap)
 		   not touched */
 		const char *name = virDomainGetName(doms[i]);
 		long pid;
-		if (name && run_domain_owner(doms[i], NULL, &pid)) {
+		if (name && vm_domain_owner(doms[i], NULL, &pid)) {
 			if (proc_alive(pid) && pid != (long)getpid()) {
 				live++;
 			} else if (reap) {

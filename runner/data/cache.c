@@ -238,6 +238,44 @@ static int lock_cancellable(int fd, const struct dataset_gen_opts *o, char **err
 	}
 }
 
+/*
+ * The cached copy at dir, if its manifest (mpath) is complete, of this spec (canon) and the
+ * files intact: then 1 with *m, held for use (info). 0 when it must be generated again (*why
+ * says why, or NULL when there is none), -1 with *err.
+ */
+static int cached_copy(const char *dir, const char *mpath, const char *canon,
+		       const struct dataset_get_opts *opts, struct dataset_info *info,
+		       struct manifest **out, char **why, char **err)
+{
+	struct manifest *m = NULL;
+	struct stat mst;
+	if (lstat(mpath, &mst) != 0)
+		return 0;
+	size_t rehashed = 0;
+	if (!S_ISREG(mst.st_mode)) {
+		*why = xstrdup("manifest is not a regular file");
+	} else if (manifest_load(mpath, &m, why) < 0) {
+		m = NULL;
+	} else if (!m->complete || !m->spec || !STREQ(m->spec, canon)) {
+		*why =
+		    xstrdup(!m->complete ? "manifest incomplete" : "manifest is for another spec");
+	} else if (check_intact(m, m, dir, opts->rehash, &mst.st_mtim, &rehashed, why)) {
+		/* files whose inode changed after the manifest was written were re-hashed and
+		   are whole: seal them again, so the next use trusts them */
+		if (rehashed && !opts->rehash)
+			seal_manifest(mpath);
+		info->rehashed = rehashed;
+		if (hold_for_use(dir, info, err) < 0) {
+			manifest_free(m);
+			return -1;
+		}
+		*out = m;
+		return 1;
+	}
+	manifest_free(m);
+	return 0;
+}
+
 int dataset_get(const struct dataset_spec *spec, const struct dataset_get_opts *opts,
 		struct dataset_info *info, struct manifest **out, char **err)
 {
@@ -277,33 +315,14 @@ int dataset_get(const struct dataset_spec *spec, const struct dataset_get_opts *
 
 	struct manifest *m = NULL;
 	char *why = NULL;
-	struct stat mst;
-	if (lstat(mpath, &mst) == 0) {
-		size_t rehashed = 0;
-		if (!S_ISREG(mst.st_mode)) {
-			why = xstrdup("manifest is not a regular file");
-		} else if (manifest_load(mpath, &m, &why) < 0) {
-			m = NULL;
-		} else if (!m->complete || !m->spec || !STREQ(m->spec, canon)) {
-			why = xstrdup(!m->complete ? "manifest incomplete"
-						   : "manifest is for another spec");
-		} else if (check_intact(m, m, dir, opts->rehash, &mst.st_mtim, &rehashed, &why)) {
-			/* files whose inode changed after the manifest was written were re-hashed
-			   and are whole: seal them again, so the next use trusts them */
-			if (rehashed && !opts->rehash)
-				seal_manifest(mpath);
-			info->rehashed = rehashed;
-			if (hold_for_use(dir, info, err) < 0) {
-				manifest_free(m);
-				return -1;
-			}
-			info->dir = TAKE_PTR(dir);
-			info->manifest_path = TAKE_PTR(mpath);
-			*out = m;
-			return 0;
-		}
-		manifest_free(m);
-		m = NULL;
+	int cached = cached_copy(dir, mpath, canon, opts, info, &m, &why, err);
+	if (cached < 0)
+		return -1;
+	if (cached) {
+		info->dir = TAKE_PTR(dir);
+		info->manifest_path = TAKE_PTR(mpath);
+		*out = m;
+		return 0;
 	}
 	info->regen_reason = why;
 

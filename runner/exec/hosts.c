@@ -322,19 +322,6 @@ static int host_origin(struct fan *f, struct host *h, const struct results *cr)
 	return h->origin;
 }
 
-static void add_datasets(struct result_provenance *to, const struct result_provenance *from)
-{
-	for (size_t d = 0; d < from->n_datasets; d++) {
-		bool have = false;
-		for (size_t e = 0; e < to->n_datasets && !have; e++)
-			have = STREQ(to->datasets[e].name, from->datasets[d].name);
-		if (!have)
-			result_provenance_add_dataset(
-			    to, from->datasets[d].name, from->datasets[d].manifest_sha256,
-			    from->datasets[d].spec ? json_deep_copy(from->datasets[d].spec) : NULL);
-	}
-}
-
 /*
  * Merge the results of h's unit into the run's: the cells the child finished. The unit keeps
  * (in its cells[]) those it did not finish. Returns how many it finished.
@@ -348,8 +335,8 @@ static size_t merge_unit(struct fan *f, struct host *h, struct unit *u, pid_t pi
 	if (!cr)
 		return 0; /* nothing ran (the host was unreachable) */
 	int origin = host_origin(f, h, cr);
-	add_datasets(&f->r->provenance, &cr->provenance);
-	add_datasets(&f->r->origins[origin].provenance, &cr->provenance);
+	result_provenance_add_datasets(&f->r->provenance, &cr->provenance);
+	result_provenance_add_datasets(&f->r->origins[origin].provenance, &cr->provenance);
 	for (size_t j = 0; j < cr->n_metrics; j++)
 		results_set_metric(f->r, cr->metrics[j].name, cr->metrics[j].unit,
 				   cr->metrics[j].higher_better);

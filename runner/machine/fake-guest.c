@@ -6,6 +6,7 @@
  * (the caller may have threads).
  */
 #include "fake-guest.h"
+#include "fake-guest-int.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -30,45 +31,12 @@
 #include "run.h"
 #include "util.h"
 
-#define BUSYBOX   "/bin/busybox"
-#define MAX_DISKS 16
-#define MAX_PORTS 4
-#define PROFILE   "/etc/ferry-fake.sh"
-#define HANGS     "/etc/ferry-fake-hang.sh"
-#define SHARES    "/run/ferry-shares"
+#define PROFILE "/etc/ferry-fake.sh"
+#define HANGS   "/etc/ferry-fake-hang.sh"
 /* execve()'s vectors take char *: writable copies of the constants */
-static char arg_sh[] = "sh", arg_c[] = "-c", arg_hold[] = "read x", arg_true[] = "true";
+static char arg_sh[] = "sh", arg_c[] = "-c", arg_hold[] = "read x";
 static char env_path[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin", env_home[] = "HOME=/root",
 	    env_lc[] = "LC_ALL=C";
-
-struct fake_disk {
-	char *serial, *name;
-	char *loop; /* the host's loop device, "/dev/loop3" */
-};
-
-struct fake_port {
-	char *name;
-	char *fifo; /* host path of the guest's FIFO (through the holder's root) */
-	int sock;   /* the relay's end */
-	pthread_t thread;
-	atomic_bool stop;
-	bool running;
-};
-
-struct fake_root {
-	char *dir;
-	char *proc_root; /* /proc/HOLDER/root: the guest's root with its mounts, from the host */
-	pid_t holder;
-	int hold_fd; /* the holder's stdin: closing it ends the holder */
-	int ns_fd;   /* the guest's mount namespace */
-	ino_t ns_ino;
-	int boot_mounts;  /* /proc, /dev, /tmp, /run and the busybox binary */
-	unsigned n_names; /* device names given so far: vdb, vdc, ... */
-	struct fake_disk disks[MAX_DISKS];
-	size_t n_disks;
-	struct fake_port ports[MAX_PORTS];
-	size_t n_ports;
-};
 
 struct fake_proc {
 	pid_t pid;
@@ -95,8 +63,7 @@ const char *fake_root_dir(const struct fake_root *r)
 	return r->dir;
 }
 
-/* The host path of guest path p, through the holder's root (so inside the guest's mounts). */
-static char *host_path(const struct fake_root *r, const char *p)
+char *fake_host_path(const struct fake_root *r, const char *p)
 {
 	return xasprintf("%s%s", r->proc_root, p);
 }
@@ -529,99 +496,6 @@ static void kill_one(pid_t pid, void *ud)
 	kill(pid, SIGKILL);
 }
 
-/* ---- disks ---- */
-
-const char *fake_root_disk(const struct fake_root *r, const char *serial)
-{
-	for (size_t i = 0; i < r->n_disks; i++)
-		if (STREQ(r->disks[i].serial, serial))
-			return r->disks[i].name;
-	return NULL;
-}
-
-unsigned fake_root_disks(const struct fake_root *r)
-{
-	return (unsigned)r->n_disks;
-}
-
-int fake_root_plug(struct fake_root *r, const char *path, const char *serial, bool ro, char **name,
-		   char **err)
-{
-	if (fake_root_disk(r, serial)) {
-		*err = xasprintf("a disk with serial '%s' is already plugged", serial);
-		return -1;
-	}
-	if (r->n_disks == MAX_DISKS) {
-		*err = xstrdup("the fake guest has no free disk slot");
-		return -1;
-	}
-	const char *argv[] = { "losetup",        "--find", "--show", ro ? "--read-only" : path,
-			       ro ? path : NULL, NULL };
-	_cleanup_free_ char *out = NULL;
-	if (proc_run(argv, &out, err) < 0)
-		return -1;
-	out[strcspn(out, "\n")] = '\0';
-	struct stat sb;
-	if (stat(out, &sb) < 0 || !S_ISBLK(sb.st_mode)) {
-		*err = xasprintf("losetup gave '%s', not a block device", out);
-		const char *det[] = { "losetup", "-d", out, NULL };
-		_cleanup_free_ char *e = NULL;
-		proc_run(det, NULL, &e);
-		return -1;
-	}
-	/* vdb is the target's (fake-machine's first plug), then vdc, ... */
-	_cleanup_free_ char *n = xasprintf("vd%c", 'b' + (int)(r->n_names++ % 25));
-	_cleanup_free_ char *node = xasprintf("%s/dev/%s", r->proc_root, n);
-	_cleanup_free_ char *sys = xasprintf("%s/sys/block/%s", r->dir, n);
-	_cleanup_free_ char *ser = xasprintf("%s/serial", sys);
-	_cleanup_free_ char *text = xasprintf("%s\n", serial);
-	if (mknod(node, S_IFBLK | 0600, sb.st_rdev) < 0 || mkdir(sys, 0755) < 0 ||
-	    write_file_atomic(ser, text, strlen(text), 0444, err) < 0) {
-		if (!*err)
-			*err = xasprintf("fake guest: cannot make '%s': %s", n, strerror(errno));
-		unlink(node);
-		rm_tree(sys, NULL);
-		const char *det[] = { "losetup", "-d", out, NULL };
-		_cleanup_free_ char *e = NULL;
-		proc_run(det, NULL, &e);
-		return -1;
-	}
-	struct fake_disk *d = &r->disks[r->n_disks++];
-	d->serial = xstrdup(serial);
-	d->name = xstrdup(n);
-	d->loop = TAKE_PTR(out);
-	if (name)
-		*name = TAKE_PTR(n);
-	return 0;
-}
-
-static int disk_remove(struct fake_root *r, size_t i, char **err)
-{
-	struct fake_disk *d = &r->disks[i];
-	_cleanup_free_ char *node = host_path(r, "/dev/");
-	_cleanup_free_ char *full = xasprintf("%s%s", node, d->name);
-	_cleanup_free_ char *sys = xasprintf("%s/sys/block/%s", r->dir, d->name);
-	unlink(full);
-	rm_tree(sys, NULL);
-	/* -d marks a busy device (a guest mount) for removal at its last close */
-	const char *argv[] = { "losetup", "-d", d->loop, NULL };
-	int rc = proc_run(argv, NULL, err);
-	free(d->serial);
-	free(d->name);
-	free(d->loop);
-	r->disks[i] = r->disks[--r->n_disks];
-	return rc;
-}
-
-int fake_root_unplug(struct fake_root *r, const char *serial, char **err)
-{
-	for (size_t i = 0; i < r->n_disks; i++)
-		if (STREQ(r->disks[i].serial, serial))
-			return disk_remove(r, i, err);
-	*err = xasprintf("no disk with serial '%s' is plugged", serial);
-	return -1;
-}
-
 int fake_root_mounts(const struct fake_root *r)
 {
 	_cleanup_free_ char *path = xasprintf("/proc/%d/mounts", (int)r->holder);
@@ -637,51 +511,7 @@ int fake_root_mounts(const struct fake_root *r)
 	return n - r->boot_mounts;
 }
 
-/* ---- shares and hung programs ---- */
-
-int fake_root_share(struct fake_root *r, const char *tag, const char *host_dir, char **err)
-{
-	if (!*tag || strchr(tag, '/') || strchr(tag, '\'') || STREQ(tag, ".") || STREQ(tag, "..")) {
-		*err = xasprintf("the fake guest cannot export a share tagged '%s'", tag);
-		return -1;
-	}
-	_cleanup_free_ char *base = xasprintf("%s" SHARES, r->dir);
-	_cleanup_free_ char *at = xasprintf("%s/%s", base, tag);
-	int st[2];
-	if (pipe2(st, O_CLOEXEC) < 0) {
-		*err = xasprintf("fake guest: pipe: %s", strerror(errno));
-		return -1;
-	}
-	/* a child joins the namespace (this process may have threads: setns needs one) */
-	pid_t pid = fork();
-	if (pid == 0) {
-		if (setns(r->ns_fd, CLONE_NEWNS) < 0 ||
-		    (mkdir(base, 0755) < 0 && errno != EEXIST) || mkdir(at, 0755) < 0 ||
-		    mount(host_dir, at, "none", MS_BIND | MS_REC, NULL) < 0) {
-			int e = errno;
-			(void)!write(st[1], &e, sizeof(e));
-		}
-		/* an exec, not _exit: a memory checker would count the parent's heap it inherited
-		 * as this child's leak */
-		char *const argv[] = { arg_true, NULL };
-		char *const envp[] = { NULL };
-		execve(BUSYBOX, argv, envp);
-		_exit(0);
-	}
-	int e = errno, child_errno = 0;
-	close(st[1]);
-	ssize_t n = pid > 0 ? read(st[0], &child_errno, sizeof(child_errno)) : -1;
-	close(st[0]);
-	if (pid > 0)
-		waitpid(pid, NULL, 0);
-	if (pid < 0 || n != 0) {
-		*err = xasprintf("fake guest: cannot export '%s' as '%s': %s", host_dir, tag,
-				 strerror(pid < 0 ? e : child_errno));
-		return -1;
-	}
-	r->boot_mounts++; /* a share is there from boot on, as the machine's device */
-	return 0;
-}
+/* ---- hung programs ---- */
 
 int fake_root_hang(struct fake_root *r, const char *prog, char **err)
 {
@@ -703,108 +533,12 @@ int fake_root_hang(struct fake_root *r, const char *prog, char **err)
 	return 0;
 }
 
-/* ---- ports ---- */
-
-/* Relay the socket to the FIFO: open it once a reader has, copy until the host's end-of-file,
- * close (the reader's end-of-file). Stops early when asked. */
-static void *relay_main(void *arg)
-{
-	struct fake_port *p = arg;
-	/* a reader killed mid-stream: EPIPE for this thread's write, not SIGPIPE for the process */
-	sigset_t pipe_sig;
-	sigemptyset(&pipe_sig);
-	sigaddset(&pipe_sig, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &pipe_sig, NULL);
-	int fifo = -1;
-	while (!atomic_load(&p->stop) &&
-	       (fifo = open(p->fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0 && errno == ENXIO)
-		usleep(1000);
-	if (fifo < 0)
-		return NULL;
-	fcntl(fifo, F_SETFL, 0);
-	char buf[65536];
-	while (!atomic_load(&p->stop)) {
-		struct pollfd pfd = { .fd = p->sock, .events = POLLIN };
-		if (poll(&pfd, 1, 20) <= 0)
-			continue;
-		ssize_t n = read(p->sock, buf, sizeof(buf));
-		if (n <= 0)
-			break;
-		for (ssize_t off = 0; off < n && !atomic_load(&p->stop);) {
-			struct pollfd w = { .fd = fifo, .events = POLLOUT };
-			if (poll(&w, 1, 20) <= 0)
-				continue;
-			ssize_t k = write(fifo, buf + off, (size_t)(n - off));
-			if (k < 0 && errno != EINTR && errno != EAGAIN)
-				goto out;
-			off += k > 0 ? k : 0;
-		}
-	}
-out:
-	close(fifo);
-	return NULL;
-}
-
-static void port_end(struct fake_port *p)
-{
-	if (!p->running)
-		return;
-	atomic_store(&p->stop, true);
-	pthread_join(p->thread, NULL);
-	close(p->sock);
-	p->sock = -1;
-	p->running = false;
-}
-
-int fake_root_channel(struct fake_root *r, const char *name, int *fd, char **err)
-{
-	struct fake_port *p = NULL;
-	for (size_t i = 0; i < r->n_ports; i++)
-		if (STREQ(r->ports[i].name, name))
-			p = &r->ports[i];
-	if (!p) {
-		if (r->n_ports == MAX_PORTS || strchr(name, '/')) {
-			*err = xasprintf("the fake guest cannot have a port '%s'", name);
-			return -1;
-		}
-		p = &r->ports[r->n_ports];
-		_cleanup_free_ char *rel = xasprintf("/dev/virtio-ports/%s", name);
-		p->fifo = host_path(r, rel);
-		if (mkfifo(p->fifo, 0600) < 0) {
-			*err = xasprintf("fake guest: mkfifo %s: %s", rel, strerror(errno));
-			free(p->fifo);
-			p->fifo = NULL;
-			return -1;
-		}
-		p->name = xstrdup(name);
-		r->n_ports++;
-	}
-	port_end(p);
-	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-		*err = xasprintf("fake guest: socketpair: %s", strerror(errno));
-		return -1;
-	}
-	p->sock = sv[1];
-	atomic_store(&p->stop, false);
-	int e = pthread_create(&p->thread, NULL, relay_main, p);
-	if (e != 0) {
-		close(sv[0]);
-		close(sv[1]);
-		*err = xasprintf("fake guest: thread: %s", strerror(e));
-		return -1;
-	}
-	p->running = true;
-	*fd = sv[0];
-	return 0;
-}
-
 void fake_root_destroy(struct fake_root *r)
 {
 	if (!r)
 		return;
 	for (size_t i = 0; i < r->n_ports; i++) {
-		port_end(&r->ports[i]);
+		fake_port_end(&r->ports[i]);
 		free(r->ports[i].name);
 		free(r->ports[i].fifo);
 	}
@@ -813,7 +547,7 @@ void fake_root_destroy(struct fake_root *r)
 		usleep(2000);
 	while (r->n_disks) {
 		_cleanup_free_ char *e = NULL;
-		disk_remove(r, r->n_disks - 1, &e);
+		fake_disk_remove(r, r->n_disks - 1, &e);
 	}
 	if (r->ns_fd >= 0)
 		close(r->ns_fd);

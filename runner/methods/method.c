@@ -2,8 +2,10 @@
 /* The method registry and the helpers every method uses. */
 #include "method.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "machine.h"
@@ -226,6 +228,63 @@ int method_guest_sh(struct method_ctx *ctx, const char *what, const char *cmd, c
 	if (out)
 		*out = TAKE_PTR(r.out);
 	machine_exec_result_clear(&r);
+	return 0;
+}
+
+/*
+ * The guest's CLOCK_MONOTONIC in nanoseconds as a shell function: the kernel's /proc/timer_list
+ * ("now at N nsecs"; busybox date has no %N), else date +%s%N (a format: %% doubled) (coreutils;
+ * the realtime clock).
+ */
+#define GUEST_CLOCK_FN                                                                             \
+	"ferry_ns() { t=$(awk '/^now at /{print $3; exit}' /proc/timer_list 2>/dev/null); "        \
+	"case \"$t\" in ''|*[!0-9]*) t=$(date +%%s%%N 2>/dev/null);; esac; echo \"$t\"; }; "
+#define GUEST_CLOCK_MARK "ferry-guest-clock "
+
+/* The guest's two clock readings at the end of out (taken off it): seconds between them. */
+static int guest_clock_take(char *out, double *seconds)
+{
+	char *m = NULL;
+	for (char *p = out; (p = strstr(p, GUEST_CLOCK_MARK)); p++)
+		if (p == out || p[-1] == '\n')
+			m = p;
+	if (!m)
+		return -1;
+	char *end = NULL;
+	errno = 0;
+	unsigned long long t0 = strtoull(m + strlen(GUEST_CLOCK_MARK), &end, 10);
+	if (errno || *end != ' ')
+		return -1;
+	const char *s1 = end + 1;
+	unsigned long long t1 = strtoull(s1, &end, 10);
+	if (errno || end == s1 || (*end && *end != '\n') || t1 < t0)
+		return -1;
+	/* the newline the wrapper printed before the mark is not the command's */
+	if (m > out && m[-1] == '\n')
+		m--;
+	*m = '\0';
+	*seconds = (double)(t1 - t0) / 1e9;
+	return 0;
+}
+
+int method_guest_timed_sh(struct method_ctx *ctx, const char *what, const char *cmd, char **out,
+			  double *seconds)
+{
+	_cleanup_free_ char *wrapped =
+	    xasprintf(GUEST_CLOCK_FN "t0=$(ferry_ns); (%s); r=$?; t1=$(ferry_ns); echo; "
+				     "echo \"" GUEST_CLOCK_MARK "$t0 $t1\"; exit $r",
+		      cmd);
+	_cleanup_free_ char *o = NULL;
+	if (method_guest_sh(ctx, what, wrapped, &o) < 0)
+		return -1;
+	if (guest_clock_take(o, seconds) < 0)
+		return method_fail(
+		    ctx, ERROR_INFRA, NULL,
+		    "%s: the guest has no nanosecond clock (neither /proc/timer_list "
+		    "nor date +%%N) to time the command with",
+		    what);
+	if (out)
+		*out = TAKE_PTR(o);
 	return 0;
 }
 

@@ -278,6 +278,15 @@ extern const size_t method_registry_size;
 int method_guest_sh(struct method_ctx *ctx, const char *what, const char *cmd, char **out);
 
 /*
+ * The same, timed by the guest's own clock: the guest reads its CLOCK_MONOTONIC right before and
+ * right after cmd (in a subshell) and *seconds is the difference, free of the agent's round trip
+ * and the host's polling of the command's status (the study's "timed in the guest"). Fails when
+ * the guest has no nanosecond clock to read. out (may be NULL) gets cmd's own output.
+ */
+int method_guest_timed_sh(struct method_ctx *ctx, const char *what, const char *cmd, char **out,
+			  double *seconds);
+
+/*
  * The default verification: list `dir` in the guest (manifest_guest_command()), compare with
  * ctx->manifest and fail with ERROR_INTEGRITY naming the first missing, extra or different
  * paths. symlinks: compare symbolic links too (off for vehicles that cannot carry them).

@@ -145,6 +145,73 @@ static int own_origin(struct results *out, const struct results *r, int *cache)
 	return *cache;
 }
 
+/* The merged provenance: lead's, spanning from the earliest start to the latest end of the
+ * inputs, with every input's datasets. */
+static void merge_provenance(struct result_provenance *out, const struct results *lead,
+			     struct results *const *in, size_t n)
+{
+	result_provenance_copy(out, &lead->provenance);
+	for (size_t i = 0; i < n; i++) {
+		const struct result_provenance *p = &in[i]->provenance;
+		if (p->started_ms && (!out->started_ms || p->started_ms < out->started_ms))
+			out->started_ms = p->started_ms;
+		if (p->finished_ms && p->finished_ms > out->finished_ms)
+			out->finished_ms = p->finished_ms;
+		result_provenance_add_datasets(out, p);
+	}
+}
+
+/* The inputs' indexes in shard order (stable). Caller frees. */
+static size_t *shard_order(struct results *const *in, size_t n)
+{
+	size_t *order = xcalloc(n ? n : 1, sizeof(*order));
+	for (size_t i = 0; i < n; i++) {
+		size_t j = i;
+		for (; j > 0 && in[order[j - 1]]->shard_k > in[i]->shard_k; j--)
+			order[j] = order[j - 1];
+		order[j] = i;
+	}
+	return order;
+}
+
+/* The origins, in shard order: an input's own run (own[i], its index in out once added, else
+ * -1), or the origins of an input that was merged before (from base[i] on). */
+static void merge_origins(struct results *out, struct results *const *in, size_t n,
+			  const size_t *order, int *own, size_t *base)
+{
+	for (size_t i = 0; i < n; i++)
+		own[i] = -1;
+	for (size_t j = 0; j < n; j++) {
+		size_t i = order[j];
+		base[i] = out->n_origins;
+		for (size_t o = 0; o < in[i]->n_origins; o++) {
+			const struct result_origin *io = &in[i]->origins[o];
+			size_t oo =
+			    results_add_origin(out, io->shard_k, io->shard_n, &io->provenance);
+			out->origins[oo].host = io->host ? xstrdup(io->host) : NULL;
+			out->origins[oo].lost = io->lost ? xstrdup(io->lost) : NULL;
+		}
+		if (!in[i]->n_origins)
+			own_origin(out, in[i], &own[i]);
+	}
+}
+
+/* Boot ids are unique within a file: each input's follow those of the inputs before it (in
+ * shard order), so that runs of different hosts never look like one boot. */
+static void renumber_boots(struct results *const *in, size_t n, const size_t *order)
+{
+	_cleanup_free_ int64_t *boot_base = xcalloc(n ? n : 1, sizeof(*boot_base));
+	for (size_t j = 0, next = 0; j < n; j++) {
+		boot_base[order[j]] = (int64_t)next;
+		next += (size_t)results_max_boot(in[order[j]]);
+	}
+	for (size_t i = 0; i < n; i++)
+		for (size_t c = 0; c < in[i]->n_cells; c++)
+			for (size_t j = 0; j < in[i]->cells[c].n_runs; j++)
+				if (in[i]->cells[c].runs[j].boot > 0)
+					in[i]->cells[c].runs[j].boot += boot_base[i];
+}
+
 struct results *results_merge(struct results *const *in, const char *const *names, size_t n,
 			      char **warning, char **err)
 {
@@ -180,53 +247,12 @@ struct results *results_merge(struct results *const *in, const char *const *name
 
 	/* the top-level provenance: that of the input holding the first cell (else the first
 	 * input), spanning from the earliest start to the latest end */
-	const struct results *lead = total ? in[slots[0].input] : first;
-	result_provenance_copy(&out->provenance, &lead->provenance);
-	for (size_t i = 0; i < n; i++) {
-		const struct result_provenance *p = &in[i]->provenance;
-		if (p->started_ms &&
-		    (!out->provenance.started_ms || p->started_ms < out->provenance.started_ms))
-			out->provenance.started_ms = p->started_ms;
-		if (p->finished_ms && p->finished_ms > out->provenance.finished_ms)
-			out->provenance.finished_ms = p->finished_ms;
-		for (size_t d = 0; d < p->n_datasets; d++) {
-			bool have = false;
-			for (size_t e = 0; e < out->provenance.n_datasets && !have; e++)
-				have = STREQ(out->provenance.datasets[e].name, p->datasets[d].name);
-			if (!have)
-				result_provenance_add_dataset(
-				    &out->provenance, p->datasets[d].name,
-				    p->datasets[d].manifest_sha256,
-				    p->datasets[d].spec ? json_deep_copy(p->datasets[d].spec)
-							: NULL);
-		}
-	}
+	merge_provenance(&out->provenance, total ? in[slots[0].input] : first, in, n);
 
-	/* origins, in shard order: an input's own run, or the origins of an input that was
-	 * merged before */
 	_cleanup_free_ int *own = xcalloc(n, sizeof(*own));
 	_cleanup_free_ size_t *base = xcalloc(n, sizeof(*base));
-	_cleanup_free_ size_t *order = xcalloc(n, sizeof(*order));
-	for (size_t i = 0; i < n; i++) {
-		own[i] = -1;
-		size_t j = i;
-		for (; j > 0 && in[order[j - 1]]->shard_k > in[i]->shard_k; j--)
-			order[j] = order[j - 1];
-		order[j] = i;
-	}
-	for (size_t j = 0; j < n; j++) {
-		size_t i = order[j];
-		base[i] = out->n_origins;
-		for (size_t o = 0; o < in[i]->n_origins; o++) {
-			const struct result_origin *io = &in[i]->origins[o];
-			size_t oo =
-			    results_add_origin(out, io->shard_k, io->shard_n, &io->provenance);
-			out->origins[oo].host = io->host ? xstrdup(io->host) : NULL;
-			out->origins[oo].lost = io->lost ? xstrdup(io->lost) : NULL;
-		}
-		if (!in[i]->n_origins)
-			own_origin(out, in[i], &own[i]);
-	}
+	_cleanup_free_ size_t *order = shard_order(in, n);
+	merge_origins(out, in, n, order, own, base);
 
 	/* the metrics every input describes (built-ins and those of its methods) */
 	for (size_t i = 0; i < n; i++)
@@ -234,18 +260,7 @@ struct results *results_merge(struct results *const *in, const char *const *name
 			results_set_metric(out, in[i]->metrics[j].name, in[i]->metrics[j].unit,
 					   in[i]->metrics[j].higher_better);
 
-	/* boot ids are unique within a file: each input's follow those of the inputs before it
-	 * (in shard order), so that runs of different hosts never look like one boot */
-	_cleanup_free_ int64_t *boot_base = xcalloc(n, sizeof(*boot_base));
-	for (size_t j = 0, next = 0; j < n; j++) {
-		boot_base[order[j]] = (int64_t)next;
-		next += (size_t)results_max_boot(in[order[j]]);
-	}
-	for (size_t i = 0; i < n; i++)
-		for (size_t c = 0; c < in[i]->n_cells; c++)
-			for (size_t j = 0; j < in[i]->cells[c].n_runs; j++)
-				if (in[i]->cells[c].runs[j].boot > 0)
-					in[i]->cells[c].runs[j].boot += boot_base[i];
+	renumber_boots(in, n, order);
 
 	/* move the cells: the inputs keep none */
 	out->cells = xcalloc(total ? total : 1, sizeof(*out->cells));

@@ -42,6 +42,18 @@
 	X(READ_THROUGHPUT, "read_throughput", RATE, RUN, true,                                     \
 	  "payload bytes over the time the method's read took (block: the direct-I/O read-back; "  \
 	  "disk-image in_place: reading every file of the mounted image)")                         \
+	X(GUEST_WRITE_TIME, "guest_write_time", TIME, RUN, false,                                 \
+	  "seconds of the method's write step on the guest's own clock (CLOCK_MONOTONIC read in "  \
+	  "the guest right before and after the command; no agent round trip or host polling): "   \
+	  "block: the direct-I/O dd with fsync; in-guest: the copy onto the target with its sync") \
+	X(GUEST_READ_TIME, "guest_read_time", TIME, RUN, false,                                   \
+	  "seconds of the method's read step on the guest's own clock (block: the direct-I/O "     \
+	  "read-back; in-guest: the copy back from the target)")                                   \
+	X(GUEST_WRITE_THROUGHPUT, "guest_write_throughput", RATE, RUN, true,                      \
+	  "payload bytes over guest_write_time (block: a study's dd MB/s with direct I/O, timed "   \
+	  "in the guest)")                                                                         \
+	X(GUEST_READ_THROUGHPUT, "guest_read_throughput", RATE, RUN, true,                        \
+	  "payload bytes over guest_read_time")                                                    \
 	X(ALLOC_BEFORE, "alloc_before", SIZE, RUN, false,                                          \
 	  "host bytes allocated by the target image (st_blocks x 512) before prepare")             \
 	X(ALLOC_AFTER, "alloc_after", SIZE, RUN, false,                                            \

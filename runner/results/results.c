@@ -364,6 +364,20 @@ void result_provenance_add_dataset(struct result_provenance *p, const char *name
 	};
 }
 
+void result_provenance_add_datasets(struct result_provenance *to,
+				    const struct result_provenance *from)
+{
+	for (size_t d = 0; d < from->n_datasets; d++) {
+		bool have = false;
+		for (size_t e = 0; e < to->n_datasets && !have; e++)
+			have = STREQ(to->datasets[e].name, from->datasets[d].name);
+		if (!have)
+			result_provenance_add_dataset(
+			    to, from->datasets[d].name, from->datasets[d].manifest_sha256,
+			    from->datasets[d].spec ? json_deep_copy(from->datasets[d].spec) : NULL);
+	}
+}
+
 void result_provenance_copy(struct result_provenance *dst, const struct result_provenance *src)
 {
 	*dst = (struct result_provenance){

@@ -281,6 +281,9 @@ void result_provenance_add_dataset(struct result_provenance *p, const char *name
 void result_provenance_clear(struct result_provenance *p);
 /* Deep copy of a provenance into *dst (which is overwritten, not freed). */
 void result_provenance_copy(struct result_provenance *dst, const struct result_provenance *src);
+/* Append the datasets of from that to does not name yet (merged files, fanned-out runs). */
+void result_provenance_add_datasets(struct result_provenance *to,
+				    const struct result_provenance *from);
 /* Append an origin (the provenance is deep-copied); returns its index. */
 size_t results_add_origin(struct results *r, unsigned shard_k, unsigned shard_n,
 			  const struct result_provenance *p);

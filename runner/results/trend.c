@@ -261,6 +261,91 @@ static char *dup_or_null(const char *s)
 	return s ? xstrdup(s) : NULL;
 }
 
+/* The rows of a trend by cell: cell_key() -> index in trend.cells. */
+struct cell_rows {
+	struct strmap keys;
+	char **key_text; /* the keys, freed at the end */
+	size_t n_keys, key_cap;
+	size_t cap; /* of trend.cells */
+};
+
+/* The points of file f's cells (r) into t; a cell seen first gets its row. */
+static void trend_file_cells(struct trend *t, struct cell_rows *rows, const struct results *r,
+			     size_t f, size_t n)
+{
+	for (size_t c = 0; c < r->n_cells; c++) {
+		const struct result_cell *rc = &r->cells[c];
+		char *key = cell_key(rc);
+		uint32_t k = strmap_get(&rows->keys, key, 0);
+		if (k == STRMAP_NONE) {
+			rows->key_text = xgrow(rows->key_text, &rows->key_cap, rows->n_keys + 1,
+					       sizeof(*rows->key_text));
+			rows->key_text[rows->n_keys++] = key;
+			k = (uint32_t)t->n_cells;
+			strmap_put(&rows->keys, key, 0, k);
+			t->cells = xgrow(t->cells, &rows->cap, t->n_cells + 1, sizeof(*t->cells));
+			t->cells[t->n_cells++] = (struct trend_cell){
+				.id = xstrdup(rc->id),
+				.points = xcalloc(n, sizeof(struct trend_point)),
+			};
+		} else {
+			free(key);
+		}
+		struct trend_cell *tc = &t->cells[k];
+		const struct stats_summary *s = &rc->stats.total;
+		/* a file holding the same cell twice (it cannot: the reader refuses) or a
+		 * cell without a measured run gives no point */
+		if (!rc->has_stats || s->n == 0 || !(s->median > 0) ||
+		    (tc->n_points && tc->points[tc->n_points - 1].file == f))
+			continue;
+		tc->points[tc->n_points++] = (struct trend_point){
+			.file = f,
+			.median = s->median,
+			.ci_low = s->ci_low,
+			.ci_high = s->ci_high,
+			.n = s->n,
+		};
+	}
+}
+
+/* The cells of every file (in time order: ord), newest file first so that their order and ids
+ * are the newest run's; each cell's points newest first. */
+static void trend_cells(struct trend *t, struct results *const *in, const struct order *ord,
+			size_t n)
+{
+	struct cell_rows rows = { 0 };
+	strmap_init(&rows.keys, 64);
+	for (size_t f = n; f-- > 0;)
+		trend_file_cells(t, &rows, in[ord[f].input], f, n);
+	strmap_free(&rows.keys);
+	for (size_t i = 0; i < rows.n_keys; i++)
+		free(rows.key_text[i]);
+	free(rows.key_text);
+}
+
+/* A cell's points in time order, and its level changes (counted per file in changed_at; the
+ * files the cell has a point after its first in, in present). */
+static void cell_changes(struct trend_cell *tc, size_t *changed_at, size_t *present)
+{
+	for (size_t i = 0; i < tc->n_points / 2; i++) {
+		struct trend_point x = tc->points[i];
+		tc->points[i] = tc->points[tc->n_points - 1 - i];
+		tc->points[tc->n_points - 1 - i] = x;
+	}
+	size_t skip = tc->n_points > TREND_MAX_POINTS ? tc->n_points - TREND_MAX_POINTS : 0;
+	size_t np = tc->n_points - skip;
+	_cleanup_free_ double *y = xcalloc(np + 1, sizeof(*y));
+	for (size_t i = 0; i < np; i++)
+		y[i] = tc->points[skip + i].median;
+	trend_detect(y, np, &tc->changes, &tc->n_changes);
+	for (size_t i = 0; i < tc->n_changes; i++) {
+		tc->changes[i].at += skip;
+		changed_at[tc->points[tc->changes[i].at].file]++;
+	}
+	for (size_t i = 1; i < tc->n_points; i++)
+		present[tc->points[i].file]++;
+}
+
 struct trend *trend_build(struct results *const *in, const char *const *names, size_t n, char **err)
 {
 	if (n == 0) {
@@ -285,74 +370,12 @@ struct trend *trend_build(struct results *const *in, const char *const *names, s
 	}
 
 	/* cells, newest file first so that their order and ids are the newest run's */
-	struct strmap keys;
-	size_t cap = 0;
-	char **key_text = NULL;
-	size_t n_keys = 0, key_cap = 0;
-	strmap_init(&keys, 64);
-	for (size_t f = n; f-- > 0;) {
-		const struct results *r = in[ord[f].input];
-		for (size_t c = 0; c < r->n_cells; c++) {
-			const struct result_cell *rc = &r->cells[c];
-			char *key = cell_key(rc);
-			uint32_t k = strmap_get(&keys, key, 0);
-			if (k == STRMAP_NONE) {
-				key_text = xgrow(key_text, &key_cap, n_keys + 1, sizeof(*key_text));
-				key_text[n_keys++] = key;
-				k = (uint32_t)t->n_cells;
-				strmap_put(&keys, key, 0, k);
-				t->cells = xgrow(t->cells, &cap, t->n_cells + 1, sizeof(*t->cells));
-				t->cells[t->n_cells++] = (struct trend_cell){
-					.id = xstrdup(rc->id),
-					.points = xcalloc(n, sizeof(struct trend_point)),
-				};
-			} else {
-				free(key);
-			}
-			struct trend_cell *tc = &t->cells[k];
-			const struct stats_summary *s = &rc->stats.total;
-			/* a file holding the same cell twice (it cannot: the reader refuses) or a
-			 * cell without a measured run gives no point */
-			if (!rc->has_stats || s->n == 0 || !(s->median > 0) ||
-			    (tc->n_points && tc->points[tc->n_points - 1].file == f))
-				continue;
-			tc->points[tc->n_points++] = (struct trend_point){
-				.file = f,
-				.median = s->median,
-				.ci_low = s->ci_low,
-				.ci_high = s->ci_high,
-				.n = s->n,
-			};
-		}
-	}
-	strmap_free(&keys);
-	for (size_t i = 0; i < n_keys; i++)
-		free(key_text[i]);
-	free(key_text);
-
+	trend_cells(t, in, ord, n);
 	/* points were added newest first: put them in time order, then find the changes */
 	_cleanup_free_ size_t *changed_at = xcalloc(n, sizeof(*changed_at));
 	_cleanup_free_ size_t *present = xcalloc(n, sizeof(*present));
-	for (size_t c = 0; c < t->n_cells; c++) {
-		struct trend_cell *tc = &t->cells[c];
-		for (size_t i = 0; i < tc->n_points / 2; i++) {
-			struct trend_point x = tc->points[i];
-			tc->points[i] = tc->points[tc->n_points - 1 - i];
-			tc->points[tc->n_points - 1 - i] = x;
-		}
-		size_t skip = tc->n_points > TREND_MAX_POINTS ? tc->n_points - TREND_MAX_POINTS : 0;
-		size_t np = tc->n_points - skip;
-		_cleanup_free_ double *y = xcalloc(np + 1, sizeof(*y));
-		for (size_t i = 0; i < np; i++)
-			y[i] = tc->points[skip + i].median;
-		trend_detect(y, np, &tc->changes, &tc->n_changes);
-		for (size_t i = 0; i < tc->n_changes; i++) {
-			tc->changes[i].at += skip;
-			changed_at[tc->points[tc->changes[i].at].file]++;
-		}
-		for (size_t i = 1; i < tc->n_points; i++)
-			present[tc->points[i].file]++;
-	}
+	for (size_t c = 0; c < t->n_cells; c++)
+		cell_changes(&t->cells[c], changed_at, present);
 	/* an environment shift: many cells changing level at the same file */
 	t->env = xcalloc(n, sizeof(*t->env));
 	for (size_t f = 0; f < n; f++)

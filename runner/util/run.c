@@ -7,16 +7,13 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include <libvirt/virterror.h>
-#include <libxml/parser.h>
-#include <libxml/tree.h>
-
 #include "fs.h"
 #include "util.h"
 
-struct owned_domain {
-	virConnectPtr conn;
-	char *name;
+struct owned {
+	char *key;
+	const struct run_owned_ops *ops;
+	void *data;
 };
 
 struct deferred {
@@ -28,8 +25,8 @@ struct run {
 	char *id;
 	char *dir;
 	unsigned next_domain;
-	struct owned_domain *domains;
-	size_t n_domains, cap_domains;
+	struct owned *owned;
+	size_t n_owned, cap_owned;
 	struct deferred *deferred;
 	size_t n_deferred, cap_deferred;
 	struct run *next; /* in open_runs */
@@ -191,28 +188,27 @@ char *run_domain_name(struct run *r)
 	return xasprintf("ferry-%s-%u", r->id, r->next_domain++);
 }
 
-void run_own_domain(struct run *r, virConnectPtr conn, const char *name)
+void run_own(struct run *r, const char *key, const struct run_owned_ops *ops, void *data)
 {
-	r->domains = xgrow(r->domains, &r->cap_domains, r->n_domains + 1, sizeof(*r->domains));
-	virConnectRef(conn);
-	r->domains[r->n_domains++] = (struct owned_domain){ conn, xstrdup(name) };
+	r->owned = xgrow(r->owned, &r->cap_owned, r->n_owned + 1, sizeof(*r->owned));
+	r->owned[r->n_owned++] = (struct owned){ xstrdup(key), ops, data };
 }
 
-void run_disown_domain(struct run *r, const char *name)
+void run_disown(struct run *r, const char *key)
 {
-	/* a VM destroyed after its run was closed: run_close already destroyed the domain */
+	/* destroyed by its owner after its run was closed: run_close already destroyed it */
 	bool open = false;
 	for (struct run *p = open_runs; p && !open; p = p->next)
 		open = p == r;
 	if (!open)
 		return;
-	for (size_t i = 0; i < r->n_domains; i++) {
-		if (STREQ(r->domains[i].name, name)) {
-			virConnectClose(r->domains[i].conn);
-			free(r->domains[i].name);
-			memmove(&r->domains[i], &r->domains[i + 1],
-				(r->n_domains - i - 1) * sizeof(*r->domains));
-			r->n_domains--;
+	for (size_t i = 0; i < r->n_owned; i++) {
+		if (STREQ(r->owned[i].key, key)) {
+			r->owned[i].ops->release(r->owned[i].data);
+			free(r->owned[i].key);
+			memmove(&r->owned[i], &r->owned[i + 1],
+				(r->n_owned - i - 1) * sizeof(*r->owned));
+			r->n_owned--;
 			return;
 		}
 	}
@@ -236,36 +232,18 @@ int run_close(struct run *r, char **err)
 		}
 	}
 	/* newest first: a domain may use files created after an earlier one */
-	for (size_t i = r->n_domains; i-- > 0;) {
-		struct owned_domain *d = &r->domains[i];
-		if (virConnectIsAlive(d->conn) != 1) {
-			/* libvirtd restarted under us: the domain still runs, ask a new connection
-			 */
-			_cleanup_free_ char *uri = virConnectGetURI(d->conn);
-			virConnectPtr fresh = uri ? virConnectOpen(uri) : NULL;
-			if (fresh) {
-				virConnectClose(d->conn);
-				d->conn = fresh;
-			}
+	for (size_t i = r->n_owned; i-- > 0;) {
+		struct owned *o = &r->owned[i];
+		_cleanup_free_ char *why = NULL;
+		if (o->ops->destroy(o->data, &why) < 0) {
+			if (err && !*err)
+				*err = TAKE_PTR(why);
+			ret = -1;
 		}
-		virDomainPtr dom = virDomainLookupByName(d->conn, d->name);
-		if (dom) {
-			if (virDomainIsActive(dom) == 1 && virDomainDestroy(dom) < 0 &&
-			    virDomainIsActive(dom) == 1) {
-				if (err && !*err)
-					err[0] = xasprintf("cannot destroy domain '%s': %s",
-							   d->name, virGetLastErrorMessage());
-				ret = -1;
-			}
-			/* a defined (persistent) domain would survive destroy */
-			if (virDomainIsPersistent(dom) == 1)
-				virDomainUndefineFlags(dom, VIR_DOMAIN_UNDEFINE_NVRAM);
-			virDomainFree(dom);
-		}
-		virConnectClose(d->conn);
-		free(d->name);
+		o->ops->release(o->data);
+		free(o->key);
 	}
-	free(r->domains);
+	free(r->owned);
 	for (size_t i = r->n_deferred; i-- > 0;)
 		r->deferred[i].fn(r->deferred[i].data);
 	free(r->deferred);
@@ -279,39 +257,6 @@ int run_close(struct run *r, char **err)
 	free(r->dir);
 	free(r);
 	return ret;
-}
-
-/* A positive pid from its decimal text, or -1. */
-static long parse_pid(const char *s)
-{
-	char *end;
-	errno = 0;
-	long p = s ? strtol(s, &end, 10) : -1;
-	return s && !errno && end != s && !*end && p > 0 ? p : -1;
-}
-
-bool run_domain_owner(virDomainPtr dom, char **run_id, long *pid)
-{
-	char *xml = virDomainGetMetadata(dom, VIR_DOMAIN_METADATA_ELEMENT, RUN_XMLNS,
-					 VIR_DOMAIN_AFFECT_CURRENT);
-	if (!xml)
-		return false; /* no marker: not ferry's, whatever its name */
-	xmlDocPtr doc = xmlReadMemory(xml, (int)strlen(xml), "metadata.xml", NULL,
-				      XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
-	free(xml);
-	xmlNodePtr root = doc ? xmlDocGetRootElement(doc) : NULL;
-	xmlChar *id = root ? xmlGetProp(root, BAD_CAST "id") : NULL;
-	xmlChar *p = root ? xmlGetProp(root, BAD_CAST "pid") : NULL;
-	long n = parse_pid((const char *)p);
-	bool ok = id && *id && n > 0;
-	if (ok && run_id)
-		*run_id = xstrdup((const char *)id);
-	if (ok && pid)
-		*pid = n;
-	xmlFree(id);
-	xmlFree(p);
-	xmlFreeDoc(doc);
-	return ok;
 }
 
 bool run_parse_domain_name(const char *name, char **id, long *pid)

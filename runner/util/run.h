@@ -19,8 +19,6 @@
 #include <signal.h>
 #include <stdbool.h>
 
-#include <libvirt/libvirt.h>
-
 #define RUN_DIR_DEFAULT "/var/lib/ferry/runs"
 
 struct run;
@@ -50,12 +48,20 @@ char *run_path(struct run *r, const char *sub, const char *name);
 char *run_domain_name(struct run *r);
 
 /*
- * Register a domain (by name, on conn) to be destroyed at cleanup. conn gets a reference
- * (virConnectRef). Domains already gone at cleanup are fine.
+ * What the run owns that cleanup destroys before the deferred callbacks, newest first (a domain,
+ * registered by the libvirt driver: it may use files, taps and volumes that deferred callbacks
+ * remove). destroy() returns 0, or -1 with a message in *why (the caller frees it); release()
+ * then frees data, and alone frees it when the owner destroyed the thing itself.
  */
-void run_own_domain(struct run *r, virConnectPtr conn, const char *name);
-/* Forget a domain the caller has destroyed itself (nothing when r was closed already). */
-void run_disown_domain(struct run *r, const char *name);
+struct run_owned_ops {
+	int (*destroy)(void *data, char **why);
+	void (*release)(void *data);
+};
+/* Register data under key (a domain's name) to be destroyed at cleanup. */
+void run_own(struct run *r, const char *key, const struct run_owned_ops *ops, void *data);
+/* Forget what was registered under key, which its owner destroyed itself: release() only
+ * (nothing when r was closed already). */
+void run_disown(struct run *r, const char *key);
 
 /* Register a callback run at cleanup, newest first (e.g. delete a network namespace). */
 void run_defer(struct run *r, void (*fn)(void *data), void *data);
@@ -78,19 +84,9 @@ void run_sleep_ms(unsigned long ms);
 /* A file descriptor that becomes readable when a signal arrived (for poll()). */
 int run_signal_fd(void);
 
-/* The XML namespace of the marker in a ferry domain's <metadata>: <ferry:run id="RUN ID"
- * pid="PID"/>. Only a domain with it is ferry's; its name proves nothing. */
-#define RUN_XMLNS "https://github.com/ferry/ferry/xmlns/run/1"
-
-/*
- * Whether dom carries ferry's marker (RUN_XMLNS) in its live or persistent metadata: then true
- * with *run_id (caller frees; may be NULL) and *pid of the ferry process that started it.
- */
-bool run_domain_owner(virDomainPtr dom, char **run_id, long *pid);
-
 /*
  * Parse a ferry domain or run directory name "ferry-<run id>-<n>" into its run id (caller frees)
  * and the pid in it. Returns false when name is not of that shape. A name is no proof of
- * ownership (run_domain_owner is).
+ * ownership (vm_domain_owner is).
  */
 bool run_parse_domain_name(const char *name, char **run_id, long *pid);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The metrics of a run (ferry(1) METRICS) on a real guest under TCG, tests/e2e/plans/run-metrics.yaml:
-# block and disk-image report non-zero write/read throughput; the sparse qcow2 target holds at
+# block and disk-image report non-zero write/read throughput, block also timed by the guest's clock; the sparse qcow2 target holds at
 # least the 8 MiB written and shrinks again after delete + trim (discard: true); QEMU's CPU time
 # over the transfer is positive; every metric is described in the file and summarized per cell;
 # the results file is valid against its schema; the reports carry the metrics.
@@ -14,7 +14,8 @@ validate "$res"
 "$py" - "$res" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
-names = ["write_throughput", "read_throughput", "alloc_before", "alloc_after", "alloc_growth",
+names = ["write_throughput", "read_throughput", "guest_write_throughput", "guest_read_throughput",
+         "alloc_before", "alloc_after", "alloc_growth",
          "alloc_deleted", "cpu_guest", "cpu_qemu"]
 print("| cell | " + " | ".join(names) + " |")
 for c in r["cells"]:
@@ -46,6 +47,12 @@ check write_throughput block-1m "x > 0"
 check read_throughput block-1m "x > 0"
 check write_throughput image-ext4 "x > 0"
 check read_throughput image-inplace "x > 0"
+# block's dd commands timed by the guest's own clock: there, and inside the host's view of the
+# same commands (the host's time adds the agent's round trip and its polling)
+check guest_write_time block-1m "x > 0"
+check guest_read_time block-1m "x > 0"
+check guest_write_throughput block-1m "x >= m['write_throughput']"
+check guest_read_throughput block-1m "x >= m['read_throughput']"
 # the sparse target holds the data written to it (block overwrites some blocks the empty ext4
 # had allocated, so its growth can be a little less than 8 MiB), and gives it back after delete
 # + trim

@@ -49,7 +49,7 @@ PY
 	[ ! -e "$work/out" ] || fail "$plan: the plan's own report paths were written besides the options'"
 }
 
-study disk-bus-cache read_throughput --var FERRY_BUS_SIZE=2MiB --var FERRY_BUS_SMALL=256KiB \
+study disk-bus-cache guest_read_throughput --var FERRY_BUS_SIZE=2MiB --var FERRY_BUS_SMALL=256KiB \
 	--var FERRY_BUS_DISK=16MiB
 study disk-allocation alloc_growth --var FERRY_ALLOC_TREE="$tree" --var FERRY_ALLOC_DISK=64MiB
 study copy-methods "" --var FERRY_COPY_SCALE=16 --var FERRY_COPY_DISK=64MiB

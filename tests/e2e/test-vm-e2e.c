@@ -732,7 +732,7 @@ static void test_doctor_reap(void)
 		if (!d[i])
 			g_error("%s", virGetLastErrorMessage());
 		/* should the reap fail (or wrongly succeed), the test's own run removes them */
-		run_own_domain(t.run, t.conn, i == 0 ? stale : lookalike);
+		vm_own_domain(t.run, t.conn, i == 0 ? stale : lookalike);
 		free(xml);
 	}
 	char *dir = g_build_filename(t.base, "20000101T000000-2147483646", "logs", NULL);

@@ -43,6 +43,10 @@ struct mcase {
 	const char *disk;   /* "t" (tmpfs) or "i" (image) */
 	const char *hang;   /* a guest program that hangs, or NULL */
 	const char *corrupt;
+	/* metrics timed by the guest's clock a clean run reports (NULL-terminated), and the
+	 * phase whose host time bounds each */
+	const char *const *guest_timed;
+	const enum result_phase *guest_phase;
 };
 
 static bool skip_unless_supported(void)
@@ -139,6 +143,16 @@ static void check_clean(const struct mcase *c)
 		g_assert_cmpuint(cell->n_runs, ==, 1);
 		g_assert_true(cell->runs[0].integrity_ok);
 		g_assert_cmpuint(cell->runs[0].files, >, 0);
+		for (size_t i = 0; c->guest_timed && c->guest_timed[i]; i++) {
+			/* a figure of the guest's own clock: there, positive, and not more than the
+			 * host's time of the phase that ran the command */
+			json_t *v = json_object_get(cell->runs[0].metrics, c->guest_timed[i]);
+			g_test_message("%s = %g", c->guest_timed[i], json_number_value(v));
+			g_assert_true(json_is_number(v));
+			g_assert_cmpfloat(json_number_value(v), >, 0);
+			double host = cell->runs[0].phase[c->guest_phase[i]];
+			g_assert_cmpfloat(json_number_value(v), <=, host);
+		}
 		assert_guest_clean(&t);
 	}
 	fake_run_clear(&t);
@@ -223,9 +237,17 @@ static const struct mcase net_pull = { "{type: network}", "t", "wget", NULL };
 static const struct mcase net_pull_tar = { "{type: network, archive: tar, streams: 2}", "i", "tar",
 					   NULL };
 static const struct mcase net_push = { "{type: network, direction: push}", "t", "tar", NULL };
-static const struct mcase block = { "{type: block}", "i", "dd", "target" };
-static const struct mcase block_qd = { "{type: block, queue_depth: 2, block_size: 4KiB}", "i", "dd",
-				       "target" };
+static const char *const block_timed[] = { "guest_write_time", "guest_read_time", NULL };
+static const enum result_phase block_phases[] = { PHASE_TRANSFER, PHASE_FINALIZE };
+static const struct mcase block = {
+	"{type: block}", "i", "dd", "target", block_timed, block_phases
+};
+static const struct mcase block_qd = { "{type: block, queue_depth: 2, block_size: 4KiB}",
+				       "i",
+				       "dd",
+				       "target",
+				       block_timed,
+				       block_phases };
 
 #define CASES(X)                                                                                   \
 	X("agent-file/files", agent_files)                                                         \

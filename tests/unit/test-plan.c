@@ -100,7 +100,9 @@ static void test_full(void)
 			"mem.yaml:36:14: invalid metric 'phase.copy' (expected 'throughput', "
 			"'files_per_s', 'total', 'phase.prepare', 'phase.transfer', "
 			"'phase.finalize', 'phase.verify', 'phase.cleanup', 'cv', "
-			"'write_throughput', 'read_throughput', 'alloc_before', 'alloc_after', "
+			"'write_throughput', 'read_throughput', 'guest_write_time', "
+			"'guest_read_time', 'guest_write_throughput', 'guest_read_throughput', "
+			"'alloc_before', 'alloc_after', "
 			"'alloc_growth', 'alloc_deleted', 'cpu_guest' or 'cpu_qemu')");
 	g_free(e);
 

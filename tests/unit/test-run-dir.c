@@ -77,7 +77,7 @@ static void test_run_dir(void)
 	g_assert_nonnull(d);
 	virDomainFree(d);
 	free(xml);
-	run_own_domain(r, conn, n0);
+	vm_own_domain(r, conn, n0);
 	static int deferred;
 	run_defer(r, count_call, &deferred);
 	char *rd = g_strdup(run_dir(r));
@@ -219,7 +219,7 @@ static void test_domain_owner(void)
 	g_assert_nonnull(d);
 	char *id = NULL;
 	long pid = 0;
-	g_assert_true(run_domain_owner(d, &id, &pid));
+	g_assert_true(vm_domain_owner(d, &id, &pid));
 	g_assert_cmpstr(id, ==, "20260101T000000-4242");
 	g_assert_cmpint(pid, ==, 4242);
 	free(id);
@@ -232,7 +232,7 @@ static void test_domain_owner(void)
 	g_assert_null(strstr(xml, "metadata"));
 	d = virDomainCreateXML(conn, xml, 0);
 	g_assert_nonnull(d);
-	g_assert_false(run_domain_owner(d, NULL, NULL));
+	g_assert_false(vm_domain_owner(d, NULL, NULL));
 	virDomainDestroy(d);
 	virDomainFree(d);
 	free(xml);

@@ -501,7 +501,7 @@ static bool run_has_domain(virDomainPtr *doms, int n, const char *id)
 	for (int i = 0; i < n; i++) {
 		_cleanup_free_ char *rid = NULL;
 		long pid;
-		if (run_domain_owner(doms[i], &rid, &pid) && STREQ(rid, id))
+		if (vm_domain_owner(doms[i], &rid, &pid) && STREQ(rid, id))
 			return true;
 	}
 	return false;

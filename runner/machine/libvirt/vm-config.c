@@ -130,6 +130,126 @@ int vm_disk_validate(const struct disk_config *d, enum vm_machine machine, bool 
 	return 0;
 }
 
+/* The NIC's backend, model and queues. */
+static int nic_validate(const struct vm_config *c, char **why)
+{
+	const struct nic_config *n = &c->nic;
+	if (n->backend == NIC_BACKEND_NONE)
+		return 0;
+	if (n->queues > 1 && n->backend == NIC_BACKEND_USER) {
+		*why = xstrdup("nic queues > 1 need a tap backend: libvirt refuses multiqueue "
+			       "on user networking (name a network or bridge)");
+		return -1;
+	}
+	if (n->queues > 1 && n->model != NIC_MODEL_VIRTIO) {
+		*why = xasprintf("nic queues > 1 need model 'virtio', not '%s'",
+				 nic_model_names[n->model]);
+		return -1;
+	}
+	if (n->queues > 256) {
+		*why = xstrdup("nic queues must be at most 256");
+		return -1;
+	}
+	if (n->backend == NIC_BACKEND_PRIVATE && c->image) {
+		*why = xstrdup("nic backend 'private' needs the built-in guest (ferry sets "
+			       "the guest's address on the private network itself)");
+		return -1;
+	}
+	if ((n->backend == NIC_BACKEND_NETWORK || n->backend == NIC_BACKEND_BRIDGE) &&
+	    (!n->source || !*n->source)) {
+		*why = xasprintf("nic backend '%s' needs a name", nic_backend_names[n->backend]);
+		return -1;
+	}
+	return 0;
+}
+
+/* The shared folder: an absolute directory, a tag, what virtiofs needs. */
+static int share_validate(const struct share_config *s, char **why)
+{
+	if (!s->host_dir)
+		return 0;
+	if (s->host_dir[0] != '/') {
+		*why = xasprintf("share directory '%s' must be an absolute path", s->host_dir);
+		return -1;
+	}
+	if (!s->tag || !*s->tag || strlen(s->tag) > 31) {
+		*why = xstrdup("a share needs a mount tag of 1 to 31 characters");
+		return -1;
+	}
+	if (s->driver != SHARE_DRIVER_VIRTIOFS)
+		return 0;
+	/* libvirt 9.0: "virtiofs does not yet support read-only mode" */
+	if (s->readonly) {
+		*why = xstrdup("a virtiofs share cannot be read-only (mount it read-only in the "
+			       "guest instead)");
+		return -1;
+	}
+	if (s->mode != SHARE_MODE_PASSTHROUGH) {
+		*why = xstrdup("a virtiofs share needs accessmode passthrough");
+		return -1;
+	}
+	if (!s->virtiofsd || s->virtiofsd[0] != '/') {
+		*why = xstrdup("a virtiofs share needs the absolute path of virtiofsd");
+		return -1;
+	}
+	return 0;
+}
+
+/* The channel names: allowed characters, not the agent's, each once. */
+static int channels_validate(const struct vm_config *c, char **why)
+{
+	for (size_t i = 0; i < c->n_channels; i++) {
+		if (!c->channels[i] || !*c->channels[i] ||
+		    STREQ(c->channels[i], "org.qemu.guest_agent.0")) {
+			*why = xasprintf("channel name '%s' is empty or taken by the guest agent",
+					 c->channels[i] ? c->channels[i] : "");
+			return -1;
+		}
+		if (strspn(c->channels[i], "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+					   "0123456789._-") != strlen(c->channels[i])) {
+			*why = xasprintf("channel name '%s' may hold only A-Z a-z 0-9 . _ -",
+					 c->channels[i]);
+			return -1;
+		}
+		for (size_t j = 0; j < i; j++)
+			if (STREQ(c->channels[i], c->channels[j])) {
+				*why = xasprintf("channel '%s' is named twice", c->channels[i]);
+				return -1;
+			}
+	}
+	return 0;
+}
+
+/* The boot-time disks: each valid with its image, serials once, room on the IDE bus. */
+static int disks_validate(const struct vm_config *c, char **why)
+{
+	unsigned ide = c->seed && c->machine == VM_MACHINE_PC; /* the seed's CD-ROM */
+	for (size_t i = 0; i < c->n_disks; i++) {
+		const struct disk_config *d = &c->disks[i];
+		_cleanup_free_ char *w = NULL;
+		if (vm_disk_validate(d, c->machine, false, &w) < 0) {
+			*why = xasprintf("disk %zu: %s", i + 1, w);
+			return -1;
+		}
+		if (d->kind == DISK_KIND_IMAGE && !d->path) {
+			*why = xasprintf("disk %zu: a boot-time disk needs its image path", i + 1);
+			return -1;
+		}
+		if (d->kind == DISK_KIND_IMAGE && d->bus == DISK_BUS_IDE)
+			ide++;
+		for (size_t j = 0; j < i && d->serial; j++)
+			if (c->disks[j].serial && STREQ(c->disks[j].serial, d->serial)) {
+				*why = xasprintf("disk serial '%s' is used twice", d->serial);
+				return -1;
+			}
+	}
+	if (ide > 4) {
+		*why = xstrdup("machine 'pc' has room for 4 ide disks (a seed takes one)");
+		return -1;
+	}
+	return 0;
+}
+
 int vm_config_validate(const struct vm_config *c, char **why)
 {
 	if (c->vcpus < 1 || c->vcpus > PLAN_VCPUS_MAX) {
@@ -157,106 +277,9 @@ int vm_config_validate(const struct vm_config *c, char **why)
 		*why = xstrdup("the built-in guest needs an initramfs with its kernel");
 		return -1;
 	}
-	const struct nic_config *n = &c->nic;
-	if (n->backend != NIC_BACKEND_NONE) {
-		if (n->queues > 1 && n->backend == NIC_BACKEND_USER) {
-			*why =
-			    xstrdup("nic queues > 1 need a tap backend: libvirt refuses multiqueue "
-				    "on user networking (name a network or bridge)");
-			return -1;
-		}
-		if (n->queues > 1 && n->model != NIC_MODEL_VIRTIO) {
-			*why = xasprintf("nic queues > 1 need model 'virtio', not '%s'",
-					 nic_model_names[n->model]);
-			return -1;
-		}
-		if (n->queues > 256) {
-			*why = xstrdup("nic queues must be at most 256");
-			return -1;
-		}
-		if (n->backend == NIC_BACKEND_PRIVATE && c->image) {
-			*why = xstrdup("nic backend 'private' needs the built-in guest (ferry sets "
-				       "the guest's address on the private network itself)");
-			return -1;
-		}
-		if ((n->backend == NIC_BACKEND_NETWORK || n->backend == NIC_BACKEND_BRIDGE) &&
-		    (!n->source || !*n->source)) {
-			*why = xasprintf("nic backend '%s' needs a name",
-					 nic_backend_names[n->backend]);
-			return -1;
-		}
-	}
-	if (c->share.host_dir) {
-		if (c->share.host_dir[0] != '/') {
-			*why = xasprintf("share directory '%s' must be an absolute path",
-					 c->share.host_dir);
-			return -1;
-		}
-		if (!c->share.tag || !*c->share.tag || strlen(c->share.tag) > 31) {
-			*why = xstrdup("a share needs a mount tag of 1 to 31 characters");
-			return -1;
-		}
-		if (c->share.driver == SHARE_DRIVER_VIRTIOFS) {
-			/* libvirt 9.0: "virtiofs does not yet support read-only mode" */
-			if (c->share.readonly) {
-				*why = xstrdup("a virtiofs share cannot be read-only (mount it "
-					       "read-only in the guest instead)");
-				return -1;
-			}
-			if (c->share.mode != SHARE_MODE_PASSTHROUGH) {
-				*why = xstrdup("a virtiofs share needs accessmode passthrough");
-				return -1;
-			}
-			if (!c->share.virtiofsd || c->share.virtiofsd[0] != '/') {
-				*why = xstrdup(
-				    "a virtiofs share needs the absolute path of virtiofsd");
-				return -1;
-			}
-		}
-	}
-	for (size_t i = 0; i < c->n_channels; i++) {
-		if (!c->channels[i] || !*c->channels[i] ||
-		    STREQ(c->channels[i], "org.qemu.guest_agent.0")) {
-			*why = xasprintf("channel name '%s' is empty or taken by the guest agent",
-					 c->channels[i] ? c->channels[i] : "");
-			return -1;
-		}
-		if (strspn(c->channels[i], "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-					   "0123456789._-") != strlen(c->channels[i])) {
-			*why = xasprintf("channel name '%s' may hold only A-Z a-z 0-9 . _ -",
-					 c->channels[i]);
-			return -1;
-		}
-		for (size_t j = 0; j < i; j++)
-			if (STREQ(c->channels[i], c->channels[j])) {
-				*why = xasprintf("channel '%s' is named twice", c->channels[i]);
-				return -1;
-			}
-	}
-	unsigned ide = c->seed && c->machine == VM_MACHINE_PC; /* the seed's CD-ROM */
-	for (size_t i = 0; i < c->n_disks; i++) {
-		const struct disk_config *d = &c->disks[i];
-		_cleanup_free_ char *w = NULL;
-		if (vm_disk_validate(d, c->machine, false, &w) < 0) {
-			*why = xasprintf("disk %zu: %s", i + 1, w);
-			return -1;
-		}
-		if (d->kind == DISK_KIND_IMAGE && !d->path) {
-			*why = xasprintf("disk %zu: a boot-time disk needs its image path", i + 1);
-			return -1;
-		}
-		if (d->kind == DISK_KIND_IMAGE && d->bus == DISK_BUS_IDE)
-			ide++;
-		for (size_t j = 0; j < i && d->serial; j++)
-			if (c->disks[j].serial && STREQ(c->disks[j].serial, d->serial)) {
-				*why = xasprintf("disk serial '%s' is used twice", d->serial);
-				return -1;
-			}
-	}
-	if (ide > 4) {
-		*why = xstrdup("machine 'pc' has room for 4 ide disks (a seed takes one)");
+	if (nic_validate(c, why) < 0 || share_validate(&c->share, why) < 0 ||
+	    channels_validate(c, why) < 0 || disks_validate(c, why) < 0)
 		return -1;
-	}
 	return 0;
 }
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* What vm.c (boot, destroy) and vm-devices.c (a running guest's devices) share: struct vm. */
+/* What vm.c (boot, destroy), vm-image.c (images on the host) and vm-devices.c (a running guest's
+ * devices) share: struct vm, and the image checks and copies a boot makes. */
 #pragma once
 
 #include <stdbool.h>
@@ -47,3 +48,10 @@ struct vm {
 /* msg + the last lines of the guest's serial console (a local file, or a volume on a remote
  * host); frees msg */
 char *vm_with_console(char *msg, const struct vm *vm);
+
+/* The format of the image a plan names, its backing chain checked file by file (vm-image.c);
+ * each file's owner and mode are put back when run ends. Caller frees; NULL with *err. */
+char *vm_image_format(struct run *run, const char *path, char **err);
+/* The kernel or initrd src (what: which, for messages) copied to dst, a file of the run
+ * directory: regular files only, at most 1 GiB. 0 or -1 with *err. */
+int vm_copy_boot_file(const char *what, const char *src, const char *dst, char **err);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Guests as libvirt domains (vm.h): connection, images, boot, the KVM probe, destroy.
- * The devices of a running guest (disks, channels, NIC) are in vm-devices.c. */
+/* Guests as libvirt domains (vm.h): connection, boot, the KVM probe, destroy. Disk images and
+ * boot files are in vm-image.c, the devices of a running guest (disks, channels, NIC) in
+ * vm-devices.c. */
 #include "vm.h"
 
 #include <errno.h>
@@ -49,129 +50,6 @@ virConnectPtr vm_connect(const char *uri, char **err)
 		*err = xasprintf("cannot connect to libvirt at '%s': %s", uri,
 				 virGetLastErrorMessage());
 	return c;
-}
-
-int vm_image_create(const struct disk_config *d, const char *path, char **err)
-{
-	static const char *const prealloc[] = { "off", "falloc", "full" };
-	char size[32], opt[64];
-	snprintf(size, sizeof(size), "%llu", (unsigned long long)d->size);
-	snprintf(opt, sizeof(opt), "preallocation=%s", prealloc[d->allocation]);
-	const char *argv[] = { "qemu-img", "create", "-q", "-f", disk_format_names[d->format],
-			       "-o",       opt,      path, size, NULL };
-	_cleanup_free_ char *e = NULL;
-	if (proc_run(argv, NULL, &e) < 0) {
-		*err = xasprintf("cannot create disk image '%s': %s", path, e);
-		return -1;
-	}
-	/* QEMU opens it as libvirt-qemu (libvirt chowns it while in use) */
-	chmod(path, 0644);
-	return 0;
-}
-
-/*
- * The target image with an empty ext4 filesystem, without root or mounting. Every format and
- * allocation is formatted the same way: no discard (on a preallocated image it would punch the
- * preallocation back out) and the inode tables and journal zeroed by mke2fs here, before the
- * run, so no group is left for the guest kernel's ext4lazyinit thread to zero in the background
- * while a run is timed (mke2fs marks a group ITABLE_ZEROED only when it zeroed it itself or
- * discarded a device that reads back zeros, which made lazy init a preallocated-raw-only cost).
- */
-int vm_target_create(const struct disk_config *d, char **err)
-{
-	static const char ext[] = "nodiscard,lazy_itable_init=0,lazy_journal_init=0";
-	_cleanup_free_ char *size = xasprintf("%" PRIu64 "k", d->size / 1024);
-	unlink(d->path);
-	if (d->format == DISK_FORMAT_RAW) {
-		if (vm_image_create(d, d->path, err) < 0)
-			return -1;
-		const char *argv[] = { "mke2fs", "-q", "-F", "-t",    "ext4", "-m",
-				       "0",      "-E", ext,  d->path, size,   NULL };
-		return proc_run(argv, NULL, err);
-	}
-	/* qcow2: formatted as a sparse raw file, converted with the preallocation asked for */
-	_cleanup_free_ char *raw = xasprintf("%s.raw", d->path);
-	unlink(raw);
-	struct disk_config sparse = *d;
-	sparse.format = DISK_FORMAT_RAW;
-	sparse.allocation = DISK_ALLOC_SPARSE;
-	if (vm_image_create(&sparse, raw, err) < 0)
-		return -1;
-	const char *mk[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-m",
-			     "0",      "-E", ext,  raw,  size,   NULL };
-	if (proc_run(mk, NULL, err) < 0) {
-		unlink(raw);
-		return -1;
-	}
-	static const char *const pre[] = { "preallocation=off", "preallocation=falloc",
-					   "preallocation=full" };
-	const char *cv[] = { "qemu-img", "convert",          "-q", "-f",    "raw", "-O", "qcow2",
-			     "-o",       pre[d->allocation], raw,  d->path, NULL };
-	int rc = proc_run(cv, NULL, err);
-	unlink(raw);
-	return rc;
-}
-
-/*
- * A byte-for-byte copy of src at dst that keeps src's holes where they are (SEEK_DATA and
- * SEEK_HOLE): the copy's allocation is the template's. read + pwrite, never copy_file_range,
- * which may share the blocks (reflink) and turn the guest's first writes into copy-on-write.
- */
-static int copy_sparse(int in, int out, off_t size)
-{
-	char buf[1 << 16];
-	off_t off = 0;
-	for (;;) {
-		off_t data, hole;
-		int r = fd_next_data(in, off, size, &data, &hole);
-		if (r <= 0)
-			return r; /* 0: only a hole is left */
-		for (off = data; off < hole;) {
-			size_t want =
-			    (size_t)(hole - off) < sizeof(buf) ? (size_t)(hole - off) : sizeof(buf);
-			ssize_t n = pread(in, buf, want, off);
-			if (n <= 0)
-				return n == 0 ? (errno = EIO, -1) : -1;
-			for (ssize_t w = 0; w < n;) {
-				ssize_t k = pwrite(out, buf + w, (size_t)(n - w), off + w);
-				if (k < 0)
-					return -1;
-				w += k;
-			}
-			off += n;
-		}
-	}
-	return 0;
-}
-
-int vm_target_copy(const char *template_path, const struct disk_config *d, char **err)
-{
-	_cleanup_close_ int in = open(template_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	struct stat st;
-	if (in < 0 || fstat(in, &st) < 0) {
-		*err = xasprintf("cannot read the empty target image '%s': %s", template_path,
-				 strerror(errno));
-		return -1;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		*err = xasprintf("the empty target image '%s' is %s, not a regular file",
-				 template_path, file_kind(st.st_mode));
-		return -1;
-	}
-	unlink(d->path);
-	/* O_EXCL: a new file of ferry's, never through a symlink someone left at the path */
-	_cleanup_close_ int out =
-	    open(d->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (out < 0 || ftruncate(out, st.st_size) < 0 || copy_sparse(in, out, st.st_size) < 0) {
-		*err = xasprintf("cannot copy the empty target image to '%s': %s", d->path,
-				 strerror(errno));
-		if (out >= 0)
-			unlink(d->path);
-		return -1;
-	}
-	/* QEMU opens it as libvirt-qemu (libvirt chowns it while in use) */
-	fchmod(out, 0644);
-	return 0;
 }
 
 virDomainPtr vm_domain(const struct vm *vm)
@@ -329,179 +207,6 @@ static int wait_agent(const struct vm *vm, unsigned timeout_ms, char **err)
 	}
 }
 
-/* qemu-img info of one image, without opening its backing file (qemu-img info opens only
- * the image named); a FIFO or a hang is cut off by the timeout. */
-#define IMAGE_INFO_TIMEOUT_MS 60000u
-#define IMAGE_CHAIN_MAX       16
-
-static json_t *image_info(const char *path, char **err)
-{
-	const char *argv[] = { "qemu-img", "info", "-U", "--output=json", path, NULL };
-	_cleanup_free_ char *out = NULL, *e = NULL;
-	if (proc_run_timeout(argv, IMAGE_INFO_TIMEOUT_MS, &out, &e) < 0) {
-		*err = xasprintf("cannot read image '%s': %s", path, e);
-		return NULL;
-	}
-	json_t *j = json_loads(out, 0, NULL);
-	if (!json_is_object(j)) {
-		json_decref(j);
-		*err = xasprintf("cannot read image '%s': qemu-img info printed no object", path);
-	}
-	return json_is_object(j) ? j : NULL;
-}
-
-/* A file of an image's chain as it was before libvirt relabelled it (dynamic ownership makes
- * it libvirt-qemu's): put back when the run ends. */
-struct owner_restore {
-	char *path;
-	uid_t uid;
-	gid_t gid;
-	mode_t mode;
-};
-
-static void owner_restore(void *data)
-{
-	struct owner_restore *o = data;
-	int fd = open(o->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	struct stat st;
-	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-		if ((st.st_uid != o->uid || st.st_gid != o->gid) && fchown(fd, o->uid, o->gid) < 0)
-			(void)0; /* nothing to report at cleanup: the file stays as libvirt left it
-				  */
-		if ((st.st_mode & 07777) != o->mode && fchmod(fd, o->mode) < 0)
-			(void)0;
-	}
-	if (fd >= 0)
-		close(fd);
-	free(o->path);
-	free(o);
-}
-
-static void remember_owner(struct run *run, const char *path)
-{
-	char *real = realpath(path, NULL);
-	struct stat st;
-	if (!real || stat(real, &st) < 0) {
-		free(real);
-		return;
-	}
-	struct owner_restore *o = xmalloc(sizeof(*o));
-	*o = (struct owner_restore){ real, st.st_uid, st.st_gid, st.st_mode & 07777 };
-	run_defer(run, owner_restore, o);
-}
-
-/*
- * The format of an image a plan names, its whole backing chain checked first, one file at a
- * time before qemu-img opens it: each a regular file in the allowed tree (input_check), no
- * json: or protocol backing (qemu-img would open a TCP connection as root), at most
- * IMAGE_CHAIN_MAX deep. Each file's owner and mode are put back when the run ends.
- */
-static char *image_format(struct run *run, const char *path, char **err)
-{
-	_cleanup_free_ char *cur = xstrdup(path), *fmt = NULL;
-	for (unsigned depth = 0;; depth++) {
-		if (depth >= IMAGE_CHAIN_MAX) {
-			*err = xasprintf("image '%s': backing chain deeper than %d files", path,
-					 IMAGE_CHAIN_MAX);
-			return NULL;
-		}
-		if (input_check(depth ? "backing file" : "image", cur, NULL, err) < 0) {
-			if (depth) {
-				char *e = xasprintf("image '%s': %s", path, *err);
-				free(*err);
-				*err = e;
-			}
-			return NULL;
-		}
-		remember_owner(run, cur);
-		_cleanup_(json_decrefp) json_t *j = image_info(cur, err);
-		if (!j)
-			return NULL;
-		const char *f = json_string_value(json_object_get(j, "format"));
-		if (!f) {
-			*err = xasprintf("cannot read the format of image '%s'", cur);
-			return NULL;
-		}
-		if (!fmt)
-			fmt = xstrdup(f);
-		const char *b = json_string_value(json_object_get(j, "full-backing-filename"));
-		if (!b)
-			b = json_string_value(json_object_get(j, "backing-filename"));
-		if (!b)
-			return TAKE_PTR(fmt);
-		if (strchr(b, ':') && b[0] != '/') {
-			*err = xasprintf("image '%s': backing file '%s' is not a local file (ferry "
-					 "refuses json: and protocol backing files)",
-					 path, b);
-			return NULL;
-		}
-		free(cur);
-		cur = xstrdup(b);
-	}
-}
-
-/* Kernels and initrds of a Linux distribution stay well below this. */
-#define BOOT_FILE_MAX (UINT64_C(1) << 30)
-
-/*
- * Copy the kernel or initrd `src` (a plan names it: untrusted) to dst in the run directory,
- * world-readable: only a regular file is read (a FIFO or device is refused before any read, so
- * it cannot hang or feed the guest a device), and libvirt relabels ferry's copy, never the
- * user's file.
- */
-static int copy_boot_file(const char *what, const char *src, const char *dst, char **err)
-{
-	_cleanup_close_ int fd = open(src, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		*err = xasprintf("cannot open %s '%s': %s", what, src, strerror(errno));
-		return -1;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		*err = xasprintf("%s '%s' is %s, not a regular file", what, src,
-				 file_kind(st.st_mode));
-		return -1;
-	}
-	if ((uint64_t)st.st_size > BOOT_FILE_MAX) {
-		*err = xasprintf("%s '%s' is larger than 1 GiB", what, src);
-		return -1;
-	}
-	struct atomic_file af;
-	_cleanup_free_ char *e = NULL;
-	/* 0600, QEMU's user's: a kernel or initrd may be anything readable to root, and other
-	 * local users must not read the copy */
-	if (atomic_file_open(&af, dst, 0600, &e) < 0) {
-		*err = xasprintf("cannot copy %s '%s': %s", what, src, e);
-		return -1;
-	}
-	struct passwd *pw = getpwnam("libvirt-qemu");
-	if (pw && fchown(af.fd, pw->pw_uid, pw->pw_gid) < 0 && errno != EPERM) {
-		int e2 = errno;
-		atomic_file_abort(&af);
-		*err = xasprintf("cannot copy %s '%s': chown: %s", what, src, strerror(e2));
-		return -1;
-	}
-	char buf[65536];
-	ssize_t n;
-	uint64_t total = 0;
-	while ((n = read(fd, buf, sizeof(buf))) > 0 && total <= BOOT_FILE_MAX) {
-		total += (uint64_t)n;
-		if (write_all(af.fd, buf, (size_t)n) < 0)
-			break;
-	}
-	if (n != 0 || total > BOOT_FILE_MAX) {
-		int e2 = n < 0 ? errno : EIO;
-		atomic_file_abort(&af);
-		*err = xasprintf("cannot copy %s '%s': %s", what, src, strerror(e2));
-		return -1;
-	}
-	if (atomic_file_commit(&af, &e) < 0) {
-		*err = xasprintf("cannot copy %s '%s': %s", what, src, e);
-		return -1;
-	}
-	return 0;
-}
-
 /* The built-in guest brings eth0 up as 10.0.2.15 (user networking); on the private network
  * every guest gets its own address, the gateway stays 10.0.2.2 (the bridge in the namespace). */
 static int private_address(struct vm *vm, char **err)
@@ -620,120 +325,66 @@ static int remote_config(struct hoststore *hs, const char *name, struct vm_confi
 	return 0;
 }
 
-static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_config *c, bool kvm,
-		       unsigned timeout_ms, struct vm **out, char **err)
+/* The files a custom image boots from (c->image): a qcow2 overlay over it in the run directory,
+ * and copies of its direct kernel boot's kernel and initrd, which cc then names. The paths are
+ * the caller's (*overlay, *kcopy, *icopy) also on failure. */
+static int image_files(struct run *run, const char *name, const struct vm_config *c,
+		       struct vm_config *cc, char **overlay, char **kcopy, char **icopy, char **err)
 {
-	_cleanup_free_ char *name = c->name ? xstrdup(c->name) : run_domain_name(run);
-	_cleanup_free_ char *logname = xasprintf("%s.console.log", name);
-	_cleanup_free_ char *log = run_path(run, "logs", logname);
-	_cleanup_free_ char *overlay = NULL;
-	struct vm_config cc = *c;
+	/* a custom guest's files come from the plan: regular files in the allowed tree */
+	if (input_check("image", c->image, NULL, err) < 0 ||
+	    (c->kernel && input_check("kernel", c->kernel, NULL, err) < 0) ||
+	    (c->initrd && input_check("initrd", c->initrd, NULL, err) < 0))
+		return -1;
+	char abs[PATH_MAX];
+	if (!realpath(c->image, abs)) {
+		*err = xasprintf("cannot find image '%s': %s", c->image, strerror(errno));
+		return -1;
+	}
+	_cleanup_free_ char *fmt = vm_image_format(run, abs, err);
+	if (!fmt)
+		return -1;
+	_cleanup_free_ char *oname = xasprintf("%s.overlay.qcow2", name);
+	*overlay = run_path(run, "overlays", oname);
+	const char *argv[] = { "qemu-img", "create", "-q", "-f",     "qcow2", "-b",
+			       abs,        "-F",     fmt,  *overlay, NULL };
+	_cleanup_free_ char *e = NULL;
+	if (proc_run(argv, NULL, &e) < 0) {
+		*err = xasprintf("cannot create an overlay for image '%s': %s", c->image, e);
+		return -1;
+	}
+	chmod(*overlay, 0644);
+	cc->image = *overlay;
+	if (!c->kernel)
+		return 0;
+	_cleanup_free_ char *kn = xasprintf("%s.kernel", name);
+	*kcopy = run_path(run, "overlays", kn);
+	if (vm_copy_boot_file("kernel", c->kernel, *kcopy, err) < 0)
+		return -1;
+	cc->kernel = *kcopy;
+	if (c->initrd) {
+		_cleanup_free_ char *in = xasprintf("%s.initrd", name);
+		*icopy = run_path(run, "overlays", in);
+		if (vm_copy_boot_file("initrd", c->initrd, *icopy, err) < 0)
+			return -1;
+		cc->initrd = *icopy;
+	}
+	return 0;
+}
 
-	if (c->image) {
-		/* a custom guest's files come from the plan: regular files in the allowed tree */
-		if (input_check("image", c->image, NULL, err) < 0 ||
-		    (c->kernel && input_check("kernel", c->kernel, NULL, err) < 0) ||
-		    (c->initrd && input_check("initrd", c->initrd, NULL, err) < 0))
-			return -1;
-		char abs[PATH_MAX];
-		if (!realpath(c->image, abs)) {
-			*err = xasprintf("cannot find image '%s': %s", c->image, strerror(errno));
-			return -1;
-		}
-		_cleanup_free_ char *fmt = image_format(run, abs, err);
-		if (!fmt)
-			return -1;
-		_cleanup_free_ char *oname = xasprintf("%s.overlay.qcow2", name);
-		overlay = run_path(run, "overlays", oname);
-		const char *argv[] = { "qemu-img", "create", "-q", "-f",    "qcow2", "-b",
-				       abs,        "-F",     fmt,  overlay, NULL };
-		_cleanup_free_ char *e = NULL;
-		if (proc_run(argv, NULL, &e) < 0) {
-			*err =
-			    xasprintf("cannot create an overlay for image '%s': %s", c->image, e);
-			return -1;
-		}
-		chmod(overlay, 0644);
-		cc.image = overlay;
-	}
-	_cleanup_free_ char *kcopy = NULL, *icopy = NULL;
-	if (c->image && c->kernel) {
-		_cleanup_free_ char *kn = xasprintf("%s.kernel", name);
-		kcopy = run_path(run, "overlays", kn);
-		if (copy_boot_file("kernel", c->kernel, kcopy, err) < 0)
-			return -1;
-		cc.kernel = kcopy;
-		if (c->initrd) {
-			_cleanup_free_ char *in = xasprintf("%s.initrd", name);
-			icopy = run_path(run, "overlays", in);
-			if (copy_boot_file("initrd", c->initrd, icopy, err) < 0)
-				return -1;
-			cc.initrd = icopy;
-		}
-	}
-	cc.owner_run = run_id(run);
-	cc.owner_pid = (long)getpid();
-	struct hoststore *hs = hoststore_find(conn);
-	struct boot_vols bv = { 0 };
-	if (hs && remote_config(hs, name, &cc, &bv, &log, err) < 0) {
-		boot_vols_clear(&bv, hs);
-		return -1;
-	}
-	/* the private network: ferry's tap, still in the root namespace, down, no address */
-	struct netns *ns = NULL;
-	_cleanup_free_ char *tap = NULL, *guest_addr = NULL;
-	if (cc.nic.backend == NIC_BACKEND_PRIVATE) {
-		ns = netns_of_run(run, err);
-		if (!ns || netns_tap_create(ns, cc.nic.queues, &tap, &guest_addr, err) < 0)
-			return -1;
-		cc.nic.source = tap;
-		cc.nic.vhost = cc.nic.model == NIC_MODEL_VIRTIO && vm_vhost_net_available();
-	}
-	_cleanup_free_ char *xml = vm_domain_xml(&cc, name, kvm, log, err);
-	if (!xml) {
-		if (tap)
-			netns_tap_remove(ns, tap);
-		boot_vols_clear(&bv, hs);
-		return -1;
-	}
-	uint64_t t0 = now_ns();
-	/* auto-destroy: a ferry killed by SIGKILL or an abort leaves no running domain */
-	virDomainPtr dom = virDomainCreateXML(conn, xml, VIR_DOMAIN_START_AUTODESTROY);
-	if (!dom) {
-		*err = xasprintf("cannot start domain '%s': %s", name, virGetLastErrorMessage());
-		if (tap)
-			netns_tap_remove(ns, tap);
-		boot_vols_clear(&bv, hs);
-		return -1;
-	}
-	run_own_domain(run, conn, name);
-	struct vm *vm = xcalloc(1, sizeof(*vm));
-	vm->tap = TAKE_PTR(tap);
-	vm->hs = hs;
-	if (hs) {
-		/* the first label is the console log's */
-		vm->console_vol = bv.n ? xstrdup(bv.labels[0]) : NULL;
-		vm->boot_vols = TAKE_PTR(bv.labels);
-		vm->n_boot_vols = bv.n;
-		bv.n = 0;
-		boot_vols_clear(&bv, NULL);
-	}
-	vm->guest_addr = TAKE_PTR(guest_addr);
-	vm->no_vhost = cc.nic.backend == NIC_BACKEND_PRIVATE && cc.nic.model == NIC_MODEL_VIRTIO &&
-		       !cc.nic.vhost;
-	virConnectRef(conn);
-	vm->conn = conn;
-	vm->dom = dom;
-	vm->run = run;
-	vm->name = TAKE_PTR(name);
-	vm->console_log = TAKE_PTR(log);
+/* What vm knows of its guest from the configuration it booted (c as planned, cc as booted). */
+static void vm_guest_facts(struct vm *vm, const struct vm_config *c, const struct vm_config *cc,
+			   bool kvm)
+{
+	vm->no_vhost = cc->nic.backend == NIC_BACKEND_PRIVATE &&
+		       cc->nic.model == NIC_MODEL_VIRTIO && !cc->nic.vhost;
 	vm->machine = c->machine;
 	vm->os = c->os;
 	vm->kvm = kvm;
 	vm->builtin = c->kernel != NULL;
-	_cleanup_free_ char *mods = vm->builtin ? vm_guest_modules(&cc) : NULL;
+	_cleanup_free_ char *mods = vm->builtin ? vm_guest_modules(cc) : NULL;
 	vm->scsi_loaded = mods && strstr(mods, "virtio_scsi");
-	vm->scsi_ctl = vm_needs_scsi(&cc);
+	vm->scsi_ctl = vm_needs_scsi(cc);
 	/* hot-plugged targets follow the boot-time ones */
 	if (c->image)
 		vm->next[c->os == VM_OS_WINDOWS ? 1 : 0]++;
@@ -744,27 +395,121 @@ static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_conf
 			vm->next[c->disks[i].bus == DISK_BUS_VIRTIO ? 0
 				 : c->disks[i].bus == DISK_BUS_IDE  ? 2
 								    : 1]++;
+}
+
+/* The started domain until its guest answers (t0: when it was started): the tap moves into the
+ * private network, a saved state is loaded, the agent answers, the guest gets its address.
+ * On failure vm is destroyed. */
+static int vm_come_up(struct vm *vm, const struct vm_config *c, struct netns *ns, uint64_t t0,
+		      unsigned timeout_ms, char **err)
+{
 	/* QEMU holds the tap's descriptors now: its host end moves into the namespace */
-	if (vm->tap && netns_tap_adopt(ns, vm->tap, err) < 0) {
-		vm_destroy(vm);
-		return -1;
-	}
+	if (vm->tap && netns_tap_adopt(ns, vm->tap, err) < 0)
+		goto fail;
 	if ((c->restore && vm_incoming(vm, c->restore, timeout_ms, err) < 0) ||
-	    wait_agent(vm, timeout_ms, err) < 0) {
-		vm_destroy(vm);
-		return -1;
-	}
+	    wait_agent(vm, timeout_ms, err) < 0)
+		goto fail;
 	vm->boot_ms = (double)(now_ns() - t0) / 1e6;
-	if (c->restore && vm_restore_refresh(vm, err) < 0) {
-		vm_destroy(vm);
+	if (c->restore && vm_restore_refresh(vm, err) < 0)
+		goto fail;
+	if (vm->guest_addr && private_address(vm, err) < 0)
+		goto fail;
+	return 0;
+fail:
+	vm_destroy(vm);
+	return -1;
+}
+
+/* A boot in the making: what boot_domain() prepared, the vm's once the domain started. */
+struct boot {
+	char *name, *log;
+	char *tap, *guest_addr; /* the private network's (netns.h), or NULL */
+	struct netns *ns;
+	struct hoststore *hs; /* a remote host's pool, or NULL */
+	struct boot_vols bv;  /* the volumes made there */
+};
+
+static void boot_clear(struct boot *b)
+{
+	free(b->name);
+	free(b->log);
+	free(b->tap);
+	free(b->guest_addr);
+}
+
+/* Boot cc (c with the paths of this boot) as the transient domain b->name and wait for its
+ * guest. On failure what b made is removed. */
+static int start_domain(struct run *run, virConnectPtr conn, const struct vm_config *c,
+			const struct vm_config *cc, bool kvm, struct boot *b, unsigned timeout_ms,
+			struct vm **out, char **err)
+{
+	_cleanup_free_ char *xml = vm_domain_xml(cc, b->name, kvm, b->log, err);
+	virDomainPtr dom = NULL;
+	uint64_t t0 = now_ns();
+	/* auto-destroy: a ferry killed by SIGKILL or an abort leaves no running domain */
+	if (xml && !(dom = virDomainCreateXML(conn, xml, VIR_DOMAIN_START_AUTODESTROY)))
+		*err = xasprintf("cannot start domain '%s': %s", b->name, virGetLastErrorMessage());
+	if (!dom) {
+		if (b->tap)
+			netns_tap_remove(b->ns, b->tap);
+		boot_vols_clear(&b->bv, b->hs);
 		return -1;
 	}
-	if (vm->guest_addr && private_address(vm, err) < 0) {
-		vm_destroy(vm);
-		return -1;
+	vm_own_domain(run, conn, b->name);
+	struct vm *vm = xcalloc(1, sizeof(*vm));
+	/* before the boot volumes are cleared: on a remote host cc->disks is theirs */
+	vm_guest_facts(vm, c, cc, kvm);
+	vm->tap = TAKE_PTR(b->tap);
+	vm->hs = b->hs;
+	if (b->hs) {
+		/* the first label is the console log's */
+		vm->console_vol = b->bv.n ? xstrdup(b->bv.labels[0]) : NULL;
+		vm->boot_vols = TAKE_PTR(b->bv.labels);
+		vm->n_boot_vols = b->bv.n;
+		b->bv.n = 0;
+		boot_vols_clear(&b->bv, NULL);
 	}
+	vm->guest_addr = TAKE_PTR(b->guest_addr);
+	virConnectRef(conn);
+	vm->conn = conn;
+	vm->dom = dom;
+	vm->run = run;
+	vm->name = TAKE_PTR(b->name);
+	vm->console_log = TAKE_PTR(b->log);
+	if (vm_come_up(vm, c, b->ns, t0, timeout_ms, err) < 0)
+		return -1;
 	*out = vm;
 	return 0;
+}
+
+static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_config *c, bool kvm,
+		       unsigned timeout_ms, struct vm **out, char **err)
+{
+	_cleanup_(boot_clear) struct boot b = { 0 };
+	b.name = c->name ? xstrdup(c->name) : run_domain_name(run);
+	_cleanup_free_ char *logname = xasprintf("%s.console.log", b.name);
+	b.log = run_path(run, "logs", logname);
+	_cleanup_free_ char *overlay = NULL, *kcopy = NULL, *icopy = NULL;
+	struct vm_config cc = *c;
+
+	if (c->image && image_files(run, b.name, c, &cc, &overlay, &kcopy, &icopy, err) < 0)
+		return -1;
+	cc.owner_run = run_id(run);
+	cc.owner_pid = (long)getpid();
+	b.hs = hoststore_find(conn);
+	if (b.hs && remote_config(b.hs, b.name, &cc, &b.bv, &b.log, err) < 0) {
+		boot_vols_clear(&b.bv, b.hs);
+		return -1;
+	}
+	/* the private network: ferry's tap, still in the root namespace, down, no address */
+	if (cc.nic.backend == NIC_BACKEND_PRIVATE) {
+		b.ns = netns_of_run(run, err);
+		if (!b.ns || netns_tap_create(b.ns, cc.nic.queues, &b.tap, &b.guest_addr, err) < 0)
+			return -1;
+		cc.nic.source = b.tap;
+		cc.nic.vhost = cc.nic.model == NIC_MODEL_VIRTIO && vm_vhost_net_available();
+	}
+	return start_domain(run, conn, c, &cc, kvm, &b, timeout_ms, out, err);
 }
 
 static int kvm_cached = -1;
@@ -931,7 +676,7 @@ void vm_destroy(struct vm *vm)
 		vm_channel_reap(vm, true);
 		virDomainFree(vm->dom);
 	}
-	run_disown_domain(vm->run, vm->name);
+	run_disown(vm->run, vm->name);
 	if (vm->tap) {
 		/* nothing when run_close removed the whole private network already */
 		struct netns *ns = netns_find(vm->run);

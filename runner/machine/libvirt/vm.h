@@ -19,6 +19,10 @@
 
 #include "devices.h"
 #include "run.h"
+#include "util.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(virConnectPtr, virConnectClose)
+DEFINE_TRIVIAL_CLEANUP_FUNC(virDomainPtr, virDomainFree)
 
 enum vm_machine { VM_MACHINE_PC, VM_MACHINE_Q35 };
 enum vm_firmware { VM_FIRMWARE_BIOS, VM_FIRMWARE_UEFI };
@@ -45,7 +49,7 @@ int vm_enum_parse(const char *const *names, const char *s);
 
 struct vm_config {
 	const char *name; /* domain name; NULL lets vm_boot() name it ferry-<run id>-<n> */
-	/* The run that owns the domain, written into its <metadata> (run.h, RUN_XMLNS) so that
+	/* The run that owns the domain, written into its <metadata> (RUN_XMLNS, vm-owner.c) so that
 	 * `ferry doctor --reap` can prove the domain is ferry's; NULL: no marker. vm_boot() sets
 	 * it. */
 	const char *owner_run;
@@ -191,6 +195,23 @@ int vm_restore_refresh(struct vm *vm, char **err);
 
 /* Destroy the domain (if still there) and free vm. Safe with NULL, and after run_close(). */
 void vm_destroy(struct vm *vm);
+
+/*
+ * Register the domain name (on conn) with run, to be destroyed at run_close() (vm-owner.c);
+ * conn gets a reference (virConnectRef). A domain already gone then is fine. The caller that
+ * destroys it itself forgets it with run_disown(run, name).
+ */
+void vm_own_domain(struct run *run, virConnectPtr conn, const char *name);
+
+/* The XML namespace of the marker in a ferry domain's <metadata>: <ferry:run id="RUN ID"
+ * pid="PID"/>. Only a domain with it is ferry's; its name proves nothing. */
+#define RUN_XMLNS "https://github.com/ferry/ferry/xmlns/run/1"
+
+/*
+ * Whether dom carries ferry's marker (RUN_XMLNS) in its live or persistent metadata: then true
+ * with *run_id (caller frees; may be NULL) and *pid of the ferry process that started it.
+ */
+bool vm_domain_owner(virDomainPtr dom, char **run_id, long *pid);
 
 virDomainPtr vm_domain(const struct vm *vm);
 const char *vm_name(const struct vm *vm);
