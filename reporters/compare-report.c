@@ -65,6 +65,33 @@ static void change(FILE *f, const struct cmp_row *r)
 	}
 }
 
+/* What fails the comparison, the drift canary and the confirmation, under the counts. */
+static void gate_summary(FILE *f, const struct comparison *c)
+{
+	fprintf(f, "**Gate: %s** (%zu cell%s with a regressed gated metric: ",
+		c->failed_cells ? "failed" : "passed", c->failed_cells,
+		c->failed_cells == 1 ? "" : "s");
+	for (size_t i = 0; i < c->n_gate; i++) {
+		fputs(i ? ", " : "gated: ", f);
+		md_text(f, c->gate[i]);
+	}
+	fputs("; the other metrics are reported, never fatal).", f);
+	if (isfinite(c->canary_change))
+		fprintf(f,
+			" Drift canary: the host was %.1f%% %s than in the baseline [%+.1f%%, "
+			"%+.1f%%] (boots %zu/%zu)%s.",
+			100 * fabs(c->canary_change), c->canary_change > 0 ? "slower" : "faster",
+			100 * c->canary_low, 100 * c->canary_high, c->canary_boots_base,
+			c->canary_boots_cand,
+			c->canary_moved ? ": beyond its noise, so a gated regression is withheld"
+					: ", within its noise");
+	else
+		fputs(" Drift canary: not measured on both sides (runs without blocks).", f);
+	if (c->confirm_given)
+		fputs(" A suspected regression stands only when the rerun confirms it.", f);
+	fputs("\n\n", f);
+}
+
 static void row_line(FILE *f, const struct cmp_row *r)
 {
 	fputs("| ", f);
@@ -136,6 +163,7 @@ int report_compare_markdown(const struct comparison *c, const struct results *ca
 		    c->regressed_cells == 1 ? "" : "s", cmp_rule_name(c->rule), 100 * c->confidence,
 		    100 * (2 * c->confidence - 1), 100 * c->threshold, c->n_used,
 		    c->n_used == 1 ? "" : "s");
+		gate_summary(f, c);
 	}
 	if (x && x->n_baselines) {
 		fputs("Baseline: ", f);
@@ -182,7 +210,7 @@ int report_compare_markdown(const struct comparison *c, const struct results *ca
 		table_head(f, c);
 		for (size_t i = 0; i < c->n_rows; i++) {
 			const struct cmp_row *r = &c->rows[i];
-			if (STREQ(r->metric, "total") || r->verdict == CMP_REGRESSED ||
+			if (STREQ(r->metric, "total") || r->gated || r->verdict == CMP_REGRESSED ||
 			    r->verdict == CMP_IMPROVED)
 				row_line(f, r);
 		}
@@ -190,10 +218,12 @@ int report_compare_markdown(const struct comparison *c, const struct results *ca
 		bool any = false;
 		for (size_t i = 0; i < c->n_rows; i++) {
 			const struct cmp_row *r = &c->rows[i];
-			if (r->verdict != CMP_INCONCLUSIVE || !STREQ(r->metric, "total"))
+			if (!(r->verdict == CMP_INCONCLUSIVE && STREQ(r->metric, "total")) &&
+			    !(r->gated && r->note))
 				continue;
 			if (!any)
-				fputs("Inconclusive totals:\n\n", f);
+				fputs("Notes on the gate's metrics and inconclusive totals:\n\n",
+				      f);
 			any = true;
 			note_line(f, &c->rows[i]);
 		}
@@ -286,7 +316,9 @@ int report_compare_junit(const struct comparison *c, const struct results *cand,
 	}
 	xmlTextWriterSetIndent(w, 1);
 	xmlTextWriterSetIndentString(w, (const xmlChar *)"  ");
-	size_t failures = c->counts[CMP_REGRESSED];
+	size_t failures = 0;
+	for (size_t i = 0; i < c->n_rows; i++)
+		failures += c->rows[i].verdict == CMP_REGRESSED && c->rows[i].gated;
 	size_t tests = c->refused ? 1 : c->n_rows;
 	char ts[40];
 	int64_t when = cand->provenance.started_ms ? cand->provenance.started_ms : 0;
@@ -359,7 +391,7 @@ int report_compare_junit(const struct comparison *c, const struct results *cand,
 		rc = rc < 0 ? rc : attr(w, "name", name);
 		rc = rc < 0 ? rc : attr(w, "classname", "ferry.compare");
 		rc = rc < 0 ? rc : attr(w, "time", "0");
-		if (r->verdict == CMP_REGRESSED) {
+		if (r->verdict == CMP_REGRESSED && r->gated) {
 			_cleanup_free_ char *msg = row_message(c, r);
 			rc = rc < 0 ? rc : start(w, "failure");
 			rc = rc < 0 ? rc : attr(w, "type", "regression");
@@ -434,6 +466,19 @@ int report_compare_json(const struct comparison *c, const struct compare_report_
 			"more_boots", r->more_boots > 0 ? json_integer(r->more_boots) : json_null(),
 			"between_boot_known", r->between_known, "verdict",
 			cmp_verdict_name(r->verdict), "note", jstr(r->note)));
+		json_t *jr = json_array_get(rows, json_array_size(rows) - 1);
+		json_object_set_new(jr, "gated", json_boolean(r->gated));
+		json_object_set_new(jr, "noise_floor_s",
+				    r->floor > 0 ? jnum(r->floor) : json_null());
+		json_object_set_new(jr, "withheld", json_boolean(r->withheld));
+		json_object_set_new(
+		    jr, "confirm",
+		    isfinite(r->confirm_change)
+			? json_pack("{s:o, s:o, s:o, s:I, s:b}", "change", jnum(r->confirm_change),
+				    "bound_low", jnum(r->confirm_low), "bound_high",
+				    jnum(r->confirm_high), "boots", (json_int_t)r->confirm_boots,
+				    "confirmed", r->confirmed)
+			: json_null());
 	}
 	json_t *used = json_array();
 	for (size_t i = 0; i < c->n_used; i++)
@@ -456,6 +501,19 @@ int report_compare_json(const struct comparison *c, const struct compare_report_
 	    (json_int_t)c->counts[CMP_INCONCLUSIVE], "regressed_cells",
 	    (json_int_t)c->regressed_cells, "differences", diffs, "rows", rows, "not_compared",
 	    json_pack("{s:o, s:o}", "baseline_only", only_b, "new_only", only_c));
+	if (root) {
+		json_object_set_new(root, "failed_cells",
+				    json_integer((json_int_t)c->failed_cells));
+		json_object_set_new(
+		    root, "canary",
+		    isfinite(c->canary_change)
+			? json_pack("{s:o, s:o, s:o, s:I, s:I, s:b}", "change",
+				    jnum(c->canary_change), "bound_low", jnum(c->canary_low),
+				    "bound_high", jnum(c->canary_high), "boots_baseline",
+				    (json_int_t)c->canary_boots_base, "boots_new",
+				    (json_int_t)c->canary_boots_cand, "moved", c->canary_moved)
+			: json_null());
+	}
 	if (!root) {
 		*err = xstrdup("cannot build the JSON comparison");
 		return -1;
@@ -515,7 +573,8 @@ char *report_compare_annotations(const struct comparison *c)
 		_cleanup_free_ char *title = xasprintf("ferry compare: %s %s %s", r->cell,
 						       r->metric, cmp_verdict_name(r->verdict));
 		_cleanup_free_ char *msg = row_message(c, r);
-		append(&text, r->verdict == CMP_REGRESSED ? "error" : "notice", title, msg);
+		append(&text, r->verdict == CMP_REGRESSED && r->gated ? "error" : "notice", title,
+		       msg);
 	}
 	return text;
 }

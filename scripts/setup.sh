@@ -23,6 +23,8 @@ packages=(
 	dosfstools mtools
 	# the Debian guest (ferry guest build debian; tests/e2e/run-debian.sh builds it)
 	debootstrap
+	# share driver smb: smbd in the run's private network (testparm checks its configuration)
+	samba samba-common-bin
 	# tests: report consumers and tools
 	libxml2-utils valgrind cmark-gfm python3 python3-junitparser python3-jsonschema
 	clang-format iproute2 locales

@@ -67,24 +67,43 @@ PY
 for xsd in junit-10.xsd ant-junit.xsd; do
 	xmllint --noout --schema "$src/fixtures/xsd/$xsd" slow.xml
 done
-[ "$(grep -c '<failure type="regression"' slow.xml)" = 4 ] || fail "expected 4 regression failures"
-grep -q 'failures="4" errors="0"' slow.xml || fail "testsuite counts"
+# only the gate's metrics (total by default) are failures; the other regressions are reported
+[ "$(grep -c '<failure type="regression"' slow.xml)" = 1 ] || fail "expected 1 regression failure"
+grep -q 'failures="1" errors="0"' slow.xml || fail "testsuite counts"
 # the interval in a message is labelled with its level, as the Markdown header is (one-sided
 # 95% bounds: a 90% interval)
 grep -q '<failure type="regression" message="[^"]* regressed +[0-9.]*% \[90% CI +' slow.xml ||
 	fail "JUnit regression message without its labelled 90% CI: $(grep -m1 '<failure' slow.xml)"
-echo "ok: JUnit valid against both schemas, 4 regressions (total, transfer, throughput, files/s)"
+echo "ok: JUnit valid against both schemas, 1 failure (the gated total) of 4 regressions"
 
 "$py" - slow-cmp.json <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["ferry_compare"] == 1 and d["refused"] is False
 assert d["counts"]["regressed"] == 4 and d["regressed_cells"] == 1, d["counts"]
+assert d["failed_cells"] == 1, d["failed_cells"]
+gated = {x["metric"] for x in d["rows"] if x["gated"]}
+assert gated == {"total"}, gated
 r = [x for x in d["rows"] if x["cell"] == "dataset=d0,method=m" and x["metric"] == "total"][0]
 assert r["verdict"] == "regressed" and r["bound_low"] > 0.05 and r["boots_baseline"] == 5
 assert r["between_boot_known"] is True
 print("ok: JSON comparison")
 PY
+
+# the gate: regressions of metrics it does not name are reported, never fatal
+expect 0 base.json slow.json --gate phase.prepare --junit gate.xml --markdown -
+grep -q '| dataset=d0,method=m | total | .* regressed |' out || fail "the total's regression not reported"
+grep -q '\*\*Gate: passed\*\*' out || fail "gate summary: $(grep Gate out)"
+grep -q 'failures="0"' gate.xml || fail "a metric outside the gate failed the JUnit report"
+expect 1 base.json slow.json --gate total,phase.transfer --junit gate.xml
+grep -q 'failures="2"' gate.xml || fail "two gated metrics: $(grep -m1 testsuite gate.xml)"
+expect 2 base.json slow.json --gate bogus
+grep -q "invalid --gate metric 'bogus'" err || fail "unknown gate metric accepted"
+# a rerun that does not confirm the regression: no failure; one that does: the failure stands
+expect 0 base.json slow.json --confirm-with same.json --markdown -
+grep -q 'the rerun did not confirm it' out || fail "unconfirmed regression not explained"
+expect 1 base.json slow.json --confirm-with slow.json --markdown -
+grep -q 'confirmed by the rerun' out || fail "confirmed regression not explained"
 
 # a refused comparison names the difference, in every output, and exits 2
 expect 2 base.json qemu.json --junit refused.xml --markdown -
@@ -143,8 +162,9 @@ expect 2 base.json
 expect 2 --threshold x base.json same.json
 expect 2 --rule t base.json same.json
 expect 2 --confidence 40% base.json same.json
-# a threshold for one cell's total: 30% is within 50% there; its other metrics still regress
-expect 1 --threshold 'dataset=d0:total=50%' --rule lkp --confidence 99% base.json slow.json
+# a threshold for one cell's total: 30% is within 50% there; its other metrics still regress,
+# reported but not fatal: the gate is the total
+expect 0 --threshold 'dataset=d0:total=50%' --rule lkp --confidence 99% base.json slow.json
 grep -q '^| dataset=d0,method=m | total | .* unchanged |$' out || fail "per-cell threshold"
 grep -q '^| dataset=d0,method=m | throughput | .* regressed |$' out || fail "lkp throughput"
 expect 2 base.json missing.json

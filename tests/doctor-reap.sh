@@ -65,6 +65,7 @@ live_ns="ferry-20200101T000002-$live-net"
 tap="fy${dead}n9"
 alike_tap="fy${dead}n8" # ferry's name, no alias
 net_cleanup() {
+	kill "${stale_proc:-}" "${alike_proc:-}" 2>/dev/null || true
 	for n in "$stale_ns" "$alike_ns" "$live_ns"; do ip netns del "$n" 2>/dev/null || true; done
 	for t in "$tap" "$alike_tap"; do ip link del dev "$t" 2>/dev/null || true; done
 	rm -rf "$tmp"
@@ -81,6 +82,12 @@ bridge "$live_ns" "ferry-run 20200101T000002-$live $live"
 ip tuntap add dev "$tap" mode tap
 ip link set dev "$tap" alias "ferry-run 20200101T000000-$dead $dead"
 ip tuntap add dev "$alike_tap" mode tap
+# a process a dead run left in its namespace (share driver smb's smbd), and one in the unmarked
+# namespace that is not ferry's to end
+ip netns exec "$stale_ns" sleep 1000 &
+stale_proc=$!
+ip netns exec "$alike_ns" sleep 1000 &
+alike_proc=$!
 
 "$ferry" doctor --connect "$uri" >"$tmp/out" 2>&1 || true
 line="$(grep '^warn  networks' "$tmp/out")" || { echo "FAIL: no networks warning"; cat "$tmp/out"; exit 1; }
@@ -93,4 +100,7 @@ grep -q 'networks.*reaped [1-9][0-9]* stale network namespace.* and [1-9][0-9]* 
 [ -e "/run/netns/$alike_ns" ] || { echo "FAIL: the unmarked $alike_ns was removed"; exit 1; }
 [ -e "/run/netns/$live_ns" ] || { echo "FAIL: $live_ns of a running ferry was removed"; exit 1; }
 ip link show dev "$alike_tap" >/dev/null 2>&1 || { echo "FAIL: the unmarked tap was removed"; exit 1; }
-echo "ok: --reap removes the marked namespace and tap of the dead ferry only"
+for _ in $(seq 1 50); do kill -0 "$stale_proc" 2>/dev/null || break; sleep 0.1; done
+! kill -0 "$stale_proc" 2>/dev/null || { echo "FAIL: the process in $stale_ns still runs"; exit 1; }
+kill -0 "$alike_proc" 2>/dev/null || { echo "FAIL: the process in the unmarked namespace was killed"; exit 1; }
+echo "ok: --reap removes the marked namespace and tap of the dead ferry only, and ends what ran in it"

@@ -71,6 +71,19 @@ static const struct cli_option compare_options[] = {
 	  .flags = CLI_REPEAT,
 	  .help = "compare across this difference (accelerator, cpu_model, qemu_version, "
 		  "libvirt_version, guest_kernel, guest_initramfs, dataset[.NAME], params, all)" },
+	{ .name = "gate",
+	  .id = 'g',
+	  .arg = "METRIC,...",
+	  .value = CLI_WORD,
+	  .help = "the metrics whose regression fails (exit 1), default total; the others are "
+		  "reported, never fatal" },
+	{ .name = "confirm-with",
+	  .id = 'C',
+	  .arg = "FILE",
+	  .value = CLI_RESULTS,
+	  .help = "a rerun of the new file's cells (the confirmation ferry run makes): a "
+		  "regression fails only "
+		  "when the rerun's cell regressed against the same baseline too" },
 	CLI_END,
 };
 const struct cli_command cli_compare = {
@@ -265,6 +278,28 @@ static struct results **read_all(const struct strv *paths)
 	return base;
 }
 
+/* The rerun of the cells whose gated metric regressed (run_baseline.confirm), or NULL. */
+static struct results *confirm_rerun(const struct comparison *cmp, const struct run_baseline *b)
+{
+	_cleanup_free_ const char **cells = xcalloc(cmp->n_rows + 1, sizeof(*cells));
+	size_t n = 0;
+	for (size_t i = 0; i < cmp->n_rows; i++) {
+		const struct cmp_row *row = &cmp->rows[i];
+		if (row->verdict == CMP_REGRESSED && row->gated &&
+		    (!n || !STREQ(cells[n - 1], row->cell)))
+			cells[n++] = row->cell;
+	}
+	fprintf(stderr,
+		"ferry: suspected regression in %zu cell%s: rerunning %s in %u new block%s to "
+		"confirm it\n",
+		n, n == 1 ? "" : "s", n == 1 ? "it" : "them", b->confirm,
+		b->confirm == 1 ? "" : "s");
+	struct results *rerun = b->rerun(b->rerun_ud, cells, n, b->confirm);
+	if (!rerun)
+		warnf("the rerun did not run: the regression stands unconfirmed");
+	return rerun;
+}
+
 int compare_run_results(struct results *r, const struct run_baseline *b)
 {
 	struct strv paths = { 0 };
@@ -291,11 +326,23 @@ int compare_run_results(struct results *r, const struct run_baseline *b)
 		.confidence = b->confidence,
 		.rule = b->rule,
 		.window = b->window ? b->window : 1,
+		.gate = b->gate,
+		.n_gate = b->n_gate,
 	};
 	_cleanup_free_ char *err = NULL;
 	struct comparison *cmp =
 	    base ? compare_results((const struct results *const *)base, paths.n, r, &o, &err)
 		 : NULL;
+	_cleanup_(results_freep) struct results *rerun = NULL;
+	if (cmp && !cmp->refused && cmp->failed_cells && b->confirm && b->rerun) {
+		rerun = confirm_rerun(cmp, b);
+		if (rerun) {
+			o.confirm = rerun;
+			comparison_free(cmp);
+			cmp = compare_results((const struct results *const *)base, paths.n, r, &o,
+					      &err);
+		}
+	}
 	if (!cmp) {
 		if (err)
 			errorf("compare: %s", err);
@@ -308,7 +355,7 @@ int compare_run_results(struct results *r, const struct run_baseline *b)
 		/* a regressed metric is the cell's error: every report of the run carries it */
 		for (size_t i = 0; i < cmp->n_rows; i++) {
 			const struct cmp_row *row = &cmp->rows[i];
-			if (row->verdict != CMP_REGRESSED)
+			if (row->verdict != CMP_REGRESSED || !row->gated)
 				continue;
 			struct result_cell *c = &r->cells[row->cand - r->cells];
 			result_cell_add_error(
@@ -352,7 +399,7 @@ int compare_exit_code(const struct comparison *c)
 {
 	if (c->refused)
 		return EXIT_PLAN;
-	return c->regressed_cells ? EXIT_FAILED : EXIT_OK;
+	return c->failed_cells ? EXIT_FAILED : EXIT_OK;
 }
 
 /* What `ferry compare`'s command line said. */
@@ -363,6 +410,8 @@ struct compare_args {
 	size_t n_th;
 	struct strv allow;
 	bool window_set;
+	struct gate_metrics gate;
+	struct results *confirm;
 };
 
 static void compare_args_free(struct compare_args *a)
@@ -371,6 +420,8 @@ static void compare_args_free(struct compare_args *a)
 		cmp_threshold_clear(&a->th[i]);
 	free(a->th);
 	strv_free(&a->allow);
+	gate_metrics_free(&a->gate);
+	results_free(a->confirm);
 }
 
 /* --threshold [CELLS:][METRIC=]PERCENT: the default, or one more specific threshold */
@@ -428,6 +479,17 @@ static int compare_option(struct compare_args *a, int c)
 			return EXIT_PLAN;
 		a->window_set = true;
 		return -1;
+	case 'g': return gate_metrics_parse("--gate", optarg, &a->gate) < 0 ? EXIT_PLAN : -1;
+	case 'C': {
+		_cleanup_free_ char *err = NULL;
+		results_free(a->confirm);
+		a->confirm = results_read(optarg, &err);
+		if (!a->confirm) {
+			errorf("%s", err);
+			return EXIT_PLAN;
+		}
+		return -1;
+	}
 	case 'h': return cli_usage_exit(&cli_compare, stdout);
 	default: cli_usage_exit(&cli_compare, stderr); return EXIT_PLAN;
 	}
@@ -474,6 +536,9 @@ static int compare_files(struct compare_args *a, const struct strv *paths, const
 	a->o.n_thresholds = a->n_th;
 	a->o.allow_different = (const char *const *)a->allow.v;
 	a->o.n_allow_different = a->allow.n;
+	a->o.gate = (const char *const *)a->gate.v;
+	a->o.n_gate = a->gate.n;
+	a->o.confirm = a->confirm;
 
 	_cleanup_free_ char *err = NULL;
 	_cleanup_(results_freep) struct results *cand = results_read(cand_path, &err);

@@ -73,6 +73,18 @@ static const struct cli_option run_options[] = {
 	  .value = CLI_RESULTS,
 	  .flags = CLI_REPEAT,
 	  .help = "compare the run with this baseline (a results file or a directory of them)" },
+	{ .name = "gate",
+	  .id = 'g',
+	  .arg = "METRIC,...",
+	  .value = CLI_WORD,
+	  .help = "with a baseline: the metrics whose regression fails the run (default: the "
+		  "plan's regression.gate, else total); the others are reported, never fatal" },
+	{ .name = "confirm",
+	  .id = 'C',
+	  .arg = "N",
+	  .value = CLI_WORD,
+	  .help = "with a baseline: rerun a suspected regression's cells in N new blocks and fail "
+		  "only when the rerun regressed too (default: the plan's regression.confirm)" },
 	CLI_END,
 };
 const struct cli_command cli_run = {
@@ -322,6 +334,8 @@ struct run_args {
 	size_t window;
 	const char **baselines;
 	size_t n_baselines;
+	struct gate_metrics gate; /* --gate */
+	long confirm;             /* --confirm N; -1: the plan's */
 	/* --connect and --hosts, in order: one host is the connection, several the fan-out */
 	struct uri_list ul;
 };
@@ -331,6 +345,7 @@ static void run_args_free(struct run_args *a)
 	plan_args_free(&a->pa);
 	free_uris(&a->ul);
 	free(a->baselines);
+	gate_metrics_free(&a->gate);
 }
 
 /* Reads the options into *a. Returns -1 to go on, else the exit status to return. */
@@ -339,6 +354,7 @@ static int run_parse_args(struct run_args *a, int argc, char **argv)
 	a->lvo.storage = MACHINE_STORAGE_AUTO;
 	a->eo.error = show_error;
 	a->eo.machine_data = &a->lvo;
+	a->confirm = -1;
 	int c;
 	while ((c = plan_args_getopt(&cli_run, argc, argv, &a->pa)) != -1) {
 		switch (c) {
@@ -372,6 +388,14 @@ static int run_parse_args(struct run_args *a, int argc, char **argv)
 				return EXIT_PLAN;
 			break;
 		case 'E': a->allow_empty = true; break;
+		case 'g':
+			if (gate_metrics_parse("--gate", optarg, &a->gate) < 0)
+				return EXIT_PLAN;
+			break;
+		case 'C':
+			if ((a->confirm = gate_parse_confirm(optarg)) < 0)
+				return EXIT_PLAN;
+			break;
 		case 'h': return cli_usage_exit(&cli_run, stdout);
 		default:
 			if (c >= OPT_REPORT && c < OPT_REPORT + REPORT_FORMAT_COUNT) {
@@ -464,8 +488,8 @@ static int run_open_reports(const struct run_args *a, const struct plan *p, stru
 
 /* --baseline or the plan's baseline: compares the run, marks regressions and rewrites the
  * results file with them. Returns compare_run_results()'s status. */
-static int run_compare_baselines(const struct run_args *a, const struct plan *p, struct results *r,
-				 struct exec_result *st)
+static int run_compare_baselines(const struct run_args *a, const struct plan *p,
+				 const struct matrix *m, struct results *r, struct exec_result *st)
 {
 	/* the plan's baseline (checked below the working directory when the plan was read)
 	 * unless the command line names one */
@@ -478,7 +502,16 @@ static int run_compare_baselines(const struct run_args *a, const struct plan *p,
 		.threshold = p->regression.threshold / 100,
 		.confidence = p->regression.confidence / 100,
 		.rule = (int)p->regression.rule,
+		.gate = a->gate.n ? (const char *const *)a->gate.v
+				  : (const char *const *)p->regression.gate,
+		.n_gate = a->gate.n ? a->gate.n : p->regression.n_gate,
+		.confirm = a->confirm >= 0 ? (unsigned)a->confirm : (unsigned)p->regression.confirm,
+		.rerun = gate_rerun,
 	};
+	_cleanup_free_ char *confirm_path =
+	    a->eo.results_path ? gate_confirm_path(a->eo.results_path) : NULL;
+	struct gate_rerun gr = { p, m, &a->eo, confirm_path };
+	rb.rerun_ud = &gr;
 	int cmp_rc = compare_run_results(r, &rb);
 	results_count_status(r, st->counts);
 	/* the results file carries the regressions too */
@@ -514,7 +547,7 @@ static int run_finish(struct run_args *a, const struct plan *p, const struct mat
 {
 	int cmp_rc = 0;
 	if (a->n_baselines || p->baseline)
-		cmp_rc = run_compare_baselines(a, p, r, st);
+		cmp_rc = run_compare_baselines(a, p, m, r, st);
 	int code = exit_code(st, r, a->allow_empty);
 	if (cmp_rc && code == EXIT_OK)
 		code = cmp_rc;

@@ -25,6 +25,7 @@ enum ferry_exit {
 /* One table per command (cli.h), defined next to its parser; keep alphabetical so parallel work
  * merges cleanly. main.c lists them in cli_commands[]. */
 struct cli_command;
+extern const struct cli_command cli_calibrate;
 extern const struct cli_command cli_compare;
 extern const struct cli_command cli_dataset;
 extern const struct cli_command cli_doctor;
@@ -59,8 +60,42 @@ struct run_baseline {
 	double threshold, confidence; /* fractions; 0: defaults */
 	int rule;                     /* enum cmp_rule */
 	const char *markdown;         /* the comparison's Markdown, or NULL */
+	const char *const *gate;      /* the metrics that fail (compare_opts.gate) */
+	size_t n_gate;
+	/* confirm > 0: a gated regression reruns its cells in that many new blocks through
+	 * rerun() (a results file the caller frees, NULL when it could not run), and stands only
+	 * when the rerun regressed too */
+	unsigned confirm;
+	struct results *(*rerun)(void *ud, const char *const *cells, size_t n, unsigned blocks);
+	void *rerun_ud;
 };
 int compare_run_results(struct results *r, const struct run_baseline *b);
+
+/* The metrics of a gate (--gate METRIC,..., the plan's regression.gate), gate.c. */
+struct gate_metrics {
+	char **v;
+	size_t n;
+};
+/* Adds the comma-separated metric names of text (each a known metric: total, phase.NAME,
+ * throughput, files_per_s or a per-run metric of ferry(1) METRICS); -1 after printing why. */
+int gate_metrics_parse(const char *opt, const char *text, struct gate_metrics *g);
+void gate_metrics_free(struct gate_metrics *g);
+
+/* What `ferry run --confirm` reruns the flagged cells with (gate.c): the plan (a copy with
+ * the rerun's blocks runs), its matrix and the run's options; the rerun's
+ * results are written to path (NULL: none). */
+struct gate_rerun {
+	const struct plan *p;
+	const struct matrix *m;
+	const struct exec_opts *eo;
+	const char *path;
+};
+/* --confirm N: 1 to 20 blocks, or 0; -1 after printing why. */
+long gate_parse_confirm(const char *text);
+/* Where the rerun of results file path goes: "X.json" -> "X.confirm.json". Caller frees. */
+char *gate_confirm_path(const char *path);
+/* run_baseline.rerun for a struct gate_rerun. */
+struct results *gate_rerun(void *ud, const char *const *cells, size_t n, unsigned blocks);
 
 /*
  * Under GitHub Actions: one "::error" annotation per error of every failed or errored cell

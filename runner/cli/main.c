@@ -53,6 +53,7 @@ const struct cli_command *const cli_commands[] = {
 	&cli_compare,
 	&cli_merge,
 	&cli_trend,
+	&cli_calibrate,
 	&cli_guest,
 	&cli_dataset,
 	&cli_doctor,

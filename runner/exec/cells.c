@@ -172,7 +172,7 @@ static void ctx_init(struct exec *x, struct xcell *c)
 /* Everything before the cell's first run; a cell that cannot run is over when this returns. */
 void prepare_cell(struct exec *x, struct xcell *c)
 {
-	c->ops = method_find(c->pc.method->type);
+	c->ops = method_of(c->pc.method);
 	_cleanup_free_ char *why = skip_reason(c);
 	if (why) {
 		skip_cell(x, c, why);

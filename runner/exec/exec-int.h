@@ -24,6 +24,8 @@ struct xgroup {
 	struct machine_guest *guest; /* NULL: not booted (or destroyed) */
 	int64_t boot;                /* the id of the guest's boot (result_run.boot) */
 	bool suspended;              /* the guest is paused while another group measures */
+	/* the drift canary of this boot (canary.c), in seconds; 0: not measured */
+	double canary_host, canary_guest;
 };
 
 /*
@@ -140,6 +142,9 @@ void run_group(struct exec *x, struct xgroup *g);
 bool cell_next(struct exec *x, struct xcell *c);
 bool cell_run(struct exec *x, struct xcell *c);
 void shuffle(size_t *a, size_t n, uint64_t seed);
+
+/* canary.c: the drift canary of a boot in a block (host and guest reference workloads) */
+void canary_measure(struct exec *x, struct xgroup *g);
 
 /* blocks.c: a run as a sequence of blocks (run.boots) */
 void run_blocks(struct exec *x);

@@ -61,6 +61,10 @@ void metrics_record(struct exec *x, struct xcell *c, struct result_run *rr)
 	put(o, "alloc_deleted", s->deleted.alloc_bytes);
 	put(o, "cpu_guest", s->xfer1.cpu_guest_s - s->xfer0.cpu_guest_s);
 	put(o, "cpu_qemu", s->xfer1.cpu_qemu_s - s->xfer0.cpu_qemu_s);
+	if (c->group && c->group->canary_host > 0)
+		put(o, "canary_host", c->group->canary_host);
+	if (c->group && c->group->canary_guest > 0)
+		put(o, "canary_guest", c->group->canary_guest);
 	const char *k;
 	json_t *v;
 	json_object_foreach(o, k, v)

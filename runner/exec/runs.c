@@ -45,6 +45,7 @@ static int group_boot(struct exec *x, struct xgroup *g, char **err, char **detai
 	/* runs of one boot share its luck: `ferry compare` takes a boot, not a run, as a sample */
 	g->boot = ++x->last_boot;
 	machine_describe(x->machine, g->guest, &x->r->provenance);
+	canary_measure(x, g);
 	if (g->guest->fresh_note)
 		progress_line(x->o, "%s boots instead of restoring a saved state: %s", g->key,
 			      g->guest->fresh_note);

@@ -37,9 +37,15 @@ static const char *const debian_packages[] = {
 	"lz4",
 	"cpio",
 	"unzip",
+	"cifs-utils",
 	"wget",
 	"netcat-openbsd",
 	"dosfstools",
+	/* the ssh method's server and rsync; fio, the peer ferry's guest-timed block figures
+	   are checked against (bench/fio-agree.sh) */
+	"openssh-server",
+	"rsync",
+	"fio",
 };
 
 /* Files written into the root, after debootstrap: path, content. */
@@ -69,6 +75,9 @@ static const char *const debian_masked[] = {
 	"e2scrub_reap.service",
 	"fstrim.timer",
 	"systemd-networkd-wait-online.service",
+	/* the ssh method starts its own sshd with host keys made per run (the image keeps none) */
+	"ssh.service",
+	"ssh.socket",
 };
 
 #define DEBIAN_CMDLINE                                                                             \
@@ -345,6 +354,11 @@ static int configure_root(const struct guest_build_opts *o, const char *root, co
 		progress(o, "making the initrd (update-initramfs, MODULES=list)");
 		const char *ui[] = { "update-initramfs", "-c", "-k", kver, NULL };
 		r = chroot_run(root, ui, NULL, err);
+	}
+	/* openssh-server's postinst made host keys: no key outlives a run, so none is baked in */
+	if (r >= 0) {
+		const char *keys[] = { "sh", "-c", "rm -f /etc/ssh/ssh_host_*", NULL };
+		r = chroot_run(root, keys, NULL, err);
 	}
 	/* what debootstrap downloaded is kept in the cache's debs/, not in the image */
 	if (r >= 0) {

@@ -23,7 +23,8 @@
  * qemu-guest-agent started by udev when its port appears, eth0 (net.ifnames=0) configured by
  * systemd-networkd as 10.0.2.15/24 via 10.0.2.2 (QEMU user networking), kmod loading modules on
  * demand, /bin/sh is dash (no pipefail), bash, GNU coreutils, tar, gzip, xz, zstd, lz4, cpio,
- * unzip, wget, netcat-openbsd, iproute2 (ss), e2fsprogs.
+ * unzip, wget, netcat-openbsd, iproute2 (ss), e2fsprogs, rsync, fio, and OpenSSH's sshd (its
+ * units masked and no host key in the image: the ssh method starts its own with per-run keys).
  */
 #pragma once
 
@@ -33,7 +34,7 @@
 #include "guest.h"
 
 /* Bump when what goes into the image changes without its inputs changing: part of the key. */
-#define GUEST_DEBIAN_FORMAT_VERSION 1
+#define GUEST_DEBIAN_FORMAT_VERSION 2
 /* The Debian release the guest is made of. */
 #define GUEST_DEBIAN_SUITE "bookworm"
 /* The label of the root filesystem; the kernel command line mounts root=LABEL=this. */

@@ -55,11 +55,15 @@ static const char *const guest_modules_boot[] = {
  * comes first. crc32c_generic is a soft dependency of ext4/jbd2 (metadata checksums) that
  * depends= does not list; nls_cp437 and nls_ascii are vfat's default codepage and iocharset in
  * Debian's config. virtiofs (share driver virtiofs) pulls in fuse, a module in Debian's 6.1
- * kernel (CONFIG_FUSE_FS=m, CONFIG_VIRTIO_FS=m).
+ * kernel (CONFIG_FUSE_FS=m, CONFIG_VIRTIO_FS=m). cifs (share driver smb) depends on netfs,
+ * fscache, dns_resolver, cifs_md4 and cifs_arc4; what its softdep= lines name and Debian builds
+ * as modules (cmac for SMB 3 signing keys, ecb, sha512_generic for 3.1.1's preauth hash, gcm and
+ * ccm for encryption) come first, since depends= does not list them.
  */
 static const char *const guest_modules_later[] = {
-	"crc32c_generic", "ext4",  "nls_cp437",    "nls_ascii", "nls_utf8",
-	"vfat",           "isofs", "9pnet_virtio", "9p",        "virtiofs",
+	"crc32c_generic", "ext4",         "nls_cp437", "nls_ascii", "nls_utf8", "vfat",
+	"isofs",          "9pnet_virtio", "9p",        "virtiofs",  "cmac",     "ecb",
+	"sha512_generic", "gcm",          "ccm",       "cifs",
 };
 
 /* The fixture files installed into the initramfs: name in fixtures/guest, path, mode. */

@@ -36,11 +36,13 @@
  *   busybox init respawns `qemu-ga -m virtio-serial -p /dev/virtio-ports/org.qemu.guest_agent.0`
  *   (/etc/inittab; `qgadebug` on the command line adds `-v -l /tmp/qga.log`).
  * - mdev, then the filesystem modules (ext4, vfat, isofs, 9p + 9pnet_virtio, virtiofs + fuse,
- *   crc32c) start behind the agent at nice 19, in that order; /run/ferry-modules/NAME appears
- *   when module NAME (file name without .ko) is in, /run/ferry-modules-loaded when they all
- *   are. A mount before that works too: the kernel loads what it needs through /sbin/modprobe
+ *   crc32c, cifs and the crypto it uses) start behind the agent at nice 19, in that order;
+ *   /run/ferry-modules/NAME appears when module NAME (file name without .ko) is in,
+ *   /run/ferry-modules-loaded when they all are. A mount before that works too: the kernel
+ *   loads what it needs through /sbin/modprobe
  *   (busybox, with modules.dep and modules.alias in /lib/modules/KVER). `mount -t 9p -o
- *   trans=virtio TAG DIR` and `mount -t virtiofs TAG DIR` likewise.
+ *   trans=virtio TAG DIR`, `mount -t virtiofs TAG DIR` and `mount -t cifs //ADDR/SHARE DIR -o
+ *   ip=ADDR,...` (busybox passes the options to the kernel as they are) likewise.
  * - The domain needs the agent channel (target name GUEST_AGENT_CHANNEL), a serial console on
  *   ttyS0 (the command line sends the console there) and 256 MiB of memory or more.
  * - Busybox applets are at their usual paths (/bin/sh, /bin/mount, /sbin/ip, wget, nc, ...),

@@ -31,6 +31,8 @@
 #define MACHINE_LANDING    MACHINE_TARGET_MNT "/data"
 /* The serial the guest finds the target disk by. */
 #define MACHINE_TARGET_SERIAL "ferry-target"
+/* Host addresses a run's private network offers (machine_net_host_addr). */
+#define MACHINE_NET_HOST_ADDRS 4
 
 /* What to boot: borrowed, valid while the guest lives. */
 struct machine_config {
@@ -256,6 +258,22 @@ struct machine_guest_ops {
 	 */
 	int (*net_socket)(struct machine *m, int domain, int type, int *fd, const char **host_addr,
 			  struct machine_err *e);
+	/*
+	 * The host's address number index on the run's private network (0: the one net_socket
+	 * gives; index < MACHINE_NET_HOST_ADDRS), added to the host's end there at the first call,
+	 * so that a second server of the run can listen on an address of its own. *addr (caller
+	 * frees). -1 with *e when the run has no private network.
+	 */
+	int (*net_host_addr)(struct machine *m, unsigned index, char **addr, struct machine_err *e);
+	/*
+	 * Run argv (argv[0] from PATH, at most 24 arguments) on the host inside the run's private
+	 * network and wait for it, its output in *out (may be NULL; caller frees): a server that
+	 * puts itself into the background there (smbd -D) reaches the guests of net_guest_addr
+	 * and nothing else; its caller stops it. -1 with *e when it could not run or exited
+	 * non-zero.
+	 */
+	int (*net_run)(struct machine *m, const char *const *argv, char **out,
+		       struct machine_err *e);
 	/* Why the guest's NIC moves packets without the host kernel's vhost-net (e.g. the host
 	 * has no /dev/vhost-net), or NULL when it uses it (static string). */
 	const char *(*nic_no_vhost_reason)(struct machine *m, struct machine_guest *g);
@@ -619,6 +637,26 @@ static inline int machine_net_socket(struct machine *m, int domain, int type, in
 		return -1;
 	}
 	return m->ops->guest->net_socket(m, domain, type, fd, host_addr, e);
+}
+static inline int machine_net_host_addr(struct machine *m, unsigned index, char **addr,
+					struct machine_err *e)
+{
+	if (!m || !m->ops->guest || !m->ops->guest->net_host_addr)
+		return machine_err_set(e, MACHINE_ERR_UNSUPPORTED,
+				       "this machine has no private network");
+	return m->ops->guest->net_host_addr(m, index, addr, e);
+}
+static inline bool machine_can_net_run(struct machine *m)
+{
+	return m && m->ops->guest && m->ops->guest->net_run && m->ops->guest->net_host_addr;
+}
+static inline int machine_net_run(struct machine *m, const char *const *argv, char **out,
+				  struct machine_err *e)
+{
+	if (!machine_can_net_run(m))
+		return machine_err_set(e, MACHINE_ERR_UNSUPPORTED,
+				       "this machine cannot run a program in a private network");
+	return m->ops->guest->net_run(m, argv, out, e);
 }
 static inline const char *machine_guest_nic_no_vhost_reason(struct machine *m,
 							    struct machine_guest *g)

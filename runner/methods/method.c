@@ -42,7 +42,9 @@ const struct method_ops *method_find(int type)
 
 const struct method_ops *method_of(const struct plan_method *m)
 {
-	return method_find(m->type);
+	const struct method_ops *ops = method_find(m->type);
+	const struct method_ops *d = ops && ops->driver ? ops->driver(m) : NULL;
+	return d ? d : ops;
 }
 
 const struct method_ops *method_find_name(const char *name)

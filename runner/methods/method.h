@@ -194,9 +194,12 @@ struct method_needs {
 /* A method's options: its struct `st` (first member `uint64_t set`), the rows `defs` with
  * offsets into it, under the static table `var` (the plan reader fills the struct in
  * plan_method.opts, which it must fit). */
-#define METHOD_OPTIONS(var, method, st, defs)                                                      \
+#define METHOD_OPTIONS(var, method, st, defs) METHOD_OPTIONS_TABLE(static, var, method, st, defs)
+/* The same with the table's storage class given (empty: a table another file names, as smb.c
+ * names share's). */
+#define METHOD_OPTIONS_TABLE(storage, var, method, st, defs)                                       \
 	_Static_assert(sizeof(st) <= PLAN_METHOD_OPTS_SIZE, "options fit in plan_method.opts");    \
-	static const struct key_table var = {                                                      \
+	storage const struct key_table var = {                                                     \
 		.name = "methods.NAME (type " method ")",                                          \
 		.doc = "the options of type " method,                                              \
 		.keys = defs,                                                                      \
@@ -221,6 +224,10 @@ struct method_ops {
 	 * before the rules table's of the same scope. */
 	const struct plan_rule *rules;
 	size_t n_rules;
+	/* Optional: the method that runs entry m when one of its options picks another
+	 * implementation (share's driver smb: smb.c), NULL for this one. method_of() asks it; the
+	 * other's declarations (options, needs, rules) must be this method's. */
+	const struct method_ops *(*driver)(const struct plan_method *m);
 
 	/*
 	 * Whether this cell can run on this host: static checks of the combination (method options

@@ -53,30 +53,22 @@
 #include "archive.h"
 #include "stream.h"
 #include "rules.h"
+#include "share.h"
 
 #define SHARE_TAG   "ferryshare"
 #define GUEST_MOUNT "/mnt/ferry-share"
 
-/* its options: the values' order of each enum is its key's */
-enum share_drv { SHARE_9P, SHARE_VIRTIOFS };
-enum share_cache { SHARE_CACHE_NONE, SHARE_CACHE_LOOSE, SHARE_CACHE_MMAP };
-enum share_how { SHARE_COPY, SHARE_MOVE };
-
-struct share_opts {
-	uint64_t set;
-	enum share_drv driver;
-	uint64_t msize; /* 9p */
-	enum share_cache cache;
-	enum share_how mode;
-};
+static const char *const share_to_names[] = { "guest", "same-share", "other-share", "other-server",
+					      NULL };
 
 static const struct key_def share_defs[] = {
 	{ .name = "driver",
 	  .type = KEY_ENUM,
 	  .offset = offsetof(struct share_opts, driver),
 	  .def = "9p",
-	  .values = (const char *const[]){ "9p", "virtiofs", NULL },
-	  .help = "share driver; virtiofs needs virtiofsd on the host" },
+	  .values = (const char *const[]){ "9p", "virtiofs", "smb", NULL },
+	  .help = "share driver; virtiofs needs virtiofsd on the host; smb is Samba's smbd in the "
+		  "run's private network (nic backend private), mounted with the guest's cifs" },
 	{ .name = "msize",
 	  .type = KEY_SIZE,
 	  .offset = offsetof(struct share_opts, msize),
@@ -96,36 +88,84 @@ static const struct key_def share_defs[] = {
 	  .def = "copy",
 	  .values = (const char *const[]){ "copy", "move", NULL },
 	  .help = "copy out of the share, or move (the share is refilled before each run)" },
+	{ .name = "to",
+	  .type = KEY_ENUM,
+	  .offset = offsetof(struct share_opts, to),
+	  .def = "guest",
+	  .values = share_to_names,
+	  .help = "smb: where the files go: the guest's target disk, another folder of the same "
+		  "share, a second share of the same server, or a share of a second server" },
 };
-METHOD_OPTIONS(share_keys, "share", struct share_opts, share_defs);
+METHOD_OPTIONS_TABLE(, share_keys, "share", struct share_opts, share_defs);
 
-#define SO(m) METHOD_OPTS(m, struct share_opts)
+#define SO(m) SHARE_OPTS(m)
 
 static void virtiofs_9p(const struct rule_subject *s, struct rule_out *o)
 {
 	const struct share_opts *so = SO(s->method);
-	if (so->driver != SHARE_VIRTIOFS)
+	if (so->driver == SHARE_9P)
 		return;
 	for (size_t i = 0; i < 2; i++) {
 		const char *nine = i ? "cache" : "msize";
 		if (key_is_set(&share_keys, so, nine))
-			plan_rule_fail(
-			    o, nine, "'%s' is a 9p option: it does not apply to 'driver: virtiofs'",
-			    nine);
+			plan_rule_fail(o, nine,
+				       "'%s' is a 9p option: it does not apply to 'driver: %s'",
+				       nine, so->driver == SHARE_SMB ? "smb" : "virtiofs");
 	}
 }
 
-static const struct plan_rule share_rules[] = {
+/* `to` other than guest: the guest copies between two SMB shares, which only smb serves; the
+ * files land on a share, so there is nothing for an archive to be unpacked into */
+static void share_to(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct share_opts *so = SO(s->method);
+	if (so->to == SHARE_TO_GUEST)
+		return;
+	if (so->driver != SHARE_SMB)
+		plan_rule_fail(o, "to",
+			       "'to: %s' copies between SMB shares: it needs 'driver: smb'",
+			       share_to_names[so->to]);
+	else if (s->method->archive.format != PLAN_ARCHIVE_NONE)
+		plan_rule_fail(o, "archive",
+			       "'to: %s' copies the files from share to share as they are: archive "
+			       "does not apply (use 'to: guest')",
+			       share_to_names[so->to]);
+}
+
+/* smb: smbd listens in the run's private network only (never on the host's own network) */
+static void smb_private(const struct rule_subject *s, struct rule_out *o)
+{
+	if (SO(s->method)->driver != SHARE_SMB || s->vm->nic.backend == PLAN_NIC_PRIVATE)
+		return;
+	plan_rule_fail(
+	    o, "method",
+	    "method '%s' (driver smb) needs vm '%s' on ferry's private network: Samba listens "
+	    "only there (set 'nic: {backend: private}')",
+	    s->method->e.name, s->vm->e.name);
+}
+
+const struct plan_rule share_rules[] = {
 	{ "method.virtiofs-9p-options", RULE_METHOD, RULE_ERROR, 0,
-	  "9p options (msize, cache) with 'driver: virtiofs'", virtiofs_9p },
+	  "9p options (msize, cache) with driver virtiofs or smb", virtiofs_9p },
+	{ "method.share-to", RULE_METHOD, RULE_ERROR, 0,
+	  "share 'to' other than guest without driver smb, or with an archive", share_to },
+	{ "cell.smb-private", RULE_CELL, RULE_ERROR, 0,
+	  "a share method with driver smb on a vm without nic backend private", smb_private },
 };
+_Static_assert(ELEMENTSOF(share_rules) == SHARE_N_RULES, "SHARE_N_RULES counts share_rules");
 
 /* What it copies into the run directory: the dataset, staged for a move or a virtiofs share
- * (counted for every share cell: the check stays on the safe side). */
-static uint64_t share_run_dir_bytes(const struct plan_method *m, uint64_t data)
+ * (counted for every share cell: the check stays on the safe side; smb stages the same). */
+uint64_t share_run_dir_bytes(const struct plan_method *m, uint64_t data)
 {
 	(void)m;
 	return data;
+}
+
+/* Share's driver smb runs as its own method (smb.c). */
+static const struct method_ops *share_driver(const struct plan_method *m)
+{
+	return SO(m)->driver == SHARE_SMB ? &method_share_smb : NULL;
 }
 
 struct share_state {
@@ -140,7 +180,7 @@ static bool writable_mode(const struct plan_method *m)
 	return SO(m)->mode == SHARE_MOVE || m->archive.format != PLAN_ARCHIVE_NONE;
 }
 
-static const char *archive_ext(const struct plan_archive *a)
+const char *share_archive_ext(const struct plan_archive *a)
 {
 	static const char *const fmt[] = { "tar", "tar", "pax", "cpio", "zip" };
 	static const char *const comp[] = { "", ".gz", ".zst", ".lz4", ".xz" };
@@ -421,7 +461,7 @@ static int share_prepare(struct method_ctx *ctx)
 	_cleanup_close_ int sfd = open_staging(ctx, s);
 	if (sfd < 0)
 		return -1;
-	const char *ext = archive_ext(&m->archive);
+	const char *ext = share_archive_ext(&m->archive);
 	_cleanup_free_ char *leaf = xasprintf("data.%s", ext);
 	_cleanup_free_ char *file = xasprintf("%s/%s", s->staging, leaf);
 	_cleanup_close_ int fd =
@@ -443,20 +483,16 @@ static int share_prepare(struct method_ctx *ctx)
 	return 0;
 }
 
-/* The command that copies or moves the share's data into the landing directory and syncs. */
-static char *share_copy_command(struct method_ctx *ctx)
+char *share_copy_command(const struct plan_method *m, const char *from, const char *to)
 {
-	struct share_state *s = state(ctx);
-	const struct plan_method *m = ctx->method;
-	_cleanup_free_ char *src = method_shell_quote(s->guest_src);
-	_cleanup_free_ char *dst = method_shell_quote(ctx->landing);
+	_cleanup_free_ char *src = method_shell_quote(from);
+	_cleanup_free_ char *dst = method_shell_quote(to);
 	if (m->archive.format != PLAN_ARCHIVE_NONE) {
 		_cleanup_free_ char *cat = xasprintf("cat %s", src);
 		/* a zip on the share is a seekable file already: unzip reads it in place */
-		_cleanup_free_ char *unpack =
-		    m->archive.format == PLAN_ARCHIVE_ZIP
-			? xasprintf("unzip -o -q %s -d %s", src, dst)
-			: stream_unpack_command(&m->archive, cat, ctx->landing);
+		_cleanup_free_ char *unpack = m->archive.format == PLAN_ARCHIVE_ZIP
+						  ? xasprintf("unzip -o -q %s -d %s", src, dst)
+						  : stream_unpack_command(&m->archive, cat, to);
 		_cleanup_free_ char *rm =
 		    SO(m)->mode == SHARE_MOVE ? xasprintf("rm -f %s && ", src) : xstrdup("");
 		return xasprintf("( %s ) && %ssync", unpack, rm);
@@ -498,7 +534,7 @@ static int share_transfer(struct method_ctx *ctx)
 				  METHOD_GUEST_MODULE_WAIT("9p"), msize, cache[SO(m)->cache],
 				  writable_mode(m) ? "" : ",ro");
 	}
-	_cleanup_free_ char *copy = share_copy_command(ctx);
+	_cleanup_free_ char *copy = share_copy_command(m, s->guest_src, ctx->landing);
 	_cleanup_free_ char *all =
 	    xasprintf("%s && { %s; } && cd / && umount " GUEST_MOUNT, mount, copy);
 	s->mounted = true;
@@ -549,12 +585,10 @@ const struct method_ops method_share = {
 	.summary = "a host folder",
 	.options = &share_keys,
 	.archive = true,
-	.needs = { .remote_why = "share exports a directory of ferry's own filesystem: not on a "
-				 "remote libvirt host (libvirt has no way to carry a shared folder "
-				 "over its connection)",
-		   .run_dir_bytes = share_run_dir_bytes },
+	.needs = SHARE_NEEDS,
 	.rules = share_rules,
-	.n_rules = ELEMENTSOF(share_rules),
+	.n_rules = SHARE_N_RULES,
+	.driver = share_driver,
 	.supports = share_supports,
 	.add_devices = share_add_devices,
 	.prepare = share_prepare,

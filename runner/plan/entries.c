@@ -201,6 +201,15 @@ void pl_check_entry(struct ctx *c, const struct key_table *t, void *obj, const y
 				    c, (enum plan_axis)a, names[a],
 				    pl_lookup(c, map, plan_axis_name((enum plan_axis)a), NULL),
 				    false);
+	} else if (t == &plan_regression_keys) {
+		struct plan_regression *rg = obj;
+		for (size_t i = 0; i < rg->n_gate; i++)
+			if (!plan_metric_name_ok(rg->gate[i]))
+				pl_err_node(
+				    c, pl_lookup(c, map, "gate", NULL),
+				    "unknown gate metric '%s' (expected total, throughput, "
+				    "files_per_s, phase.NAME or a metric of ferry(1) METRICS)",
+				    rg->gate[i]);
 	} else if (t == &plan_markdown_keys) {
 		struct plan_markdown *md = obj;
 		check_pivot_key(c, map, "rows", md->rows, &md->rows_pos);

@@ -143,6 +143,19 @@ static const struct key_def regression_defs[] = {
 	  .min = 1,
 	  .max = 1000,
 	  .help = "pool the newest N comparable results files of the baseline directory" },
+	{ .name = "gate",
+	  .type = KEY_STRING_LIST,
+	  .offset = FIELD(plan_regression, gate),
+	  .count_offset = FIELD(plan_regression, n_gate),
+	  .help = "the metrics whose regression fails the run (--gate overrides it); the others "
+		  "are reported, never fatal; none given: total" },
+	{ .name = "confirm",
+	  .type = KEY_UINT,
+	  .offset = FIELD(plan_regression, confirm),
+	  .def = "0",
+	  .max = 20,
+	  .help = "on a suspected regression, rerun the flagged cells in this many new blocks and "
+		  "fail only when the rerun regressed too (--confirm overrides it); 0: no rerun" },
 };
 const struct key_table plan_regression_keys = {
 	.name = "regression",

@@ -295,6 +295,9 @@ struct plan_regression {
 	double confidence; /* percent */
 	enum plan_regression_rule rule;
 	uint64_t window; /* pool the newest N comparable baselines */
+	char **gate;     /* the metrics whose regression fails the run; none given: total */
+	size_t n_gate;
+	uint64_t confirm; /* blocks of a rerun that must confirm a suspected regression; 0: none */
 };
 
 struct plan {

@@ -190,6 +190,34 @@ static bool scalar_key(enum key_type t)
 static void pl_parse_named(struct ctx *c, const struct key_def *k, void *obj, yaml_node_t *v);
 static void pl_parse_list(struct ctx *c, const struct key_def *k, void *obj, yaml_node_t *v);
 
+/* A list of strings (or one string): every item a scalar. */
+static void parse_strings(struct ctx *c, const struct key_table *t, const struct key_def *k,
+			  void *obj, yaml_node_t *v)
+{
+	char ***l = (char ***)(void *)AT(obj, k, char);
+	size_t *n = (size_t *)(void *)((char *)obj + k->count_offset);
+	yaml_node_item_t *b = NULL, *e = NULL;
+	if (v->type == YAML_SEQUENCE_NODE) {
+		b = v->data.sequence.items.start;
+		e = v->data.sequence.items.top;
+	} else if (!pl_scalar(v)) {
+		type_error(c, k, v);
+		return;
+	}
+	size_t count = b ? (size_t)(e - b) : 1;
+	for (size_t i = 0; i < count; i++) {
+		yaml_node_t *item = b ? pl_node(c, b[i]) : v;
+		const char *s = pl_scalar(item);
+		if (!s) {
+			type_error(c, k, item);
+			continue;
+		}
+		*l = xrealloc(*l, (*n + 1) * sizeof(**l));
+		(*l)[(*n)++] = xstrdup(s);
+	}
+	key_mark_set(t, obj, k);
+}
+
 static void walk_value(struct ctx *c, const struct key_table *t, const struct key_def *k, void *obj,
 		       yaml_node_t *key, yaml_node_t *v)
 {
@@ -219,6 +247,12 @@ static void walk_value(struct ctx *c, const struct key_table *t, const struct ke
 		return;
 	case KEY_NAMED: pl_parse_named(c, k, obj, v); return;
 	case KEY_LIST: pl_parse_list(c, k, obj, v); return;
+	case KEY_STRING_LIST:
+		if (t != &plan_keys) { /* the top level's include is read before the walk */
+			parse_strings(c, t, k, obj, v);
+			return;
+		}
+		break;
 	case KEY_CUSTOM:
 		if (t == &plan_keys && STREQ(k->name, "matrix")) {
 			pl_parse_matrix(c, key, v);

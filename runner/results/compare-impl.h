@@ -62,3 +62,19 @@ void cmp_row_test_paired(struct cmp_row *row, struct row_work *w, const double *
 /* The verdict of a row whose test ran, once false-discovery control set row->sig_*. */
 void cmp_row_verdict(struct cmp_row *row, struct row_work *w, enum cmp_rule rule,
 		     double confidence);
+
+/* compare-gate.c: the gate. Whether metric fails the comparison (compare_opts.gate). */
+bool cmp_gated(const struct compare_opts *o, const char *metric);
+/* The absolute noise floor in seconds of a time metric from its baseline samples t. */
+double cmp_floor(const struct samples *t);
+/* A regressed or improved row whose change, in the terms of its time (floor_time: the median
+ * of the time the floor is of), is under its floor: unchanged. */
+void cmp_floor_apply(struct cmp_row *row);
+/* The canary's change between the sides from its samples (one per boot). */
+void cmp_canary(struct comparison *cmp, const struct samples *a, const struct samples *b);
+/* A regressed gated row when the canary moved: withheld (inconclusive, with a note). */
+void cmp_canary_apply(const struct comparison *cmp, struct cmp_row *row);
+/* A regressed gated row checked against its rerun b (NULL: the rerun has no such cell) with
+ * the same baseline samples a: stays regressed only when the rerun is regressed too. */
+void cmp_confirm_apply(struct cmp_row *row, const struct samples *a, const struct samples *b,
+		       double confidence);

@@ -410,12 +410,79 @@ static size_t pair_metrics(const struct pair *pr, size_t n_used, const struct re
 
 #define MAX_METRICS 64
 
+/* A regressed gated row against the rerun's cell of the same id (compare_opts.confirm). */
+static void confirm_row(struct cmp_row *row, const struct pair *pairs, size_t n_pairs,
+			size_t n_used, const struct results *confirm, double confidence)
+{
+	if (!row->gated || row->verdict != CMP_REGRESSED)
+		return;
+	const struct pair *pr = NULL;
+	for (size_t i = 0; i < n_pairs && !pr; i++)
+		if (pairs[i].cand == row->cand)
+			pr = &pairs[i];
+	const struct result_cell *rc = results_find_cell(confirm, row->cell);
+	struct metric_ref m;
+	cmp_metric_ref(row->metric, &m);
+	struct samples a = { 0 }, b = { 0 };
+	for (size_t f = 0; pr && f < n_used; f++)
+		if (pr->base[f])
+			cmp_samples_add(&a, pr->base[f], f, &m);
+	if (rc)
+		cmp_samples_add(&b, rc, n_used + 1, &m);
+	cmp_confirm_apply(row, &a, rc ? &b : NULL, confidence);
+	cmp_samples_free(&a);
+	cmp_samples_free(&b);
+}
+
+/* The noise floor of a row: of its own time, or of the total for a rate (metrics of other
+ * units have none). */
+static void row_floor(struct cmp_row *row, const struct metric_ref *m,
+		      const struct result_cell *const *base, size_t n_used)
+{
+	bool rate = m->metric == METRIC_THROUGHPUT || m->metric == METRIC_FILES_PER_S;
+	if (!rate && !STREQ(row->unit, "s"))
+		return;
+	struct metric_ref t = *m;
+	if (rate)
+		cmp_metric_ref(metric_defs[METRIC_TOTAL].name, &t);
+	struct samples a = { 0 };
+	for (size_t f = 0; f < n_used; f++)
+		if (base[f])
+			cmp_samples_add(&a, base[f], f, &t);
+	row->floor = cmp_floor(&a);
+	row->floor_time = a.n ? cmp_median(a.raw, a.n) : NAN;
+	cmp_samples_free(&a);
+}
+
+/* The drift canary over every pair: canary_host, one sample per boot of each side. */
+static void canary(struct comparison *cmp, const struct pair *pairs, size_t n_pairs, size_t n_used)
+{
+	struct metric_ref m;
+	cmp_metric_ref(metric_defs[METRIC_CANARY_HOST].name, &m);
+	struct samples a = { 0 }, b = { 0 };
+	for (size_t i = 0; i < n_pairs; i++) {
+		for (size_t f = 0; f < n_used; f++)
+			if (pairs[i].base[f])
+				cmp_samples_add(&a, pairs[i].base[f], f, &m);
+		cmp_samples_add(&b, pairs[i].cand, n_used, &m);
+	}
+	cmp_canary(cmp, &a, &b);
+	cmp_samples_free(&a);
+	cmp_samples_free(&b);
+}
+
 static void build_rows(struct comparison *cmp, const struct pair *pairs, size_t n_pairs,
 		       size_t n_used, const struct results *cand, const struct compare_opts *o,
 		       double def_thr, double confidence)
 {
 	size_t cap = 0;
 	struct row_work *work = NULL;
+	cmp->confirm_given = o->confirm != NULL;
+	cmp->n_gate = o->n_gate ? o->n_gate : 1;
+	cmp->gate = xcalloc(cmp->n_gate, sizeof(*cmp->gate));
+	for (size_t i = 0; i < cmp->n_gate; i++)
+		cmp->gate[i] = xstrdup(o->n_gate ? o->gate[i] : "total");
+	canary(cmp, pairs, n_pairs, n_used);
 	for (size_t i = 0; i < n_pairs; i++) {
 		struct metric_ref m[MAX_METRICS];
 		size_t nm = pair_metrics(&pairs[i], n_used, cand, m, MAX_METRICS);
@@ -459,7 +526,13 @@ static void build_rows(struct comparison *cmp, const struct pair *pairs, size_t 
 				.mde = NAN,
 				.more_boots = -1,
 				.verdict = CMP_INCONCLUSIVE,
+				.gated = cmp_gated(o, m[k].name),
+				.confirm_change = NAN,
+				.confirm_low = NAN,
+				.confirm_high = NAN,
 			};
+			row_floor(row, &m[k], (const struct result_cell *const *)pairs[i].base,
+				  n_used);
 			*w = (struct row_work){ 0 };
 			if (m[k].metric < 0 && !desc)
 				cmp_row_note(row,
@@ -502,17 +575,28 @@ static void build_rows(struct comparison *cmp, const struct pair *pairs, size_t 
 			cmp_row_verdict(row, &work[i], o->rule, confidence);
 		free(work[i].sa);
 		free(work[i].sb);
+		cmp_floor_apply(row);
+		cmp_canary_apply(cmp, row);
+		if (o->confirm)
+			confirm_row(row, pairs, n_pairs, n_used, o->confirm, confidence);
 		cmp->counts[row->verdict]++;
 	}
 	free(work);
 
-	const char *last = NULL;
-	for (size_t i = 0; i < cmp->n_rows; i++)
-		if (cmp->rows[i].verdict == CMP_REGRESSED &&
-		    (!last || !STREQ(last, cmp->rows[i].cell))) {
+	const char *last = NULL, *last_failed = NULL;
+	for (size_t i = 0; i < cmp->n_rows; i++) {
+		const struct cmp_row *row = &cmp->rows[i];
+		if (row->verdict != CMP_REGRESSED)
+			continue;
+		if (!last || !STREQ(last, row->cell)) {
 			cmp->regressed_cells++;
-			last = cmp->rows[i].cell;
+			last = row->cell;
 		}
+		if (row->gated && (!last_failed || !STREQ(last_failed, row->cell))) {
+			cmp->failed_cells++;
+			last_failed = row->cell;
+		}
+	}
 }
 
 struct order {
@@ -665,6 +749,9 @@ void comparison_free(struct comparison *c)
 		free(c->only_cand[i]);
 	free(c->only_cand);
 	free(c->used);
+	for (size_t i = 0; i < c->n_gate; i++)
+		free(c->gate[i]);
+	free(c->gate);
 	free(c);
 }
 

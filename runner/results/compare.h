@@ -76,6 +76,14 @@ struct compare_opts {
 	const char *const *allow_different;
 	size_t n_allow_different;
 	size_t window; /* pool the last `window` comparable baselines; 0 or 1: the newest one */
+	/* The metrics a regression of which fails the comparison (compare_exit_code); the others
+	 * are reported, never fatal. NULL/0: "total". */
+	const char *const *gate;
+	size_t n_gate;
+	/* The rerun of the new file's flagged cells (`--confirm`), or NULL: a regression of a
+	 * gated metric stands only when the rerun's cell against the same baseline regressed too.
+	 */
+	const struct results *confirm;
 };
 
 /* The provenance keys whose difference changes what a number means (refused unless allowed),
@@ -113,6 +121,17 @@ struct cmp_row {
 	bool between_known; /* the between-boot variance could be estimated */
 	enum cmp_verdict verdict;
 	char *note; /* why inconclusive, or what capped the verdict; NULL */
+	bool gated; /* a metric of the gate: its regression fails the comparison */
+	/* The absolute noise floor in seconds (0: none) of the row's time (its own, or the total
+	 * for a rate), and that time's baseline median: a change under floor / floor_time is no
+	 * regression or improvement. */
+	double floor, floor_time;
+	bool withheld; /* would be regressed, but the drift canary says the host moved */
+	/* a suspected regression of a gated metric rerun (compare_opts.confirm): the rerun's
+	 * change with its bounds against the same baseline (NAN: not rerun), and its verdict */
+	double confirm_change, confirm_low, confirm_high;
+	size_t confirm_boots;
+	bool confirmed;
 };
 
 struct comparison {
@@ -133,6 +152,17 @@ struct comparison {
 	size_t n_only_cand;
 	size_t counts[CMP_VERDICT_COUNT]; /* rows by verdict */
 	size_t regressed_cells;           /* cells with at least one regressed metric */
+	size_t failed_cells;              /* cells with a regressed gated metric: the gate fails */
+	/* The drift canary (canary_host of every boot of the paired cells): the host's change
+	 * of speed from the baseline to the new file (+0.38: 38% slower) with its bounds, NAN
+	 * when a side has fewer than 2 boots with it; moved: beyond its own noise (significant
+	 * and at least the threshold), so a gated regression is withheld. */
+	double canary_change, canary_low, canary_high;
+	size_t canary_boots_base, canary_boots_cand;
+	bool canary_moved;
+	bool confirm_given; /* compare_opts.confirm was set */
+	char **gate;        /* the gate's metrics (compare_opts.gate, or "total") */
+	size_t n_gate;
 };
 
 /*

@@ -66,7 +66,13 @@
 	  "the guest's non-idle CPU time during the transfer phase (user + nice + system + irq + " \
 	  "softirq of the guest's /proc/stat, all CPUs)")                                          \
 	X(CPU_QEMU, "cpu_qemu", TIME, RUN, false,                                                  \
-	  "CPU time of the QEMU process (user + system, all threads) during the transfer phase")
+	  "CPU time of the QEMU process (user + system, all threads) during the transfer phase")   \
+	X(CANARY_HOST, "canary_host", TIME, RUN, false,                                            \
+	  "the drift canary on the host: SHA-256 of a fixed 4 MiB buffer, four times, right after " \
+	  "the run's boot (blocks only; the same for every run of a boot)")                        \
+	X(CANARY_GUEST, "canary_guest", TIME, RUN, false,                                          \
+	  "the drift canary in the guest: a fixed shell loop, timed on the host, right after the " \
+	  "run's boot (blocks only; the same for every run of a boot)")
 /* clang-format on */
 
 enum metric {

@@ -103,7 +103,8 @@ static void test_full(void)
 			"'write_throughput', 'read_throughput', 'guest_write_time', "
 			"'guest_read_time', 'guest_write_throughput', 'guest_read_throughput', "
 			"'alloc_before', 'alloc_after', "
-			"'alloc_growth', 'alloc_deleted', 'cpu_guest' or 'cpu_qemu')");
+			"'alloc_growth', 'alloc_deleted', 'cpu_guest', 'cpu_qemu', 'canary_host' "
+			"or 'canary_guest')");
 	g_free(e);
 
 	GString *fixed = g_string_new(full_plan);

@@ -25,6 +25,7 @@
 
 _Static_assert(AGENT_MAX_CHUNK == MACHINE_FILE_CHUNK_MAX, "machine.h's chunk is the agent's");
 _Static_assert(AGENT_CHUNK == MACHINE_FILE_CHUNK_DEFAULT, "machine.h's chunk is the agent's");
+_Static_assert(NETNS_HOST_ADDRS == MACHINE_NET_HOST_ADDRS, "machine.h's addresses are netns's");
 
 static struct vm *vm_of(struct machine_guest *g)
 {
@@ -264,6 +265,24 @@ static int lv_net_socket(struct machine *m, int domain, int type, int *fd, const
 	return 0;
 }
 
+static int lv_net_host_addr(struct machine *m, unsigned index, char **addr, struct machine_err *e)
+{
+	struct netns *ns = netns_find(((struct lv_machine *)m)->run);
+	if (!ns)
+		return machine_err_set(e, MACHINE_ERR_FAILED, "the run has no private network");
+	char *err = NULL;
+	return netns_host_addr(ns, index, addr, &err) < 0 ? fail(e, MACHINE_ERR_FAILED, err) : 0;
+}
+
+static int lv_net_run(struct machine *m, const char *const *argv, char **out, struct machine_err *e)
+{
+	struct netns *ns = netns_find(((struct lv_machine *)m)->run);
+	if (!ns)
+		return machine_err_set(e, MACHINE_ERR_FAILED, "the run has no private network");
+	char *err = NULL;
+	return netns_run(ns, argv, out, &err) < 0 ? fail(e, MACHINE_ERR_FAILED, err) : 0;
+}
+
 static const char *lv_nic_no_vhost_reason(struct machine *m, struct machine_guest *g)
 {
 	return vm_nic_no_vhost_reason(vm_of(g));
@@ -293,6 +312,8 @@ const struct machine_guest_ops machine_libvirt_guest_ops = {
 	.hostfwd = lv_hostfwd,
 	.net_guest_addr = lv_net_guest_addr,
 	.net_socket = lv_net_socket,
+	.net_host_addr = lv_net_host_addr,
+	.net_run = lv_net_run,
 	.nic_no_vhost_reason = lv_nic_no_vhost_reason,
 	.has_virtiofs = lv_has_virtiofs,
 };

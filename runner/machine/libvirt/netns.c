@@ -30,6 +30,7 @@ struct netns {
 	char *path; /* NETNS_DIR/name */
 	char *alias;
 	unsigned next_guest;
+	unsigned host_addrs; /* bit i: NETNS_HOST_ADDR's i-th successor is on the bridge */
 	struct tap *taps;
 	size_t n_taps, cap_taps;
 	struct netns *next;
@@ -193,6 +194,42 @@ void netns_tap_remove(struct netns *ns, const char *tap)
 	}
 }
 
+int netns_host_addr(struct netns *ns, unsigned index, char **addr, char **err)
+{
+	if (index >= NETNS_HOST_ADDRS) {
+		*err = xasprintf("the private network has %d host addresses", NETNS_HOST_ADDRS);
+		return -1;
+	}
+	/* NETNS_HOST_ADDR is 10.0.2.2: the others follow it, below the guests' */
+	_cleanup_free_ char *a = xasprintf("10.0.2.%u", 2 + index);
+	if (index > 0 && !(ns->host_addrs & (1u << index))) {
+		_cleanup_free_ char *cidr = xasprintf("%s/24", a), *e = NULL;
+		if (IP(&e, "-n", ns->name, "addr", "add", cidr, "dev", NETNS_BRIDGE) < 0) {
+			*err = xasprintf("cannot add address %s in network namespace '%s': %s", a,
+					 ns->name, e);
+			return -1;
+		}
+	}
+	ns->host_addrs |= 1u << index;
+	*addr = TAKE_PTR(a);
+	return 0;
+}
+
+int netns_run(const struct netns *ns, const char *const *argv, char **out, char **err)
+{
+	const char *full[32] = { "ip", "netns", "exec", ns->name };
+	size_t n = 4;
+	for (size_t i = 0; argv[i]; i++) {
+		if (n + 1 >= ELEMENTSOF(full)) {
+			*err = xasprintf("'%s': too many arguments", argv[0]);
+			return -1;
+		}
+		full[n++] = argv[i];
+	}
+	full[n] = NULL;
+	return proc_run(full, out, err);
+}
+
 /* ---- sockets inside the namespace ---- */
 
 struct sock_req {
@@ -313,6 +350,16 @@ static void leftover_namespaces(bool reap, struct netns_leftovers *o)
 			c += 2;
 			c[strcspn(c, ":@ ")] = '\0';
 			IP_QUIET("-n", n, "link", "del", "dev", c);
+		}
+		/* what the run started in there (share driver smb's smbd) would keep the namespace
+		 * alive after its name is gone: only ferry starts processes in it */
+		_cleanup_free_ char *pids = NULL;
+		(void)ip(&pids, &e, (const char *const[]){ "netns", "pids", n, NULL });
+		for (char *p = pids ? strtok_r(pids, "\n", &save) : NULL; p;
+		     p = strtok_r(NULL, "\n", &save)) {
+			long pid_in = strtol(p, NULL, 10);
+			if (pid_in > 1 && pid_in != (long)getpid())
+				kill((pid_t)pid_in, SIGKILL);
 		}
 		_cleanup_free_ char *e2 = NULL;
 		if (IP(&e2, "netns", "del", n) == 0)

@@ -34,6 +34,8 @@
 #define NETNS_HOST_ADDR   "10.0.2.2"
 #define NETNS_GUEST_FIRST 16
 #define NETNS_ALIAS       "ferry-run"
+/* host addresses on the bridge: NETNS_HOST_ADDR and the ones after it (netns_host_addr) */
+#define NETNS_HOST_ADDRS 4
 
 struct netns;
 
@@ -55,6 +57,14 @@ int netns_tap_create(struct netns *ns, unsigned queues, char **tap, char **guest
 int netns_tap_adopt(struct netns *ns, const char *tap, char **err);
 /* Remove tap wherever it is (the domain is gone). */
 void netns_tap_remove(struct netns *ns, const char *tap);
+
+/* The host's address number index (0: NETNS_HOST_ADDR, then 10.0.2.3, ...; below
+ * NETNS_HOST_ADDRS), added to the bridge at the first call: a second server listens there.
+ * *addr receives it (caller frees). */
+int netns_host_addr(struct netns *ns, unsigned index, char **addr, char **err);
+/* Run argv (argv[0] looked up in PATH) inside the namespace (`ip netns exec`) and wait for it:
+ * proc_run()'s contract. A program that puts itself into the background stays in there. */
+int netns_run(const struct netns *ns, const char *const *argv, char **out, char **err);
 
 /* A socket (socket(2) arguments) created inside the namespace. Returns the fd or -1 with *err. */
 int netns_socket(const struct netns *ns, int domain, int type, char **err);

@@ -1,0 +1,57 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# The CI gate's experiment (docs/gate.md): the same plan run K times (A/A), then S runs with one
+# cell's transfer slowed by MS milliseconds (FERRY_TEST_FAULT=slow=MS@CELL, a test-only fault of
+# the libvirt driver); each run is followed at once by its confirmation material (the plan again,
+# BOOTS=3 blocks), as `ferry run --confirm 3` would rerun flagged cells. Every run takes the e2e
+# lock for itself (the machine is shared). Then every ordered pair is gated with `ferry compare`
+# and the figures are printed.
+#   bash bench/gate/gate.sh run OUTDIR K [MS CELL]    measure K runs (clean, or slowed)
+#   bash bench/gate/gate.sh eval OUTDIR [COMPARE-OPTIONS...]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+ferry=${FERRY:-$here/../../build/ferry}
+plan=${FERRY_GATE_PLAN:-$here/gate.yaml}
+lock=${FERRY_LOCK:-/work/e2e.lock}
+cmd=$1 out=$2
+shift 2
+mkdir -p "$out"
+case $cmd in
+run)
+	k=$1 ms=${2:-} cell=${3:-}
+	kind=clean
+	[ -n "$ms" ] && kind=slow
+	for i in $(seq 1 "$k"); do
+		n=$(ls "$out" | grep -c "^$kind-[0-9]*\.json$" || true)
+		n=$((n + 1))
+		(
+			[ -n "$ms" ] && export FERRY_TEST_FAULT="slow=$ms@$cell"
+			flock "$lock" bash -c '
+				"$0" run -q "$1" --results "$2/$3-$4.json" 2>>"$2/log" || true
+				"$0" run -q "$1" --var FERRY_GATE_BOOTS=3 --results "$2/$3-$4.confirm.json" 2>>"$2/log" || true
+			' "$ferry" "$plan" "$out" "$kind" "$n"
+		)
+		echo "$(date -u +%T) $kind-$n done (load $(cut -d' ' -f1-3 /proc/loadavg))"
+	done
+	;;
+eval)
+	fa=0 np=0 det=0 ns=0
+	for b in "$out"/clean-[0-9]*.json; do
+		[ "${b%.confirm.json}" = "$b" ] || continue
+		for c in "$out"/clean-[0-9]*.json "$out"/slow-[0-9]*.json; do
+			[ -e "$c" ] && [ "${c%.confirm.json}" = "$c" ] && [ "$b" != "$c" ] || continue
+			conf=()
+			[ -e "${c%.json}.confirm.json" ] && conf=(--confirm-with "${c%.json}.confirm.json")
+			rc=0
+			"$ferry" compare "$@" "${conf[@]}" --json "$out/cmp.json" --markdown /dev/null "$b" "$c" || rc=$?
+			case $(basename "$c") in
+			clean-*) np=$((np + 1)); [ $rc = 1 ] && fa=$((fa + 1)) ;;
+			slow-*) ns=$((ns + 1)); [ $rc = 1 ] && det=$((det + 1)) ;;
+			esac
+			echo "$(basename "$b") $(basename "$c") exit $rc"
+		done
+	done
+	echo "A/A: $fa of $np ordered pairs failed the gate"
+	echo "slowed: $det of $ns ordered pairs failed the gate"
+	;;
+esac

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+/* share driver smb (smb.c): what its unit tests check. */
+#pragma once
+
+#include <stdbool.h>
+
+/* The smb.conf of server `index`, whose files live in dir, listening on addr. Caller frees. */
+char *smb_config(const char *dir, const char *addr, unsigned index);
+/* The guest command that mounts share `share` ('a' or 'b') of the server at addr on dir. */
+char *smb_mount_command(const char *addr, char share, const char *dir);
+/* Stop the smbd whose process group is pgid: SIGTERM, then SIGKILL after 2 s; returns once
+ * none runs or after the SIGKILL (safe with 0). */
+void smb_server_kill(long pgid);
+/* Whether a process of group pgid runs (a zombie does not). */
+bool smb_group_running(long pgid);

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The gate of `ferry compare` (compare.h, docs/gate.md): which metrics may fail a comparison
+ * (compare_opts.gate, `total` by default), the absolute noise floor under which nothing is a
+ * regression or an improvement, the drift canary (the host's change of speed between the two
+ * sides, from the canary_host metric every run of a block records), and the confirmation of a
+ * suspected regression by a rerun (compare_opts.confirm).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compare-impl.h"
+#include "metrics.h"
+#include "stats.h"
+
+/* The host's clock is nanoseconds, but a phase of a process that the scheduler preempts jitters
+ * by about a millisecond on a loaded host: a time below that is no evidence of anything. */
+#define FLOOR_TIME_S 0.001
+
+bool cmp_gated(const struct compare_opts *o, const char *metric)
+{
+	if (!o->n_gate)
+		return STREQ(metric, "total");
+	for (size_t i = 0; i < o->n_gate; i++)
+		if (STREQ(o->gate[i], metric))
+			return true;
+	return false;
+}
+
+double cmp_floor(const struct samples *t)
+{
+	if (t->n == 0)
+		return 0;
+	/* the jitter of the metric's level: the baseline's run-to-run deviation (MAD, scaled to
+	 * a standard deviation) over the square root of its runs, never below the clock's floor */
+	_cleanup_free_ double *dev = xcalloc(t->n, sizeof(*dev));
+	double med = cmp_median(t->raw, t->n);
+	for (size_t i = 0; i < t->n; i++)
+		dev[i] = fabs(t->raw[i] - med);
+	double jitter = 1.4826 * cmp_median(dev, t->n) / sqrt((double)t->n);
+	return jitter > FLOOR_TIME_S ? jitter : FLOOR_TIME_S;
+}
+
+void cmp_floor_apply(struct cmp_row *row)
+{
+	if (!(row->floor > 0) || !(row->floor_time > 0) || !isfinite(row->change) ||
+	    (row->verdict != CMP_REGRESSED && row->verdict != CMP_IMPROVED))
+		return;
+	/* a rate moves as its time does: both are judged in the time's terms */
+	double rel = row->floor / row->floor_time;
+	if (fabs(log1p(row->change)) >= log1p(rel))
+		return;
+	cmp_row_note(row,
+		     "would be %s, but a %.3g%% change of a %.3g s median is under the noise "
+		     "floor of %.3g s (the clock's, or the jitter of the baseline's level)",
+		     cmp_verdict_name(row->verdict), 100 * fabs(row->change), row->floor_time,
+		     row->floor);
+	row->verdict = CMP_UNCHANGED;
+}
+
+/* The canary_host values of every measured run of every paired cell, one sample per boot. */
+void cmp_canary(struct comparison *cmp, const struct samples *a, const struct samples *b)
+{
+	cmp->canary_change = cmp->canary_low = cmp->canary_high = NAN;
+	cmp->canary_moved = false;
+	if (a->n < 2 || b->n < 2)
+		return;
+	struct cmp_row row = { .unit = (char *)"s", .threshold = cmp->threshold };
+	struct row_work w = { 0 };
+	cmp_row_test(&row, &w, a, b, cmp->confidence);
+	free(w.sa);
+	free(w.sb);
+	free(row.note);
+	cmp->canary_change = row.change;
+	cmp->canary_low = row.ci_low;
+	cmp->canary_high = row.ci_high;
+	cmp->canary_boots_base = row.boots_base;
+	cmp->canary_boots_cand = row.boots_cand;
+	/* beyond its own noise: its interval excludes no change, and the change is at least the
+	 * comparison's threshold (a canary that moved 1% says nothing about a 5% gate) */
+	cmp->canary_moved = row.between_known && (row.ci_low > 0 || row.ci_high < 0) &&
+			    fabs(log1p(row.change)) >= log1p(cmp->threshold);
+}
+
+void cmp_canary_apply(const struct comparison *cmp, struct cmp_row *row)
+{
+	if (!cmp->canary_moved || !row->gated || row->verdict != CMP_REGRESSED)
+		return;
+	cmp_row_note(row,
+		     "would be regressed, but the host was %.0f%% %s than in the baseline "
+		     "(canary %+.1f%% [%+.1f%%, %+.1f%%]): verdict withheld",
+		     100 * fabs(cmp->canary_change), cmp->canary_change > 0 ? "slower" : "faster",
+		     100 * cmp->canary_change, 100 * cmp->canary_low, 100 * cmp->canary_high);
+	row->withheld = true;
+	row->verdict = CMP_INCONCLUSIVE;
+}
+
+void cmp_confirm_apply(struct cmp_row *row, const struct samples *a, const struct samples *b,
+		       double confidence)
+{
+	if (!row->gated || row->verdict != CMP_REGRESSED)
+		return;
+	if (!b) {
+		cmp_row_note(row, "not confirmed: the rerun has no runs of this cell");
+		row->verdict = CMP_INCONCLUSIVE;
+		return;
+	}
+	struct cmp_row r = {
+		.unit = row->unit,
+		.higher_better = row->higher_better,
+		.threshold = row->threshold,
+		.median_base = row->median_base,
+		.median_cand = b->n ? cmp_median(b->raw, b->n) : NAN,
+		.floor = row->floor,
+		.floor_time = row->floor_time,
+	};
+	struct row_work w = { 0 };
+	row->confirm_change = row->confirm_low = row->confirm_high = NAN;
+	if (a->n >= 3 && b->n >= 3) {
+		cmp_row_test(&r, &w, a, b, confidence);
+		/* one row, tested once: no false-discovery control over a family */
+		r.sig_worse = r.p_worse <= 1 - confidence;
+		r.sig_better = r.p_better <= 1 - confidence;
+		cmp_row_verdict(&r, &w, CMP_RULE_WELCH, confidence);
+		cmp_floor_apply(&r);
+		free(w.sa);
+		free(w.sb);
+		row->confirm_change = r.change;
+		row->confirm_low = r.ci_low;
+		row->confirm_high = r.ci_high;
+	}
+	row->confirm_boots = r.boots_cand;
+	row->confirmed = r.verdict == CMP_REGRESSED;
+	if (row->confirmed)
+		cmp_row_note(row, "confirmed by the rerun: %+.1f%% [%+.1f%%, %+.1f%%] (%zu boots)",
+			     100 * r.change, 100 * r.ci_low, 100 * r.ci_high, r.boots_cand);
+	else {
+		cmp_row_note(row,
+			     "would be regressed (%+.1f%%), but the rerun did not confirm it: "
+			     "%+.1f%% [%+.1f%%, %+.1f%%] (%zu boots, %s)",
+			     100 * row->change, 100 * r.change, 100 * r.ci_low, 100 * r.ci_high,
+			     r.boots_cand, cmp_verdict_name(r.verdict));
+		row->verdict = CMP_INCONCLUSIVE;
+	}
+	free(r.note);
+}
