@@ -214,8 +214,18 @@ int report_trend_html(const struct trend *t, FILE *out, char **err)
 	      "a run's median total with its 95% confidence interval.</p>\n",
 	      out);
 	files_table(out, t);
+	if (t->hidden.cells)
+		fprintf(
+		    out,
+		    "<p>%zu of the %zu cells are shown: those with the largest changes of level "
+		    "first. Not shown: %zu cell%s, %zu with a change of level, %zu with a pending "
+		    "one only, the rest stable.</p>\n",
+		    t->n_cells - t->hidden.cells, t->n_cells, t->hidden.cells,
+		    t->hidden.cells == 1 ? "" : "s", t->hidden.with_change, t->hidden.pending);
 	for (size_t c = 0; c < t->n_cells; c++) {
 		const struct trend_cell *tc = &t->cells[c];
+		if (!tc->shown)
+			continue;
 		fputs("<h2>", out);
 		html_text(out, tc->id);
 		fputs("</h2>\n", out);

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "pivot-verdicts.h"
 #include "reporters.h"
 
 static int dump(json_t *root, FILE *out, size_t flags, const char *what, char **err)
@@ -26,8 +27,20 @@ static int dump(json_t *root, FILE *out, size_t flags, const char *what, char **
 
 int report_json(const struct results *r, FILE *out, char **err)
 {
-	/* the one writer of the results JSON, so the export is the results file byte for byte */
-	return results_dump(r, out, err);
+	return report_json_layout(r, NULL, out, err);
+}
+
+int report_json_layout(const struct results *r, const struct report_markdown_opts *opts, FILE *out,
+		       char **err)
+{
+	/* the one writer of the results JSON, so the export is the results file byte for byte,
+	 * with the verdicts of the pivot computed anew from the runs */
+	json_t *v = report_verdicts_json(r, opts, err);
+	if (!v)
+		return -1;
+	int rc = results_dump_with(r, v, out, err);
+	json_decref(v);
+	return rc;
 }
 
 /* A cell that has something to export: measured runs with a finite mean total. */

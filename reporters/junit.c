@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cleanup.h"
+#include "pivot-verdicts.h"
 #include "reporters.h"
 
 /* How much of a serial tail the <error> body repeats (the full tail is in <system-out>). */
@@ -284,6 +285,36 @@ static void add_cell_properties(struct jw *j, const struct result_cell *c)
 	add_number_property(j, "cpu.sys_s", c->cpu_sys_s);
 }
 
+/* Where cell `index` stands in the report's pivot (pivot-verdicts.h, the Markdown's words): the
+ * fastest mean of its column, or its verdict against that cell. */
+static void add_verdict_properties(struct jw *j, const struct results *r,
+				   const struct pivot_verdicts *pv, size_t index)
+{
+	for (size_t i = 0; i < pv->n; i++) {
+		const struct pivot_table *t = &pv->t[i];
+		if (t->winner == index) {
+			add_property(j, "verdict.table", t->title);
+			add_property(j, "verdict.role", "fastest mean");
+			return;
+		}
+		for (size_t k = 0; k < t->n; k++) {
+			if (t->cells[k] != index)
+				continue;
+			const struct verdict *v = &t->v[k];
+			add_property(j, "verdict.table", t->title);
+			add_property(j, "verdict.role", "against the fastest mean");
+			add_property(j, "verdict.against", r->cells[t->winner].id);
+			add_property(j, "verdict.kind", verdict_kind_name(v->kind));
+			add_property(j, "verdict", t->text[k]);
+			add_number_property(j, "verdict.gain", v->gain);
+			add_number_property(j, "verdict.ci_low", v->gain_low);
+			add_number_property(j, "verdict.ci_high", v->gain_high);
+			add_number_property(j, "verdict.level", 2 * v->confidence - 1);
+			return;
+		}
+	}
+}
+
 static bool is_failure_kind(enum result_error_kind k)
 {
 	return k == ERROR_INTEGRITY || k == ERROR_CRITERION || k == ERROR_REGRESSION;
@@ -470,9 +501,10 @@ static void write_testcases(struct jw *j, const struct result_cell *c, const cha
 	}
 }
 
-static void write_suite(struct jw *j, const struct results *r, const struct result_cell *c,
+static void write_suite(struct jw *j, const struct results *r, const struct pivot_verdicts *pv,
 			size_t index, const char *classname)
 {
+	const struct result_cell *c = &r->cells[index];
 	_cleanup_free_ const struct result_error **errs = xcalloc(c->n_errors + 1, sizeof(*errs));
 	struct suite_counts k;
 	struct jw counting = { .w = NULL };
@@ -497,6 +529,7 @@ static void write_suite(struct jw *j, const struct results *r, const struct resu
 
 	start_element(j, "properties");
 	add_cell_properties(j, c);
+	add_verdict_properties(j, r, pv, index);
 	add_provenance_properties(j, r);
 	end_element(j);
 
@@ -536,7 +569,8 @@ static int close_cb(void *ctx)
 	return 0;
 }
 
-int report_junit(const struct results *r, FILE *out, char **err)
+static int junit_write(const struct results *r, const struct pivot_verdicts *pv, FILE *out,
+		       char **err)
 {
 	struct report_locale loc;
 	report_locale_enter(&loc);
@@ -556,7 +590,7 @@ int report_junit(const struct results *r, FILE *out, char **err)
 		_cleanup_free_ char *classname =
 		    xasprintf("ferry.%s", r->plan.name && *r->plan.name ? r->plan.name : "plan");
 		for (size_t i = 0; i < r->n_cells && !j.failed; i++)
-			write_suite(&j, r, &r->cells[i], i, classname);
+			write_suite(&j, r, pv, i, classname);
 		end_element(&j);
 		check(&j, xmlTextWriterEndDocument(w));
 		check(&j, xmlTextWriterFlush(w));
@@ -567,4 +601,29 @@ int report_junit(const struct results *r, FILE *out, char **err)
 		return -1;
 	}
 	return 0;
+}
+
+int report_junit(const struct results *r, FILE *out, char **err)
+{
+	return report_junit_layout(r, NULL, out, err);
+}
+
+int report_junit_layout(const struct results *r, const struct report_markdown_opts *o, FILE *out,
+			char **err)
+{
+	static const struct report_markdown_opts defaults = { 0 };
+	struct layout l = { 0 };
+	struct pivot_verdicts pv = { 0 };
+	/* the verdicts' words in the C locale, as every number of the report */
+	struct report_locale loc;
+	report_locale_enter(&loc);
+	int rc = md_layout_build(&l, r, o ? o : &defaults, err);
+	if (rc == 0)
+		rc = pivot_verdicts_build(r, &l, &pv, err);
+	report_locale_leave(&loc);
+	if (rc == 0)
+		rc = junit_write(r, &pv, out, err);
+	pivot_verdicts_free(&pv);
+	md_layout_free(&l, r->n_cells);
+	return rc;
 }

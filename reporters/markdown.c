@@ -716,6 +716,7 @@ int report_markdown(const struct results *r, const struct report_markdown_opts *
 	struct pivot_verdicts verdicts;
 	int vrc = pivot_verdicts_build(r, &l, &verdicts, err);
 	md_write_verdicts(body.f, r, &verdicts, &l);
+	md_write_design(body.f, r);
 	pivot_verdicts_free(&verdicts);
 	md_write_phases(body.f, r, status_badge);
 	write_charts(body.f, r, &l);

@@ -77,3 +77,6 @@ void md_cell_seconds(FILE *f, double s);
 void md_human_rate(FILE *f, double bytes_per_s);
 /* The Phases and Runs tables (md-phases.c): one a cell, narrow enough for GitHub's page. */
 void md_write_phases(FILE *f, const struct results *r, const char *const *status_badge);
+/* The Design section of a run with blocks (md-design.c): the blocks, the runs per boot and how
+ * they were chosen (the pilot's variance components and costs), and why the blocks stopped. */
+void md_write_design(FILE *f, const struct results *r);

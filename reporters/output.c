@@ -82,7 +82,7 @@ void report_output_abort(struct report_output *o)
 static int report_junit_write(const struct results *r, const struct report_opts *o, FILE *out,
 			      char **err)
 {
-	return report_junit(r, out, err);
+	return report_junit_layout(r, o ? &o->markdown : NULL, out, err);
 }
 static int report_markdown_write(const struct results *r, const struct report_opts *o, FILE *out,
 				 char **err)
@@ -92,7 +92,7 @@ static int report_markdown_write(const struct results *r, const struct report_op
 static int report_json_write(const struct results *r, const struct report_opts *o, FILE *out,
 			     char **err)
 {
-	return report_json(r, out, err);
+	return report_json_layout(r, o ? &o->markdown : NULL, out, err);
 }
 static int report_bmf_write(const struct results *r, const struct report_opts *o, FILE *out,
 			    char **err)

@@ -159,3 +159,54 @@ char *report_pivot_summary(const struct results *r, const struct report_markdown
 		*err = xstrdup("out of memory");
 	return text;
 }
+
+static json_t *verdict_json(const struct results *r, const struct pivot_table *t, size_t j)
+{
+	const struct verdict *v = &t->v[j];
+	json_t *o = json_object();
+	json_object_set_new(o, "table", results_json_string(t->title, report_clean_text));
+	json_object_set_new(o, "metric", json_string("total"));
+	json_object_set_new(o, "a", results_json_string(r->cells[t->winner].id, report_clean_text));
+	json_object_set_new(o, "b",
+			    results_json_string(r->cells[t->cells[j]].id, report_clean_text));
+	json_object_set_new(o, "verdict", json_string(verdict_kind_name(v->kind)));
+	json_object_set_new(o, "gain", results_json_number(v->gain));
+	json_object_set_new(o, "ci_low", results_json_number(v->gain_low));
+	json_object_set_new(o, "ci_high", results_json_number(v->gain_high));
+	json_object_set_new(o, "level", results_json_number(2 * v->confidence - 1));
+	json_object_set_new(o, "threshold", results_json_number(v->threshold));
+	json_object_set_new(o, "paired", json_boolean(v->paired));
+	json_object_set_new(o, "boots_a", json_integer((json_int_t)v->boots_a));
+	json_object_set_new(o, "boots_b", json_integer((json_int_t)v->boots_b));
+	json_object_set_new(o, "runs_a", json_integer((json_int_t)v->runs_a));
+	json_object_set_new(o, "runs_b", json_integer((json_int_t)v->runs_b));
+	json_object_set_new(o, "p_a_better", results_json_number(v->p_a_better));
+	json_object_set_new(o, "p_b_better", results_json_number(v->p_b_better));
+	json_object_set_new(o, "more_boots",
+			    v->more_boots > 0 ? json_integer(v->more_boots) : json_null());
+	json_object_set_new(o, "note", results_json_string(v->note, report_clean_text));
+	json_object_set_new(o, "text", results_json_string(t->text[j], report_clean_text));
+	return o;
+}
+
+json_t *report_verdicts_json(const struct results *r, const struct report_markdown_opts *o,
+			     char **err)
+{
+	static const struct report_markdown_opts defaults = { 0 };
+	struct layout l = { 0 };
+	struct pivot_verdicts pv = { 0 };
+	json_t *a = NULL;
+	struct report_locale loc;
+	report_locale_enter(&loc); /* the words in the C locale */
+	if (md_layout_build(&l, r, o ? o : &defaults, err) == 0 &&
+	    pivot_verdicts_build(r, &l, &pv, err) == 0) {
+		a = json_array();
+		for (size_t i = 0; i < pv.n; i++)
+			for (size_t j = 0; j < pv.t[i].n; j++)
+				json_array_append_new(a, verdict_json(r, &pv.t[i], j));
+	}
+	report_locale_leave(&loc);
+	pivot_verdicts_free(&pv);
+	md_layout_free(&l, r->n_cells);
+	return a;
+}

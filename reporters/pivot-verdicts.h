@@ -33,6 +33,13 @@ int pivot_verdicts_build(const struct results *r, const struct layout *l,
 			 struct pivot_verdicts *out, char **err);
 void pivot_verdicts_free(struct pivot_verdicts *pv);
 
+/* The verdicts of every table (layout by o, as the Markdown's) as the results JSON's "verdicts"
+ * array (schema/ferry-results.schema.json): per pair the table, the two cells' ids (a: the
+ * column's fastest mean), the kind, A's gain over B with its interval and p-values, and the same
+ * words as the Markdown. NULL with *err for a bad layout. */
+json_t *report_verdicts_json(const struct results *r, const struct report_markdown_opts *o,
+			     char **err);
+
 /* The Markdown report's Verdicts section: per table its title, the fastest mean and each
  * verdict in the same words as report_pivot_summary(). Nothing when no table compares. */
 void md_write_verdicts(FILE *f, const struct results *r, const struct pivot_verdicts *pv,

@@ -32,6 +32,13 @@
  */
 int report_junit(const struct results *r, FILE *out, char **err);
 
+struct report_markdown_opts;
+/* The same, with the verdict properties of the pivot laid out as the Markdown's (opts NULL:
+ * defaults): each cell's verdict.table and verdict.role (fastest mean, or against it), and
+ * against the fastest its verdict.kind, the words (verdict) and A's gain with its interval. */
+int report_junit_layout(const struct results *r, const struct report_markdown_opts *opts, FILE *out,
+			char **err);
+
 struct report_markdown_opts {
 	const char *rows; /* axis for the table rows; NULL: "method" if present, else the first */
 	const char *cols; /* axis for the columns; NULL: "dataset" if present, else another axis */
@@ -54,8 +61,11 @@ struct report_markdown_opts {
 int report_markdown(const struct results *r, const struct report_markdown_opts *opts, FILE *out,
 		    char **err);
 
-/* The results file itself (the same bytes results_write() puts in a file). */
+/* The results file itself (the same bytes results_write() puts in a file), with the verdicts
+ * of the pivot (laid out as the Markdown's, opts NULL: defaults) computed anew from the runs. */
 int report_json(const struct results *r, FILE *out, char **err);
+int report_json_layout(const struct results *r, const struct report_markdown_opts *opts, FILE *out,
+		       char **err);
 
 /*
  * Bencher Metric Format (https://bencher.dev/docs/reference/bencher-metric-format/):

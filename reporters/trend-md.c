@@ -139,10 +139,7 @@ int report_trend_markdown(const struct trend *t, FILE *out, char **err)
 		fputs(" |\n", out);
 	}
 	for (size_t e = 0; e < t->n_env; e++) {
-		size_t f = t->env[e], cells = 0;
-		for (size_t c = 0; c < t->n_cells; c++)
-			for (size_t i = 0; i < t->cells[c].n_changes; i++)
-				cells += t->cells[c].points[t->cells[c].changes[i].at].file == f;
+		size_t f = t->env[e], cells = t->env_cells[e];
 		fprintf(out, "\n> **Environment shift at run %zu** (", f + 1);
 		md_text(out, t->files[f].name);
 		fprintf(
@@ -151,8 +148,17 @@ int report_trend_markdown(const struct trend *t, FILE *out, char **err)
 		    "kernel, load) before at the code; the cells' changes below are marked.\n",
 		    cells);
 	}
+	if (t->hidden.cells)
+		fprintf(
+		    out,
+		    "\n%zu of the %zu cells are shown: those with the largest changes of level "
+		    "first. Not shown: %zu cell%s, %zu with a change of level, %zu with a pending "
+		    "one only, the rest stable.\n",
+		    t->n_cells - t->hidden.cells, t->n_cells, t->hidden.cells,
+		    t->hidden.cells == 1 ? "" : "s", t->hidden.with_change, t->hidden.pending);
 	for (size_t c = 0; c < t->n_cells; c++)
-		write_cell(out, t, &t->cells[c]);
+		if (t->cells[c].shown)
+			write_cell(out, t, &t->cells[c]);
 	report_locale_leave(&loc);
 	if (fflush(out) != 0 || ferror(out)) {
 		*err = xstrdup("cannot write the trend report");

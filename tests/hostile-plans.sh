@@ -6,7 +6,10 @@
 #   existing file or a directory still to be made) and a baseline through it are refused at
 #   validate; a baseline directory whose x.json links out is refused, the target never quoted;
 # - class 5: includes outside the allowed tree (absolute, ../, a link, /proc) and connect URIs
-#   that name a file (test:///PATH) are refused, the file never quoted (docs/security.md).
+#   that name a file (test:///PATH) are refused, the file never quoted (docs/security.md);
+# - class 11: 5,000 files on a filesystem with 2,000 free inodes (a tmpfs with nr_inodes, in a
+#   mount namespace of the test's own) are refused before anything is written, by `dataset gen`
+#   and by `run`'s capacity check, instead of failing mid-run with ENOSPC.
 set -euo pipefail
 
 ferry="${FERRY:?}"
@@ -78,5 +81,39 @@ printf 'ferry: 1\nrun: {repeat: 1}\n' >inc-ok.yaml
 printf '%s%s\n' "$base" 'include: [inc-ok.yaml]' >plan.yaml
 "$ferry" validate plan.yaml >/dev/null 2>"$tmp/e" || { cat "$tmp/e"; fail "an include inside the tree was refused"; }
 ok "an include inside the tree is read"
+
+# ---- class 11: the capacity check counts inodes as well as bytes ----
+if [ "$(id -u)" != 0 ] || ! unshare -m true 2>/dev/null; then
+	n=$((n + 1)); echo "ok $n # SKIP class 11: needs root and unshare -m for a tmpfs of 2,000 inodes"
+else
+	# plenty of bytes (64 MiB for 5,000 files of 1 KiB), too few inodes; the namespace's
+	# mount goes away with it
+	cat >"$tmp/inodes.sh" <<EOS
+set -u
+mount -t tmpfs -o size=64m,nr_inodes=2000,mode=0755 ferry-test "$tmp/small" || exit 99
+rc=0; "$ferry" dataset gen --files 5000 --size 1KiB --dir "$tmp/small/ds" >"$tmp/o1" 2>"$tmp/e1" || rc=\$?
+echo "\$rc" >"$tmp/rc1"
+ls -A "$tmp/small" >"$tmp/ls1"
+printf '%s' '$base' | sed 's/files: 1, size: 1KiB/files: 5000, size: 1KiB/' >"$tmp/work/inodes.yaml"
+echo 'matrix: {vm: [v], disk: [d], dataset: [s], method: [a]}' >>"$tmp/work/inodes.yaml"
+rc=0; FERRY_CACHE_DIR="$tmp/small/cache" "$ferry" run "$tmp/work/inodes.yaml" >"$tmp/o2" 2>"$tmp/e2" || rc=\$?
+echo "\$rc" >"$tmp/rc2"
+ls -A "$tmp/small" >"$tmp/ls2"
+EOS
+	mkdir "$tmp/small"
+	unshare -m --propagation private bash "$tmp/inodes.sh" || fail "the tmpfs of 2,000 inodes could not be made"
+	[ "$(cat "$tmp/rc1")" = 3 ] || { cat "$tmp/e1"; fail "dataset gen into 2,000 inodes: exit $(cat "$tmp/rc1"), expected 3"; }
+	grep -q "not enough inodes (files and directories) on the filesystem of '$tmp/small/ds': needs 5001" "$tmp/e1" ||
+		{ cat "$tmp/e1"; fail "dataset gen: the message does not name the inodes"; }
+	[ ! -s "$tmp/ls1" ] || fail "dataset gen wrote into the small filesystem: $(cat "$tmp/ls1")"
+	ok "dataset gen of 5,000 files on 2,000 inodes is refused first: $(cat "$tmp/e1")"
+	[ "$(cat "$tmp/rc2")" = 3 ] || { cat "$tmp/e2"; fail "run with 5,000 files on 2,000 inodes: exit $(cat "$tmp/rc2"), expected 3"; }
+	grep -q "not enough inodes (files and directories) on the filesystem of '$tmp/small/cache': needs 5001 (datasets to generate 5001)" "$tmp/e2" ||
+		{ cat "$tmp/e2"; fail "run: the message does not name the inodes"; }
+	[ ! -s "$tmp/ls2" ] || fail "run wrote into the small filesystem: $(cat "$tmp/ls2")"
+	ok "run of a 5,000-file dataset with its cache on 2,000 inodes is refused first: $(cat "$tmp/e2")"
+	findmnt "$tmp/small" >/dev/null && fail "the tmpfs outlived its namespace"
+	ok "the small filesystem is gone with the test's namespace"
+fi
 
 echo "1..$n"

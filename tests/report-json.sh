@@ -22,6 +22,18 @@ fi
 	--json "$tmp/copy.json"
 cmp "$tmp/results.json" "$tmp/copy.json"
 echo "ok: --json writes the results file byte for byte"
+# the verdicts are derived: a file's own are never read, the export computes them anew
+"$py" - "$tmp/results.json" "$tmp/forged.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["verdicts"], "the sample has no verdicts"
+for v in r["verdicts"]:
+    v["text"], v["verdict"] = "forged", "a-better"
+json.dump(r, open(sys.argv[2], "w"), indent=2)
+PY
+"$ferry" report "$tmp/forged.json" --json "$tmp/unforged.json"
+cmp "$tmp/results.json" "$tmp/unforged.json"
+echo "ok: a results file's own verdicts are not read: --json computes them from the runs"
 
 "$py" - "$src/schema" "$tmp" <<'PY'
 import copy, json, sys

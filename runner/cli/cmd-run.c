@@ -514,11 +514,21 @@ static int run_compare_baselines(const struct run_args *a, const struct plan *p,
 	rb.rerun_ud = &gr;
 	int cmp_rc = compare_run_results(r, &rb);
 	results_count_status(r, st->counts);
-	/* the results file carries the regressions too */
-	_cleanup_free_ char *werr = NULL;
+	return cmp_rc;
+}
+
+/* The results file carries the regressions and the verdicts of the report's pivot too (laid
+ * out as the Markdown's; results.h verdicts): rewritten once the run and the comparison are
+ * over. */
+static void run_write_verdicts(const struct run_args *a, const struct report_set *rs,
+			       struct results *r)
+{
+	_cleanup_free_ char *verr = NULL, *werr = NULL;
+	r->verdicts = report_verdicts_json(r, &rs->opts.markdown, &verr);
+	if (!r->verdicts)
+		warnf("no verdicts: %s", verr);
 	if (a->eo.results_path && results_write(r, a->eo.results_path, &werr) < 0)
 		errorf("%s", werr);
-	return cmp_rc;
 }
 
 /* The end-of-run summary on standard error: counts, boots, times and where the reports are. */
@@ -548,6 +558,7 @@ static int run_finish(struct run_args *a, const struct plan *p, const struct mat
 	int cmp_rc = 0;
 	if (a->n_baselines || p->baseline)
 		cmp_rc = run_compare_baselines(a, p, m, r, st);
+	run_write_verdicts(a, rs, r);
 	int code = exit_code(st, r, a->allow_empty);
 	if (cmp_rc && code == EXIT_OK)
 		code = cmp_rc;

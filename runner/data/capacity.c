@@ -16,50 +16,75 @@
 #include "fs.h"
 #include "util.h"
 
+static uint64_t need_of(const struct capacity_need *n, bool inodes)
+{
+	return inodes ? n->inodes : n->bytes;
+}
+
+static char *amount(uint64_t v, bool inodes)
+{
+	return inodes ? xasprintf("%llu", (unsigned long long)v) : human_size(v);
+}
+
+/* The message for one filesystem (or memory) short of bytes or inodes, or NULL when it is not. */
+static char *short_of(const struct capacity_need *needs, size_t n_needs,
+		      const struct capacity_space *sp, bool inodes)
+{
+	uint64_t total = 0, avail = inodes ? sp->inodes : sp->avail;
+	bool any = false;
+	if (inodes && (!sp->inodes_known || sp->fs == 0))
+		return NULL;
+	for (size_t i = 0; i < n_needs; i++)
+		if (needs[i].fs == sp->fs && need_of(&needs[i], inodes)) {
+			any = true;
+			if (!add_u64(total, need_of(&needs[i], inodes), &total))
+				total = UINT64_MAX;
+		}
+	if (!any || total <= avail)
+		return NULL;
+	/* what it is for, in the order given, each need once */
+	char *parts = xstrdup("");
+	for (size_t i = 0; i < n_needs; i++) {
+		if (needs[i].fs != sp->fs || !need_of(&needs[i], inodes))
+			continue;
+		_cleanup_free_ char *b = amount(need_of(&needs[i], inodes), inodes);
+		char *q = xasprintf("%s%s%s %s", parts, *parts ? ", " : "", needs[i].what, b);
+		free(parts);
+		parts = q;
+	}
+	_cleanup_free_ char *t = amount(total, inodes);
+	_cleanup_free_ char *a = amount(avail, inodes);
+	char *line;
+	if (sp->fs == 0)
+		line = xasprintf("not enough memory: needs %s (%s), %s are available", t, parts, a);
+	else if (inodes)
+		line = xasprintf("not enough inodes (files and directories) on the filesystem of "
+				 "'%s': needs %s (%s), %s are free",
+				 sp->where, t, parts, a);
+	else
+		line = xasprintf("not enough disk space on the filesystem of '%s': needs %s (%s), "
+				 "%s are free",
+				 sp->where, t, parts, a);
+	free(parts);
+	return line;
+}
+
 int capacity_check(const struct capacity_need *needs, size_t n_needs,
 		   const struct capacity_space *space, size_t n_space, char **err)
 {
 	char *msg = NULL;
-	for (size_t s = 0; s < n_space; s++) {
-		uint64_t total = 0;
-		bool any = false;
-		for (size_t i = 0; i < n_needs; i++)
-			if (needs[i].fs == space[s].fs && needs[i].bytes) {
-				any = true;
-				if (!add_u64(total, needs[i].bytes, &total))
-					total = UINT64_MAX;
-			}
-		if (!any || total <= space[s].avail)
-			continue;
-		/* what it is for, in the order given, each need once */
-		char *parts = xstrdup("");
-		for (size_t i = 0; i < n_needs; i++) {
-			if (needs[i].fs != space[s].fs || !needs[i].bytes)
+	for (size_t s = 0; s < n_space; s++)
+		for (int inodes = 0; inodes <= 1; inodes++) {
+			char *line = short_of(needs, n_needs, &space[s], inodes);
+			if (!line)
 				continue;
-			_cleanup_free_ char *b = human_size(needs[i].bytes);
-			char *q =
-			    xasprintf("%s%s%s %s", parts, *parts ? ", " : "", needs[i].what, b);
-			free(parts);
-			parts = q;
+			char *q = msg ? xasprintf("%s; %s", msg, line) : line;
+			if (msg) {
+				free(msg);
+				free(line);
+			}
+			msg = q;
 		}
-		_cleanup_free_ char *t = human_size(total);
-		_cleanup_free_ char *a = human_size(space[s].avail);
-		char *line =
-		    space[s].fs == 0
-			? xasprintf("not enough memory: needs %s (%s), %s are "
-				    "available",
-				    t, parts, a)
-			: xasprintf("not enough disk space on the filesystem of '%s': needs "
-				    "%s (%s), %s are free",
-				    space[s].where, t, parts, a);
-		free(parts);
-		char *q = msg ? xasprintf("%s; %s", msg, line) : line;
-		if (msg) {
-			free(msg);
-			free(line);
-		}
-		msg = q;
-	}
 	if (!msg)
 		return 0;
 	*err = msg;
@@ -98,6 +123,22 @@ uint64_t capacity_fs_avail(const char *path)
 	return (uint64_t)sv.f_bavail * sv.f_frsize;
 }
 
+bool capacity_fs_inodes(const char *path, uint64_t *inodes)
+{
+	_cleanup_free_ char *p = xstrdup(path);
+	struct statvfs sv;
+	while (statvfs(p, &sv) < 0) {
+		char *slash = strrchr(p, '/');
+		if (!slash || slash == p)
+			return false;
+		*slash = '\0';
+	}
+	if (sv.f_files == 0)
+		return false; /* no fixed inode table (btrfs, some network filesystems) */
+	*inodes = (uint64_t)sv.f_favail;
+	return true;
+}
+
 uint64_t capacity_mem_available(void)
 {
 	_cleanup_fclose_ FILE *f = fopen("/proc/meminfo", "re");
@@ -120,6 +161,18 @@ uint64_t capacity_dataset_bytes(const struct dataset_spec *s)
 	return total;
 }
 
+uint64_t capacity_dataset_inodes(const struct dataset_spec *s)
+{
+	uint64_t total = 1, level = 1; /* the top directory */
+	if (!add_u64(total, s->files, &total))
+		return UINT64_MAX;
+	for (unsigned d = 0; s->fanout > 0 && d < s->depth; d++) {
+		if (!mul_u64(level, s->fanout, &level) || !add_u64(total, level, &total))
+			return UINT64_MAX;
+	}
+	return total;
+}
+
 bool capacity_dataset_cached(const struct dataset_spec *s, const char *cache_dir)
 {
 	_cleanup_free_ char *hash = dataset_spec_hash(s);
@@ -131,8 +184,10 @@ bool capacity_dataset_cached(const struct dataset_spec *s, const char *cache_dir
 int capacity_dataset(const struct dataset_spec *spec, const char *dir, char **err)
 {
 	uint64_t fs = capacity_fs_of(dir);
-	const struct capacity_need need = { "the dataset", fs, capacity_dataset_bytes(spec) };
-	const struct capacity_space space = { fs, dir, capacity_fs_avail(dir) };
+	const struct capacity_need need = { "the dataset", fs, capacity_dataset_bytes(spec),
+					    capacity_dataset_inodes(spec) };
+	struct capacity_space space = { fs, dir, capacity_fs_avail(dir), 0, false };
+	space.inodes_known = capacity_fs_inodes(dir, &space.inodes);
 	return capacity_check(&need, 1, &space, 1, err);
 }
 

@@ -30,11 +30,19 @@ static uint64_t block_seed(uint64_t seed, uint64_t block)
 	return z ^ (z >> 31);
 }
 
-/* One run of c in the current boot; false when the cell is over or the run must stop. */
+/* One run of c in the current boot; false when the cell is over or the run must stop.
+ * run.cell_timeout holds as without blocks: it counts the cell's own runs (the boot its run
+ * waited for included) over all blocks, and a cell past it leaves with a timeout error. */
 static bool block_run(struct exec *x, struct xcell *c)
 {
 	cell_begin(x, c);
+	if (cell_timed_out(x, c, c->own_ns)) {
+		finish_cell(x, c);
+		return false;
+	}
+	uint64_t t0 = now_ns();
 	int rc = do_run(x, c);
+	c->own_ns += now_ns() - t0;
 	if (run_interrupted()) {
 		x->stop = true;
 		return false;
@@ -211,6 +219,12 @@ void run_blocks(struct exec *x)
 	}
 	if (x->stop || run_interrupted())
 		return; /* the cells stay pending (exec.c reset_unfinished) */
+	if (!d->automatic) {
+		/* the variance components the report prints (unknown at 1 run per boot) */
+		_cleanup_free_ const struct result_cell **cells = NULL;
+		size_t n = live_cells(x, &cells);
+		design_components(cells, n, &d->within_var, &d->between_var);
+	}
 	for (size_t i = 0; i < x->n_cells; i++) {
 		struct xcell *c = &x->cells[i];
 		if (c->active && !c->done) {

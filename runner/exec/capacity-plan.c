@@ -21,6 +21,9 @@ int capacity_plan(const struct plan *p, const struct matrix *m, const char *cach
 {
 	uint64_t cache_fs = capacity_fs_of(cache_dir), run_fs = capacity_fs_of(run_root);
 	uint64_t gen = 0, cell_max = 0, mem_max = 0;
+	/* inodes: the datasets' files and directories, and the largest cell's own (a share's
+	   staging copy holds one per file of its dataset) */
+	uint64_t gen_inodes = 0, cell_inodes_max = 0;
 	size_t n = matrix_n_cells(m);
 	const struct plan_dataset **seen = xcalloc(n ? n : 1, sizeof(*seen));
 	size_t n_seen = 0;
@@ -36,14 +39,18 @@ int capacity_plan(const struct plan *p, const struct matrix *m, const char *cach
 		struct dataset_spec s;
 		dataset_spec_from_plan(c.dataset, &s);
 		uint64_t data = s.path ? 0 : capacity_dataset_bytes(&s);
+		uint64_t data_inodes = s.path ? 0 : capacity_dataset_inodes(&s);
 		bool dup = false;
 		for (size_t k = 0; k < n_seen && !dup; k++)
 			dup = seen[k] == c.dataset;
 		if (!dup) {
 			seen[n_seen++] = c.dataset;
-			if (!s.path && !capacity_dataset_cached(&s, cache_dir) &&
-			    !add_u64(gen, data, &gen))
-				gen = UINT64_MAX;
+			if (!s.path && !capacity_dataset_cached(&s, cache_dir)) {
+				if (!add_u64(gen, data, &gen))
+					gen = UINT64_MAX;
+				if (!add_u64(gen_inodes, data_inodes, &gen_inodes))
+					gen_inodes = UINT64_MAX;
+			}
 		}
 		/* the cell's own files in the run directory: the target disk (written out, or as
 		   far as the data fills it), and what its method builds or copies there */
@@ -55,6 +62,12 @@ int capacity_plan(const struct plan *p, const struct matrix *m, const char *cach
 		const struct method_ops *ops = method_of(c.method);
 		uint64_t extra =
 		    ops && ops->needs.run_dir_bytes ? ops->needs.run_dir_bytes(c.method, data) : 0;
+		/* the cell's files in the run directory (images, logs, results): a few dozen */
+		uint64_t inodes = 64;
+		if (ops && ops->needs.run_dir_files && !add_u64(inodes, data_inodes, &inodes))
+			inodes = UINT64_MAX;
+		if (inodes > cell_inodes_max)
+			cell_inodes_max = inodes;
 		if (!add_u64(need, extra, &need))
 			need = UINT64_MAX;
 		if (need > cell_max)
@@ -91,17 +104,22 @@ int capacity_plan(const struct plan *p, const struct matrix *m, const char *cach
 	free(turns);
 	free(seen);
 	struct capacity_need needs[] = {
-		{ "datasets to generate", cache_fs, gen },
-		{ "target disks and method images of the largest cell", run_fs, cell_max },
-		{ mem_what, 0, mem_max },
+		{ "datasets to generate", cache_fs, gen, gen_inodes },
+		{ "target disks and method images of the largest cell", run_fs, cell_max,
+		  cell_inodes_max },
+		{ mem_what, 0, mem_max, 0 },
 	};
 	struct capacity_space space[3] = {
-		{ cache_fs, cache_dir, capacity_fs_avail(cache_dir) },
-		{ 0, "memory", capacity_mem_available() },
+		{ cache_fs, cache_dir, capacity_fs_avail(cache_dir), 0, false },
+		{ 0, "memory", capacity_mem_available(), 0, false },
 	};
+	space[0].inodes_known = capacity_fs_inodes(cache_dir, &space[0].inodes);
 	size_t n_space = 2;
-	if (run_fs != cache_fs)
-		space[n_space++] =
-		    (struct capacity_space){ run_fs, run_root, capacity_fs_avail(run_root) };
+	if (run_fs != cache_fs) {
+		space[n_space] = (struct capacity_space){ run_fs, run_root,
+							  capacity_fs_avail(run_root), 0, false };
+		space[n_space].inodes_known = capacity_fs_inodes(run_root, &space[n_space].inodes);
+		n_space++;
+	}
 	return capacity_check(needs, ELEMENTSOF(needs), space, n_space, err);
 }

@@ -140,6 +140,9 @@ void metrics_record(struct exec *x, struct xcell *c, struct result_run *rr);
 /* schedule.c: order of the cells of a group and the repeat rule */
 void run_group(struct exec *x, struct xgroup *g);
 bool cell_next(struct exec *x, struct xcell *c);
+/* Whether c, having taken `took` of its own time, is past run.cell_timeout: then its timeout
+ * error is recorded (the caller finishes the cell). */
+bool cell_timed_out(struct exec *x, struct xcell *c, uint64_t took);
 bool cell_run(struct exec *x, struct xcell *c);
 void shuffle(size_t *a, size_t n, uint64_t seed);
 

@@ -269,7 +269,11 @@ int do_run(struct exec *x, struct xcell *c)
 	uint64_t run_start = now_ns();
 	rcell(x, c)->runs[ri].started_ms = results_now_ms();
 	bool integrity_ok;
+	/* every guest operation and transfer loop of the phases ends at the run timeout (a guest
+	   answering a byte at a time cannot hold the run: issue 24 class 8); cleanup runs after */
+	run_set_deadline(c->pc.run.timeout ? run_start + c->pc.run.timeout : 0, c->pc.run.timeout);
 	int failed = run_phases(x, c, ph, &integrity_ok);
+	run_set_deadline(0, 0);
 	struct method_error ferr;
 	failed = run_cleanup(x, c, failed, &ph[PHASE_CLEANUP], &ferr);
 	uint64_t run_ns = now_ns() - run_start;

@@ -28,16 +28,19 @@ static bool cell_wants_run(struct exec *x, struct xcell *c)
 		return false;
 	}
 	/* a cell that takes turns with others counts only its own steps */
-	uint64_t took = c->across ? c->own_ns : now_ns() - c->started_ns;
-	if (c->pc.run.cell_timeout && took > c->pc.run.cell_timeout) {
-		_cleanup_free_ char *lim = format_duration(c->pc.run.cell_timeout);
-		struct result_error *e = result_cell_add_error(
-		    rcell(x, c), ERROR_TIMEOUT,
-		    "cell took longer than its timeout %s after %u runs", lim, c->runs_done);
-		e->run = -1;
-		e->phase = -1;
+	return !cell_timed_out(x, c, c->across ? c->own_ns : now_ns() - c->started_ns);
+}
+
+bool cell_timed_out(struct exec *x, struct xcell *c, uint64_t took)
+{
+	if (!c->pc.run.cell_timeout || took <= c->pc.run.cell_timeout)
 		return false;
-	}
+	_cleanup_free_ char *lim = format_duration(c->pc.run.cell_timeout);
+	struct result_error *e = result_cell_add_error(
+	    rcell(x, c), ERROR_TIMEOUT, "cell took longer than its timeout %s after %u runs", lim,
+	    c->runs_done);
+	e->run = -1;
+	e->phase = -1;
 	return true;
 }
 

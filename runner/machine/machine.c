@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 
+#include "run.h"
 #include "util.h"
 
 void machine_err_clear(struct machine_err *e)
@@ -53,7 +54,37 @@ const struct machine_guest_ops *machine_guest_ops_for(struct machine *m, struct 
 		machine_err_set(e, MACHINE_ERR_FAILED, "cannot %s: no guest is running", what);
 		return NULL;
 	}
+	if (run_deadline_passed()) {
+		machine_err_set(e, MACHINE_ERR_TIMEOUT, "cannot %s: the run timeout (%u ms) passed",
+				what, run_deadline_timeout_ms());
+		return NULL;
+	}
 	return m->ops->guest;
+}
+
+unsigned machine_timeout_ms(unsigned timeout_ms)
+{
+	return run_deadline_clamp_ms(timeout_ms);
+}
+
+int machine_guest_exec(struct machine *m, struct machine_guest *g, const char *const *argv,
+		       const void *input, size_t input_len, unsigned timeout_ms,
+		       struct machine_exec_result *r, struct machine_err *e)
+{
+	*r = (struct machine_exec_result){ 0 };
+	const struct machine_guest_ops *o = MACHINE_GUEST_OP_(m, g, exec, "run a guest command", e);
+	if (!o)
+		return -1;
+	unsigned t = machine_timeout_ms(timeout_ms);
+	int rc = o->exec(m, g, argv, input, input_len, t, r, e);
+	/* cut short by the run's deadline: say so, not "did not finish within 873 ms" */
+	if (rc < 0 && t < timeout_ms && e->kind == MACHINE_ERR_TIMEOUT) {
+		char *msg = xasprintf("%s (the run timeout (%u ms) passed)", e->msg,
+				      run_deadline_timeout_ms());
+		free(e->msg);
+		e->msg = msg;
+	}
+	return rc;
 }
 
 int machine_guest_run(struct machine *m, struct machine_guest *g, const char *const *argv,

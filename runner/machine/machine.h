@@ -484,21 +484,23 @@ static inline void machine_close(struct machine *m)
  * MACHINE_ERR_UNSUPPORTED on a machine without it, and with MACHINE_ERR_FAILED without a guest */
 
 /* The operations of m, or NULL after filling *e for `what` ("run a guest command"). */
+/* timeout_ms, or what is left of the run's deadline when less (run_deadline_clamp_ms()). */
+unsigned machine_timeout_ms(unsigned timeout_ms);
 const struct machine_guest_ops *machine_guest_ops_for(struct machine *m, struct machine_guest *g,
 						      bool has_op, const char *what,
 						      struct machine_err *e);
+/*
+ * The guest operations below all go through here: unsupported, no guest, or the run's deadline
+ * passed (run_set_deadline(): a guest that answers a byte at a time or never cannot hold a run
+ * past its timeout; MACHINE_ERR_TIMEOUT "cannot write a guest file: the run timeout passed").
+ */
 #define MACHINE_GUEST_OP_(m, g, op, what, e)                                                       \
 	machine_guest_ops_for((m), (g), (m) && (m)->ops->guest && (m)->ops->guest->op, (what), (e))
 
-static inline int machine_guest_exec(struct machine *m, struct machine_guest *g,
-				     const char *const *argv, const void *input, size_t input_len,
-				     unsigned timeout_ms, struct machine_exec_result *r,
-				     struct machine_err *e)
-{
-	*r = (struct machine_exec_result){ 0 };
-	const struct machine_guest_ops *o = MACHINE_GUEST_OP_(m, g, exec, "run a guest command", e);
-	return o ? o->exec(m, g, argv, input, input_len, timeout_ms, r, e) : -1;
-}
+/* Run argv in the guest (the op `exec`), its timeout cut to what is left of the run's deadline. */
+int machine_guest_exec(struct machine *m, struct machine_guest *g, const char *const *argv,
+		       const void *input, size_t input_len, unsigned timeout_ms,
+		       struct machine_exec_result *r, struct machine_err *e);
 /*
  * machine_guest_exec without input where a non-zero exit is an error too (FAILED), whose msg
  * carries the program's stderr ("'/bin/sh' in the guest exited with status 1: ..."). out (may be
@@ -583,7 +585,7 @@ static inline int machine_guest_disk_plug(struct machine *m, struct machine_gues
 {
 	const struct machine_guest_ops *o =
 	    MACHINE_GUEST_OP_(m, g, disk_plug, "plug a disk into the guest", e);
-	return o ? o->disk_plug(m, g, d, timeout_ms, e) : -1;
+	return o ? o->disk_plug(m, g, d, machine_timeout_ms(timeout_ms), e) : -1;
 }
 static inline int machine_guest_disk_attach(struct machine *m, struct machine_guest *g,
 					    const struct disk_config *d, unsigned timeout_ms,
@@ -591,7 +593,7 @@ static inline int machine_guest_disk_attach(struct machine *m, struct machine_gu
 {
 	const struct machine_guest_ops *o =
 	    MACHINE_GUEST_OP_(m, g, disk_attach, "plug a disk into the guest", e);
-	return o ? o->disk_attach(m, g, d, timeout_ms, dev, e) : -1;
+	return o ? o->disk_attach(m, g, d, machine_timeout_ms(timeout_ms), dev, e) : -1;
 }
 /* NULL only on a machine without disks (then plugging fails too). */
 static inline char *machine_guest_disk_wait_command(struct machine *m, const char *serial,
@@ -607,7 +609,7 @@ static inline int machine_guest_disk_unplug(struct machine *m, struct machine_gu
 {
 	const struct machine_guest_ops *o =
 	    MACHINE_GUEST_OP_(m, g, disk_unplug, "unplug a disk from the guest", e);
-	return o ? o->disk_unplug(m, g, serial, timeout_ms, e) : -1;
+	return o ? o->disk_unplug(m, g, serial, machine_timeout_ms(timeout_ms), e) : -1;
 }
 static inline int machine_guest_channel_open(struct machine *m, struct machine_guest *g,
 					     const char *name, int *fd, struct machine_err *e)

@@ -184,9 +184,35 @@ static bool link_always(const struct stat *st, void *userdata)
 	return true;
 }
 
+/*
+ * vfat has no symbolic links, and mcopy -s copies what a link points to: a `path:` dataset's
+ * `sub/link -> /etc/shadow` put the host's secret into the guest (issue 24 class 6). Such a
+ * dataset is refused, not moved without its links: a cell that leaves entries out measures
+ * another dataset than it names, and a method has no channel for a warning beside its result.
+ * ext4 (mke2fs -d) and ISO 9660 (Rock Ridge) carry the link as a link.
+ */
+static int vfat_refuse_links(struct method_ctx *ctx)
+{
+	const struct manifest *m = ctx->manifest;
+	size_t n = 0, first = 0;
+	for (size_t i = 0; i < m->n; i++)
+		if (m->entries[i].type == MANIFEST_SYMLINK && n++ == 0)
+			first = i;
+	if (!n)
+		return 0;
+	return method_fail(ctx, ERROR_INFRA, NULL,
+			   "disk-image: vfat cannot hold symbolic links, and dataset '%s' has %zu "
+			   "('%s' first): mcopy would copy what they point to, which may be "
+			   "outside the dataset; use filesystem ext4 or iso9660, or a dataset "
+			   "without links",
+			   ctx->pds->e.name, n, m->entries[first].path);
+}
+
 static int di_add_devices(struct method_ctx *ctx, struct method_boot_needs *needs)
 {
 	(void)needs;
+	if (OPTS(ctx)->filesystem == DI_FS_VFAT && vfat_refuse_links(ctx) < 0)
+		return -1;
 	if (!ctx->pds->path || OPTS(ctx)->filesystem == DI_FS_ISO9660)
 		return 0;
 	struct di_state *s = state(ctx);
@@ -239,6 +265,10 @@ static int build_iso(struct method_ctx *ctx, const char *path, char **err)
 /* vfat without root: mkfs.vfat -C makes the image file, mcopy -s copies the tree into it. */
 static int build_vfat(struct method_ctx *ctx, const char *path, char **err)
 {
+	if (vfat_refuse_links(ctx) < 0) {
+		*err = xstrdup(ctx->err.message);
+		return -1;
+	}
 	_cleanup_free_ char *kib = xasprintf("%" PRIu64, ext4_size(ctx->manifest) / 1024);
 	unlink(path);
 	const char *mk[] = { "mkfs.vfat", "-C", path, kib, NULL };
@@ -255,7 +285,7 @@ static int build_vfat(struct method_ctx *ctx, const char *path, char **err)
 	argv[k++] = "-i";
 	argv[k++] = path;
 	for (size_t i = 0; i < m->n; i++) {
-		if (strchr(m->entries[i].path, '/') || m->entries[i].type == MANIFEST_SYMLINK)
+		if (strchr(m->entries[i].path, '/'))
 			continue;
 		own[n_own] = xasprintf("%s/%s", source_dir(ctx), m->entries[i].path);
 		argv[k++] = own[n_own++];

@@ -47,6 +47,12 @@ int guestproc_wait(struct method_ctx *ctx, const char *what, int64_t pid, char *
 	for (;;) {
 		struct machine_proc_status st;
 		_cleanup_(machine_err_clear) struct machine_err e = { 0 };
+		if (run_deadline_passed()) {
+			guestproc_kill(ctx, pid);
+			return method_fail(ctx, ERROR_TIMEOUT, NULL,
+					   "%s: the run timeout (%u ms) passed", what,
+					   run_deadline_timeout_ms());
+		}
 		if (machine_guest_proc_status(ctx->machine, ctx->guest, pid, &st, &e) < 0)
 			return method_fail_op(ctx, ERROR_INFRA, &e, e.msg, "%s: guest agent failed",
 					      what);

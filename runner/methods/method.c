@@ -180,7 +180,10 @@ int method_fail_op(struct method_ctx *ctx, enum result_error_kind kind, const st
 {
 	va_list ap;
 	method_error_clear(&ctx->err);
-	ctx->err.kind = kind;
+	/* a guest operation that timed out (its own timeout, or the run's deadline) is the run's
+	   timeout whatever the method calls the failure */
+	ctx->err.kind =
+	    e && e->kind == MACHINE_ERR_TIMEOUT && kind == ERROR_INFRA ? ERROR_TIMEOUT : kind;
 	va_start(ap, fmt);
 	ctx->err.message = xvasprintf(fmt, ap);
 	va_end(ap);

@@ -189,6 +189,9 @@ struct method_needs {
 	/* The bytes the method builds or copies in the run directory for one cell whose dataset
 	 * has `data` bytes (ferry(1) CAPACITY AND CACHE); NULL: nothing. */
 	uint64_t (*run_dir_bytes)(const struct plan_method *m, uint64_t data);
+	/* Whether those bytes are the dataset's files one by one (each an inode of the run
+	 * directory's filesystem, counted by the capacity check), not one image or archive. */
+	bool run_dir_files;
 };
 
 /* A method's options: its struct `st` (first member `uint64_t set`), the rows `defs` with

@@ -41,7 +41,7 @@ uint64_t share_run_dir_bytes(const struct plan_method *m, uint64_t data);
 		.remote_why = "share exports a directory of ferry's own filesystem: not on a "     \
 			      "remote libvirt host (libvirt has no way to carry a shared folder "  \
 			      "over its connection)",                                              \
-		.run_dir_bytes = share_run_dir_bytes                                               \
+		.run_dir_bytes = share_run_dir_bytes, .run_dir_files = true                        \
 	}
 /* The driver smb (smb.c). */
 extern const struct method_ops method_share_smb;

@@ -25,6 +25,12 @@ int stream_write_all(int fd, const void *buf, size_t len, unsigned timeout_ms, c
 	const char *p = buf;
 	bool sock = true;
 	while (len > 0) {
+		/* a reader that takes a byte at a time progresses forever: the run's deadline */
+		if (run_deadline_passed()) {
+			*err = xasprintf(
+			    "write: the run timeout passed with %zu bytes still to send", len);
+			return -1;
+		}
 		/* a socket whose reader went away must give EPIPE, not kill ferry with SIGPIPE */
 		ssize_t n = sock ? send(fd, p, len, MSG_NOSIGNAL) : write(fd, p, len);
 		if (n < 0 && errno == ENOTSOCK) {
@@ -51,7 +57,7 @@ int stream_write_all(int fd, const void *buf, size_t len, unsigned timeout_ms, c
 					*err = xstrdup("interrupted");
 					return -1;
 				}
-				if (now_ns() >= end) {
+				if (now_ns() >= end || run_deadline_passed()) {
 					*err = xasprintf(STREAM_STALLED " %u ms", timeout_ms);
 					return -1;
 				}

@@ -541,7 +541,8 @@ static const struct key_def run_defs[] = {
 	  .offset = FIELD(plan_run, cell_timeout),
 	  .def = "1h",
 	  .min = NSEC_PER_SEC,
-	  .help = "limit per cell, boots included" },
+	  .help = "limit per cell, boots included; with run.boots, over the cell's own runs in all "
+		  "blocks" },
 };
 const struct key_table plan_run_keys = {
 	.name = "run",

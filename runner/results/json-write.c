@@ -204,7 +204,7 @@ static json_t *shard_to_json(unsigned k, unsigned n)
 
 /* Everything but the cells. "shard" and "origins" are written only when there are some, so
  * that the file of an unsharded run is what it always was. */
-static json_t *head_to_json(const struct results *r)
+static json_t *head_to_json(const struct results *r, const json_t *verdicts)
 {
 	json_t *metrics = json_object();
 	for (size_t i = 0; i < r->n_metrics; i++) {
@@ -235,6 +235,8 @@ static json_t *head_to_json(const struct results *r)
 			      "run_s", jnum(d->run_s), "stop",
 			      d->stop ? json_string(stats_stop_name(d->stop)) : json_null(),
 			      "until", jnum(d->until), "halfwidth", jnum(d->halfwidth)));
+	if (head && verdicts)
+		json_object_set(head, "verdicts", (json_t *)verdicts);
 	if (head && r->n_origins) {
 		json_t *origins = json_array();
 		for (size_t i = 0; i < r->n_origins; i++) {
@@ -256,7 +258,7 @@ static json_t *head_to_json(const struct results *r)
 
 json_t *results_to_json(const struct results *r)
 {
-	json_t *root = head_to_json(r);
+	json_t *root = head_to_json(r, r->verdicts);
 	json_t *cells = json_array();
 	for (size_t i = 0; i < r->n_cells; i++)
 		json_array_append_new(cells, cell_to_json(&r->cells[i]));
@@ -280,12 +282,17 @@ static int put_indented(FILE *out, const char *s, int indent)
 
 int results_dump(const struct results *r, FILE *out, char **err)
 {
+	return results_dump_with(r, r->verdicts, out, err);
+}
+
+int results_dump_with(const struct results *r, const json_t *verdicts, FILE *out, char **err)
+{
 	/*
 	 * The same bytes as json_dumpf(results_to_json(r), DUMP_FLAGS): the head without its
 	 * closing brace, then "cells" with each cell dumped alone and indented to its depth (2 for
 	 * the key, 4 for the array's elements). tests/unit/test-results-json.c holds both equal.
 	 */
-	_cleanup_(json_decrefp) json_t *head = head_to_json(r);
+	_cleanup_(json_decrefp) json_t *head = head_to_json(r, verdicts);
 	_cleanup_free_ char *text = head ? json_dumps(head, DUMP_FLAGS) : NULL;
 	size_t len = text ? strlen(text) : 0;
 	if (len < 2 || !STREQ(text + len - 2, "\n}")) {

@@ -202,6 +202,7 @@ void results_free(struct results *r)
 {
 	if (!r)
 		return;
+	json_decref(r->verdicts);
 	free(r->plan.name);
 	free(r->plan.path);
 	free(r->plan.sha256);

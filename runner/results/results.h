@@ -215,6 +215,10 @@ struct result_design {
 struct results {
 	int version; /* RESULTS_VERSION */
 	struct result_design design;
+	/* The verdicts of the report's pivot ("verdicts" in the JSON; reporters/pivot-verdicts.h
+	 * makes them, from the runs): derived, so never read from a file (whoever writes one
+	 * computes them anew); NULL: none (owned) */
+	json_t *verdicts;
 	struct {
 		char *name;
 		char *path;
@@ -385,6 +389,8 @@ struct results *results_from_json_consume(json_t *root, char **err);
  * results JSON: results_write() and the JSON reporter both use it. Returns 0, or -1 with *err.
  */
 int results_dump(const struct results *r, FILE *out, char **err);
+/* The same with `verdicts` (a JSON array, or NULL: none) in place of r->verdicts. */
+int results_dump_with(const struct results *r, const json_t *verdicts, FILE *out, char **err);
 
 /*
  * Write the file atomically (atomic_file_*() in fs.h: a temporary file created exclusively in the

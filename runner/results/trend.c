@@ -236,6 +236,9 @@ static char *cell_key(const struct result_cell *c)
 	return xasprintf("i:%s", c->id);
 }
 
+struct trend_acc;
+static void acc_free(struct trend_acc *acc);
+
 void trend_free(struct trend *t)
 {
 	if (!t)
@@ -253,6 +256,8 @@ void trend_free(struct trend *t)
 	}
 	free(t->cells);
 	free(t->env);
+	free(t->env_cells);
+	acc_free(t->acc);
 	free(t);
 }
 
@@ -261,43 +266,87 @@ static char *dup_or_null(const char *s)
 	return s ? xstrdup(s) : NULL;
 }
 
-/* The rows of a trend by cell: cell_key() -> index in trend.cells. */
-struct cell_rows {
+/* Building: files are added one at a time in any order (trend_add()), and only what the trend
+ * needs of each is kept, so that memory grows with the points, not with the files' raw runs;
+ * trend_end() orders them by start time. */
+struct trend_acc {
 	struct strmap keys;
-	char **key_text; /* the keys, freed at the end */
-	size_t n_keys, key_cap;
-	size_t cap; /* of trend.cells */
+	char **key_text;
+	size_t n_keys, key_cap, cell_cap;
+	struct order *in;   /* per input: its start and name, for the order */
+	size_t *newest;     /* per cell: the input it was last seen newest in */
+	size_t *newest_pos; /* per cell: its position in that input */
+	size_t *points_cap; /* per cell */
+	size_t n_in, in_cap;
 };
 
-/* The points of file f's cells (r) into t; a cell seen first gets its row. */
-static void trend_file_cells(struct trend *t, struct cell_rows *rows, const struct results *r,
-			     size_t f, size_t n)
+/* Whether input a is newer than input b (the order trend_end() puts them in). */
+static bool newer(const struct trend_acc *acc, size_t a, size_t b)
 {
+	return order_cmp(&acc->in[a], &acc->in[b]) > 0;
+}
+
+struct trend *trend_begin(void)
+{
+	struct trend *t = xcalloc(1, sizeof(*t));
+	t->acc = xcalloc(1, sizeof(*t->acc));
+	strmap_init(&t->acc->keys, 64);
+	return t;
+}
+
+void trend_add(struct trend *t, const struct results *r, const char *name)
+{
+	struct trend_acc *acc = t->acc;
+	size_t f = acc->n_in;
+	acc->in = xgrow(acc->in, &acc->in_cap, f + 1, sizeof(*acc->in));
+	t->files = xrealloc(t->files, (f + 1) * sizeof(*t->files));
+	t->files[f] = (struct trend_file){
+		.name = xstrdup(name),
+		.started_ms = r->provenance.started_ms,
+		.hostname = dup_or_null(r->provenance.hostname),
+		.ferry_version = dup_or_null(r->provenance.ferry_version),
+	};
+	acc->in[f] = (struct order){ f, r->provenance.started_ms, t->files[f].name };
+	acc->n_in = t->n_files = f + 1;
 	for (size_t c = 0; c < r->n_cells; c++) {
 		const struct result_cell *rc = &r->cells[c];
 		char *key = cell_key(rc);
-		uint32_t k = strmap_get(&rows->keys, key, 0);
+		uint32_t k = strmap_get(&acc->keys, key, 0);
 		if (k == STRMAP_NONE) {
-			rows->key_text = xgrow(rows->key_text, &rows->key_cap, rows->n_keys + 1,
-					       sizeof(*rows->key_text));
-			rows->key_text[rows->n_keys++] = key;
+			acc->key_text =
+			    xgrow(acc->key_text, &acc->key_cap, acc->n_keys + 1, sizeof(char *));
+			acc->key_text[acc->n_keys++] = key;
 			k = (uint32_t)t->n_cells;
-			strmap_put(&rows->keys, key, 0, k);
-			t->cells = xgrow(t->cells, &rows->cap, t->n_cells + 1, sizeof(*t->cells));
-			t->cells[t->n_cells++] = (struct trend_cell){
-				.id = xstrdup(rc->id),
-				.points = xcalloc(n, sizeof(struct trend_point)),
-			};
+			strmap_put(&acc->keys, key, 0, k);
+			size_t n1 = t->n_cells + 1;
+			t->cells = xgrow(t->cells, &acc->cell_cap, n1, sizeof(*t->cells));
+			acc->newest = xrealloc(acc->newest, acc->cell_cap * sizeof(size_t));
+			acc->newest_pos = xrealloc(acc->newest_pos, acc->cell_cap * sizeof(size_t));
+			acc->points_cap = xrealloc(acc->points_cap, acc->cell_cap * sizeof(size_t));
+			t->cells[k] = (struct trend_cell){ .id = xstrdup(rc->id) };
+			acc->newest[k] = f;
+			acc->newest_pos[k] = c;
+			acc->points_cap[k] = 0;
+			t->n_cells = n1;
 		} else {
 			free(key);
+			if (newer(acc, f, acc->newest[k])) {
+				/* the newest file names the cell and places it */
+				free(t->cells[k].id);
+				t->cells[k].id = xstrdup(rc->id);
+				acc->newest[k] = f;
+				acc->newest_pos[k] = c;
+			}
 		}
 		struct trend_cell *tc = &t->cells[k];
 		const struct stats_summary *s = &rc->stats.total;
-		/* a file holding the same cell twice (it cannot: the reader refuses) or a
-		 * cell without a measured run gives no point */
+		/* a file holding the same cell twice (it cannot: the reader refuses) or a cell
+		 * without a measured run gives no point */
 		if (!rc->has_stats || s->n == 0 || !(s->median > 0) ||
 		    (tc->n_points && tc->points[tc->n_points - 1].file == f))
 			continue;
+		tc->points =
+		    xgrow(tc->points, &acc->points_cap[k], tc->n_points + 1, sizeof(*tc->points));
 		tc->points[tc->n_points++] = (struct trend_point){
 			.file = f,
 			.median = s->median,
@@ -308,79 +357,136 @@ static void trend_file_cells(struct trend *t, struct cell_rows *rows, const stru
 	}
 }
 
-/* The cells of every file (in time order: ord), newest file first so that their order and ids
- * are the newest run's; each cell's points newest first. */
-static void trend_cells(struct trend *t, struct results *const *in, const struct order *ord,
-			size_t n)
+static const struct trend_acc *sort_acc;
+
+/* cells in the order the newest file holding each has them: newest file first */
+static int cell_order(const void *a, const void *b)
 {
-	struct cell_rows rows = { 0 };
-	strmap_init(&rows.keys, 64);
-	for (size_t f = n; f-- > 0;)
-		trend_file_cells(t, &rows, in[ord[f].input], f, n);
-	strmap_free(&rows.keys);
-	for (size_t i = 0; i < rows.n_keys; i++)
-		free(rows.key_text[i]);
-	free(rows.key_text);
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	const struct trend_acc *acc = sort_acc;
+	if (acc->newest[x] != acc->newest[y])
+		return newer(acc, acc->newest[x], acc->newest[y]) ? -1 : 1;
+	return acc->newest_pos[x] < acc->newest_pos[y] ? -1
+						       : acc->newest_pos[x] > acc->newest_pos[y];
 }
 
-/* A cell's points in time order, and its level changes (counted per file in changed_at; the
- * files the cell has a point after its first in, in present). */
-static void cell_changes(struct trend_cell *tc, size_t *changed_at, size_t *present)
+static int point_order(const void *a, const void *b)
 {
-	for (size_t i = 0; i < tc->n_points / 2; i++) {
-		struct trend_point x = tc->points[i];
-		tc->points[i] = tc->points[tc->n_points - 1 - i];
-		tc->points[tc->n_points - 1 - i] = x;
-	}
-	size_t skip = tc->n_points > TREND_MAX_POINTS ? tc->n_points - TREND_MAX_POINTS : 0;
-	size_t np = tc->n_points - skip;
-	_cleanup_free_ double *y = xcalloc(np + 1, sizeof(*y));
-	for (size_t i = 0; i < np; i++)
-		y[i] = tc->points[skip + i].median;
-	trend_detect(y, np, &tc->changes, &tc->n_changes);
+	const struct trend_point *x = a, *y = b;
+	return x->file < y->file ? -1 : x->file > y->file;
+}
+
+/* The most important cells first (a kept change, the largest first; then a pending one), for
+ * the TREND_SHOW_CELLS the reports show. */
+static double importance(const struct trend_cell *tc)
+{
+	double best = 0;
 	for (size_t i = 0; i < tc->n_changes; i++) {
-		tc->changes[i].at += skip;
-		changed_at[tc->points[tc->changes[i].at].file]++;
+		double v = fabs(tc->changes[i].rel) + (tc->changes[i].pending ? 0 : 1e6);
+		if (v > best)
+			best = v;
 	}
-	for (size_t i = 1; i < tc->n_points; i++)
-		present[tc->points[i].file]++;
+	return best;
 }
 
-struct trend *trend_build(struct results *const *in, const char *const *names, size_t n, char **err)
+static const struct trend *sort_t;
+
+static int by_importance(const void *a, const void *b)
 {
-	if (n == 0) {
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	double ix = importance(&sort_t->cells[x]), iy = importance(&sort_t->cells[y]);
+	if (ix != iy)
+		return ix > iy ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+static void order_files_and_cells(struct trend *t)
+{
+	struct trend_acc *acc = t->acc;
+	size_t n = t->n_files;
+	_cleanup_free_ struct order *ord = xcalloc(n, sizeof(*ord));
+	memcpy(ord, acc->in, n * sizeof(*ord));
+	qsort(ord, n, sizeof(*ord), order_cmp);
+	_cleanup_free_ size_t *rank = xcalloc(n, sizeof(*rank));
+	struct trend_file *files = xcalloc(n, sizeof(*files));
+	for (size_t f = 0; f < n; f++) {
+		rank[ord[f].input] = f;
+		files[f] = t->files[ord[f].input];
+	}
+	/* cells: sorted while acc still speaks of inputs */
+	_cleanup_free_ size_t *idx = xcalloc(t->n_cells ? t->n_cells : 1, sizeof(*idx));
+	for (size_t c = 0; c < t->n_cells; c++)
+		idx[c] = c;
+	sort_acc = acc;
+	qsort(idx, t->n_cells, sizeof(*idx), cell_order);
+	struct trend_cell *cells = xcalloc(t->n_cells ? t->n_cells : 1, sizeof(*cells));
+	for (size_t c = 0; c < t->n_cells; c++)
+		cells[c] = t->cells[idx[c]];
+	free(t->cells);
+	t->cells = cells;
+	free(t->files);
+	t->files = files;
+	for (size_t c = 0; c < t->n_cells; c++) {
+		struct trend_cell *tc = &t->cells[c];
+		for (size_t i = 0; i < tc->n_points; i++)
+			tc->points[i].file = rank[tc->points[i].file];
+		qsort(tc->points, tc->n_points, sizeof(*tc->points), point_order);
+	}
+}
+
+static void acc_free(struct trend_acc *acc)
+{
+	if (!acc)
+		return;
+	strmap_free(&acc->keys);
+	for (size_t i = 0; i < acc->n_keys; i++)
+		free(acc->key_text[i]);
+	free(acc->key_text);
+	free(acc->in);
+	free(acc->newest);
+	free(acc->newest_pos);
+	free(acc->points_cap);
+	free(acc);
+}
+
+struct trend *trend_end(struct trend *t, char **err)
+{
+	if (t->n_files == 0) {
 		*err = xstrdup("no results files");
+		trend_free(t);
 		return NULL;
 	}
-	struct trend *t = xcalloc(1, sizeof(*t));
-	_cleanup_free_ struct order *ord = xcalloc(n, sizeof(*ord));
-	for (size_t i = 0; i < n; i++)
-		ord[i] = (struct order){ i, in[i]->provenance.started_ms, names[i] };
-	qsort(ord, n, sizeof(*ord), order_cmp);
-	t->files = xcalloc(n, sizeof(*t->files));
-	t->n_files = n;
-	for (size_t f = 0; f < n; f++) {
-		const struct results *r = in[ord[f].input];
-		t->files[f] = (struct trend_file){
-			.name = xstrdup(names[ord[f].input]),
-			.started_ms = r->provenance.started_ms,
-			.hostname = dup_or_null(r->provenance.hostname),
-			.ferry_version = dup_or_null(r->provenance.ferry_version),
-		};
-	}
+	size_t n = t->n_files;
+	order_files_and_cells(t);
+	acc_free(t->acc);
+	t->acc = NULL;
 
-	/* cells, newest file first so that their order and ids are the newest run's */
-	trend_cells(t, in, ord, n);
-	/* points were added newest first: put them in time order, then find the changes */
+	/* the changes of every cell */
 	_cleanup_free_ size_t *changed_at = xcalloc(n, sizeof(*changed_at));
 	_cleanup_free_ size_t *present = xcalloc(n, sizeof(*present));
-	for (size_t c = 0; c < t->n_cells; c++)
-		cell_changes(&t->cells[c], changed_at, present);
+	for (size_t c = 0; c < t->n_cells; c++) {
+		struct trend_cell *tc = &t->cells[c];
+		size_t skip = tc->n_points > TREND_MAX_POINTS ? tc->n_points - TREND_MAX_POINTS : 0;
+		size_t np = tc->n_points - skip;
+		_cleanup_free_ double *y = xcalloc(np + 1, sizeof(*y));
+		for (size_t i = 0; i < np; i++)
+			y[i] = tc->points[skip + i].median;
+		trend_detect(y, np, &tc->changes, &tc->n_changes);
+		for (size_t i = 0; i < tc->n_changes; i++) {
+			tc->changes[i].at += skip;
+			changed_at[tc->points[tc->changes[i].at].file]++;
+		}
+		for (size_t i = 1; i < tc->n_points; i++)
+			present[tc->points[i].file]++;
+	}
 	/* an environment shift: many cells changing level at the same file */
 	t->env = xcalloc(n, sizeof(*t->env));
+	t->env_cells = xcalloc(n, sizeof(*t->env_cells));
 	for (size_t f = 0; f < n; f++)
-		if (changed_at[f] >= TREND_ENV_MIN_CELLS && 2 * changed_at[f] >= present[f])
+		if (changed_at[f] >= TREND_ENV_MIN_CELLS && 2 * changed_at[f] >= present[f]) {
+			t->env_cells[t->n_env] = changed_at[f];
 			t->env[t->n_env++] = f;
+		}
 	for (size_t c = 0; c < t->n_cells; c++) {
 		struct trend_cell *tc = &t->cells[c];
 		for (size_t i = 0; i < tc->n_changes; i++)
@@ -388,5 +494,34 @@ struct trend *trend_build(struct results *const *in, const char *const *names, s
 				if (tc->points[tc->changes[i].at].file == t->env[e])
 					tc->changes[i].environment = true;
 	}
+	/* the cells the reports show: all when few, else the most important (the rest are
+	   counted in a summary line) */
+	_cleanup_free_ size_t *idx = xcalloc(t->n_cells ? t->n_cells : 1, sizeof(*idx));
+	for (size_t c = 0; c < t->n_cells; c++)
+		idx[c] = c;
+	sort_t = t;
+	if (t->n_cells > TREND_SHOW_CELLS)
+		qsort(idx, t->n_cells, sizeof(*idx), by_importance);
+	for (size_t c = 0; c < t->n_cells && c < TREND_SHOW_CELLS; c++)
+		t->cells[idx[c]].shown = true;
+	for (size_t c = 0; c < t->n_cells; c++) {
+		const struct trend_cell *tc = &t->cells[c];
+		if (tc->shown)
+			continue;
+		t->hidden.cells++;
+		bool kept = false, pending = false;
+		for (size_t i = 0; i < tc->n_changes; i++)
+			*(tc->changes[i].pending ? &pending : &kept) = true;
+		t->hidden.with_change += kept;
+		t->hidden.pending += !kept && pending;
+	}
 	return t;
+}
+
+struct trend *trend_build(struct results *const *in, const char *const *names, size_t n, char **err)
+{
+	struct trend *t = trend_begin();
+	for (size_t i = 0; i < n; i++)
+		trend_add(t, in[i], names[i]);
+	return trend_end(t, err);
 }

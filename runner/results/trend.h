@@ -37,6 +37,10 @@
 /* Many cells shifting at the same file is the environment, reported once: at least this many
  * cells, and at least half of those that have a point there. */
 #define TREND_ENV_MIN_CELLS 3
+/* The most cells a report shows (the most important: a kept change, the largest first, then a
+ * pending one, then the rest in order); the others are counted in one line, so that the output
+ * stays bounded however many cells the files hold (issue 24 class 10). */
+#define TREND_SHOW_CELLS 50
 
 struct trend_change {
 	size_t at;        /* index of the first point of the new level */
@@ -72,7 +76,10 @@ struct trend_cell {
 	size_t n_points;
 	struct trend_change *changes; /* at indexes points */
 	size_t n_changes;
+	bool shown; /* among the TREND_SHOW_CELLS the reports show */
 };
+
+struct trend_acc;
 
 struct trend {
 	struct trend_file *files; /* ordered by start time (then by name) */
@@ -80,7 +87,14 @@ struct trend {
 	struct trend_cell *cells; /* in the order the newest file holding each has them */
 	size_t n_cells;
 	size_t *env; /* files at which many cells changed level together (an environment shift) */
+	size_t *env_cells; /* how many cells changed at env[i] */
 	size_t n_env;
+	/* the cells the reports do not show (TREND_SHOW_CELLS): how many, how many of them with a
+	 * kept change of level, and with only a pending one */
+	struct {
+		size_t cells, with_change, pending;
+	} hidden;
+	struct trend_acc *acc; /* while files are added (trend_add()) */
 };
 
 /*
@@ -91,5 +105,13 @@ struct trend {
  */
 struct trend *trend_build(struct results *const *in, const char *const *names, size_t n,
 			  char **err);
+/*
+ * The same one file at a time, so that a caller holds one results file in memory at once:
+ * trend_begin(), trend_add() for every file (r may be freed after the call; name is copied),
+ * trend_end() (NULL with *err when no file was added; t is then freed).
+ */
+struct trend *trend_begin(void);
+void trend_add(struct trend *t, const struct results *r, const char *name);
+struct trend *trend_end(struct trend *t, char **err);
 void trend_free(struct trend *t);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct trend *, trend_free)

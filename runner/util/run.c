@@ -2,6 +2,7 @@
 #include "run.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -107,6 +108,35 @@ void run_sleep_ms(unsigned long ms)
 	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !run_interrupted())
 		;
+}
+
+static _Atomic uint64_t deadline_ns, deadline_timeout_ns;
+
+void run_set_deadline(uint64_t mono_ns, uint64_t timeout_ns)
+{
+	deadline_timeout_ns = mono_ns ? timeout_ns : 0;
+	deadline_ns = mono_ns;
+}
+
+unsigned run_deadline_timeout_ms(void)
+{
+	uint64_t t = deadline_timeout_ns / 1000000u;
+	return t > UINT_MAX ? UINT_MAX : (unsigned)t;
+}
+
+bool run_deadline_passed(void)
+{
+	uint64_t d = deadline_ns;
+	return d && now_ns() >= d;
+}
+
+unsigned run_deadline_clamp_ms(unsigned timeout_ms)
+{
+	uint64_t d = deadline_ns, now = now_ns();
+	if (!d)
+		return timeout_ms;
+	uint64_t left = d > now ? (d - now + 999999) / 1000000 : 1;
+	return left < timeout_ms ? (unsigned)left : timeout_ms;
 }
 
 int run_signal_fd(void)

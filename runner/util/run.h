@@ -18,6 +18,7 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #define RUN_DIR_DEFAULT "/var/lib/ferry/runs"
 
@@ -83,6 +84,21 @@ int run_interrupted(void);
 void run_sleep_ms(unsigned long ms);
 /* A file descriptor that becomes readable when a signal arrived (for poll()). */
 int run_signal_fd(void);
+
+/*
+ * The measured run's deadline (CLOCK_MONOTONIC ns; 0: none), set by the executor around a run's
+ * phases from the plan's run timeout: every guest operation (machine_guest_*) and every transfer
+ * loop checks it, so that a guest that answers slowly or a byte at a time cannot hold ferry past
+ * the timeout (issue 24 class 8). Cleanup runs without it.
+ */
+void run_set_deadline(uint64_t mono_ns, uint64_t timeout_ns);
+/* The timeout the deadline stands for, in ms (for messages: "the run timeout (5000 ms) passed"),
+ * 0 when none is set. */
+unsigned run_deadline_timeout_ms(void);
+/* Whether the deadline is set and has passed. */
+bool run_deadline_passed(void);
+/* timeout_ms, or what is left until the deadline when that is less (at least 1 ms). */
+unsigned run_deadline_clamp_ms(unsigned timeout_ms);
 
 /*
  * Parse a ferry domain or run directory name "ferry-<run id>-<n>" into its run id (caller frees)

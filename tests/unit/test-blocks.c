@@ -382,6 +382,30 @@ static void test_boot_fails(void)
 	fake_run_clear(&t);
 }
 
+/* run.cell_timeout holds under blocks: a cell's own runs over all blocks count against it, and
+ * the cell past it leaves the blocks with a timeout error while the others go on. */
+static void test_cell_timeout(void)
+{
+	struct fake_run t;
+	bx_init(&t, "matrix: {vm: [v1], method: [a, b]}\n"
+		    "run: {boots: 4, runs_per_boot: 1, cell_timeout: 1s, caches: keep}\n");
+	char *err = NULL; /* a: over 1 s after its second run */
+	g_assert_cmpint(plan_method_set(&t.p->methods[0], "duration", "600ms", &err), ==, 0);
+	bx_run(&t);
+	const struct result_cell *a = cell(&t, "vm=v1,disk=d,dataset=s,method=a");
+	const struct result_cell *b = cell(&t, "vm=v1,disk=d,dataset=s,method=b");
+	g_assert_cmpint(a->status, ==, STATUS_ERROR);
+	g_assert_cmpuint(a->n_runs, ==, 2);
+	g_assert_cmpuint(a->n_errors, ==, 1);
+	g_assert_cmpint(a->errors[0].kind, ==, ERROR_TIMEOUT);
+	g_assert_nonnull(
+	    strstr(a->errors[0].message, "cell took longer than its timeout 1s after 2 runs"));
+	g_assert_cmpint(b->status, ==, STATUS_PASSED);
+	g_assert_cmpuint(b->n_runs, ==, 4);
+	g_assert_cmpuint(t.r->design.blocks, ==, 4);
+	fake_run_clear(&t);
+}
+
 /* ---- plan keys: untrusted input ---- */
 
 static void bad_plan(const char *run, const char *want)
@@ -481,6 +505,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/blocks/stop-on-fake", test_stop_on_fake);
 	g_test_add_func("/blocks/halfwidth", test_halfwidth);
 	g_test_add_func("/blocks/boot-fails", test_boot_fails);
+	g_test_add_func("/blocks/cell-timeout", test_cell_timeout);
 	g_test_add_func("/blocks/plan-keys", test_plan_keys);
 	g_test_add_func("/blocks/one-unit", test_one_unit);
 	int rc = g_test_run();

@@ -863,12 +863,49 @@ static void test_capacity(void)
 	free(err);
 }
 
+/* Class 11 of issue 24: inodes count as well as bytes; memory and unknown counts do not. */
+static void test_capacity_inodes(void)
+{
+	const struct capacity_need needs[] = {
+		{ "datasets to generate", 7, UINT64_C(20) << 20, 5001 },
+		{ "target disks", 7, UINT64_C(1) << 20, 64 },
+		{ "the largest VM", 0, UINT64_C(1) << 20, 0 },
+	};
+	struct capacity_space space[] = {
+		{ 7, "/small", UINT64_C(1) << 30, 2000, true },
+		{ 0, "memory", UINT64_C(1) << 30, 0, true },
+	};
+	char *err = NULL;
+	g_assert_cmpint(capacity_check(needs, 3, space, 2, &err), ==, -1);
+	g_assert_cmpstr(err, ==,
+			"not enough inodes (files and directories) on the filesystem of '/small': "
+			"needs 5065 (datasets to generate 5001, target disks 64), 2000 are free");
+	g_free(err);
+	err = NULL;
+	space[0].inodes = 5065; /* exactly enough */
+	g_assert_cmpint(capacity_check(needs, 3, space, 2, &err), ==, 0);
+	space[0].inodes = 0;
+	space[0].inodes_known = false; /* btrfs: no fixed inode table */
+	g_assert_cmpint(capacity_check(needs, 3, space, 2, &err), ==, 0);
+	/* a generated dataset: its files, every directory of its tree and its top directory */
+	struct dataset_spec s = { .files = 5000, .depth = 2, .fanout = 3 };
+	g_assert_cmpuint(capacity_dataset_inodes(&s), ==, 5000 + 3 + 9 + 1);
+	s.depth = 64;
+	s.fanout = 1000000;
+	g_assert_cmpuint(capacity_dataset_inodes(&s), ==, UINT64_MAX);
+	/* the probe: this test's own directory has a number, or says it has none */
+	uint64_t n = 0;
+	if (capacity_fs_inodes(".", &n))
+		g_assert_cmpuint(n, >, 0);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/dataset/evict", test_evict);
 	g_test_add_func("/dataset/capacity", test_capacity);
+	g_test_add_func("/dataset/capacity-inodes", test_capacity_inodes);
 	g_test_add_func("/dataset/determinism", test_determinism);
 	g_test_add_func("/dataset/fill-ranges", test_fill_ranges);
 	g_test_add_func("/dataset/golden", test_golden);

@@ -288,6 +288,90 @@ static void test_null(void)
 	fake_run_clear(&t);
 }
 
+/*
+ * Issue 24 class 6: a `path:` dataset with a link inside that points out of it (sub/link ->
+ * a secret file next to the tree). Every method that reads a path dataset carries the link as a
+ * link (verify compares links and their targets, so a followed link is an integrity error), and
+ * vfat, which cannot hold one (mcopy -s followed it), refuses the dataset before anything is
+ * built, naming the link.
+ */
+static void check_path_links(const char *method, bool vfat)
+{
+	if (!vfat && skip_unless_supported())
+		return;
+	char *tree = g_build_filename(tmp_dir, "linked-tree", NULL);
+	char *secret = g_build_filename(tmp_dir, "secret", NULL);
+	if (!g_file_test(tree, G_FILE_TEST_EXISTS)) {
+		char *sub = g_build_filename(tree, "sub", NULL);
+		g_assert_cmpint(g_mkdir_with_parents(sub, 0755), ==, 0);
+		char *a = g_build_filename(tree, "a.txt", NULL),
+		     *b = g_build_filename(sub, "b.txt", NULL);
+		char *l = g_build_filename(sub, "link", NULL);
+		g_assert_true(g_file_set_contents(a, "a\n", -1, NULL));
+		g_assert_true(g_file_set_contents(b, "b\n", -1, NULL));
+		g_assert_true(g_file_set_contents(secret, "secret-do-not-copy\n", -1, NULL));
+		g_assert_cmpint(symlink(secret, l), ==, 0);
+		g_free(a), g_free(b), g_free(l), g_free(sub);
+	}
+	char *text = g_strdup_printf("ferry: 1\nname: m\nvms: {v: {guest: builtin}}\n"
+				     "disks: {t: {kind: tmpfs, size: 64MiB}}\n"
+				     "datasets: {s: {path: '%s'}}\n"
+				     "methods: {m: %s}\nmatrix: {disk: [t], method: [m]}\n"
+				     "run: {repeat: 1, vm: per-cell}\n",
+				     tree, method);
+	struct fake_run t;
+	fake_run_init(&t, tmp_dir, text, NULL);
+	g_free(text);
+	t.p->run.timeout = 60000 * MS;
+	/* vfat: the fake machine without guests (this host's kernel may have no vfat to mount
+	   the image with, and the refusal comes before any guest) */
+	t.fake.guests = !vfat;
+	fake_run_exec(&t);
+	g_assert_cmpuint(t.fake.live, ==, 0);
+	assert_host_clean();
+	struct result_cell *cell = &t.r->cells[0];
+	if (!skipped(cell)) {
+		log_errors(cell);
+		if (vfat) {
+			g_assert_cmpint(cell->status, ==, STATUS_ERROR);
+			g_assert_cmpuint(cell->n_runs, ==, 0);
+			g_assert_cmpuint(cell->n_errors, ==, 1);
+			g_assert_nonnull(strstr(cell->errors[0].message,
+						"vfat cannot hold symbolic links, and dataset 's' "
+						"has 1 ('sub/link' first)"));
+			g_assert_null(strstr(cell->errors[0].message, "secret"));
+		} else {
+			g_assert_cmpint(cell->status, ==, STATUS_PASSED);
+			g_assert_true(cell->runs[0].integrity_ok);
+		}
+	}
+	fake_run_clear(&t);
+	g_free(tree), g_free(secret);
+}
+
+static void test_links_vfat(void)
+{
+	check_path_links("{type: disk-image, filesystem: vfat}", true);
+}
+
+#define LINK_CASES(X)                                                                              \
+	X(ext4, "{type: disk-image, filesystem: ext4}")                                            \
+	X(iso9660, "{type: disk-image, filesystem: iso9660}")                                      \
+	X(agent_files, "{type: agent-file}")                                                       \
+	X(agent_tar, "{type: agent-file, archive: tar}")                                           \
+	X(channel, "{type: channel}")                                                              \
+	X(share_9p, "{type: share, driver: 9p}")                                                   \
+	X(share_move, "{type: share, driver: 9p, mode: move}")                                     \
+	X(net_pull, "{type: network}")                                                             \
+	X(net_pull_tar, "{type: network, archive: tar}")
+#define LINK_DEFINE(c, m)                                                                          \
+	static void test_links_##c(void)                                                           \
+	{                                                                                          \
+		check_path_links(m, false);                                                        \
+	}
+LINK_CASES(LINK_DEFINE)
+#define LINK_ADD(c, m) g_test_add_func("/method-runs/path-links/" #c, test_links_##c);
+
 /* The test's own network namespace with its loopback up: the guests' ports are there. */
 static void own_network(void)
 {
@@ -334,6 +418,8 @@ int main(int argc, char **argv)
 	g_test_add_func("/method-runs/disk-image/in-place/clean", test_in_place);
 	g_test_add_func("/method-runs/disk-image/in-place/hang", test_in_place_hang);
 	g_test_add_func("/method-runs/null/clean", test_null);
+	g_test_add_func("/method-runs/path-links/vfat", test_links_vfat);
+	LINK_CASES(LINK_ADD)
 	int rc = g_test_run();
 	fake_dir_remove(tmp_dir);
 	return rc;

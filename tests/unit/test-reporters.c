@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "keys.h"
+#include "pivot-verdicts.h"
 #include "reporters.h"
 #include "results.h"
 #include "util.h"
@@ -222,20 +223,66 @@ static void test_golden(gconstpointer data)
 			path, k, len, want_len, got + (k > 20 ? k - 20 : 0));
 }
 
-/* The JSON export is exactly what results_write() puts in a file. */
+/* The JSON export is exactly what results_write() puts in a file once ferry run attached the
+ * verdicts: the export computes them anew from the runs, and they come out the same. */
 static void test_json_is_results_file(void)
 {
 	_cleanup_(results_freep) struct results *r = sample();
 	size_t len, flen;
 	_cleanup_free_ char *got = render_to_string(report_json, r, &len);
+	g_assert_nonnull(strstr(got, "\n  \"verdicts\": [\n"));
+	g_assert_nonnull(strstr(got, "\"verdict\": \""));
 	_cleanup_free_ char *dir = g_dir_make_tmp("ferry-reporters-XXXXXX", NULL);
 	_cleanup_free_ char *path = g_build_filename(dir, "r.json", NULL);
 	_cleanup_free_ char *err = NULL;
+	r->verdicts = report_verdicts_json(r, NULL, &err);
+	g_assert_nonnull(r->verdicts);
 	g_assert_cmpint(results_write(r, path, &err), ==, 0);
 	_cleanup_free_ char *file = read_file(path, &flen);
 	g_assert_cmpmem(got, len, file, flen);
 	g_unlink(path);
 	g_rmdir(dir);
+}
+
+/* A run with blocks: the Markdown's Design section says the blocks, how runs per boot were
+ * chosen with the variance components and costs, and why the blocks stopped. */
+static void test_design_section(void)
+{
+	_cleanup_(results_freep) struct results *r = sample();
+	size_t len;
+	_cleanup_free_ char *none = render_to_string(render_md, r, &len);
+	g_assert_null(strstr(none, "### Design"));
+	r->design = (struct result_design){ .blocks = 5,
+					    .runs_per_boot = 2,
+					    .automatic = true,
+					    .pilot_blocks = 2,
+					    .pilot_runs = 3,
+					    .within_var = 0.0009,
+					    .between_var = 0.0025,
+					    .boot_s = 6.5,
+					    .run_s = 2.25,
+					    .stop = STATS_STOP_BUDGET,
+					    .until = 0.05,
+					    .halfwidth = 0.083 };
+	_cleanup_free_ char *md = render_to_string(render_md, r, &len);
+	const char *d = strstr(md, "### Design\n\nA boot is the sample: 5 blocks, ");
+	g_assert_nonnull(d);
+	g_assert_nonnull(strstr(d, "2 measured runs of every cell per boot, chosen after a pilot "
+				   "of 2 blocks at 3 runs per boot"));
+	g_assert_nonnull(strstr(d, "| 0.0009 | 0.0025 | 6.5\xc2\xa0s | 2.25\xc2\xa0s | 2 |"));
+	g_assert_nonnull(strstr(d,
+				"Stopped after 5 blocks: the time budget of blocks (run.budget) "
+				"was used up; target half-width 5%, the widest at the end 8.3%."));
+	r->design.automatic = false;
+	r->design.runs_per_boot = 1;
+	r->design.within_var = r->design.between_var = NAN;
+	r->design.stop = STATS_STOP_HALFWIDTH;
+	_cleanup_free_ char *fixed = render_to_string(render_md, r, &len);
+	g_assert_nonnull(strstr(fixed, "1 measured run of every cell per boot (set by the plan: "
+				       "run.runs_per_boot). Within- and between-boot variance are "
+				       "told apart only with 2 or more runs per boot."));
+	g_assert_nonnull(strstr(fixed, "Stopped after 5 blocks: every cell's and every "
+				       "comparison's 95% interval reached the target half-width"));
 }
 
 static void test_clean_text(void)
@@ -791,7 +838,9 @@ static int write_sample_results(const char *path, bool empty)
 {
 	_cleanup_(results_freep) struct results *r = empty ? results_new() : sample();
 	_cleanup_free_ char *err = NULL;
-	if (results_write(r, path, &err) < 0) {
+	/* with its verdicts, as ferry run writes them (and ferry report --json computes anew) */
+	r->verdicts = report_verdicts_json(r, NULL, &err);
+	if (!r->verdicts || results_write(r, path, &err) < 0) {
 		fprintf(stderr, "%s\n", err);
 		return 1;
 	}
@@ -921,6 +970,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/reporters/junit-streams", test_junit_streams);
 	g_test_add_func("/reporters/comma-locale", test_comma_locale);
 	g_test_add_func("/reporters/output", test_output);
+	g_test_add_func("/reporters/design-section", test_design_section);
 	g_test_add_func("/reporters/step-summary", test_step_summary);
 	return g_test_run();
 }

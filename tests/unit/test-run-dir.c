@@ -446,6 +446,94 @@ static void test_image_checks(void)
 }
 
 /*
+ * Issue 24, class 3: the owners and modes of an image's chain are put back when the run ends
+ * (libvirt's dynamic ownership hands them to libvirt-qemu and left a backing file of the user's
+ * owned by it), and never through a link planted meanwhile: a chain file swapped for a symbolic
+ * link to a file outside keeps that file's owner and mode.
+ */
+static void test_owner_restore(void)
+{
+	if (geteuid() != 0) {
+		g_test_skip("chown to other owners needs root");
+		return;
+	}
+	char *base = g_dir_make_tmp("ferry-test-owner-XXXXXX", NULL);
+	char *tree = g_build_filename(base, "tree", NULL);
+	g_assert_cmpint(g_mkdir(tree, 0755), ==, 0);
+	g_setenv("FERRY_RUN_DIR", base, TRUE);
+	g_setenv("FERRY_ALLOW_INPUT", tree, TRUE);
+	char *back = g_build_filename(tree, "base.raw", NULL);
+	char *top = g_build_filename(tree, "top.qcow2", NULL);
+	char *other = g_build_filename(tree, "other.raw", NULL);
+	char *outside = g_build_filename(base, "outside", NULL);
+	char *err = NULL;
+	const char *mk0[] = { "qemu-img", "create", "-q", "-f", "raw", back, "1M", NULL };
+	g_assert_cmpint(proc_run(mk0, NULL, &err), ==, 0);
+	const char *mk1[] = { "qemu-img", "create", "-q",  "-f", "qcow2", "-b",
+			      back,       "-F",     "raw", top,  "1M",    NULL };
+	g_assert_cmpint(proc_run(mk1, NULL, &err), ==, 0);
+	g_assert_cmpint(
+	    proc_run((const char *[]){ "qemu-img", "create", "-q", "-f", "raw", other, "1M", NULL },
+		     NULL, &err),
+	    ==, 0);
+	g_assert_true(g_file_set_contents(outside, "outside", -1, NULL));
+	g_assert_cmpint(chmod(outside, 0644), ==, 0);
+	/* the user's: 1234:2345, 0640 and 0604 */
+	g_assert_cmpint(chown(back, 1234, 2345), ==, 0);
+	g_assert_cmpint(chmod(back, 0640), ==, 0);
+	g_assert_cmpint(chown(top, 1234, 2345), ==, 0);
+	g_assert_cmpint(chmod(top, 0604), ==, 0);
+	virConnectPtr conn = vm_connect("test:///default", &err);
+	g_assert_nonnull(conn);
+	for (int swap = 0; swap <= 1; swap++) {
+		struct run *r = run_open(&err);
+		g_assert_nonnull(r);
+		struct vm_config c;
+		builtin(&c);
+		c.image = top;
+		c.kernel = c.initrd = c.cmdline = NULL;
+		struct vm *vm = NULL;
+		/* the chain is checked and remembered whether the test driver then boots it */
+		if (vm_boot(r, conn, &c, 10000, &vm, &err) == 0)
+			vm_destroy(vm);
+		g_clear_pointer(&err, free);
+		/* what libvirt's relabelling does while the guest runs */
+		g_assert_cmpint(chown(top, 64055, 64055), ==, 0);
+		g_assert_cmpint(chmod(top, 0600), ==, 0);
+		if (swap) {
+			/* base.raw swapped for a link out of the tree: the restore must not
+			   follow it */
+			g_assert_cmpint(rename(back, other), ==, 0);
+			g_assert_cmpint(symlink(outside, back), ==, 0);
+		} else {
+			g_assert_cmpint(chown(back, 64055, 64055), ==, 0);
+			g_assert_cmpint(chmod(back, 0600), ==, 0);
+		}
+		g_assert_cmpint(run_close(r, &err), ==, 0);
+		struct stat st;
+		g_assert_cmpint(stat(top, &st), ==, 0);
+		g_assert_cmpuint(st.st_uid, ==, 1234);
+		g_assert_cmpuint(st.st_gid, ==, 2345);
+		g_assert_cmpuint(st.st_mode & 07777, ==, 0604);
+		if (!swap) {
+			g_assert_cmpint(stat(back, &st), ==, 0);
+			g_assert_cmpuint(st.st_uid, ==, 1234);
+			g_assert_cmpuint(st.st_gid, ==, 2345);
+			g_assert_cmpuint(st.st_mode & 07777, ==, 0640);
+		} else {
+			g_assert_cmpint(stat(outside, &st), ==, 0);
+			g_assert_cmpuint(st.st_uid, ==, getuid());
+			g_assert_cmpuint(st.st_mode & 07777, ==, 0644);
+		}
+	}
+	virConnectClose(conn);
+	g_unsetenv("FERRY_ALLOW_INPUT");
+	g_unsetenv("FERRY_RUN_DIR");
+	g_assert_cmpint(rm_tree(base, NULL), ==, 0);
+	g_free(back), g_free(top), g_free(other), g_free(outside), g_free(tree), g_free(base);
+}
+
+/*
  * Issue 24, class 3: every helper runs under a timeout, and SIGTERM during a helper ends it at
  * once (proc_spawn used to retry EINTR and wait forever for a qemu-img stuck on a FIFO).
  */
@@ -498,5 +586,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/run/proc", test_proc);
 	g_test_add_func("/run/proc-timeout", test_proc_timeout);
 	g_test_add_func("/run/image-checks", test_image_checks);
+	g_test_add_func("/run/owner-restore", test_owner_restore);
 	return g_test_run();
 }

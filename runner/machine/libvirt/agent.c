@@ -282,10 +282,69 @@ int agent_file_write(virDomainPtr dom, int64_t handle, const void *buf, size_t l
 	return agent_file_write_chunked(dom, handle, buf, len, AGENT_CHUNK, err);
 }
 
+int agent_write_loop(const void *buf, size_t len, size_t chunk, agent_write_fn send, void *ud,
+		     char **err)
+{
+	const char *p = buf;
+	while (len > 0) {
+		size_t n = len < chunk ? len : chunk;
+		if (run_interrupted()) {
+			*err = xstrdup("guest-file-write: interrupted");
+			return -1;
+		}
+		if (run_deadline_passed()) {
+			*err =
+			    xasprintf("guest-file-write: the run timeout (%u ms) passed with %zu "
+				      "bytes still to write",
+				      run_deadline_timeout_ms(), len);
+			return -1;
+		}
+		long long count = -1;
+		if (send(ud, p, n, &count, err) < 0)
+			return -1;
+		/* qemu-ga writes a whole buffer or fails (fwrite to a file): a short count is a
+		   full disk or an agent that is not one, and letting it go on a byte at a time
+		   would send a command per byte (256 KiB: 262,144 commands) */
+		if (count != (long long)n) {
+			*err =
+			    xasprintf("guest-file-write wrote %lld of %zu bytes: the guest agent "
+				      "made %s",
+				      count, n, count > 0 ? "a short write" : "no progress");
+			return -1;
+		}
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+struct write_cmd {
+	virDomainPtr dom;
+	int64_t handle;
+	char *text;
+	size_t cap;
+};
+
+static const char write_head[] =
+    "{\"execute\":\"guest-file-write\",\"arguments\":{\"handle\":%lld,\"buf-b64\":\"";
+
+static int send_write(void *ud, const void *buf, size_t n, long long *count, char **err)
+{
+	struct write_cmd *w = ud;
+	int k = snprintf(w->text, w->cap, write_head, (long long)w->handle);
+	k += EVP_EncodeBlock((unsigned char *)w->text + k, (const unsigned char *)buf, (int)n);
+	memcpy(w->text + k, "\"}}", sizeof("\"}}"));
+	_cleanup_json_ json_t *ret = NULL;
+	if (command_text(w->dom, "guest-file-write", w->text, AGENT_CMD_TIMEOUT_S, &ret, err) < 0)
+		return -1;
+	json_t *c = json_object_get(ret, "count");
+	*count = json_is_integer(c) ? (long long)json_integer_value(c) : -1;
+	return 0;
+}
+
 int agent_file_write_chunked(virDomainPtr dom, int64_t handle, const void *buf, size_t len,
 			     size_t chunk, char **err)
 {
-	const char *p = buf;
 	if (chunk == 0)
 		chunk = AGENT_CHUNK;
 	if (chunk > AGENT_MAX_CHUNK) {
@@ -301,33 +360,13 @@ int agent_file_write_chunked(virDomainPtr dom, int64_t handle, const void *buf, 
 	 * 5-10 ms of host CPU per 128 KiB chunk (bench/RESULTS-methods.md), next to a guest
 	 * round trip of 30-130 ms under TCG.
 	 */
-	static const char head[] =
-	    "{\"execute\":\"guest-file-write\",\"arguments\":{\"handle\":%lld,\"buf-b64\":\"";
 	size_t most = len < chunk ? len : chunk;
-	size_t cap = sizeof(head) + 24 + 4 * ((most + 2) / 3) + sizeof("\"}}");
-	_cleanup_free_ char *text = xmalloc(cap);
-	while (len > 0) {
-		size_t n = len < chunk ? len : chunk;
-		int k = snprintf(text, cap, head, (long long)handle);
-		k += EVP_EncodeBlock((unsigned char *)text + k, (const unsigned char *)p, (int)n);
-		memcpy(text + k, "\"}}", sizeof("\"}}"));
-		_cleanup_json_ json_t *ret = NULL;
-		if (command_text(dom, "guest-file-write", text, AGENT_CMD_TIMEOUT_S, &ret, err) < 0)
-			return -1;
-		json_int_t count = json_integer_value(json_object_get(ret, "count"));
-		if (count <= 0 || (size_t)count > n) {
-			*err = xasprintf("guest-file-write wrote %lld of %zu bytes",
-					 (long long)count, n);
-			return -1;
-		}
-		p += count;
-		len -= (size_t)count;
-		if (run_interrupted()) {
-			*err = xstrdup("guest-file-write: interrupted");
-			return -1;
-		}
-	}
-	return 0;
+	struct write_cmd w = { .dom = dom, .handle = handle };
+	w.cap = sizeof(write_head) + 24 + 4 * ((most + 2) / 3) + sizeof("\"}}");
+	w.text = xmalloc(w.cap);
+	int rc = agent_write_loop(buf, len, chunk, send_write, &w, err);
+	free(w.text);
+	return rc;
 }
 
 int agent_file_read(virDomainPtr dom, int64_t handle, void *buf, size_t max, size_t *n, bool *eof,
@@ -398,6 +437,12 @@ int agent_push_file_chunked(virDomainPtr dom, const char *host_path, const char 
 		}
 		if (r == 0)
 			break;
+		if (run_deadline_passed()) {
+			*err = xasprintf("cannot write '%s' in the guest: the run timeout (%u ms) "
+					 "passed",
+					 guest_path, run_deadline_timeout_ms());
+			goto fail;
+		}
 		_cleanup_free_ char *e = NULL;
 		if (agent_file_write_chunked(dom, h, buf, (size_t)r, chunk, &e) < 0) {
 			*err = xasprintf("cannot write '%s' in the guest: %s", guest_path, e);

@@ -77,6 +77,16 @@ int agent_file_write(virDomainPtr dom, int64_t handle, const void *buf, size_t l
 /* Write all of buf in pieces of chunk bytes (1 to AGENT_MAX_CHUNK; 0: AGENT_CHUNK). */
 int agent_file_write_chunked(virDomainPtr dom, int64_t handle, const void *buf, size_t len,
 			     size_t chunk, char **err);
+/*
+ * The loop of a file write, apart from the protocol (unit-tested with a hostile agent): send
+ * buf in pieces of chunk bytes through send(), which sets *count to the bytes the agent says it
+ * wrote. A count other than the piece's size (short, none, more) is an error, as is the run's
+ * deadline passing (run_deadline_passed()) or a signal: the commands are bounded by the size
+ * and by the run timeout, whatever the agent answers.
+ */
+typedef int (*agent_write_fn)(void *ud, const void *buf, size_t n, long long *count, char **err);
+int agent_write_loop(const void *buf, size_t len, size_t chunk, agent_write_fn send, void *ud,
+		     char **err);
 /* Read at most max (<= AGENT_CHUNK) bytes into buf; *n gets the count, *eof end of file. */
 int agent_file_read(virDomainPtr dom, int64_t handle, void *buf, size_t max, size_t *n, bool *eof,
 		    char **err);
