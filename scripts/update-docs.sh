@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Regenerate what the key tables (runner/plan/keys.c) generate: schema/ferry-plan.schema.json and the
-# PLAN KEYS section of ferry.1, and what the command tables (runner/cli/cli.h) generate: the
+# Regenerate what the key tables (runner/plan/keys*.c, and each method's options in its file in
+# runner/methods/) generate: schema/ferry-plan.schema.json and the PLAN KEYS section of ferry.1,
+# and what the command tables (runner/cli/cli.h) generate: the
 # SYNOPSIS section of ferry.1, and the metric table (runner/results/metrics.h): the list in
 # METRICS (each between its generated-section markers).
 # Usage: scripts/update-docs.sh [BUILDDIR]     (default: build)

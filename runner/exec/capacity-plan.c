@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "capacity.h"
+#include "methods/method.h"
 #include "dataset-plan.h"
 #include "dataset.h"
 #include "matrix.h"
@@ -58,15 +59,12 @@ int capacity_plan(const struct plan *p, const struct matrix *m, const char *cach
 			need = c.disk->allocation == PLAN_ALLOC_SPARSE && data < c.disk->size
 				   ? data
 				   : c.disk->size;
-		uint64_t extra = 0;
-		switch (c.method->type) {
-		case PLAN_METHOD_DISK_IMAGE: extra = data + data / 8 + (UINT64_C(16) << 20); break;
-		case PLAN_METHOD_SHARE: extra = data; break;
-		default: break;
-		}
+		const struct method_ops *ops = method_of(c.method);
+		uint64_t extra =
+		    ops && ops->needs.run_dir_bytes ? ops->needs.run_dir_bytes(c.method, data) : 0;
 		/* the cell's files in the run directory (images, logs, results): a few dozen */
 		uint64_t inodes = 64;
-		if (c.method->type == PLAN_METHOD_SHARE && !add_u64(inodes, data_inodes, &inodes))
+		if (ops && ops->needs.run_dir_files && !add_u64(inodes, data_inodes, &inodes))
 			inodes = UINT64_MAX;
 		if (inodes > cell_inodes_max)
 			cell_inodes_max = inodes;

@@ -59,7 +59,7 @@ static char *skip_reason(const struct xcell *c)
 {
 	if (!c->ops)
 		return xasprintf("method type '%s' is not built into this ferry",
-				 key_find(&plan_method_keys, "type")->values[c->pc.method->type]);
+				 plan_method_type_name(c->pc.method));
 	/* what no host can do (vfat/ntfs targets, guest OS, archives): the plan's rules table;
 	 * what the host lacks, the method's supports() says next */
 	return plan_rules_skip(NULL, &c->pc);
@@ -172,7 +172,7 @@ static void ctx_init(struct exec *x, struct xcell *c)
 /* Everything before the cell's first run; a cell that cannot run is over when this returns. */
 void prepare_cell(struct exec *x, struct xcell *c)
 {
-	c->ops = method_for(c->pc.method);
+	c->ops = method_of(c->pc.method);
 	_cleanup_free_ char *why = skip_reason(c);
 	if (why) {
 		skip_cell(x, c, why);

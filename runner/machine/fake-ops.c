@@ -27,6 +27,8 @@
 #include "proc.h"
 #include "run.h"
 #include "util.h"
+#include "methods/disk-image.h"
+#include "methods/method.h"
 
 /* What a housekeeping command (mount, empty, a file's cat) may take. */
 #define HOUSEKEEPING_MS 30000u
@@ -694,14 +696,15 @@ char *fake_real_supports(struct fake_machine *fm, const struct plan_cell *pc)
 	if (pc->disk && pc->disk->kind == PLAN_DISK_IMAGE &&
 	    pc->disk->filesystem != PLAN_DISK_FS_EXT4)
 		return xstrdup("the fake machine's target disks are ext4");
-	if (pc->method->type == PLAN_METHOD_DISK_IMAGE) {
+	if (method_of(pc->method) == method_find_name("disk-image")) {
 		static const char *const fs[] = { "ext4", "iso9660", "vfat" };
-		const char *want = fs[pc->method->filesystem];
+		const struct di_opts *o = METHOD_OPTS(pc->method, struct di_opts);
+		const char *want = fs[o->filesystem];
 		if (!host_has_fs(want))
 			return xasprintf("the host kernel has no %s filesystem, which the fake "
 					 "guest (the host's kernel) mounts the image with",
 					 want);
-		if (pc->method->image_format == PLAN_FORMAT_QCOW2)
+		if (o->image_format == PLAN_FORMAT_QCOW2)
 			return xstrdup("the fake machine plugs raw images only (a loop device), "
 				       "not qcow2");
 	}

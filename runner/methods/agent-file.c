@@ -16,6 +16,23 @@
 
 #define GUEST_ARCHIVE "/tmp/ferry-agent-archive"
 
+struct af_opts {
+	uint64_t set;
+	uint64_t chunk_size; /* bytes of file data per guest-file-write */
+};
+
+static const struct key_def af_defs[] = {
+	{ .name = "chunk_size",
+	  .type = KEY_SIZE,
+	  .offset = offsetof(struct af_opts, chunk_size),
+	  .def = "128KiB",
+	  .min = 4096,
+	  .max = 128 * 1024,
+	  .help = "file data per guest-file-write (libvirt 9.0 corrupts agent commands over about "
+		  "175 KB of JSON)" },
+};
+METHOD_OPTIONS(af_keys, "agent-file", struct af_opts, af_defs);
+
 static char *af_supports(const struct method_ctx *ctx)
 {
 	/* archives the guest cannot unpack: the plan's rules table (rules.c) */
@@ -23,13 +40,13 @@ static char *af_supports(const struct method_ctx *ctx)
 }
 
 /*
- * Raw bytes per guest file write: the plan's chunk_size (keys.c bounds it to MACHINE_FILE_CHUNK_MAX
- * and defaults to it: each command costs a fixed round trip besides its bytes, so the largest chunk
- * libvirt carries safely is the fastest; bench/RESULTS-methods.md).
+ * Raw bytes per guest file write: the plan's chunk_size (af_defs bounds it to
+ * MACHINE_FILE_CHUNK_MAX and defaults to it: each command costs a fixed round trip besides its
+ * bytes, so the largest chunk libvirt carries safely is the fastest; bench/RESULTS-methods.md).
  */
 static size_t chunk(const struct method_ctx *ctx)
 {
-	uint64_t c = ctx->method->chunk_size;
+	uint64_t c = METHOD_OPTS(ctx->method, struct af_opts)->chunk_size;
 	return c == 0 || c > MACHINE_FILE_CHUNK_MAX ? MACHINE_FILE_CHUNK_MAX : (size_t)c;
 }
 
@@ -188,7 +205,9 @@ static int af_cleanup(struct method_ctx *ctx)
 
 const struct method_ops method_agentfile = {
 	.name = "agent-file",
-	.type = PLAN_METHOD_AGENT_FILE,
+	.summary = "guest agent file writes",
+	.options = &af_keys,
+	.archive = true,
 	.supports = af_supports,
 	.transfer = af_transfer,
 	.finalize = af_finalize,

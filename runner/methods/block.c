@@ -36,6 +36,7 @@
  *   with the host's; the executor's file listing does not apply to a raw device.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -49,6 +50,53 @@
 #include "method.h"
 #include "stream.h"
 #include "rules.h"
+
+struct block_opts {
+	uint64_t set;
+	uint64_t block_size;  /* bytes per direct I/O request */
+	uint64_t queue_depth; /* requests in flight: parallel dd processes */
+};
+
+static const struct key_def block_defs[] = {
+	{ .name = "block_size",
+	  .type = KEY_SIZE,
+	  .offset = offsetof(struct block_opts, block_size),
+	  .def = "1MiB",
+	  .min = 512,
+	  .max = UINT64_C(64) << 20,
+	  .help = "bytes per direct I/O request (a multiple of 512)" },
+	{ .name = "queue_depth",
+	  .type = KEY_UINT,
+	  .offset = offsetof(struct block_opts, queue_depth),
+	  .def = "1",
+	  .min = 1,
+	  .max = 1024,
+	  .help = "requests in flight" },
+};
+METHOD_OPTIONS(block_keys, "block", struct block_opts, block_defs);
+
+#define OPTS(ctx) METHOD_OPTS((ctx)->method, struct block_opts)
+
+static void block_size_rule(const struct rule_subject *s, struct rule_out *o)
+{
+	uint64_t bs = METHOD_OPTS(s->method, struct block_opts)->block_size;
+	if (bs % 512 == 0 && bs)
+		return;
+	if (plan_rule_at_run(o))
+		plan_rule_fail(o, "block_size",
+			       "block: block_size %" PRIu64
+			       " is not a multiple of 512 bytes (direct "
+			       "I/O needs aligned requests)",
+			       bs);
+	else
+		plan_rule_fail(o, "block_size",
+			       "'block_size' must be a multiple of 512 for direct I/O");
+}
+
+static const struct plan_rule block_rules[] = {
+	{ "method.block-size", RULE_METHOD, RULE_ERROR, RULE_AT_RUN,
+	  "'block_size' a multiple of 512", block_size_rule },
+};
 
 #define STAGE_DIR  "/run/ferry-block"
 #define STAGE_FILE STAGE_DIR "/stream"
@@ -73,7 +121,7 @@ static struct block_state *state(struct method_ctx *ctx)
 
 static char *block_supports(const struct method_ctx *ctx)
 {
-	const struct plan_method *m = ctx->method;
+	const struct block_opts *m = OPTS(ctx);
 	if (!ctx->disk)
 		return xstrdup("block: writes a raw device and needs an image disk, not tmpfs");
 	/* Windows guests, tmpfs disks, block_size: the plan's rules table (rules.c) */
@@ -142,7 +190,7 @@ static int block_stage(struct method_ctx *ctx)
 		return method_fail(ctx, ERROR_INFRA, NULL,
 				   "block: the guest staged %llu bytes of %llu",
 				   strtoull(size, NULL, 10), (unsigned long long)s->bytes);
-	s->nblocks = (s->bytes + ctx->method->block_size - 1) / ctx->method->block_size;
+	s->nblocks = (s->bytes + OPTS(ctx)->block_size - 1) / OPTS(ctx)->block_size;
 	ctx->bytes = s->bytes;
 	return 0;
 }
@@ -171,7 +219,7 @@ static int block_before_phase(struct method_ctx *ctx, enum result_phase p)
  */
 static char *sliced(const struct method_ctx *ctx, uint64_t nblocks, const char *fmt)
 {
-	uint64_t qd = ctx->method->queue_depth ? ctx->method->queue_depth : 1;
+	uint64_t qd = OPTS(ctx)->queue_depth ? OPTS(ctx)->queue_depth : 1;
 	if (qd > nblocks)
 		qd = nblocks ? nblocks : 1;
 	uint64_t per = (nblocks + qd - 1) / qd;
@@ -192,7 +240,7 @@ static char *sliced(const struct method_ctx *ctx, uint64_t nblocks, const char *
 static int block_transfer(struct method_ctx *ctx)
 {
 	struct block_state *s = state(ctx);
-	unsigned long long bs = (unsigned long long)ctx->method->block_size;
+	unsigned long long bs = (unsigned long long)OPTS(ctx)->block_size;
 	_cleanup_free_ char *dev = method_shell_quote(ctx->target_dev);
 	/* a slice's skip (staged file) and seek (device) are the same block number */
 	_cleanup_free_ char *fmt = xasprintf("dd if=" STAGE_FILE " of=%s bs=%llu skip=%%1$llu "
@@ -213,7 +261,7 @@ static int block_transfer(struct method_ctx *ctx)
 static int block_finalize(struct method_ctx *ctx)
 {
 	struct block_state *s = state(ctx);
-	unsigned long long bs = (unsigned long long)ctx->method->block_size;
+	unsigned long long bs = (unsigned long long)OPTS(ctx)->block_size;
 	_cleanup_free_ char *dev = method_shell_quote(ctx->target_dev);
 	_cleanup_free_ char *fmt = xasprintf("dd if=%s of=/dev/null bs=%llu skip=%%1$llu "
 					     "count=%%2$llu iflag=direct 2>/dev/null",
@@ -237,7 +285,7 @@ static int block_verify(struct method_ctx *ctx)
 	 * may then see a closed pipe: its status does not matter, head's count does) */
 	_cleanup_free_ char *cmd = xasprintf(
 	    "dd if=%s bs=%llu count=%llu iflag=direct 2>/dev/null | head -c %llu | sha256sum", dev,
-	    (unsigned long long)ctx->method->block_size, (unsigned long long)s->nblocks,
+	    (unsigned long long)OPTS(ctx)->block_size, (unsigned long long)s->nblocks,
 	    (unsigned long long)s->bytes);
 	_cleanup_free_ char *out = NULL;
 	if (method_guest_sh(ctx, "block: verify", cmd, &out) < 0)
@@ -286,7 +334,11 @@ static void block_free_state(struct method_ctx *ctx)
 
 const struct method_ops method_block = {
 	.name = "block",
-	.type = PLAN_METHOD_BLOCK,
+	.summary = "raw device writes",
+	.options = &block_keys,
+	.needs = { .disk_kinds = 1u << PLAN_DISK_IMAGE, .disk_why = "writes a raw device" },
+	.rules = block_rules,
+	.n_rules = ELEMENTSOF(block_rules),
 	.supports = block_supports,
 	.add_devices = block_add_devices,
 	.before_phase = block_before_phase,

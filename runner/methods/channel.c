@@ -166,7 +166,8 @@ static void channel_free_state(struct method_ctx *ctx)
 
 const struct method_ops method_channel = {
 	.name = "channel",
-	.type = PLAN_METHOD_CHANNEL,
+	.summary = "a virtio-serial pipe",
+	.archive = true,
 	.supports = channel_supports,
 	.add_devices = channel_add_devices,
 	.prepare = channel_prepare,

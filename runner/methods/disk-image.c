@@ -33,10 +33,96 @@
 #include "proc.h"
 #include "util.h"
 #include "archive.h"
+#include "disk-image.h"
 #include "method.h"
 #include "rules.h"
 
 #define SRC_MNT "/mnt/ferry-src"
+
+static const struct key_def di_defs[] = {
+	{ .name = "filesystem",
+	  .type = KEY_ENUM,
+	  .offset = offsetof(struct di_opts, filesystem),
+	  .def = "ext4",
+	  .values = (const char *const[]){ "ext4", "iso9660", "vfat", NULL },
+	  .help = "filesystem of the image built on the host" },
+	{ .name = "image_format",
+	  .type = KEY_ENUM,
+	  .offset = offsetof(struct di_opts, image_format),
+	  .def = "raw",
+	  .values = plan_format_values,
+	  .help = "format of the image built on the host" },
+	{ .name = "bus",
+	  .type = KEY_ENUM,
+	  .offset = offsetof(struct di_opts, image_bus),
+	  .def = "virtio",
+	  .values = plan_bus_values,
+	  .help = "bus the image is hot-plugged on; only virtio and scsi can be hot-plugged" },
+	{ .name = "in_place",
+	  .type = KEY_BOOL,
+	  .offset = offsetof(struct di_opts, in_place),
+	  .def = "false",
+	  .help = "read the data where it is on the attached image instead of copying it" },
+};
+METHOD_OPTIONS(di_keys, "disk-image", struct di_opts, di_defs);
+
+#define OPTS(ctx) METHOD_OPTS((ctx)->method, struct di_opts)
+
+/* ---- its rules ---- */
+
+static void hotplug_bus(const struct rule_subject *s, struct rule_out *o)
+{
+	enum plan_bus b = METHOD_OPTS(s->method, struct di_opts)->image_bus;
+	if (b != PLAN_BUS_SATA && b != PLAN_BUS_IDE)
+		return;
+	const char *bus = b == PLAN_BUS_SATA ? "sata" : "ide";
+	if (plan_rule_at_run(o))
+		plan_rule_fail(
+		    o, "bus",
+		    "%s disks cannot be hot-plugged (QEMU/libvirt): disk-image needs bus "
+		    "virtio or scsi",
+		    bus);
+	else
+		plan_rule_fail(
+		    o, "bus",
+		    "'bus: %s' cannot be used by a disk-image method: it hot-plugs its image, "
+		    "and only virtio and scsi disks can be hot-plugged",
+		    bus);
+}
+
+static void in_place_archive(const struct rule_subject *s, struct rule_out *o)
+{
+	if (METHOD_OPTS(s->method, struct di_opts)->in_place &&
+	    s->method->archive.format != PLAN_ARCHIVE_NONE)
+		plan_rule_fail(
+		    o, "in_place",
+		    "'in_place' reads the files where they are on the image, which an archive "
+		    "hides: drop 'archive' or 'in_place'");
+}
+
+static void image_archive(const struct rule_subject *s, struct rule_out *o)
+{
+	if (s->method->archive.format != PLAN_ARCHIVE_NONE)
+		plan_rule_fail(
+		    o, "archive",
+		    "disk-image carries files in its filesystem: archive does not apply");
+}
+
+static const struct plan_rule di_rules[] = {
+	{ "method.hotplug-bus", RULE_METHOD, RULE_ERROR, RULE_AT_RUN,
+	  "a disk-image method on bus sata or ide (no hot-plug)", hotplug_bus },
+	{ "method.in-place-archive", RULE_METHOD, RULE_ERROR, 0, "'in_place' with an archive",
+	  in_place_archive },
+	{ "method.image-archive", RULE_METHOD, RULE_SKIP, 0, "a disk-image method with an archive",
+	  image_archive },
+};
+
+/* The image it builds in the run directory: the data, an eighth for metadata, 16 MiB slack. */
+static uint64_t di_run_dir_bytes(const struct plan_method *m, uint64_t data)
+{
+	(void)m;
+	return data + data / 8 + (UINT64_C(16) << 20);
+}
 
 struct di_state {
 	unsigned n;  /* images built so far: a new serial each time */
@@ -62,15 +148,15 @@ static bool have_prog(const char *name)
 
 static char *di_supports(const struct method_ctx *ctx)
 {
-	const struct plan_method *m = ctx->method;
+	const struct di_opts *m = OPTS(ctx);
 	/* what no host can do: the plan's rules table (runner/plan/rules.c) */
 	char *why = plan_rules_skip(ctx->plan, ctx->cell);
 	if (why)
 		return why;
-	if (m->filesystem == PLAN_IMAGE_FS_VFAT && (!have_prog("mkfs.vfat") || !have_prog("mcopy")))
+	if (m->filesystem == DI_FS_VFAT && (!have_prog("mkfs.vfat") || !have_prog("mcopy")))
 		return xstrdup("vfat images need mkfs.vfat (dosfstools) and mcopy (mtools) on the "
 			       "host");
-	if (m->filesystem == PLAN_IMAGE_FS_EXT4 && !have_prog("mke2fs"))
+	if (m->filesystem == DI_FS_EXT4 && !have_prog("mke2fs"))
 		return xstrdup("ext4 images need mke2fs (e2fsprogs) on the host");
 	return NULL;
 }
@@ -125,9 +211,9 @@ static int vfat_refuse_links(struct method_ctx *ctx)
 static int di_add_devices(struct method_ctx *ctx, struct method_boot_needs *needs)
 {
 	(void)needs;
-	if (ctx->method->filesystem == PLAN_IMAGE_FS_VFAT && vfat_refuse_links(ctx) < 0)
+	if (OPTS(ctx)->filesystem == DI_FS_VFAT && vfat_refuse_links(ctx) < 0)
 		return -1;
-	if (!ctx->pds->path || ctx->method->filesystem == PLAN_IMAGE_FS_ISO9660)
+	if (!ctx->pds->path || OPTS(ctx)->filesystem == DI_FS_ISO9660)
 		return 0;
 	struct di_state *s = state(ctx);
 	if (s->source)
@@ -217,17 +303,17 @@ static int build_vfat(struct method_ctx *ctx, const char *path, char **err)
 static int di_prepare(struct method_ctx *ctx)
 {
 	struct di_state *s = state(ctx);
-	const struct plan_method *m = ctx->method;
+	const struct di_opts *m = OPTS(ctx);
 	bool qcow2 = m->image_format == PLAN_FORMAT_QCOW2;
 	s->n++;
 	free(s->image);
 	s->image = xasprintf("%s/image-%u.%s", ctx->cell_dir, s->n, qcow2 ? "qcow2" : "raw");
 	_cleanup_free_ char *raw = qcow2 ? xasprintf("%s.raw", s->image) : xstrdup(s->image);
 	_cleanup_free_ char *err = NULL;
-	if (m->filesystem == PLAN_IMAGE_FS_ISO9660) {
+	if (m->filesystem == DI_FS_ISO9660) {
 		if (build_iso(ctx, raw, &err) < 0)
 			return method_fail(ctx, ERROR_INFRA, err, "building the ISO 9660 image");
-	} else if (m->filesystem == PLAN_IMAGE_FS_EXT4) {
+	} else if (m->filesystem == DI_FS_EXT4) {
 		_cleanup_free_ char *size =
 		    xasprintf("%" PRIu64 "k", ext4_size(ctx->manifest) / 1024);
 		_cleanup_free_ char *inodes = xasprintf("%zu", ctx->manifest->n + 64);
@@ -262,17 +348,17 @@ static int di_prepare(struct method_ctx *ctx)
 	return 0;
 }
 
-static const char *fs_type(const struct plan_method *m)
+static const char *fs_type(const struct di_opts *m)
 {
-	return m->filesystem == PLAN_IMAGE_FS_ISO9660 ? "iso9660"
-	       : m->filesystem == PLAN_IMAGE_FS_VFAT  ? "vfat"
-						      : "ext4";
+	return m->filesystem == DI_FS_ISO9660 ? "iso9660"
+	       : m->filesystem == DI_FS_VFAT  ? "vfat"
+					      : "ext4";
 }
 
 static int di_transfer(struct method_ctx *ctx)
 {
 	struct di_state *s = state(ctx);
-	const struct plan_method *m = ctx->method;
+	const struct di_opts *m = OPTS(ctx);
 	/* unique in the process: cells share a guest, and a late unplug of another cell's image
 	   must never be mistaken for this one */
 	static unsigned serials;
@@ -303,13 +389,13 @@ static int di_transfer(struct method_ctx *ctx)
 	_cleanup_free_ char *work =
 	    m->in_place ? xstrdup("find " SRC_MNT " -type f -exec cat {} + > /dev/null")
 			: xasprintf("cp -a " SRC_MNT "/. %s/ && rm -rf %s/lost+found", land, land);
-	const char *mod = m->filesystem == PLAN_IMAGE_FS_ISO9660 ? "isofs" : fs_type(m);
+	const char *mod = m->filesystem == DI_FS_ISO9660 ? "isofs" : fs_type(m);
 	_cleanup_free_ char *cmd = xasprintf(
 	    "%s" METHOD_GUEST_MODULE_WAIT("%s") "modprobe %s 2>/dev/null; mkdir -p " SRC_MNT
 						" && mount -t %s -o ro%s \"/dev/$d\" " SRC_MNT
 						" && read -r t0 r < /proc/uptime && %s && "
 						"read -r t1 r < /proc/uptime && echo \"$t0 $t1\"",
-	    wait, mod, mod, fs_type(m), m->filesystem == PLAN_IMAGE_FS_EXT4 ? ",noload" : "", work);
+	    wait, mod, mod, fs_type(m), m->filesystem == DI_FS_EXT4 ? ",noload" : "", work);
 	s->mounted = true; /* or not yet, if the command fails early: cleanup tries all the same */
 	_cleanup_free_ char *out = NULL;
 	if (method_guest_sh(ctx,
@@ -356,7 +442,7 @@ static int unplug(struct method_ctx *ctx, bool must)
 
 static int di_finalize(struct method_ctx *ctx)
 {
-	if (ctx->method->in_place)
+	if (OPTS(ctx)->in_place)
 		return 0;
 	uint64_t t0 = now_ns();
 	if (method_guest_sh(ctx, "sync", "sync", NULL) < 0)
@@ -369,8 +455,8 @@ static int di_finalize(struct method_ctx *ctx)
 
 static int di_verify(struct method_ctx *ctx)
 {
-	bool symlinks = ctx->method->filesystem != PLAN_IMAGE_FS_VFAT;
-	return method_verify_dir(ctx, ctx->method->in_place ? SRC_MNT : ctx->landing, symlinks);
+	bool symlinks = OPTS(ctx)->filesystem != DI_FS_VFAT;
+	return method_verify_dir(ctx, OPTS(ctx)->in_place ? SRC_MNT : ctx->landing, symlinks);
 }
 
 static int di_cleanup(struct method_ctx *ctx)
@@ -399,7 +485,12 @@ static void di_free(struct method_ctx *ctx)
 
 const struct method_ops method_disk_image = {
 	.name = "disk-image",
-	.type = PLAN_METHOD_DISK_IMAGE,
+	.summary = "attach an image holding it",
+	.options = &di_keys,
+	.archive = true,
+	.needs = { .run_dir_bytes = di_run_dir_bytes },
+	.rules = di_rules,
+	.n_rules = ELEMENTSOF(di_rules),
 	.supports = di_supports,
 	.add_devices = di_add_devices,
 	.prepare = di_prepare,

@@ -12,29 +12,144 @@
 #include "util.h"
 
 /*
- * The built-in methods. Add a line here when a method's file lands (and the file to
- * runner/meson.build): a plain list, since a weak reference would not pull an object out of the
- * static library. A type without an entry is skipped as "not built into this ferry".
+ * The built-in methods: one line each, its symbol (method_SYM, defined in its own file) and its
+ * `type:` name. The position is plan_method.type and the order of the type's values in messages,
+ * the schema and ferry(1): append. A plain list, since a weak reference would not pull an object
+ * out of the static library.
  */
-static const struct method_ops *const registry[] = {
-	&method_agentfile, &method_disk_image, &method_channel, &method_share,
-	&method_network,   &method_block,      &method_null,
-};
+#define METHOD_REGISTRY(X)                                                                         \
+	X(disk_image, "disk-image")                                                                \
+	X(agentfile, "agent-file")                                                                 \
+	X(channel, "channel")                                                                      \
+	X(share, "share")                                                                          \
+	X(network, "network")                                                                      \
+	X(block, "block")                                                                          \
+	X(null, "null")
 
-const struct method_ops *method_for(const struct plan_method *m)
+#define DECLARE(sym, name) extern const struct method_ops method_##sym;
+METHOD_REGISTRY(DECLARE)
+#define ENTRY(sym, name) &method_##sym,
+const struct method_ops *const method_registry[] = { METHOD_REGISTRY(ENTRY) };
+const size_t method_registry_size = ELEMENTSOF(method_registry);
+#define NAME(sym, name) name,
+const char *const plan_method_types[] = { METHOD_REGISTRY(NAME) NULL };
+
+const struct method_ops *method_find(int type)
 {
-	/* smb is a share driver in the plan, and a method of its own in here (smb.c) */
-	if (m->type == PLAN_METHOD_SHARE && m->driver == PLAN_SHARE_SMB)
-		return &method_share_smb;
-	return method_find(m->type);
+	return type >= 0 && (size_t)type < ELEMENTSOF(method_registry) ? method_registry[type]
+								       : NULL;
 }
 
-const struct method_ops *method_find(enum plan_method_type type)
+const struct method_ops *method_of(const struct plan_method *m)
 {
-	for (size_t i = 0; i < ELEMENTSOF(registry); i++)
-		if (registry[i]->type == type)
-			return registry[i];
+	const struct method_ops *ops = method_find(m->type);
+	const struct method_ops *d = ops && ops->driver ? ops->driver(m) : NULL;
+	return d ? d : ops;
+}
+
+const struct method_ops *method_find_name(const char *name)
+{
+	for (size_t i = 0; i < ELEMENTSOF(method_registry); i++)
+		if (STREQ(method_registry[i]->name, name))
+			return method_registry[i];
 	return NULL;
+}
+
+/* ---- what the plan reads: methods.NAME's variants (keys.h) ---- */
+
+static const struct key_table *variant_keys(int v)
+{
+	return method_find(v) ? method_find(v)->options : NULL;
+}
+
+static bool variant_applies(int v, const struct key_def *k)
+{
+	return !STREQ(k->name, "archive") || (method_find(v) && method_find(v)->archive);
+}
+
+static const char *variant_summary(int v)
+{
+	return method_find(v) ? method_find(v)->summary : "";
+}
+
+const struct key_variants plan_method_variants = {
+	.keys = variant_keys,
+	.applies = variant_applies,
+	.summary = variant_summary,
+	.offset = offsetof(struct plan_method, opts),
+	.size = PLAN_METHOD_OPTS_SIZE,
+};
+
+const char *plan_method_type_name(const struct plan_method *m)
+{
+	const struct method_ops *ops = method_of(m);
+	return ops ? ops->name : "?";
+}
+
+int plan_method_init(struct plan_method *m, const char *name, const char *type)
+{
+	memset(m, 0, sizeof(*m));
+	int v = key_enum_index(key_find(&plan_method_keys, "type"), type);
+	if (v < 0)
+		return -1;
+	key_defaults(&plan_method_keys, m);
+	key_variant_reset(&plan_method_keys, m, v);
+	m->type = v;
+	m->e.name = (char *)name;
+	return 0;
+}
+
+int plan_method_set(struct plan_method *m, const char *key, const char *text, char **err)
+{
+	const char *dot = strchr(key, '.');
+	_cleanup_free_ char *first = dot ? xstrndup(key, (size_t)(dot - key)) : xstrdup(key);
+	const struct key_table *t;
+	const struct key_def *k = key_find_any(&plan_method_keys, m->type, first, &t);
+	_cleanup_free_ char *na = k ? key_not_applying(&plan_method_keys, k, m->type) : NULL;
+	if (!k || na || STREQ(first, "type")) {
+		*err = na ? TAKE_PTR(na) : xasprintf("'%s' cannot be set here", first);
+		return -1;
+	}
+	void *obj = t == &plan_method_keys ? (void *)m : key_variant_obj(&plan_method_keys, m);
+	if (dot) {
+		if (k->type != KEY_MAPPING || !key_find(k->sub, dot + 1)) {
+			*err = xasprintf("no key '%s'", key);
+			return -1;
+		}
+		key_mark_set(t, obj, k);
+		obj = (char *)obj + k->offset;
+		t = k->sub;
+		k = key_find(t, dot + 1);
+	}
+	if (key_set_scalar(k, obj, text, err) < 0)
+		return -1;
+	key_mark_set(t, obj, k);
+	return 0;
+}
+
+char *plan_method_get(const struct plan_method *m, const char *key)
+{
+	const char *dot = strchr(key, '.');
+	_cleanup_free_ char *first = dot ? xstrndup(key, (size_t)(dot - key)) : xstrdup(key);
+	const struct key_table *t;
+	const struct key_def *k = key_find_any(&plan_method_keys, m->type, first, &t);
+	_cleanup_free_ char *na = k ? key_not_applying(&plan_method_keys, k, m->type) : NULL;
+	if (!k || na)
+		return NULL;
+	const char *obj = t == &plan_method_keys ? (const char *)m
+						 : (const char *)m + plan_method_variants.offset;
+	if (dot) {
+		if (k->type != KEY_MAPPING || !key_find(k->sub, dot + 1))
+			return NULL;
+		obj += k->offset;
+		k = key_find(k->sub, dot + 1);
+	}
+	return key_value_text(k, obj);
+}
+
+void plan_method_clear(struct plan_method *m)
+{
+	key_free(&plan_method_keys, m);
 }
 
 void method_error_clear(struct method_error *e)

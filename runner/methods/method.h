@@ -23,6 +23,26 @@
  *
  * Every hook returns 0 or -1; on -1 it fills ctx->err (see method_fail()). Hooks never print.
  * total = prepare + transfer + finalize; verify and cleanup are timed but not in the total.
+ *
+ * Besides its hooks, a method declares what the plan and the executor read before any hook runs,
+ * as fio's ioengines carry `.options`: its options (the keys it adds to methods.NAME, with type,
+ * allowed values, default and doc), its needs (struct method_needs: disk kinds, NICs, remote
+ * hosts, run-directory bytes) and its own rules (validate errors and run-time skip reasons). The
+ * plan reader, `ferry schema` (the JSON Schema and ferry(1)'s PLAN KEYS), the rules and the
+ * capacity check read them from here; nothing else names a method's options.
+ *
+ * How to add a method (null.c is the smallest example):
+ *   1. runner/methods/NAME.c: its options struct (first member `uint64_t set`), the key rows
+ *      (struct key_def, offsets into that struct) and METHOD_OPTIONS(); its needs, its rules if
+ *      any, and `const struct method_ops method_NAME` with its name, summary, options, needs
+ *      and hooks. Its hooks read the options with METHOD_OPTS(ctx->method, struct NAME_opts).
+ *   2. One line in METHOD_REGISTRY (method.c): its symbol and its `type:` name. The position is
+ *      the value of plan_method.type and the order of the `type:` values in messages and docs:
+ *      add new methods at the end.
+ *   3. Its file in runner/meson.build, its tests (tests/unit/test-method-runs.c runs every method
+ *      on the fake machine), and `ferry schema > schema/ferry-plan.schema.json` and
+ *      `ferry schema --man` into ferry(1)'s PLAN KEYS (tests/docs-sync.sh checks both), plus a
+ *      paragraph in ferry(1)'s TRANSFER METHODS.
  */
 #pragma once
 
@@ -32,9 +52,11 @@
 
 #include "dataset.h"
 #include "devices.h"
+#include "keys.h"
 #include "manifest.h"
 #include "plan.h"
 #include "results.h"
+#include "rules.h"
 #include "run.h"
 
 /* What went wrong in a hook: filled by method_fail(); the executor turns it into a result_error
@@ -147,10 +169,68 @@ int method_fail_op(struct method_ctx *ctx, enum result_error_kind kind, const st
 /* Clear ctx->err (the executor does it before every hook). */
 void method_error_clear(struct method_error *e);
 
+/*
+ * What a method needs from the cell and the host, as data: the rules table turns each into a
+ * validate error or a skip reason (rules.c, "cell.method-*"), the machines and the capacity
+ * check read them. Every field's zero value is "no need".
+ */
+struct method_needs {
+	/* The disk kinds the data may land on: bits (1 << PLAN_DISK_x); 0: every kind. disk_why
+	 * says what the method does that the other kinds cannot take ("writes a raw device"). */
+	unsigned disk_kinds;
+	const char *disk_why;
+	/* NULL: any NIC. Else the method reaches the guest only through QEMU user networking or
+	 * ferry's private network, and this says why; a cell whose vm's NIC is on a libvirt
+	 * network or a host bridge is skipped. */
+	const char *nic_why;
+	/* NULL: it runs on a remote libvirt host (--connect qemu+ssh://...); else why not (the
+	 * libvirt machine skips the cell there). */
+	const char *remote_why;
+	/* The bytes the method builds or copies in the run directory for one cell whose dataset
+	 * has `data` bytes (ferry(1) CAPACITY AND CACHE); NULL: nothing. */
+	uint64_t (*run_dir_bytes)(const struct plan_method *m, uint64_t data);
+	/* Whether those bytes are the dataset's files one by one (each an inode of the run
+	 * directory's filesystem, counted by the capacity check), not one image or archive. */
+	bool run_dir_files;
+};
+
+/* A method's options: its struct `st` (first member `uint64_t set`), the rows `defs` with
+ * offsets into it, under the static table `var` (the plan reader fills the struct in
+ * plan_method.opts, which it must fit). */
+#define METHOD_OPTIONS(var, method, st, defs) METHOD_OPTIONS_TABLE(static, var, method, st, defs)
+/* The same with the table's storage class given (empty: a table another file names, as smb.c
+ * names share's). */
+#define METHOD_OPTIONS_TABLE(storage, var, method, st, defs)                                       \
+	_Static_assert(sizeof(st) <= PLAN_METHOD_OPTS_SIZE, "options fit in plan_method.opts");    \
+	storage const struct key_table var = {                                                     \
+		.name = "methods.NAME (type " method ")",                                          \
+		.doc = "the options of type " method,                                              \
+		.keys = defs,                                                                      \
+		.n_keys = ELEMENTSOF(defs),                                                        \
+		.set_offset = offsetof(st, set),                                                   \
+	}
+/* The method's options of entry m, as its own struct type. */
+#define METHOD_OPTS(m, st) ((const st *)(const void *)(m)->opts.bytes)
+
 struct method_ops {
-	/* The plan's `type:` spelling, e.g. "agent-file". */
+	/* The plan's `type:` spelling, e.g. "agent-file" (the registry line in method.c repeats
+	 * it: tests/unit/test-methods.c checks they agree). */
 	const char *name;
-	enum plan_method_type type;
+	/* What it is, for ferry(1) and the schema: "a virtio-serial pipe". */
+	const char *summary;
+	/* Its own keys of methods.NAME (METHOD_OPTIONS()); NULL: none. */
+	const struct key_table *options;
+	/* Whether it takes `archive:` (packed on the host, unpacked in the guest). */
+	bool archive;
+	struct method_needs needs;
+	/* Its own rules (scope RULE_METHOD or RULE_CELL), checked only for its entries and cells,
+	 * before the rules table's of the same scope. */
+	const struct plan_rule *rules;
+	size_t n_rules;
+	/* Optional: the method that runs entry m when one of its options picks another
+	 * implementation (share's driver smb: smb.c), NULL for this one. method_of() asks it; the
+	 * other's declarations (options, needs, rules) must be this method's. */
+	const struct method_ops *(*driver)(const struct plan_method *m);
 
 	/*
 	 * Whether this cell can run on this host: static checks of the combination (method options
@@ -189,21 +269,15 @@ struct method_ops {
 	void (*free_state)(struct method_ctx *ctx);
 };
 
-/* The method for a type, or NULL when none is built in. */
-const struct method_ops *method_find(enum plan_method_type type);
-/* The method of a plan entry: method_find() of its type, but share's driver smb is its own
- * (smb.c). */
-const struct method_ops *method_for(const struct plan_method *m);
-
-/* The methods, defined in their own files (methods/NAME.c). */
-extern const struct method_ops method_agentfile;
-extern const struct method_ops method_disk_image;
-extern const struct method_ops method_channel;
-extern const struct method_ops method_share;
-extern const struct method_ops method_share_smb;
-extern const struct method_ops method_network;
-extern const struct method_ops method_block;
-extern const struct method_ops method_null;
+/* The method of a type (plan_method.type), or NULL when there is none. */
+const struct method_ops *method_find(int type);
+/* The method of an entry (never NULL for an entry the plan reader made). */
+const struct method_ops *method_of(const struct plan_method *m);
+/* The method named `name` ("agent-file"), or NULL. */
+const struct method_ops *method_find_name(const char *name);
+/* The methods, in the registry's order. */
+extern const struct method_ops *const method_registry[];
+extern const size_t method_registry_size;
 
 /* ---- helpers for methods (methods/method.c) ---- */
 

@@ -36,6 +36,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -56,6 +57,7 @@
 #include "archive.h"
 #include "stream.h"
 #include "netserve.h"
+#include "plan-limits.h"
 #include "rules.h"
 
 #define HOST_FROM_GUEST "10.0.2.2"
@@ -66,6 +68,51 @@
 #define IRQ_SNAPSHOT                                                                               \
 	"d=$(readlink /sys/class/net/eth0/device 2>/dev/null); d=${d##*/}; "                       \
 	"grep -E \" ${d:-none}-(input|output)\\.[0-9]+$\" /proc/interrupts"
+
+enum net_direction { NET_PULL, NET_PUSH };
+
+struct net_opts {
+	uint64_t set;
+	enum net_direction direction;
+	uint64_t streams; /* TCP connections at once */
+};
+
+static const struct key_def net_defs[] = {
+	{ .name = "direction",
+	  .type = KEY_ENUM,
+	  .offset = offsetof(struct net_opts, direction),
+	  .def = "pull",
+	  .values = (const char *const[]){ "pull", "push", NULL },
+	  .help = "pull: the guest fetches from a host sender; push: the host connects in "
+		  "(through a forwarded port on user networking)" },
+	{ .name = "streams",
+	  .type = KEY_UINT,
+	  .offset = offsetof(struct net_opts, streams),
+	  .def = "1",
+	  .min = 1,
+	  .max = PLAN_NETWORK_STREAMS_MAX,
+	  .help = "TCP connections at once, the files split across them (one flow lands on one "
+		  "queue: multi-queue needs several)" },
+};
+METHOD_OPTIONS(net_keys, "network", struct net_opts, net_defs);
+
+#define OPTS(m) METHOD_OPTS(m, struct net_opts)
+
+static void streams_zip(const struct rule_subject *s, struct rule_out *o)
+{
+	uint64_t n = OPTS(s->method)->streams;
+	if (n > 1 && s->method->archive.format == PLAN_ARCHIVE_ZIP)
+		plan_rule_fail(o, "streams",
+			       "'streams: %" PRIu64 "' needs an archive the guest unpacks as it "
+			       "arrives (tar, pax, cpio): zip is unpacked from one file after the "
+			       "transfer",
+			       n);
+}
+
+static const struct plan_rule net_rules[] = {
+	{ "method.streams-zip", RULE_METHOD, RULE_ERROR, 0, "network streams above 1 with zip",
+	  streams_zip },
+};
 
 struct network_state {
 	struct server srv;
@@ -81,7 +128,7 @@ struct network_state {
 
 static unsigned streams(const struct method_ctx *ctx)
 {
-	return ctx->method->streams ? (unsigned)ctx->method->streams : 1;
+	return OPTS(ctx->method)->streams ? (unsigned)OPTS(ctx->method)->streams : 1;
 }
 
 /* The guest's address on the private network, or NULL on user networking. */
@@ -139,7 +186,7 @@ static int network_prepare(struct method_ctx *ctx)
 {
 	struct network_state *s = state(ctx);
 	_cleanup_free_ char *err = NULL;
-	if (ctx->method->direction == PLAN_DIRECTION_PULL) {
+	if (OPTS(ctx->method)->direction == NET_PULL) {
 		int lfd = -1;
 		const char *host_addr = NULL;
 		if (private_addr(ctx)) {
@@ -380,7 +427,7 @@ static int push(struct method_ctx *ctx, struct network_state *s)
 static int network_transfer(struct method_ctx *ctx)
 {
 	struct network_state *s = state(ctx);
-	return ctx->method->direction == PLAN_DIRECTION_PULL ? pull(ctx, s) : push(ctx, s);
+	return OPTS(ctx->method)->direction == NET_PULL ? pull(ctx, s) : push(ctx, s);
 }
 
 /* ---- what the NIC did ---- */
@@ -543,7 +590,15 @@ static void network_free_state(struct method_ctx *ctx)
 
 const struct method_ops method_network = {
 	.name = "network",
-	.type = PLAN_METHOD_NETWORK,
+	.summary = "over the NIC",
+	.options = &net_keys,
+	.archive = true,
+	.needs = { .nic_why = "ferry's sender reaches a guest through user networking or its own "
+			      "private network (nic backend private)",
+		   .remote_why = "network streams from a sender on ferry's own loopback, which a "
+				 "guest on a remote libvirt host cannot reach" },
+	.rules = net_rules,
+	.n_rules = ELEMENTSOF(net_rules),
 	.supports = network_supports,
 	.add_devices = network_add_devices,
 	.prepare = network_prepare,

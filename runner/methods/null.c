@@ -13,6 +13,21 @@
 #include "units.h"
 #include "util.h"
 
+struct null_opts {
+	uint64_t set;
+	uint64_t duration; /* ns the transfer phase of every run takes */
+};
+
+static const struct key_def null_defs[] = {
+	{ .name = "duration",
+	  .type = KEY_DURATION,
+	  .offset = offsetof(struct null_opts, duration),
+	  .def = "0s",
+	  .max = 3600 * NSEC_PER_SEC,
+	  .help = "how long the transfer phase of every run takes (null moves no data)" },
+};
+METHOD_OPTIONS(null_keys, "null", struct null_opts, null_defs);
+
 /* Wait ns, or until a signal arrives. Returns 0, or -1 when interrupted. */
 static int wait_ns(uint64_t ns)
 {
@@ -40,7 +55,7 @@ static int null_prepare(struct method_ctx *ctx)
 
 static int null_transfer(struct method_ctx *ctx)
 {
-	uint64_t want = ctx->method->duration;
+	uint64_t want = METHOD_OPTS(ctx->method, struct null_opts)->duration;
 	uint64_t limit = (uint64_t)ctx->timeout_ms * 1000000u;
 	if (wait_ns(want < limit ? want : limit) < 0)
 		return method_fail(ctx, ERROR_INFRA, NULL, "interrupted");
@@ -61,7 +76,8 @@ static int null_verify(struct method_ctx *ctx)
 
 const struct method_ops method_null = {
 	.name = "null",
-	.type = PLAN_METHOD_NULL,
+	.summary = "moves nothing, takes duration",
+	.options = &null_keys,
 	.prepare = null_prepare,
 	.transfer = null_transfer,
 	.verify = null_verify,

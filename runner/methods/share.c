@@ -58,6 +58,116 @@
 #define SHARE_TAG   "ferryshare"
 #define GUEST_MOUNT "/mnt/ferry-share"
 
+static const char *const share_to_names[] = { "guest", "same-share", "other-share", "other-server",
+					      NULL };
+
+static const struct key_def share_defs[] = {
+	{ .name = "driver",
+	  .type = KEY_ENUM,
+	  .offset = offsetof(struct share_opts, driver),
+	  .def = "9p",
+	  .values = (const char *const[]){ "9p", "virtiofs", "smb", NULL },
+	  .help = "share driver; virtiofs needs virtiofsd on the host; smb is Samba's smbd in the "
+		  "run's private network (nic backend private), mounted with the guest's cifs" },
+	{ .name = "msize",
+	  .type = KEY_SIZE,
+	  .offset = offsetof(struct share_opts, msize),
+	  .def = "512000",
+	  .min = 4096,
+	  .max = 1 << 20,
+	  .help = "9p message size" },
+	{ .name = "cache",
+	  .type = KEY_ENUM,
+	  .offset = offsetof(struct share_opts, cache),
+	  .def = "none",
+	  .values = (const char *const[]){ "none", "loose", "mmap", NULL },
+	  .help = "9p cache mode in the guest" },
+	{ .name = "mode",
+	  .type = KEY_ENUM,
+	  .offset = offsetof(struct share_opts, mode),
+	  .def = "copy",
+	  .values = (const char *const[]){ "copy", "move", NULL },
+	  .help = "copy out of the share, or move (the share is refilled before each run)" },
+	{ .name = "to",
+	  .type = KEY_ENUM,
+	  .offset = offsetof(struct share_opts, to),
+	  .def = "guest",
+	  .values = share_to_names,
+	  .help = "smb: where the files go: the guest's target disk, another folder of the same "
+		  "share, a second share of the same server, or a share of a second server" },
+};
+METHOD_OPTIONS_TABLE(, share_keys, "share", struct share_opts, share_defs);
+
+#define SO(m) SHARE_OPTS(m)
+
+static void virtiofs_9p(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct share_opts *so = SO(s->method);
+	if (so->driver == SHARE_9P)
+		return;
+	for (size_t i = 0; i < 2; i++) {
+		const char *nine = i ? "cache" : "msize";
+		if (key_is_set(&share_keys, so, nine))
+			plan_rule_fail(o, nine,
+				       "'%s' is a 9p option: it does not apply to 'driver: %s'",
+				       nine, so->driver == SHARE_SMB ? "smb" : "virtiofs");
+	}
+}
+
+/* `to` other than guest: the guest copies between two SMB shares, which only smb serves; the
+ * files land on a share, so there is nothing for an archive to be unpacked into */
+static void share_to(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct share_opts *so = SO(s->method);
+	if (so->to == SHARE_TO_GUEST)
+		return;
+	if (so->driver != SHARE_SMB)
+		plan_rule_fail(o, "to",
+			       "'to: %s' copies between SMB shares: it needs 'driver: smb'",
+			       share_to_names[so->to]);
+	else if (s->method->archive.format != PLAN_ARCHIVE_NONE)
+		plan_rule_fail(o, "archive",
+			       "'to: %s' copies the files from share to share as they are: archive "
+			       "does not apply (use 'to: guest')",
+			       share_to_names[so->to]);
+}
+
+/* smb: smbd listens in the run's private network only (never on the host's own network) */
+static void smb_private(const struct rule_subject *s, struct rule_out *o)
+{
+	if (SO(s->method)->driver != SHARE_SMB || s->vm->nic.backend == PLAN_NIC_PRIVATE)
+		return;
+	plan_rule_fail(
+	    o, "method",
+	    "method '%s' (driver smb) needs vm '%s' on ferry's private network: Samba listens "
+	    "only there (set 'nic: {backend: private}')",
+	    s->method->e.name, s->vm->e.name);
+}
+
+const struct plan_rule share_rules[] = {
+	{ "method.virtiofs-9p-options", RULE_METHOD, RULE_ERROR, 0,
+	  "9p options (msize, cache) with driver virtiofs or smb", virtiofs_9p },
+	{ "method.share-to", RULE_METHOD, RULE_ERROR, 0,
+	  "share 'to' other than guest without driver smb, or with an archive", share_to },
+	{ "cell.smb-private", RULE_CELL, RULE_ERROR, 0,
+	  "a share method with driver smb on a vm without nic backend private", smb_private },
+};
+_Static_assert(ELEMENTSOF(share_rules) == SHARE_N_RULES, "SHARE_N_RULES counts share_rules");
+
+/* What it copies into the run directory: the dataset, staged for a move or a virtiofs share
+ * (counted for every share cell: the check stays on the safe side; smb stages the same). */
+uint64_t share_run_dir_bytes(const struct plan_method *m, uint64_t data)
+{
+	(void)m;
+	return data;
+}
+
+/* Share's driver smb runs as its own method (smb.c). */
+static const struct method_ops *share_driver(const struct plan_method *m)
+{
+	return SO(m)->driver == SHARE_SMB ? &method_share_smb : NULL;
+}
+
 struct share_state {
 	char *staging;   /* host: the cell's staging directory (writable modes), or NULL */
 	char *guest_src; /* guest: what to copy from (a directory, or the archive file) */
@@ -67,7 +177,7 @@ struct share_state {
 
 static bool writable_mode(const struct plan_method *m)
 {
-	return m->mode == PLAN_SHARE_MOVE || m->archive.format != PLAN_ARCHIVE_NONE;
+	return SO(m)->mode == SHARE_MOVE || m->archive.format != PLAN_ARCHIVE_NONE;
 }
 
 const char *share_archive_ext(const struct plan_archive *a)
@@ -87,7 +197,7 @@ static char *share_supports(const struct method_ctx *ctx)
 	char *why = plan_rules_skip(ctx->plan, ctx->cell);
 	if (why)
 		return why;
-	if (m->driver == PLAN_SHARE_VIRTIOFS && !machine_has_virtiofs(ctx->machine))
+	if (SO(m)->driver == SHARE_VIRTIOFS && !machine_has_virtiofs(ctx->machine))
 		return xstrdup("share: driver virtiofs needs virtiofsd on the host "
 			       "(/usr/lib/qemu/virtiofsd or /usr/libexec/virtiofsd), and there "
 			       "is none");
@@ -108,7 +218,7 @@ static char *private_root(struct method_ctx *ctx)
 
 static bool virtiofs(const struct method_ctx *ctx)
 {
-	return ctx->method->driver == PLAN_SHARE_VIRTIOFS;
+	return SO(ctx->method)->driver == SHARE_VIRTIOFS;
 }
 
 static int chown_qemu(const char *path)
@@ -286,7 +396,7 @@ static int share_add_devices(struct method_ctx *ctx, struct method_boot_needs *n
 		needs->share_readonly = true; /* 9p: QEMU's export itself is read-only */
 	}
 	needs->share_driver =
-	    ctx->method->driver == PLAN_SHARE_VIRTIOFS ? SHARE_DRIVER_VIRTIOFS : SHARE_DRIVER_9P;
+	    SO(ctx->method)->driver == SHARE_VIRTIOFS ? SHARE_DRIVER_VIRTIOFS : SHARE_DRIVER_9P;
 	needs->share_tag = xstrdup(SHARE_TAG);
 	return 0;
 }
@@ -321,7 +431,7 @@ static int stage_data(struct method_ctx *ctx, struct share_state *s)
 static bool prestaged_mode(const struct method_ctx *ctx)
 {
 	return virtiofs(ctx) && ctx->method->archive.format == PLAN_ARCHIVE_NONE &&
-	       ctx->method->mode == PLAN_SHARE_MOVE;
+	       SO(ctx->method)->mode == SHARE_MOVE;
 }
 
 static int share_prepare(struct method_ctx *ctx)
@@ -384,10 +494,10 @@ char *share_copy_command(const struct plan_method *m, const char *from, const ch
 						  ? xasprintf("unzip -o -q %s -d %s", src, dst)
 						  : stream_unpack_command(&m->archive, cat, to);
 		_cleanup_free_ char *rm =
-		    m->mode == PLAN_SHARE_MOVE ? xasprintf("rm -f %s && ", src) : xstrdup("");
+		    SO(m)->mode == SHARE_MOVE ? xasprintf("rm -f %s && ", src) : xstrdup("");
 		return xasprintf("( %s ) && %ssync", unpack, rm);
 	}
-	if (m->mode == PLAN_SHARE_MOVE)
+	if (SO(m)->mode == SHARE_MOVE)
 		/* mv across filesystems: copy, then unlink on the host through the share */
 		return xasprintf(
 		    "cd %s && for f in * .[!.]* ..?*; do "
@@ -410,24 +520,25 @@ static int share_transfer(struct method_ctx *ctx)
 	static const char *const cache[] = { "none", "loose", "mmap" };
 	_cleanup_free_ char *mount = NULL;
 	/* 9p and virtiofs load behind the agent after boot: a mount before that fails */
-	if (m->driver == PLAN_SHARE_VIRTIOFS) {
+	if (SO(m)->driver == SHARE_VIRTIOFS) {
 		mount = xasprintf(
 		    "%smkdir -p " GUEST_MOUNT " && mount -t virtiofs%s " SHARE_TAG " " GUEST_MOUNT,
 		    METHOD_GUEST_MODULE_WAIT("virtiofs"), writable_mode(m) ? "" : " -o ro");
 	} else {
 		_cleanup_free_ char *msize =
-		    m->msize ? xasprintf(",msize=%llu", (unsigned long long)m->msize) : xstrdup("");
+		    SO(m)->msize ? xasprintf(",msize=%llu", (unsigned long long)SO(m)->msize)
+				 : xstrdup("");
 		mount = xasprintf("%smkdir -p " GUEST_MOUNT
 				  " && mount -t 9p -o trans=virtio,version=9p2000.L%s,cache=%s%s "
 				  "" SHARE_TAG " " GUEST_MOUNT,
-				  METHOD_GUEST_MODULE_WAIT("9p"), msize, cache[m->cache],
+				  METHOD_GUEST_MODULE_WAIT("9p"), msize, cache[SO(m)->cache],
 				  writable_mode(m) ? "" : ",ro");
 	}
 	_cleanup_free_ char *copy = share_copy_command(m, s->guest_src, ctx->landing);
 	_cleanup_free_ char *all =
 	    xasprintf("%s && { %s; } && cd / && umount " GUEST_MOUNT, mount, copy);
 	s->mounted = true;
-	if (method_guest_sh(ctx, m->mode == PLAN_SHARE_MOVE ? "share: move" : "share: copy", all,
+	if (method_guest_sh(ctx, SO(m)->mode == SHARE_MOVE ? "share: move" : "share: copy", all,
 			    NULL) < 0)
 		return -1;
 	s->mounted = false;
@@ -471,7 +582,13 @@ static void share_free_state(struct method_ctx *ctx)
 
 const struct method_ops method_share = {
 	.name = "share",
-	.type = PLAN_METHOD_SHARE,
+	.summary = "a host folder",
+	.options = &share_keys,
+	.archive = true,
+	.needs = SHARE_NEEDS,
+	.rules = share_rules,
+	.n_rules = SHARE_N_RULES,
+	.driver = share_driver,
 	.supports = share_supports,
 	.add_devices = share_add_devices,
 	.prepare = share_prepare,

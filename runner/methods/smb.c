@@ -355,14 +355,14 @@ static struct smb_state *state(struct method_ctx *ctx)
 
 static bool to_share(const struct method_ctx *ctx)
 {
-	return ctx->method->to != PLAN_SHARE_TO_GUEST;
+	return SHARE_OPTS(ctx->method)->to != SHARE_TO_GUEST;
 }
 
 /* Whether the destination is a second mount (another share or server). */
 static bool two_mounts(const struct method_ctx *ctx)
 {
-	return ctx->method->to == PLAN_SHARE_TO_OTHER_SHARE ||
-	       ctx->method->to == PLAN_SHARE_TO_OTHER_SERVER;
+	return SHARE_OPTS(ctx->method)->to == SHARE_TO_OTHER_SHARE ||
+	       SHARE_OPTS(ctx->method)->to == SHARE_TO_OTHER_SERVER;
 }
 
 static char *smb_supports(const struct method_ctx *ctx)
@@ -488,9 +488,9 @@ static int cell_paths(struct method_ctx *ctx)
 	}
 	struct smb_server *d = s0;
 	s->dst_share = 'a';
-	if (ctx->method->to == PLAN_SHARE_TO_OTHER_SERVER && !(d = server_get(ctx, 1)))
+	if (SHARE_OPTS(ctx->method)->to == SHARE_TO_OTHER_SERVER && !(d = server_get(ctx, 1)))
 		return -1;
-	if (ctx->method->to == PLAN_SHARE_TO_OTHER_SHARE)
+	if (SHARE_OPTS(ctx->method)->to == SHARE_TO_OTHER_SHARE)
 		s->dst_share = 'b';
 	s->dst_root = xasprintf("%s/%c", d->dir, s->dst_share);
 	s->dst_addr = xstrdup(d->addr);
@@ -519,10 +519,10 @@ static int smb_before_phase(struct method_ctx *ctx, enum result_phase p)
 	if (cfd < 0)
 		return -1;
 	if (to_share(ctx)) {
-		_cleanup_close_ int dfd = ctx->method->to == PLAN_SHARE_TO_SAME_SHARE
+		_cleanup_close_ int dfd = SHARE_OPTS(ctx->method)->to == SHARE_TO_SAME_SHARE
 					      ? -1
 					      : fresh_cell_dir(ctx, s->dst_root);
-		if (ctx->method->to != PLAN_SHARE_TO_SAME_SHARE && dfd < 0)
+		if (SHARE_OPTS(ctx->method)->to != SHARE_TO_SAME_SHARE && dfd < 0)
 			return -1;
 		if (mkdir_nobody_at(ctx, dfd >= 0 ? dfd : cfd, "dst") < 0)
 			return -1;
@@ -611,9 +611,9 @@ static int smb_transfer(struct method_ctx *ctx)
 	_cleanup_free_ char *copy = share_copy_command(m, s->guest_src, s->guest_dst);
 	_cleanup_free_ char *all = xasprintf("%s && { %s; } && %s", mounts, copy, umounts);
 	s->mounted = true;
-	if (method_guest_sh(ctx,
-			    m->mode == PLAN_SHARE_MOVE ? "share: smb: move" : "share: smb: copy",
-			    all, NULL) < 0)
+	if (method_guest_sh(
+		ctx, SHARE_OPTS(m)->mode == SHARE_MOVE ? "share: smb: move" : "share: smb: copy",
+		all, NULL) < 0)
 		return -1;
 	s->mounted = false;
 	return 0;
@@ -684,7 +684,12 @@ static void smb_free_state(struct method_ctx *ctx)
 
 const struct method_ops method_share_smb = {
 	.name = "share",
-	.type = PLAN_METHOD_SHARE,
+	.summary = "a host folder",
+	.options = &share_keys,
+	.archive = true,
+	.needs = SHARE_NEEDS,
+	.rules = share_rules,
+	.n_rules = SHARE_N_RULES,
 	.supports = smb_supports,
 	.add_devices = smb_add_devices,
 	.before_phase = smb_before_phase,

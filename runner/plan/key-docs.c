@@ -11,8 +11,6 @@
 #include "plan.h"
 #include "units.h"
 
-#define BIT(x) (UINT32_C(1) << (x))
-
 /* ---- JSON Schema --------------------------------------------------------------------------- */
 
 /* Values may also be "${VAR}" strings, substituted before they are read. */
@@ -28,8 +26,42 @@ static json_t *env_string(void)
 }
 
 static json_t *table_schema(const struct key_table *t);
+static json_t *json_own(char *s);
 
-static json_t *key_schema_of(const struct key_def *k)
+/* A key's help; a discriminator with variants lists its values with what each is ("how the data
+ * goes in: disk-image (attach an image holding it), ..."). Caller frees. */
+static char *key_help(const struct key_table *t, const struct key_def *k)
+{
+	if (!t || !t->variants || !t->variants->summary || !STREQ(k->name, t->discriminator))
+		return xstrdup(k->help);
+	char *h = xasprintf("%s:", k->help);
+	for (size_t v = 0; k->values[v]; v++) {
+		char *n = xasprintf("%s%s %s (%s)", h, v ? "," : "", k->values[v],
+				    t->variants->summary((int)v));
+		free(h);
+		h = n;
+	}
+	return h;
+}
+
+/* Set property `name`; a name two variants declare differently takes either schema. */
+static void merge_prop(json_t *props, const char *name, json_t *s)
+{
+	json_t *old = json_object_get(props, name);
+	if (!old) {
+		json_object_set_new(props, name, s);
+	} else if (json_equal(old, s)) {
+		json_decref(s);
+	} else {
+		json_t *any = json_object_get(old, "anyOf");
+		if (any && json_object_size(old) == 1)
+			json_array_append_new(any, s);
+		else
+			json_object_set_new(props, name, json_pack("{s:[O, o]}", "anyOf", old, s));
+	}
+}
+
+static json_t *key_schema_of(const struct key_table *t, const struct key_def *k)
 {
 	json_t *s = NULL;
 
@@ -80,7 +112,7 @@ static json_t *key_schema_of(const struct key_def *k)
 	case KEY_MAPPING: {
 		json_t *obj = table_schema(k->sub);
 		if (k->shorthand) {
-			json_t *one = key_schema_of(key_find(k->sub, k->shorthand[0]));
+			json_t *one = key_schema_of(k->sub, key_find(k->sub, k->shorthand[0]));
 			json_object_del(one, "description");
 			json_object_del(one, "default");
 			s = json_pack("{s:[o, o]}", "anyOf", one, obj);
@@ -110,7 +142,7 @@ static json_t *key_schema_of(const struct key_def *k)
 		}
 		break;
 	}
-	json_object_set_new(s, "description", json_string(k->help));
+	json_object_set_new(s, "description", json_own(key_help(t, k)));
 	if (k->def) {
 		json_t *d;
 		if (k->type == KEY_UINT)
@@ -145,7 +177,8 @@ static bool sweepable(const struct key_table *t, const struct key_def *k)
 	}
 }
 
-/* Every key `prefix.KEY` a sweep may name (sweep.c): a value, or (in the matrix) a list. */
+/* Every key `prefix.KEY` a sweep may name (sweep.c): a value, or (in the matrix) a list; the
+ * keys of every variant too (method.streams). */
 static void sweep_props(json_t *props, const char *prefix, const struct key_table *t, bool list)
 {
 	for (size_t i = 0; i < t->n_keys; i++) {
@@ -155,8 +188,9 @@ static void sweep_props(json_t *props, const char *prefix, const struct key_tabl
 			sweep_props(props, name, k->sub, list);
 		if (!sweepable(t, k))
 			continue;
-		json_t *one =
-		    key_schema_of(k->type == KEY_MAPPING ? key_find(k->sub, k->shorthand[0]) : k);
+		const struct key_def *leaf =
+		    k->type == KEY_MAPPING ? key_find(k->sub, k->shorthand[0]) : k;
+		json_t *one = key_schema_of(k->type == KEY_MAPPING ? k->sub : t, leaf);
 		json_object_del(one, "default");
 		json_object_del(one, "description");
 		_cleanup_free_ char *help = xasprintf("sweep: %s", k->help);
@@ -164,8 +198,12 @@ static void sweep_props(json_t *props, const char *prefix, const struct key_tabl
 					     "array", "items", one, "minItems", 1)
 				 : one;
 		json_object_set_new(s, "description", json_string(help));
-		json_object_set_new(props, name, s);
+		merge_prop(props, name, s);
 	}
+	size_t nv = t->variants ? key_n_values(key_find(t, t->discriminator)) : 0;
+	for (size_t v = 0; v < nv; v++)
+		if (key_variant(t, (int)v))
+			sweep_props(props, prefix, key_variant(t, (int)v), list);
 }
 
 static json_t *table_schema(const struct key_table *t)
@@ -174,9 +212,17 @@ static json_t *table_schema(const struct key_table *t)
 
 	for (size_t i = 0; i < t->n_keys; i++) {
 		const struct key_def *k = &t->keys[i];
-		json_object_set_new(props, k->name, key_schema_of(k));
+		json_object_set_new(props, k->name, key_schema_of(t, k));
 		if (k->flags & KEY_REQUIRED)
 			json_array_append_new(req, json_string(k->name));
+	}
+	/* the keys of every variant (each method's own options): which type they go with is
+	 * the plan reader's check and ferry(1)'s, not the schema's */
+	size_t nv = t->variants ? key_n_values(key_find(t, t->discriminator)) : 0;
+	for (size_t v = 0; v < nv; v++) {
+		const struct key_table *vt = key_variant(t, (int)v);
+		for (size_t i = 0; vt && i < vt->n_keys; i++)
+			merge_prop(props, vt->keys[i].name, key_schema_of(vt, &vt->keys[i]));
 	}
 	if (t == &plan_matrix_keys || t == &plan_exclude_keys || t == &plan_matrix_include_keys) {
 		static const struct key_table *const entries[] = { &plan_vm_keys, &plan_disk_keys,
@@ -203,9 +249,11 @@ json_t *key_schema(void)
 	    "https://github.com/ferry/ferry/schema/ferry-plan.schema.json", "title", "ferry plan");
 	json_object_update(top, s);
 	json_decref(s);
-	json_object_set_new(top, "description",
-			    json_string("a ferry test plan (generated from runner/plan/keys.c by "
-					"'ferry schema'; see ferry(1))"));
+	json_object_set_new(
+	    top, "description",
+	    json_string("a ferry test plan (generated from runner/plan/keys*.c and the methods' "
+			"options in runner/methods/ by "
+			"'ferry schema'; see ferry(1))"));
 	return top;
 }
 
@@ -270,77 +318,100 @@ static const char *type_name(const struct key_def *k)
 	return "value";
 }
 
+/* One key's paragraph; `t` is its table (a variant's for a value's own key), `parent` the table
+ * whose discriminator says which values it applies to (NULL: always). */
+static void man_key(struct buf *b, const struct key_table *t, const struct key_def *k,
+		    const struct key_table *parent)
+{
+	const struct key_def *disc =
+	    parent && parent->discriminator ? key_find(parent, parent->discriminator) : NULL;
+
+	bputs(b, ".TP\n.B ");
+	bputs_roff(b, k->name);
+	bputs(b, "\n(");
+	bputs(b, type_name(k));
+	if (k->flags & KEY_REQUIRED)
+		bputs(b, ", required");
+	bputs(b, ") ");
+	_cleanup_free_ char *help = key_help(t, k);
+	bputs_roff(b, help);
+	bputs(b, ".");
+	if (k->type == KEY_ENUM) {
+		bputs(b, " One of");
+		for (size_t j = 0; k->values[j]; j++) {
+			bputs(b, j == 0 ? " \\fB" : ", \\fB");
+			bputs_roff(b, k->values[j]);
+			bputs(b, "\\fR");
+		}
+		bputs(b, ".");
+	}
+	if (k->type == KEY_UINT || k->type == KEY_SIZE || k->type == KEY_DURATION) {
+		_cleanup_free_ char *lo = key_uint_text(k, k->min);
+		_cleanup_free_ char *hi = key_uint_text(k, k->max);
+		if (k->max && k->min == k->max)
+			bprintf(b, " Must be %s.", lo);
+		else if (k->max)
+			bprintf(b, " Range %s to %s.", lo, hi);
+		else if (k->min)
+			bprintf(b, " At least %s.", lo);
+	}
+	if ((k->type == KEY_FLOAT || k->type == KEY_PERCENT) && k->fmax)
+		bprintf(b, " Range %g%s to %g%s.", k->fmin, k->type == KEY_PERCENT ? "%" : "",
+			k->fmax, k->type == KEY_PERCENT ? "%" : "");
+	if (k->def) {
+		bputs(b, " Default: \\fB");
+		bputs_roff(b, k->def);
+		bputs(b, "\\fR.");
+	}
+	if (disc && k != disc) {
+		/* the values it applies to, when not all */
+		struct buf only = { 0 };
+		size_t n = 0, all = key_n_values(disc);
+		bputs(&only, "");
+		for (size_t j = 0; j < all; j++) {
+			_cleanup_free_ char *na = key_not_applying(parent, k, (int)j);
+			if (na)
+				continue;
+			bputs(&only, n++ ? ", \\fB" : " \\fB");
+			bputs_roff(&only, disc->values[j]);
+			bputs(&only, "\\fR");
+		}
+		if (n < all) {
+			bputs(b, " Only with ");
+			bputs_roff(b, disc->name);
+			bputs(b, only.s);
+			bputs(b, ".");
+		}
+		free(only.s);
+	}
+	bputs(b, "\n");
+}
+
 static void man_table(struct buf *b, const struct key_table *t)
 {
-	const struct key_def *disc = t->discriminator ? key_find(t, t->discriminator) : NULL;
-
 	bputs(b, ".SS \"");
 	bputs_roff(b, t->name[0] ? t->name : "top level");
 	bputs(b, "\"\n");
 	bputs_roff(b, t->doc);
 	bputs(b, "\n");
-	for (size_t i = 0; i < t->n_keys; i++) {
-		const struct key_def *k = &t->keys[i];
-		bputs(b, ".TP\n.B ");
-		bputs_roff(b, k->name);
-		bputs(b, "\n(");
-		bputs(b, type_name(k));
-		if (k->flags & KEY_REQUIRED)
-			bputs(b, ", required");
-		bputs(b, ") ");
-		bputs_roff(b, k->help);
-		bputs(b, ".");
-		if (k->type == KEY_ENUM) {
-			bputs(b, " One of");
-			for (size_t j = 0; k->values[j]; j++) {
-				bputs(b, j == 0 ? " \\fB" : ", \\fB");
-				bputs_roff(b, k->values[j]);
-				bputs(b, "\\fR");
-			}
-			bputs(b, ".");
-		}
-		if (k->type == KEY_UINT || k->type == KEY_SIZE || k->type == KEY_DURATION) {
-			_cleanup_free_ char *lo = key_uint_text(k, k->min);
-			_cleanup_free_ char *hi = key_uint_text(k, k->max);
-			if (k->max && k->min == k->max)
-				bprintf(b, " Must be %s.", lo);
-			else if (k->max)
-				bprintf(b, " Range %s to %s.", lo, hi);
-			else if (k->min)
-				bprintf(b, " At least %s.", lo);
-		}
-		if ((k->type == KEY_FLOAT || k->type == KEY_PERCENT) && k->fmax)
-			bprintf(b, " Range %g%s to %g%s.", k->fmin,
-				k->type == KEY_PERCENT ? "%" : "", k->fmax,
-				k->type == KEY_PERCENT ? "%" : "");
-		if (k->def) {
-			bputs(b, " Default: \\fB");
-			bputs_roff(b, k->def);
-			bputs(b, "\\fR.");
-		}
-		if (k->applies && disc) {
-			bputs(b, " Only with ");
-			bputs_roff(b, disc->name);
-			bool first = true;
-			for (size_t j = 0; disc->values[j]; j++) {
-				if (!(k->applies & BIT(j)))
-					continue;
-				bputs(b, first ? " \\fB" : ", \\fB");
-				bputs_roff(b, disc->values[j]);
-				bputs(b, "\\fR");
-				first = false;
-			}
-			bputs(b, ".");
-		}
-		bputs(b, "\n");
+	for (size_t i = 0; i < t->n_keys; i++)
+		man_key(b, t, &t->keys[i], t->discriminator ? t : NULL);
+	/* then each value's own keys, in the values' order */
+	size_t nv = t->variants ? key_n_values(key_find(t, t->discriminator)) : 0;
+	for (size_t v = 0; v < nv; v++) {
+		const struct key_table *vt = key_variant(t, (int)v);
+		for (size_t i = 0; vt && i < vt->n_keys; i++)
+			man_key(b, vt, &vt->keys[i], t);
 	}
 }
 
 char *key_man(void)
 {
 	struct buf b = { 0 };
-	bputs(&b, ".\\\" PLAN KEYS: generated by 'ferry schema \\-\\-man' from runner/plan/keys.c; "
-		  "do not edit\n");
+	bputs(&b,
+	      ".\\\" PLAN KEYS: generated by 'ferry schema \\-\\-man' from runner/plan/keys*.c and "
+	      "runner/methods/; "
+	      "do not edit\n");
 	for (size_t i = 0; i < n_key_tables; i++)
 		man_table(&b, key_tables[i]);
 	bputs(&b, ".\\\" end of generated PLAN KEYS\n");
@@ -393,14 +464,14 @@ char *key_value_text(const struct key_def *k, const void *obj)
 json_t *key_values_json(const struct key_table *t, const void *obj)
 {
 	json_t *o = json_object();
-	const struct key_def *dk = t->discriminator ? key_find(t, t->discriminator) : NULL;
-	int disc = dk ? *(const int *)(const void *)((const char *)obj + dk->offset) : -1;
+	int disc = key_disc(t, obj);
 
 	for (size_t i = 0; i < t->n_keys; i++) {
 		const struct key_def *k = &t->keys[i];
 		const void *f = (const char *)obj + k->offset;
 		json_t *v = NULL;
-		if (k->applies && disc >= 0 && !(k->applies & BIT(disc)))
+		_cleanup_free_ char *na = disc >= 0 ? key_not_applying(t, k, disc) : NULL;
+		if (na)
 			continue; /* an option of another method type or disk kind */
 		switch (k->type) {
 		case KEY_STRING:
@@ -422,6 +493,13 @@ json_t *key_values_json(const struct key_table *t, const void *obj)
 		}
 		if (v)
 			json_object_set_new(o, k->name, v);
+	}
+	const struct key_table *vt = key_variant(t, disc);
+	if (vt) {
+		/* the value's own keys (a method's options) */
+		json_t *vo = key_values_json(vt, (const char *)obj + t->variants->offset);
+		json_object_update(o, vo);
+		json_decref(vo);
 	}
 	return o;
 }

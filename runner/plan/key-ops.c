@@ -40,11 +40,113 @@ void key_mark_set(const struct key_table *t, void *obj, const struct key_def *k)
 
 const char *key_suggest(const struct key_table *t, const char *word)
 {
-	const char *names[64];
-	size_t n = t->n_keys < ELEMENTSOF(names) ? t->n_keys : ELEMENTSOF(names);
-	for (size_t i = 0; i < n; i++)
-		names[i] = t->keys[i].name;
-	return closest_match(word, names, n);
+	const char *names[256];
+	return closest_match(word, names, key_names(t, names, ELEMENTSOF(names)));
+}
+
+/* ---- variants ------------------------------------------------------------------------------ */
+
+size_t key_n_values(const struct key_def *k)
+{
+	size_t n = 0;
+	while (k->values && k->values[n])
+		n++;
+	return n;
+}
+
+int key_disc(const struct key_table *t, const void *obj)
+{
+	const struct key_def *dk = t->discriminator ? key_find(t, t->discriminator) : NULL;
+	return dk ? *(const int *)(const void *)((const char *)obj + dk->offset) : -1;
+}
+
+const struct key_table *key_variant(const struct key_table *t, int v)
+{
+	if (!t->variants || v < 0)
+		return NULL;
+	const struct key_def *dk = key_find(t, t->discriminator);
+	return (size_t)v < key_n_values(dk) ? t->variants->keys(v) : NULL;
+}
+
+void *key_variant_obj(const struct key_table *t, void *obj)
+{
+	return (char *)obj + t->variants->offset;
+}
+
+static bool owns(const struct key_table *t, const struct key_def *k)
+{
+	return k >= t->keys && k < t->keys + t->n_keys;
+}
+
+const struct key_def *key_find_any(const struct key_table *t, int disc, const char *name,
+				   const struct key_table **owner)
+{
+	const struct key_def *k = key_find(t, name);
+	*owner = t;
+	if (k || !t->variants)
+		return k;
+	const struct key_table *vt = key_variant(t, disc);
+	if (vt && (k = key_find(vt, name))) {
+		*owner = vt;
+		return k;
+	}
+	size_t n = key_n_values(key_find(t, t->discriminator));
+	for (size_t v = 0; v < n; v++)
+		if ((vt = key_variant(t, (int)v)) && (k = key_find(vt, name))) {
+			*owner = vt;
+			return k;
+		}
+	return NULL;
+}
+
+void key_variant_reset(const struct key_table *t, void *obj, int v)
+{
+	if (!t->variants)
+		return;
+	const struct key_table *old = key_variant(t, key_disc(t, obj));
+	void *vo = key_variant_obj(t, obj);
+	if (old)
+		key_free(old, vo);
+	memset(vo, 0, t->variants->size);
+	const struct key_table *vt = key_variant(t, v);
+	if (vt)
+		key_defaults(vt, vo);
+}
+
+static size_t add_names(const struct key_table *t, const char **names, size_t n, size_t cap)
+{
+	for (size_t i = 0; i < t->n_keys && n < cap; i++) {
+		bool dup = false;
+		for (size_t j = 0; j < n && !dup; j++)
+			dup = STREQ(names[j], t->keys[i].name);
+		if (!dup)
+			names[n++] = t->keys[i].name;
+	}
+	return n;
+}
+
+size_t key_names(const struct key_table *t, const char **names, size_t cap)
+{
+	size_t n = add_names(t, names, 0, cap);
+	if (!t->variants)
+		return n;
+	size_t nv = key_n_values(key_find(t, t->discriminator));
+	for (size_t v = 0; v < nv; v++) {
+		const struct key_table *vt = key_variant(t, (int)v);
+		if (vt)
+			n = add_names(vt, names, n, cap);
+	}
+	return n;
+}
+
+/* Whether key k of t (or of a variant of t) applies to discriminator value v. */
+static bool applies_to(const struct key_table *t, const struct key_def *k, int v)
+{
+	if (owns(t, k))
+		return (!k->applies || (k->applies & (UINT32_C(1) << v))) &&
+		       (!t->variants || !t->variants->applies || t->variants->applies(v, k));
+	const struct key_table *vt = key_variant(t, v);
+	return vt && key_find(vt, k->name);
 }
 
 int key_enum_index(const struct key_def *k, const char *value)
@@ -78,6 +180,9 @@ char *key_enum_list(const struct key_def *k)
 
 void key_free(const struct key_table *t, void *obj)
 {
+	const struct key_table *vt = key_variant(t, key_disc(t, obj));
+	if (vt)
+		key_free(vt, key_variant_obj(t, obj));
 	for (size_t i = 0; i < t->n_keys; i++) {
 		const struct key_def *k = &t->keys[i];
 		switch (k->type) {
@@ -120,11 +225,11 @@ void key_free(const struct key_table *t, void *obj)
 char *key_not_applying(const struct key_table *t, const struct key_def *k, int disc)
 {
 	const struct key_def *dk = t->discriminator ? key_find(t, t->discriminator) : NULL;
-	if (!dk || !k->applies || disc < 0 || (k->applies & (UINT32_C(1) << disc)))
+	if (!dk || disc < 0 || applies_to(t, k, disc))
 		return NULL;
 	_cleanup_free_ char *only = xstrdup("");
 	for (size_t j = 0; dk->values[j]; j++) {
-		if (!(k->applies & (UINT32_C(1) << j)))
+		if (!applies_to(t, k, (int)j))
 			continue;
 		char *s = xasprintf("%s%s%s", only, *only ? ", " : "", dk->values[j]);
 		free(only);
@@ -136,6 +241,9 @@ char *key_not_applying(const struct key_table *t, const struct key_def *k, int d
 
 void key_clone(const struct key_table *t, void *dst)
 {
+	const struct key_table *vt = key_variant(t, key_disc(t, dst));
+	if (vt)
+		key_clone(vt, key_variant_obj(t, dst));
 	for (size_t i = 0; i < t->n_keys; i++) {
 		const struct key_def *k = &t->keys[i];
 		switch (k->type) {
@@ -179,6 +287,13 @@ void key_defaults(const struct key_table *t, void *obj)
 		/* defaults are checked by key_table_check(); a bad one is a programming error */
 		if (key_set_scalar(k, obj, k->def, &err) < 0)
 			abort();
+	}
+	if (t->variants) {
+		/* the struct of the value the object has now (the discriminator's default) */
+		memset(key_variant_obj(t, obj), 0, t->variants->size);
+		const struct key_table *vt = key_variant(t, key_disc(t, obj));
+		if (vt)
+			key_defaults(vt, key_variant_obj(t, obj));
 	}
 }
 
@@ -313,9 +428,44 @@ static bool scalar_type(enum key_type t)
 	       t == KEY_ENUM;
 }
 
+/* Each value's own keys: a well-formed table whose names are not the table's own, with a
+ * `set` mask inside the value's struct. */
+static int variants_check(const struct key_table *t, const struct key_def *disc, char **err)
+{
+	if (!disc || disc->type != KEY_ENUM) {
+		*err = xasprintf("table '%s' has variants but no enum discriminator", t->name);
+		return -1;
+	}
+	for (size_t v = 0; disc->values[v]; v++) {
+		const struct key_table *vt = t->variants->keys((int)v);
+		if (!vt)
+			continue;
+		if (key_table_check(vt, err) < 0)
+			return -1;
+		if (vt->set_offset + sizeof(uint64_t) > t->variants->size) {
+			*err =
+			    xasprintf("table '%s': its 'set' mask is outside the %zu bytes of its "
+				      "struct",
+				      vt->name, t->variants->size);
+			return -1;
+		}
+		for (size_t i = 0; i < vt->n_keys; i++)
+			if (key_find(t, vt->keys[i].name) || vt->keys[i].applies) {
+				*err = xasprintf("table '%s': key '%s' is one of '%s' or has "
+						 "'applies'",
+						 vt->name, vt->keys[i].name, t->name);
+				return -1;
+			}
+	}
+	return 0;
+}
+
 int key_table_check(const struct key_table *t, char **err)
 {
 	const struct key_def *disc = t->discriminator ? key_find(t, t->discriminator) : NULL;
+
+	if (t->variants && variants_check(t, disc, err) < 0)
+		return -1;
 
 	if (!t->doc || !*t->doc) {
 		*err = xasprintf("table '%s' has no doc", t->name);

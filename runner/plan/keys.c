@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "keys.h"
+#include "keys-int.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -15,14 +16,11 @@
 _Static_assert(sizeof(enum plan_bus) == sizeof(int), "enums must be int-sized");
 _Static_assert(sizeof(enum metric) == sizeof(int), "enums must be int-sized");
 
-#define V(...)      ((const char *const[]){ __VA_ARGS__, NULL })
-#define BIT(x)      (UINT32_C(1) << (x))
-#define FIELD(s, f) offsetof(struct s, f)
-#define KEYS(a)     .keys = a, .n_keys = ELEMENTSOF(a)
+#define BIT(x) (UINT32_C(1) << (x))
 
 /* The enumerations' spellings; the order is the enum's order in plan.h. */
-static const char *const bus_values[] = { "virtio", "scsi", "sata", "ide", NULL };
-static const char *const format_values[] = { "raw", "qcow2", NULL };
+const char *const plan_bus_values[] = { "virtio", "scsi", "sata", "ide", NULL };
+const char *const plan_format_values[] = { "raw", "qcow2", NULL };
 
 /* ---- vms.NAME ---------------------------------------------------------------------------- */
 
@@ -175,7 +173,7 @@ static const struct key_def disk_defs[] = {
 	  .type = KEY_ENUM,
 	  .offset = FIELD(plan_disk, format),
 	  .def = "qcow2",
-	  .values = format_values,
+	  .values = plan_format_values,
 	  .applies = DISK_IMAGE,
 	  .help = "image format" },
 	{ .name = "allocation",
@@ -197,7 +195,7 @@ static const struct key_def disk_defs[] = {
 	  .type = KEY_ENUM,
 	  .offset = FIELD(plan_disk, bus),
 	  .def = "virtio",
-	  .values = bus_values,
+	  .values = plan_bus_values,
 	  .applies = DISK_IMAGE,
 	  .help = "virtio is virtio-blk, scsi is virtio-scsi; ide only on machine pc" },
 	{ .name = "cache",
@@ -338,10 +336,8 @@ const struct key_table plan_dataset_keys = {
 	.set_offset = FIELD(plan_dataset, e.set),
 };
 
-/* ---- methods.NAME ------------------------------------------------------------------------ */
-
-#define M(t)       BIT(PLAN_METHOD_##t)
-#define M_ARCHIVED (M(DISK_IMAGE) | M(AGENT_FILE) | M(CHANNEL) | M(SHARE) | M(NETWORK))
+/* ---- methods.NAME: type and archive; each method's own options are declared in its own file
+ * (runner/methods/NAME.c), found through plan_method_variants ---------------------------- */
 
 static const struct key_def archive_defs[] = {
 	{ .name = "format",
@@ -374,134 +370,15 @@ static const struct key_def method_defs[] = {
 	{ .name = "type",
 	  .type = KEY_ENUM,
 	  .offset = FIELD(plan_method, type),
-	  .values = V("disk-image", "agent-file", "channel", "share", "network", "block", "null"),
+	  .values = plan_method_types,
 	  .flags = KEY_REQUIRED,
-	  .help =
-	      "how the data goes in: disk-image (attach an image holding it), agent-file (guest "
-	      "agent file writes), channel (a virtio-serial pipe), share (a host folder), "
-	      "network (over the NIC), block (raw device writes), null (moves nothing, takes "
-	      "duration)" },
+	  .help = "how the data goes in" },
 	{ .name = "archive",
 	  .type = KEY_MAPPING,
 	  .offset = FIELD(plan_method, archive),
 	  .sub = &plan_archive_keys,
 	  .shorthand = V("format"),
-	  .applies = M_ARCHIVED,
 	  .help = "pack first: a format (tar, pax, cpio, zip) or {format, compression, level}" },
-	{ .name = "filesystem",
-	  .type = KEY_ENUM,
-	  .offset = FIELD(plan_method, filesystem),
-	  .def = "ext4",
-	  .values = V("ext4", "iso9660", "vfat"),
-	  .applies = M(DISK_IMAGE),
-	  .help = "filesystem of the image built on the host" },
-	{ .name = "image_format",
-	  .type = KEY_ENUM,
-	  .offset = FIELD(plan_method, image_format),
-	  .def = "raw",
-	  .values = format_values,
-	  .applies = M(DISK_IMAGE),
-	  .help = "format of the image built on the host" },
-	{ .name = "bus",
-	  .type = KEY_ENUM,
-	  .offset = FIELD(plan_method, image_bus),
-	  .def = "virtio",
-	  .values = bus_values,
-	  .applies = M(DISK_IMAGE),
-	  .help = "bus the image is hot-plugged on; only virtio and scsi can be hot-plugged" },
-	{ .name = "in_place",
-	  .type = KEY_BOOL,
-	  .offset = FIELD(plan_method, in_place),
-	  .def = "false",
-	  .applies = M(DISK_IMAGE),
-	  .help = "read the data where it is on the attached image instead of copying it" },
-	{ .name = "chunk_size",
-	  .type = KEY_SIZE,
-	  .offset = FIELD(plan_method, chunk_size),
-	  .def = "128KiB",
-	  .min = 4096,
-	  .max = 128 * 1024,
-	  .applies = M(AGENT_FILE),
-	  .help = "file data per guest-file-write (libvirt 9.0 corrupts agent commands over about "
-		  "175 KB of JSON)" },
-	{ .name = "driver",
-	  .type = KEY_ENUM,
-	  .offset = FIELD(plan_method, driver),
-	  .def = "9p",
-	  .values = V("9p", "virtiofs", "smb"),
-	  .applies = M(SHARE),
-	  .help = "share driver; virtiofs needs virtiofsd on the host; smb is Samba's smbd in the "
-		  "run's private network (nic backend private), mounted with the guest's cifs" },
-	{ .name = "msize",
-	  .type = KEY_SIZE,
-	  .offset = FIELD(plan_method, msize),
-	  .def = "512000",
-	  .min = 4096,
-	  .max = 1 << 20,
-	  .applies = M(SHARE),
-	  .help = "9p message size" },
-	{ .name = "cache",
-	  .type = KEY_ENUM,
-	  .offset = FIELD(plan_method, cache),
-	  .def = "none",
-	  .values = V("none", "loose", "mmap"),
-	  .applies = M(SHARE),
-	  .help = "9p cache mode in the guest" },
-	{ .name = "mode",
-	  .type = KEY_ENUM,
-	  .offset = FIELD(plan_method, mode),
-	  .def = "copy",
-	  .values = V("copy", "move"),
-	  .applies = M(SHARE),
-	  .help = "copy out of the share, or move (the share is refilled before each run)" },
-	{ .name = "to",
-	  .type = KEY_ENUM,
-	  .offset = FIELD(plan_method, to),
-	  .def = "guest",
-	  .values = V("guest", "same-share", "other-share", "other-server"),
-	  .applies = M(SHARE),
-	  .help = "smb: where the files go: the guest's target disk, another folder of the same "
-		  "share, a second share of the same server, or a share of a second server" },
-	{ .name = "direction",
-	  .type = KEY_ENUM,
-	  .offset = FIELD(plan_method, direction),
-	  .def = "pull",
-	  .values = V("pull", "push"),
-	  .applies = M(NETWORK),
-	  .help = "pull: the guest fetches from a host sender; push: the host connects in "
-		  "(through a forwarded port on user networking)" },
-	{ .name = "streams",
-	  .type = KEY_UINT,
-	  .offset = FIELD(plan_method, streams),
-	  .def = "1",
-	  .min = 1,
-	  .max = PLAN_NETWORK_STREAMS_MAX,
-	  .applies = M(NETWORK),
-	  .help = "TCP connections at once, the files split across them (one flow lands on one "
-		  "queue: multi-queue needs several)" },
-	{ .name = "block_size",
-	  .type = KEY_SIZE,
-	  .offset = FIELD(plan_method, block_size),
-	  .def = "1MiB",
-	  .min = 512,
-	  .max = UINT64_C(64) << 20,
-	  .applies = M(BLOCK),
-	  .help = "bytes per direct I/O request (a multiple of 512)" },
-	{ .name = "queue_depth",
-	  .type = KEY_UINT,
-	  .offset = FIELD(plan_method, queue_depth),
-	  .def = "1",
-	  .min = 1,
-	  .max = 1024,
-	  .applies = M(BLOCK),
-	  .help = "requests in flight" },
-	{ .name = "duration",
-	  .type = KEY_DURATION,
-	  .offset = FIELD(plan_method, duration),
-	  .def = "0s",
-	  .max = 3600 * NSEC_PER_SEC,
-	  .applies = M(NULL),
-	  .help = "how long the transfer phase of every run takes (null moves no data)" },
 };
 const struct key_table plan_method_keys = {
 	.name = "methods.NAME",
@@ -509,6 +386,7 @@ const struct key_table plan_method_keys = {
 	KEYS(method_defs),
 	.set_offset = FIELD(plan_method, e.set),
 	.discriminator = "type",
+	.variants = &plan_method_variants,
 };
 
 /* ---- run --------------------------------------------------------------------------------- */
@@ -671,166 +549,6 @@ const struct key_table plan_run_keys = {
 	.doc = "how cells are run and repeated",
 	KEYS(run_defs),
 	.set_offset = FIELD(plan_run, set),
-};
-
-/* ---- criteria[] -------------------------------------------------------------------------- */
-
-#define WHERE_DEF(axis)                                                                            \
-	{                                                                                          \
-		.name = #axis, .type = KEY_STRING, .offset = FIELD(plan_where, axis),              \
-		.help = "only cells whose " #axis " is this " #axis " name"                        \
-	}
-static const struct key_def where_defs[] = {
-	WHERE_DEF(vm),
-	WHERE_DEF(disk),
-	WHERE_DEF(dataset),
-	WHERE_DEF(method),
-};
-const struct key_table plan_where_keys = {
-	.name = "criteria[].where",
-	.doc = "the cells a criterion applies to",
-	KEYS(where_defs),
-	.set_offset = FIELD(plan_where, set),
-};
-
-static const struct key_def criterion_defs[] = {
-	{ .name = "metric",
-	  .type = KEY_ENUM,
-	  .offset = FIELD(plan_criterion, metric),
-	  .values = METRIC_NAMES, /* runner/results/metrics.h */
-	  .flags = KEY_REQUIRED,
-	  .help = "what is checked: throughput (a rate like 20MB/s), files_per_s, total or a "
-		  "phase's median time (a duration), cv (a percentage), or the median of a run "
-		  "metric (ferry(1) METRICS): write_throughput and read_throughput (rates), "
-		  "alloc_* (sizes like 64MiB), cpu_guest and cpu_qemu (durations)" },
-	{ .name = "min",
-	  .type = KEY_QUANTITY,
-	  .offset = FIELD(plan_criterion, min_text),
-	  .help = "lowest acceptable value, in the metric's unit" },
-	{ .name = "max",
-	  .type = KEY_QUANTITY,
-	  .offset = FIELD(plan_criterion, max_text),
-	  .help = "highest acceptable value, in the metric's unit" },
-	{ .name = "where",
-	  .type = KEY_MAPPING,
-	  .offset = FIELD(plan_criterion, where),
-	  .sub = &plan_where_keys,
-	  .help = "apply only to cells with these axis values" },
-};
-const struct key_table plan_criterion_keys = {
-	.name = "criteria[]",
-	.doc = "pass/fail thresholds on cell statistics",
-	KEYS(criterion_defs),
-	.set_offset = FIELD(plan_criterion, set),
-};
-
-/* ---- report ------------------------------------------------------------------------------ */
-
-static const struct key_def markdown_defs[] = {
-	{ .name = "path",
-	  .type = KEY_STRING,
-	  .offset = FIELD(plan_markdown, path),
-	  .help = "where to write the Markdown report" },
-	{ .name = "rows",
-	  .type = KEY_STRING,
-	  .offset = FIELD(plan_markdown, rows),
-	  .def = "method",
-	  .help = "matrix key whose values are the table's rows: an axis (vm, disk, dataset, "
-		  "method) or a sweep (disk.cache)" },
-	{ .name = "cols",
-	  .type = KEY_STRING,
-	  .offset = FIELD(plan_markdown, cols),
-	  .def = "dataset",
-	  .help = "matrix key whose values are the table's columns: an axis or a sweep" },
-	{ .name = "metric",
-	  .type = KEY_STRING,
-	  .offset = FIELD(plan_markdown, metric),
-	  .def = "total",
-	  .help = "a second table of this metric's medians: throughput, files_per_s, phase.NAME or "
-		  "a run metric (ferry(1) METRICS, e.g. write_throughput, alloc_growth)" },
-};
-const struct key_table plan_markdown_keys = {
-	.name = "report.markdown",
-	.doc = "the Markdown report",
-	KEYS(markdown_defs),
-	.set_offset = FIELD(plan_markdown, set),
-};
-
-/* One key per report format (reporters/formats.h), in the table's order: bit REPORT_x of the
- * `set` mask is the format's key. PLAN says the key's shape. */
-#define REPORT_KEY_path(id, name_, doc)                                                            \
-	{ .name = name_,                                                                           \
-	  .type = KEY_STRING,                                                                      \
-	  .offset = FIELD(plan_report, paths[REPORT_##id]),                                        \
-	  .help = "where to write " doc },
-#define REPORT_KEY_markdown(id, name_, doc)                                                        \
-	{ .name = name_,                                                                           \
-	  .type = KEY_MAPPING,                                                                     \
-	  .offset = FIELD(plan_report, markdown),                                                  \
-	  .sub = &plan_markdown_keys,                                                              \
-	  .shorthand = V("path"),                                                                  \
-	  .help = "where to write " doc ": a path, or {path, rows, cols}" },
-#define REPORT_KEY(id, name, suffix, writer, plan, doc) REPORT_KEY_##plan(id, name, doc)
-static const struct key_def report_defs[] = { REPORT_FORMATS(REPORT_KEY) };
-#undef REPORT_KEY
-_Static_assert(ELEMENTSOF(report_defs) == REPORT_FORMAT_COUNT, "one report key per format");
-const struct key_table plan_report_keys = {
-	.name = "report",
-	.doc = "report files written at the end of a run",
-	KEYS(report_defs),
-	.set_offset = FIELD(plan_report, set),
-};
-
-/* ---- regression --------------------------------------------------------------------------- */
-
-static const struct key_def regression_defs[] = {
-	{ .name = "threshold",
-	  .type = KEY_PERCENT,
-	  .offset = FIELD(plan_regression, threshold),
-	  .def = "5%",
-	  .fmin = 0.1,
-	  .fmax = 1000,
-	  .help = "the minimum relative change that is a regression or an improvement" },
-	{ .name = "confidence",
-	  .type = KEY_PERCENT,
-	  .offset = FIELD(plan_regression, confidence),
-	  .def = "95%",
-	  .fmin = 50.1,
-	  .fmax = 99.99,
-	  .help = "confidence of each bound and verdict (one-sided)" },
-	{ .name = "rule",
-	  .type = KEY_ENUM,
-	  .offset = FIELD(plan_regression, rule),
-	  .def = "welch",
-	  .values = V("welch", "lkp"),
-	  .help = "welch: Welch's t on log boot means with Benjamini-Hochberg; lkp: stricter, "
-		  "ranges of at least 3 boots that do not overlap" },
-	{ .name = "window",
-	  .type = KEY_UINT,
-	  .offset = FIELD(plan_regression, window),
-	  .def = "1",
-	  .min = 1,
-	  .max = 1000,
-	  .help = "pool the newest N comparable results files of the baseline directory" },
-	{ .name = "gate",
-	  .type = KEY_STRING_LIST,
-	  .offset = FIELD(plan_regression, gate),
-	  .count_offset = FIELD(plan_regression, n_gate),
-	  .help = "the metrics whose regression fails the run (--gate overrides it); the others "
-		  "are reported, never fatal; none given: total" },
-	{ .name = "confirm",
-	  .type = KEY_UINT,
-	  .offset = FIELD(plan_regression, confirm),
-	  .def = "0",
-	  .max = 20,
-	  .help = "on a suspected regression, rerun the flagged cells in this many new blocks and "
-		  "fail only when the rerun regressed too (--confirm overrides it); 0: no rerun" },
-};
-const struct key_table plan_regression_keys = {
-	.name = "regression",
-	.doc = "how a run compares itself with its baseline (ferry(1) COMPARE)",
-	KEYS(regression_defs),
-	.set_offset = FIELD(plan_regression, set),
 };
 
 /* ---- matrix (parsed by plan.c, keys declared here for checks, docs and schema) ----------- */

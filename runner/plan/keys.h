@@ -53,6 +53,22 @@ struct key_def {
 	const char *schema; /* KEY_CUSTOM, KEY_NAMES: JSON Schema fragment */
 };
 
+/*
+ * Keys a discriminator value brings with it, declared by their owner instead of in keys.c:
+ * methods.NAME's `type` names a transfer method, and each method declares its own options in
+ * its own file (runner/methods/NAME.c, as fio's ioengines carry `.options`). The keys of value v
+ * fill a struct of their own, stored at `offset` in the table's object (at most `size` bytes);
+ * their offsets and `set` mask are relative to it. The object always holds the struct of its
+ * current discriminator value (key_variant_reset()).
+ */
+struct key_variants {
+	const struct key_table *(*keys)(int v); /* value v's own keys; NULL: none */
+	/* whether the table's own key k applies to value v (NULL: every key to every value) */
+	bool (*applies)(int v, const struct key_def *k);
+	const char *(*summary)(int v); /* what value v is, for the discriminator's docs */
+	size_t offset, size;
+};
+
 struct key_table {
 	const char *name; /* the section path in docs: "vms.NAME", "run.repeat" */
 	const char *doc;  /* what the section is */
@@ -60,6 +76,7 @@ struct key_table {
 	size_t n_keys;
 	size_t set_offset;         /* of the uint64_t `set` mask in the struct */
 	const char *discriminator; /* KEY_ENUM key whose value selects `applies`; NULL: none */
+	const struct key_variants *variants; /* keys the discriminator's value adds; NULL: none */
 };
 
 extern const struct key_table plan_keys;                /* top level */
@@ -83,11 +100,38 @@ extern const struct key_table plan_markdown_keys;       /* report.markdown */
 extern const struct key_table plan_exclude_keys;        /* matrix.exclude[] */
 extern const struct key_table plan_regression_keys;     /* regression */
 
-/* Every table, parents before children, for checks and generators. */
+/* The spellings of enum plan_bus and enum plan_disk_format, in their order (plan.h), for the
+ * keys of disks and of methods that name a bus or an image format. */
+extern const char *const plan_bus_values[];
+extern const char *const plan_format_values[];
+
+/* Every table, parents before children, for checks and generators (methods.NAME's variants,
+ * each method's options, are reached through plan_method_keys). */
 extern const struct key_table *const key_tables[];
 extern const size_t n_key_tables;
 
 const struct key_def *key_find(const struct key_table *t, const char *name);
+
+/* ---- tables with variants (struct key_variants) ---- */
+/* The discriminator's value in `obj`, or -1 when the table has none. */
+int key_disc(const struct key_table *t, const void *obj);
+/* How many values the discriminator has. */
+size_t key_n_values(const struct key_def *k);
+/* The keys value `v` adds to `t` (NULL: none), and where their struct is in `obj`. */
+const struct key_table *key_variant(const struct key_table *t, int v);
+void *key_variant_obj(const struct key_table *t, void *obj);
+/*
+ * Key `name` of `t` for discriminator value `disc` (-1: unknown): one of t's own, else one of
+ * the keys of value disc, else (so that a message can say which values have it) the first
+ * value's that has it. *owner is the table it belongs to (t or a variant). NULL: none has it.
+ */
+const struct key_def *key_find_any(const struct key_table *t, int disc, const char *name,
+				   const struct key_table **owner);
+/* Free the struct of obj's current discriminator value and fill it with the defaults of value
+ * `v`, which the caller then stores as the discriminator (or has stored already). */
+void key_variant_reset(const struct key_table *t, void *obj, int v);
+/* Every key name of `t` and of its variants, each once, in table order; returns the count. */
+size_t key_names(const struct key_table *t, const char **names, size_t cap);
 /* Index of `k` in `t` (its bit in the `set` mask). */
 size_t key_index(const struct key_table *t, const struct key_def *k);
 bool key_is_set(const struct key_table *t, const void *obj, const char *name);
@@ -103,8 +147,9 @@ char *key_enum_list(const struct key_def *k);
 /* A KEY_UINT, KEY_SIZE or KEY_DURATION value as a plan would write it ("4GiB", "10m", "3"). */
 char *key_uint_text(const struct key_def *k, uint64_t v);
 
-/* Why key `k` of `t` is not allowed when the table's discriminator has value `disc` ("'msize'
- * does not apply to type 'block' (only to share)"), or NULL when it is. */
+/* Why key `k` of `t` (or of one of its variants) is not allowed when the table's discriminator
+ * has value `disc` ("'msize' does not apply to type 'block' (only to share)"), or NULL when it
+ * is. */
 char *key_not_applying(const struct key_table *t, const struct key_def *k, int disc);
 /* Free what the table's fields own in `obj` (strings, lists, nested entries). */
 void key_free(const struct key_table *t, void *obj);

@@ -515,18 +515,18 @@ static void entry_position(const struct matrix_entry *e, int *line, int *col)
 	}
 }
 
-/* Product, exclude, include, ids; false when a diagnostic was added. */
-static bool expand(struct builder *b, size_t cap)
+/* The number of product cells (the slot lengths multiplied), checked against the cap before
+ * anything is allocated for cells, and the cell arrays allocated for it and the include
+ * entries; false when a diagnostic was added. */
+static bool product_size(struct builder *b, size_t cap, uint64_t *product)
 {
 	const struct matrix_def *def = b->def;
 	struct matrix *m = b->m;
-
-	/* the product of the slot lengths, checked before anything is allocated for cells;
-	 * without axes there are no product cells, only include-created ones (GitHub) */
-	uint64_t product = def->n_axes ? 1 : 0;
+	/* without axes there are no product cells, only include-created ones (GitHub) */
+	*product = def->n_axes ? 1 : 0;
 	bool overflow = false;
 	for (size_t s = 0; s < b->n_slots && !overflow; s++)
-		overflow = !mul_u64(product, b->slot_len[s], &product);
+		overflow = !mul_u64(*product, b->slot_len[s], product);
 	int pline = def->n_axes ? def->axes[0].line : 0, pcol = def->n_axes ? def->axes[0].col : 0;
 	char num[32], capbuf[32];
 	fmt_count(capbuf, cap);
@@ -538,23 +538,29 @@ static bool expand(struct builder *b, size_t cap)
 		     num, capbuf);
 		return false;
 	}
-	if (product > cap) {
-		fmt_count(num, product);
+	if (*product > cap) {
+		fmt_count(num, *product);
 		fail(b, pline, pcol,
 		     "matrix expands to %s cells%s, over the cap of %s (raise it with --max-cells)",
 		     num, def->n_exclude ? " before exclude" : "", capbuf);
 		return false;
 	}
 	uint64_t max_cells, bytes;
-	if (!add_u64(product, def->n_include, &max_cells) ||
+	if (!add_u64(*product, def->n_include, &max_cells) ||
 	    !mul_u64(max_cells, def->n_axes * sizeof(uint32_t), &bytes) || bytes > SIZE_MAX / 2) {
 		fail(b, pline, pcol, "matrix is too large to expand");
 		return false;
 	}
 	m->cells = xmalloc((size_t)bytes + 1);
 	m->variant = xmalloc(((size_t)max_cells + 1) * sizeof(*m->variant));
+	return true;
+}
 
-	/* product cells in odometer order (last slot fastest), minus excluded ones */
+/* The product cells in odometer order (last slot fastest), minus excluded ones; their count. */
+static size_t product_cells(struct builder *b, uint64_t product)
+{
+	const struct matrix_def *def = b->def;
+	struct matrix *m = b->m;
 	size_t n_excl = 0;
 	_cleanup_free_ struct entryref **excl = xcalloc(def->n_exclude + 1, sizeof(*excl));
 	for (size_t i = 0; i < def->n_exclude; i++)
@@ -584,14 +590,15 @@ static bool expand(struct builder *b, size_t cap)
 				break;
 		}
 	}
-	if (product > 0 && n == 0 && def->n_include == 0) {
-		int line, col;
-		entry_position(&def->exclude[0], &line, &col);
-		fail(b, line, col, "every matrix cell is excluded");
-		return false;
-	}
+	return n;
+}
 
-	/* include: extend the product cells each entry does not contradict */
+/* include: extend the n product cells each entry does not contradict, then add a cell for every
+ * entry that extended none; the number of cells. */
+static size_t include_cells(struct builder *b, size_t n)
+{
+	const struct matrix_def *def = b->def;
+	struct matrix *m = b->m;
 	_cleanup_free_ size_t *list = xmalloc((def->n_include + 1) * sizeof(*list));
 	_cleanup_free_ size_t *candidates = xmalloc((def->n_include + 1) * sizeof(*candidates));
 	size_t n_cand = 0;
@@ -611,8 +618,6 @@ static bool expand(struct builder *b, size_t cap)
 		}
 		m->variant[c] = nl ? variant_get(b, list, nl) : empty;
 	}
-	/* ... and add a cell for every entry that extended none */
-	size_t first_new = n;
 	m->n_product = n;
 	for (size_t i = 0; i < def->n_include; i++) {
 		const struct entryref *r = &b->include[i];
@@ -626,47 +631,76 @@ static bool expand(struct builder *b, size_t cap)
 		list[0] = i;
 		m->variant[n++] = variant_get(b, list, 1);
 	}
+	return n;
+}
+
+/* Include-created cells (from first_new on) are the only ones that can repeat an id (product
+ * cells differ in their axis values, and an entry equal to a product cell extends it
+ * instead): each repeat is a diagnostic. */
+static void check_repeated_ids(struct builder *b, size_t first_new)
+{
+	const struct matrix_def *def = b->def;
+	struct matrix *m = b->m;
+	size_t n = m->n_cells;
+	if (n <= first_new)
+		return;
+	struct strmap seen;
+	strmap_init(&seen, n - first_new);
+	for (size_t c = first_new; c < n; c++) {
+		uint32_t prev = strmap_put(&seen, m->ids + m->id_off[c], 0, (uint32_t)c);
+		if (prev == VNONE)
+			continue;
+		const struct matrix_entry *e =
+		    &def->include[m->variants[m->variant[c]].includes[0]];
+		const struct matrix_entry *pe =
+		    &def->include[m->variants[m->variant[prev]].includes[0]];
+		int line, col, pl, pc;
+		entry_position(e, &line, &col);
+		entry_position(pe, &pl, &pc);
+		if (pl)
+			fail(b, line, col,
+			     "include entry adds the cell '%s' that the include entry at "
+			     "line %d already added",
+			     m->ids + m->id_off[c], pl);
+		else
+			fail(b, line, col,
+			     "include entry adds the cell '%s' that an earlier include "
+			     "entry "
+			     "already added",
+			     m->ids + m->id_off[c]);
+	}
+	strmap_free(&seen);
+}
+
+/* Product, exclude, include, ids; false when a diagnostic was added. */
+static bool expand(struct builder *b, size_t cap)
+{
+	const struct matrix_def *def = b->def;
+	struct matrix *m = b->m;
+	uint64_t product;
+	if (!product_size(b, cap, &product))
+		return false;
+	size_t n = product_cells(b, product);
+	if (product > 0 && n == 0 && def->n_include == 0) {
+		int line, col;
+		entry_position(&def->exclude[0], &line, &col);
+		fail(b, line, col, "every matrix cell is excluded");
+		return false;
+	}
+	size_t first_new = n;
+	n = include_cells(b, n);
 	m->n_cells = n;
 	if (n > cap) {
+		char num[32], capbuf[32];
 		fmt_count(num, n);
-		fail(b, pline, pcol,
+		fmt_count(capbuf, cap);
+		fail(b, def->n_axes ? def->axes[0].line : 0, def->n_axes ? def->axes[0].col : 0,
 		     "matrix expands to %s cells, over the cap of %s (raise it with --max-cells)",
 		     num, capbuf);
 		return false;
 	}
-
 	build_ids(b);
-
-	/* include-created cells are the only ones that can repeat an id (product cells differ in
-	 * their axis values, and an entry equal to a product cell extends it instead) */
-	if (n > first_new) {
-		struct strmap seen;
-		strmap_init(&seen, n - first_new);
-		for (size_t c = first_new; c < n; c++) {
-			uint32_t prev = strmap_put(&seen, m->ids + m->id_off[c], 0, (uint32_t)c);
-			if (prev == VNONE)
-				continue;
-			const struct matrix_entry *e =
-			    &def->include[m->variants[m->variant[c]].includes[0]];
-			const struct matrix_entry *pe =
-			    &def->include[m->variants[m->variant[prev]].includes[0]];
-			int line, col, pl, pc;
-			entry_position(e, &line, &col);
-			entry_position(pe, &pl, &pc);
-			if (pl)
-				fail(b, line, col,
-				     "include entry adds the cell '%s' that the include entry at "
-				     "line %d already added",
-				     m->ids + m->id_off[c], pl);
-			else
-				fail(b, line, col,
-				     "include entry adds the cell '%s' that an earlier include "
-				     "entry "
-				     "already added",
-				     m->ids + m->id_off[c]);
-		}
-		strmap_free(&seen);
-	}
+	check_repeated_ids(b, first_new);
 	return !b->failed;
 }
 

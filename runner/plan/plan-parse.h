@@ -121,6 +121,9 @@ struct sweep_key {
 	size_t n;                                       /* keys below the entry */
 	const struct key_table *table[SWEEP_MAX_DEPTH]; /* the table of each key */
 	const struct key_def *key[SWEEP_MAX_DEPTH];
+	/* key[0] is one of a discriminator value's own keys (a method's option, struct
+	 * key_variants): an entry of another value may have it under the same name, or not */
+	bool variant;
 };
 /* Whether a matrix key names a sweep (it has a '.'), not an axis of entries. */
 bool pl_is_sweep(const char *name);

@@ -137,16 +137,6 @@ struct plan_dataset {
 	char *path; /* an existing host directory instead of generated files, or NULL */
 };
 
-enum plan_method_type {
-	PLAN_METHOD_DISK_IMAGE,
-	PLAN_METHOD_AGENT_FILE,
-	PLAN_METHOD_CHANNEL,
-	PLAN_METHOD_SHARE,
-	PLAN_METHOD_NETWORK,
-	PLAN_METHOD_BLOCK,
-	PLAN_METHOD_NULL
-};
-enum plan_image_fs { PLAN_IMAGE_FS_EXT4, PLAN_IMAGE_FS_ISO9660, PLAN_IMAGE_FS_VFAT };
 enum plan_archive_format {
 	PLAN_ARCHIVE_NONE,
 	PLAN_ARCHIVE_TAR,
@@ -161,17 +151,6 @@ enum plan_compression {
 	PLAN_COMPRESS_LZ4,
 	PLAN_COMPRESS_XZ
 };
-enum plan_share_driver { PLAN_SHARE_9P, PLAN_SHARE_VIRTIOFS, PLAN_SHARE_SMB };
-enum plan_share_cache { PLAN_9P_CACHE_NONE, PLAN_9P_CACHE_LOOSE, PLAN_9P_CACHE_MMAP };
-enum plan_share_mode { PLAN_SHARE_COPY, PLAN_SHARE_MOVE };
-/* smb: where the guest copies or moves the source share's files (study 002) */
-enum plan_share_to {
-	PLAN_SHARE_TO_GUEST,        /* the landing directory on the guest's target disk */
-	PLAN_SHARE_TO_SAME_SHARE,   /* another folder of the same share */
-	PLAN_SHARE_TO_OTHER_SHARE,  /* a second share of the same server */
-	PLAN_SHARE_TO_OTHER_SERVER, /* a share of a second server (another address) */
-};
-enum plan_direction { PLAN_DIRECTION_PULL, PLAN_DIRECTION_PUSH };
 
 struct plan_archive {
 	uint64_t set;
@@ -180,33 +159,48 @@ struct plan_archive {
 	uint64_t level; /* 0: the compressor's default */
 };
 
-/* A transfer method; only the options of its type may be set (keys.c says which). */
+/* The room a method's own options have in struct plan_method (each method's file asserts that
+ * its struct fits: METHOD_OPTIONS() in runner/methods/method.h). */
+#define PLAN_METHOD_OPTS_SIZE 128
+
+/*
+ * A transfer method. `type` is the method: its index in the registry of runner/methods/method.c
+ * (the order of plan_method_types[]). Its own options (fio's ioengine options) are in `opts`:
+ * the struct its own file declares, filled through the key table it declares there, and read
+ * there (METHOD_OPTS()); nothing else knows their names.
+ */
 struct plan_method {
 	struct plan_entry e;
-	enum plan_method_type type;
-	struct plan_archive archive; /* every type but block */
-	/* disk-image */
-	enum plan_image_fs filesystem;
-	enum plan_disk_format image_format;
-	enum plan_bus image_bus;
-	bool in_place;
-	/* agent-file */
-	uint64_t chunk_size; /* bytes of file data per guest-file-write */
-	/* share */
-	enum plan_share_driver driver;
-	uint64_t msize; /* 9p */
-	enum plan_share_cache cache;
-	enum plan_share_mode mode;
-	enum plan_share_to to; /* smb */
-	/* network */
-	enum plan_direction direction;
-	uint64_t streams; /* TCP connections at once */
-	/* block */
-	uint64_t block_size;
-	uint64_t queue_depth;
-	/* null */
-	uint64_t duration; /* ns the transfer phase of every run takes */
+	int type;
+	struct plan_archive archive; /* the methods that take one (struct method_ops.archive) */
+	union {
+		uint64_t align_u64;
+		double align_double;
+		void *align_ptr;
+		unsigned char bytes[PLAN_METHOD_OPTS_SIZE];
+	} opts;
 };
+
+/* The method types' names, in the registry's order, NULL-terminated; and what each adds to
+ * methods.NAME (its options and its docs). Both defined by runner/methods/method.c. */
+extern const char *const plan_method_types[];
+struct key_variants;
+extern const struct key_variants plan_method_variants;
+
+/* The name of m's type ("agent-file"). */
+const char *plan_method_type_name(const struct plan_method *m);
+/* Make `m` an entry named `name` (borrowed, not freed by plan_method_clear()) of method type
+ * `type` with every default, as a plan would get it (tests, hand-built cells). 0, or -1 when
+ * no method has that name. */
+int plan_method_init(struct plan_method *m, const char *name, const char *type);
+/* Set key `key` of m ("streams", "archive.format") from plan text, range-checked as in a plan.
+ * 0, or -1 with a message in *err (the key does not apply to m's type, a bad value). */
+int plan_method_set(struct plan_method *m, const char *key, const char *text, char **err);
+/* The value of key `key` of m ("streams", "archive.format") as a plan writes it ("4KiB"), or
+ * NULL when m's type has no such key. Caller frees. */
+char *plan_method_get(const struct plan_method *m, const char *key);
+/* Free what `m`'s options own (plan_method_init() entries). */
+void plan_method_clear(struct plan_method *m);
 
 enum plan_order { PLAN_ORDER_SEQUENTIAL, PLAN_ORDER_INTERLEAVED, PLAN_ORDER_SHUFFLED };
 enum plan_caches { PLAN_CACHES_DROP, PLAN_CACHES_KEEP };

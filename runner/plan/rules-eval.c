@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "keys.h"
+#include "methods/method.h"
 #include "plan-parse.h"
 #include "rules-int.h"
 #include "strmap.h"
@@ -26,6 +27,38 @@ static bool applies(const struct plan_rule *r, const struct rule_subject *s)
 	case RULE_METHOD: return s->method;
 	default: return s->vm && s->disk && s->dataset && s->method;
 	}
+}
+
+/*
+ * The rules for an entry or a cell whose method is m (NULL: none) in the order they are checked:
+ * scope by scope (vm, disk, dataset, method, cell), the method's own rules of a scope (its file's
+ * `rules`) before the table's. Caller frees.
+ */
+static size_t rules_for(const struct plan_method *m, const struct plan_rule ***out)
+{
+	const struct method_ops *ops = m ? method_of(m) : NULL;
+	size_t n_own = ops ? ops->n_rules : 0, n = 0;
+	const struct plan_rule **v = xcalloc(n_plan_rules + n_own + 1, sizeof(*v));
+	for (int scope = RULE_VM; scope <= RULE_CELL; scope++) {
+		for (size_t i = 0; i < n_own; i++)
+			if ((int)ops->rules[i].scope == scope)
+				v[n++] = &ops->rules[i];
+		for (size_t i = 0; i < n_plan_rules; i++)
+			if ((int)plan_rules[i].scope == scope)
+				v[n++] = &plan_rules[i];
+	}
+	*out = v;
+	return n;
+}
+
+/* A number per rule, for telling messages apart: its row in the table, else after them its row
+ * among its method's own. */
+static uint32_t rule_tag(const struct plan_rule *r, const struct plan_method *m)
+{
+	if (r >= plan_rules && r < plan_rules + n_plan_rules)
+		return (uint32_t)(r - plan_rules);
+	const struct method_ops *ops = method_of(m);
+	return (uint32_t)(n_plan_rules + 64 * (size_t)m->type + (size_t)(r - ops->rules));
 }
 
 /* -- entry rules while reading: positioned at the key path -- */
@@ -72,8 +105,10 @@ void pl_check_entry_rules(struct ctx *c, enum rule_scope scope, const void *entr
 	default: return;
 	}
 	struct entry_out e = { .o = { .fail = entry_fail }, .c = c, .map = map, .owner = owner };
-	for (size_t i = 0; i < n_plan_rules; i++) {
-		const struct plan_rule *r = &plan_rules[i];
+	_cleanup_free_ const struct plan_rule **rules = NULL;
+	size_t n = rules_for(s.method, &rules);
+	for (size_t i = 0; i < n; i++) {
+		const struct plan_rule *r = rules[i];
 		if (r->scope != scope || r->kind == RULE_SKIP)
 			continue;
 		e.o.rule = r;
@@ -115,7 +150,7 @@ static void cell_fail(struct rule_out *o, const char *key, char *msg)
 			free(msg);
 		return;
 	}
-	uint32_t tag = (uint32_t)(o->rule - plan_rules);
+	uint32_t tag = rule_tag(o->rule, co->cell->method);
 	if (strmap_put(&co->seen, msg, tag, 0) != STRMAP_NONE) {
 		free(msg);
 		return;
@@ -144,8 +179,10 @@ size_t pl_check_cells(const struct plan *p, const struct matrix *m, struct diag_
 			continue; /* an include entry left it incomplete: reported by plan_expand */
 		co.cell = &cell;
 		co.skip = NULL;
-		for (size_t r = 0; r < n_plan_rules; r++) {
-			const struct plan_rule *rule = &plan_rules[r];
+		_cleanup_free_ const struct plan_rule **rules = NULL;
+		size_t n_rules = rules_for(s.method, &rules);
+		for (size_t r = 0; r < n_rules; r++) {
+			const struct plan_rule *rule = rules[r];
 			/* entry errors were reported where the entry is written */
 			if (rule->kind == RULE_WARN ||
 			    (rule->scope != RULE_CELL && rule->kind != RULE_SKIP))
@@ -197,8 +234,10 @@ char *plan_rules_skip(const struct plan *p, const struct plan_cell *cell)
 	struct rule_out o = { .run = true, .fail = rules_keep_first, .ud = &why };
 
 	(void)p;
-	for (size_t i = 0; i < n_plan_rules && !why; i++) {
-		const struct plan_rule *r = &plan_rules[i];
+	_cleanup_free_ const struct plan_rule **rules = NULL;
+	size_t n = rules_for(s.method, &rules);
+	for (size_t i = 0; i < n && !why; i++) {
+		const struct plan_rule *r = rules[i];
 		if (r->kind != RULE_SKIP && !(r->flags & RULE_AT_RUN))
 			continue;
 		if (!applies(r, &s))
@@ -234,8 +273,10 @@ void pl_entry_rules_each(enum rule_scope scope, const void *entry,
 	default: return;
 	}
 	struct each_out e = { .o = { .fail = each_fail, .ud = ud }, .fail = fail };
-	for (size_t i = 0; i < n_plan_rules; i++) {
-		const struct plan_rule *r = &plan_rules[i];
+	_cleanup_free_ const struct plan_rule **rules = NULL;
+	size_t n = rules_for(s.method, &rules);
+	for (size_t i = 0; i < n; i++) {
+		const struct plan_rule *r = rules[i];
 		if (r->scope != scope || r->kind != RULE_ERROR)
 			continue;
 		e.o.rule = r;

@@ -11,11 +11,12 @@
 #include <string.h>
 
 #include "keys.h"
+#include "methods/method.h"
 #include "plan-limits.h"
 #include "plan-parse.h"
 #include "units.h"
 
-_printf_(3, 4) static void rule_fail(struct rule_out *o, const char *key, const char *fmt, ...)
+void plan_rule_fail(struct rule_out *o, const char *key, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -23,6 +24,13 @@ _printf_(3, 4) static void rule_fail(struct rule_out *o, const char *key, const 
 	va_end(ap);
 	o->fail(o, key, msg);
 }
+
+bool plan_rule_at_run(const struct rule_out *o)
+{
+	return o->run;
+}
+
+#define rule_fail plan_rule_fail
 
 static const char *enum_name(const struct key_table *t, const char *key, int v)
 {
@@ -307,35 +315,6 @@ static void dataset_large(const struct rule_subject *s, struct rule_out *o)
 
 /* ---- methods.NAME -------------------------------------------------------------------------- */
 
-static void method_hotplug_bus(const struct rule_subject *s, struct rule_out *o)
-{
-	const struct plan_method *m = s->method;
-	if (m->type != PLAN_METHOD_DISK_IMAGE ||
-	    (m->image_bus != PLAN_BUS_SATA && m->image_bus != PLAN_BUS_IDE))
-		return;
-	const char *bus = m->image_bus == PLAN_BUS_SATA ? "sata" : "ide";
-	if (o->run)
-		rule_fail(o, "bus",
-			  "%s disks cannot be hot-plugged (QEMU/libvirt): disk-image needs bus "
-			  "virtio or scsi",
-			  bus);
-	else
-		rule_fail(
-		    o, "bus",
-		    "'bus: %s' cannot be used by a disk-image method: it hot-plugs its image, "
-		    "and only virtio and scsi disks can be hot-plugged",
-		    bus);
-}
-
-static void method_in_place_archive(const struct rule_subject *s, struct rule_out *o)
-{
-	if (s->method->in_place && s->method->archive.format != PLAN_ARCHIVE_NONE)
-		rule_fail(
-		    o, "in_place",
-		    "'in_place' reads the files where they are on the image, which an archive "
-		    "hides: drop 'archive' or 'in_place'");
-}
-
 static void method_compression_format(const struct rule_subject *s, struct rule_out *o)
 {
 	const struct plan_archive *a = &s->method->archive;
@@ -351,59 +330,6 @@ static void method_level_compression(const struct rule_subject *s, struct rule_o
 		rule_fail(o, "archive.level", "'level' needs a 'compression'");
 }
 
-static void method_block_size(const struct rule_subject *s, struct rule_out *o)
-{
-	const struct plan_method *m = s->method;
-	/* only block methods use it; the key's default is a multiple of 512 */
-	if (m->block_size % 512 == 0 && (m->block_size || m->type != PLAN_METHOD_BLOCK))
-		return;
-	if (o->run)
-		rule_fail(o, "block_size",
-			  "block: block_size %" PRIu64
-			  " is not a multiple of 512 bytes (direct I/O "
-			  "needs aligned requests)",
-			  m->block_size);
-	else
-		rule_fail(o, "block_size", "'block_size' must be a multiple of 512 for direct I/O");
-}
-
-static void method_virtiofs_9p(const struct rule_subject *s, struct rule_out *o)
-{
-	if (s->method->driver == PLAN_SHARE_9P)
-		return;
-	for (size_t i = 0; i < 2; i++) {
-		const char *nine = i ? "cache" : "msize";
-		if (key_is_set(&plan_method_keys, s->method, nine))
-			rule_fail(o, nine, "'%s' is a 9p option: it does not apply to 'driver: %s'",
-				  nine, s->method->driver == PLAN_SHARE_SMB ? "smb" : "virtiofs");
-	}
-}
-
-/* `to` other than guest: the guest copies between two SMB shares, which only smb serves; the
- * files land on a share, so there is nothing for an archive to be unpacked into */
-static void method_share_to(const struct rule_subject *s, struct rule_out *o)
-{
-	const struct plan_method *m = s->method;
-	if (m->type != PLAN_METHOD_SHARE || m->to == PLAN_SHARE_TO_GUEST)
-		return;
-	if (m->driver != PLAN_SHARE_SMB)
-		rule_fail(o, "to", "'to: %s' copies between SMB shares: it needs 'driver: smb'",
-			  enum_name(&plan_method_keys, "to", (int)m->to));
-	else if (m->archive.format != PLAN_ARCHIVE_NONE)
-		rule_fail(o, "archive",
-			  "'to: %s' copies the files from share to share as they are: archive does "
-			  "not apply (use 'to: guest')",
-			  enum_name(&plan_method_keys, "to", (int)m->to));
-}
-
-static void method_image_archive(const struct rule_subject *s, struct rule_out *o)
-{
-	if (s->method->type == PLAN_METHOD_DISK_IMAGE &&
-	    s->method->archive.format != PLAN_ARCHIVE_NONE)
-		rule_fail(o, "archive",
-			  "disk-image carries files in its filesystem: archive does not apply");
-}
-
 static const char *const compression_names[] = { "none", "gzip", "zstd", "lz4", "xz" };
 
 static void method_zip_compression(const struct rule_subject *s, struct rule_out *o)
@@ -417,14 +343,49 @@ static void method_zip_compression(const struct rule_subject *s, struct rule_out
 			  compression_names[a->compression]);
 }
 
-static void method_streams_zip(const struct rule_subject *s, struct rule_out *o)
+/* ---- cells: what a method needs (struct method_needs in its own file) --------------------- */
+
+static const struct method_needs *needs_of(const struct plan_method *m)
 {
-	if (s->method->type == PLAN_METHOD_NETWORK && s->method->streams > 1 &&
-	    s->method->archive.format == PLAN_ARCHIVE_ZIP)
-		rule_fail(o, "streams",
-			  "'streams: %" PRIu64 "' needs an archive the guest unpacks as it arrives "
-			  "(tar, pax, cpio): zip is unpacked from one file after the transfer",
-			  s->method->streams);
+	const struct method_ops *ops = method_of(m);
+	return ops ? &ops->needs : NULL;
+}
+
+static void cell_method_disk(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct method_needs *n = needs_of(s->method);
+	if (!n || !n->disk_kinds || (n->disk_kinds & (1u << s->disk->kind)))
+		return;
+	const struct key_def *kind = key_find(&plan_disk_keys, "kind");
+	_cleanup_free_ char *want = xstrdup("");
+	for (size_t i = 0; kind->values[i]; i++) {
+		if (!(n->disk_kinds & (1u << i)))
+			continue;
+		char *w = xasprintf("%s%s%s", want, *want ? " or " : "", kind->values[i]);
+		free(want);
+		want = w;
+	}
+	const char *has = kind->values[s->disk->kind];
+	if (o->run)
+		rule_fail(o, "method", "%s: %s and needs a%s %s disk, not %s",
+			  plan_method_type_name(s->method), n->disk_why,
+			  strchr("aeiou", want[0]) ? "n" : "", want, has);
+	else
+		rule_fail(o, "method",
+			  "method '%s' (type %s) %s, and disk '%s' is a %s, which has none",
+			  s->method->e.name, plan_method_type_name(s->method), n->disk_why,
+			  s->disk->e.name, has);
+}
+
+static void cell_method_nic(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct method_needs *n = needs_of(s->method);
+	const struct plan_nic *nic = &s->vm->nic;
+	if (n && n->nic_why && (nic->network || nic->bridge))
+		rule_fail(o, "method", "%s: NICs on a %s ('%s') are not supported: %s",
+			  plan_method_type_name(s->method),
+			  nic->network ? "libvirt network" : "bridge",
+			  nic->network ? nic->network : nic->bridge, n->nic_why);
 }
 
 /* ---- cells: what entries cannot do together ------------------------------------------------ */
@@ -438,20 +399,6 @@ static void cell_ide_q35(const struct rule_subject *s, struct rule_out *o)
 		    "disk '%s' uses bus 'ide', which vm '%s' (machine q35) does not have: ide "
 		    "exists only on machine pc",
 		    s->disk->e.name, s->vm->e.name);
-}
-
-static void cell_block_tmpfs(const struct rule_subject *s, struct rule_out *o)
-{
-	if (s->method->type != PLAN_METHOD_BLOCK || s->disk->kind != PLAN_DISK_TMPFS)
-		return;
-	if (o->run)
-		rule_fail(o, "method",
-			  "block: writes a raw device and needs an image disk, not tmpfs");
-	else
-		rule_fail(o, "method",
-			  "method '%s' (type block) writes a raw device, and disk '%s' is a tmpfs, "
-			  "which has none",
-			  s->method->e.name, s->disk->e.name);
 }
 
 /* What a Linux guest lacks: mkfs.ntfs (the built-in and Debian guests). */
@@ -468,39 +415,12 @@ static void cell_guest_ntfs(const struct rule_subject *s, struct rule_out *o)
 		      : "the Debian guest has no mkfs.ntfs (use ext4 or vfat)");
 }
 
-static void cell_network_nic(const struct rule_subject *s, struct rule_out *o)
-{
-	const struct plan_nic *n = &s->vm->nic;
-	if (s->method->type != PLAN_METHOD_NETWORK)
-		return;
-	if (n->network || n->bridge)
-		rule_fail(o, "method",
-			  "network: NICs on a %s ('%s') are not supported: ferry's sender "
-			  "reaches a guest through user networking or its own private network "
-			  "(nic backend private)",
-			  n->network ? "libvirt network" : "bridge",
-			  n->network ? n->network : n->bridge);
-}
-
-/* smb: smbd listens in the run's private network only (never on the host's own network) */
-static void cell_smb_private(const struct rule_subject *s, struct rule_out *o)
-{
-	if (s->method->type != PLAN_METHOD_SHARE || s->method->driver != PLAN_SHARE_SMB ||
-	    s->vm->nic.backend == PLAN_NIC_PRIVATE)
-		return;
-	rule_fail(
-	    o, "method",
-	    "method '%s' (driver smb) needs vm '%s' on ferry's private network: Samba listens "
-	    "only there (set 'nic: {backend: private}')",
-	    s->method->e.name, s->vm->e.name);
-}
-
 static void cell_busybox_compression(const struct rule_subject *s, struct rule_out *o)
 {
 	const struct plan_archive *a = &s->method->archive;
 	/* a user image may have zstd and lz4; the built-in guest's busybox has gzip and xz */
-	if (s->vm->guest == PLAN_GUEST_BUILTIN && s->method->type != PLAN_METHOD_BLOCK &&
-	    a->format != PLAN_ARCHIVE_NONE && a->format != PLAN_ARCHIVE_ZIP &&
+	if (s->vm->guest == PLAN_GUEST_BUILTIN && a->format != PLAN_ARCHIVE_NONE &&
+	    a->format != PLAN_ARCHIVE_ZIP &&
 	    (a->compression == PLAN_COMPRESS_ZSTD || a->compression == PLAN_COMPRESS_LZ4))
 		rule_fail(o, "method",
 			  "the built-in guest's busybox cannot decompress %s (it has gzip and xz)",
@@ -556,35 +476,22 @@ const struct plan_rule plan_rules[] = {
 	  "files times size at most PLAN_DATASET_MAX", dataset_too_large },
 	{ "dataset.large", RULE_DATASET, RULE_WARN, 0, "files times size above PLAN_DATASET_WARN",
 	  dataset_large },
-	{ "method.hotplug-bus", RULE_METHOD, RULE_ERROR, RULE_AT_RUN,
-	  "a disk-image method on bus sata or ide (no hot-plug)", method_hotplug_bus },
-	{ "method.in-place-archive", RULE_METHOD, RULE_ERROR, 0, "'in_place' with an archive",
-	  method_in_place_archive },
 	{ "method.compression-format", RULE_METHOD, RULE_ERROR, 0,
 	  "compression without an archive format", method_compression_format },
 	{ "method.level-compression", RULE_METHOD, RULE_ERROR, 0, "'level' without compression",
 	  method_level_compression },
-	{ "method.block-size", RULE_METHOD, RULE_ERROR, RULE_AT_RUN,
-	  "'block_size' a multiple of 512", method_block_size },
-	{ "method.virtiofs-9p-options", RULE_METHOD, RULE_ERROR, 0,
-	  "9p options (msize, cache) with driver virtiofs or smb", method_virtiofs_9p },
-	{ "method.share-to", RULE_METHOD, RULE_ERROR, 0,
-	  "share 'to' other than guest without driver smb, or with an archive", method_share_to },
-	{ "method.streams-zip", RULE_METHOD, RULE_ERROR, 0, "network streams above 1 with zip",
-	  method_streams_zip },
-	{ "method.image-archive", RULE_METHOD, RULE_SKIP, 0, "a disk-image method with an archive",
-	  method_image_archive },
 	{ "method.zip-compression", RULE_METHOD, RULE_SKIP, 0,
 	  "zip archives compressed other than none or gzip", method_zip_compression },
+	{ "cell.method-disk", RULE_CELL, RULE_ERROR, RULE_AT_RUN,
+	  "a method on a disk kind it cannot land data on (its needs.disk_kinds)",
+	  cell_method_disk },
+	{ "cell.method-nic", RULE_CELL, RULE_SKIP, 0,
+	  "a method that reaches the guest over user or private networking only (its "
+	  "needs.nic_why) on a libvirt network or host bridge NIC",
+	  cell_method_nic },
 	{ "cell.ide-q35", RULE_CELL, RULE_ERROR, 0, "an ide disk on a q35 vm", cell_ide_q35 },
-	{ "cell.block-tmpfs", RULE_CELL, RULE_ERROR, RULE_AT_RUN, "a block method on a tmpfs disk",
-	  cell_block_tmpfs },
 	{ "cell.guest-ntfs", RULE_CELL, RULE_ERROR, 0,
 	  "ntfs target disks on the built-in or Debian guest (no mkfs.ntfs)", cell_guest_ntfs },
-	{ "cell.network-nic", RULE_CELL, RULE_SKIP, 0,
-	  "a network method on a libvirt network or host bridge NIC", cell_network_nic },
-	{ "cell.smb-private", RULE_CELL, RULE_ERROR, 0,
-	  "a share method with driver smb on a vm without nic backend private", cell_smb_private },
 	{ "cell.busybox-compression", RULE_CELL, RULE_SKIP, 0,
 	  "zstd or lz4 archives on the built-in guest", cell_busybox_compression },
 };
@@ -592,7 +499,7 @@ const size_t n_plan_rules = ELEMENTSOF(plan_rules);
 
 char *plan_rules_archive_skip(const struct plan_archive *a, bool builtin)
 {
-	struct plan_method m = { .type = PLAN_METHOD_AGENT_FILE, .archive = *a };
+	struct plan_method m = { .type = -1, .archive = *a };
 	struct plan_vm vm = { .guest = builtin ? PLAN_GUEST_BUILTIN : PLAN_GUEST_IMAGE };
 	struct rule_subject s = { .vm = &vm, .method = &m };
 	char *why = NULL;

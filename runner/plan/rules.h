@@ -18,6 +18,7 @@
 #include <stdbool.h>
 
 #include "plan.h"
+#include "util.h"
 
 enum rule_kind { RULE_ERROR, RULE_SKIP, RULE_WARN };
 /* what a rule looks at: one entry (checked once, where it is written) or a cell's entries */
@@ -48,6 +49,13 @@ struct plan_rule {
 	/* Report every fault through rule_fail() (rules.c); nothing when the rule holds. */
 	void (*check)(const struct rule_subject *s, struct rule_out *o);
 };
+
+/* For a rule's check (rules.c, and the methods' own rules in runner/methods/): report a fault
+ * at `key`, a dotted key path in the entry (entry rules; NULL: the entry's name) or the axis of
+ * the entry to point at (cell rules). */
+void plan_rule_fail(struct rule_out *o, const char *key, const char *fmt, ...) _printf_(3, 4);
+/* Whether the message is a run-time skip reason (a cell at run time), not validate's error. */
+bool plan_rule_at_run(const struct rule_out *o);
 
 extern const struct plan_rule plan_rules[];
 extern const size_t n_plan_rules;

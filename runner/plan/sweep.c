@@ -50,16 +50,18 @@ bool pl_is_sweep(const char *name)
 	return strchr(name, '.') != NULL;
 }
 
-/* "'P.a', 'P.b' or 'P.c'": the keys of `t` under prefix P */
+/* "'P.a', 'P.b' or 'P.c'": the keys of `t` (and of its variants) under prefix P */
 static char *key_list(const char *prefix, const struct key_table *t)
 {
+	const char *names[256];
+	size_t nk = key_names(t, names, ELEMENTSOF(names));
 	char *s = xstrdup("");
-	for (size_t i = 0; i < t->n_keys; i++) {
+	for (size_t i = 0; i < nk; i++) {
 		char *n = xasprintf("%s%s'%s%s'", s,
-				    i == 0               ? ""
-				    : i + 1 == t->n_keys ? " or "
-							 : ", ",
-				    prefix, t->keys[i].name);
+				    i == 0        ? ""
+				    : i + 1 == nk ? " or "
+						  : ", ",
+				    prefix, names[i]);
 		free(s);
 		s = n;
 	}
@@ -110,7 +112,10 @@ int pl_sweep_resolve(const char *name, struct sweep_key *sk, char **err)
 		const char *end = strchr(seg, '.');
 		_cleanup_free_ char *s = end ? xstrndup(seg, (size_t)(end - seg)) : xstrdup(seg);
 		_cleanup_free_ char *prefix = xstrndup(name, (size_t)(seg - name));
-		const struct key_def *k = key_find(t, s);
+		const struct key_table *owner = t;
+		/* below the entry: the keys of the entry's own table or of one of its variants */
+		const struct key_def *k =
+		    sk->n == 0 ? key_find_any(t, -1, s, &owner) : key_find(t, s);
 		if (!k) {
 			const char *hint = *s ? key_suggest(t, s) : NULL;
 			_cleanup_free_ char *list = key_list(prefix, t);
@@ -135,7 +140,8 @@ int pl_sweep_resolve(const char *name, struct sweep_key *sk, char **err)
 					 end + 1, name, prefix, s);
 			return -1;
 		}
-		sk->table[sk->n] = t;
+		sk->variant |= owner != t;
+		sk->table[sk->n] = owner;
 		sk->key[sk->n++] = k;
 		if (!end)
 			return check_leaf(name, k, err);
@@ -326,6 +332,25 @@ static void rule_fault(void *ud, const char *key, char *msg)
 	report(ud, key, msg);
 }
 
+/* Point a variant key of `sk` at the key of that name of entry e's own value (a method's own
+ * option): 0, or -1 when e's value has none. */
+static int variant_key(const struct key_table *t, const void *e, struct sweep_key *sk)
+{
+	const struct key_table *vt = key_variant(t, key_disc(t, e));
+	const struct key_def *k = vt ? key_find(vt, sk->key[0]->name) : NULL;
+	if (!k)
+		return -1;
+	sk->table[0] = vt;
+	sk->key[0] = k;
+	for (size_t j = 1; j < sk->n; j++) {
+		sk->table[j] = sk->key[j - 1]->sub;
+		sk->key[j] = sk->table[j] ? key_find(sk->table[j], sk->key[j]->name) : NULL;
+		if (!sk->key[j])
+			return -1;
+	}
+	return 0;
+}
+
 /* The entry `base` with the cell's swept keys of its axis applied, checked; owned by `s`. */
 static struct plan_entry *resolve(struct check *c, const struct plan_entry *base, char *key)
 {
@@ -348,12 +373,20 @@ static struct plan_entry *resolve(struct check *c, const struct plan_entry *base
 		if (pl_sweep_resolve(k, &sk, &err) < 0)
 			abort();
 		append_pair(&e->sweep, i ? "," : "", k, v);
+		if (sk.variant && variant_key(t, e, &sk) < 0)
+			continue; /* not a key of the entry's type: reported below */
+		if (sk.variant)
+			obj = key_variant_obj(t, e);
 		for (size_t j = 0; j + 1 < sk.n; j++) {
 			key_mark_set(sk.table[j], obj, sk.key[j]);
 			obj = (char *)obj + sk.key[j]->offset;
 		}
-		if (set_leaf(&sk, obj, v, &err) < 0)
-			abort();
+		if (set_leaf(&sk, obj, v, &err) < 0) {
+			/* a value read for another type's key of this name */
+			if (!sk.variant)
+				abort();
+			report(c, sk.key[0]->name, TAKE_PTR(err));
+		}
 	}
 	if (c->axis == PLAN_AXIS_VM)
 		pl_resolve_vm((struct plan_vm *)(void *)e);

@@ -138,9 +138,11 @@ void pl_unknown_key(struct ctx *c, const struct key_table *t, const yaml_node_t 
 		pl_err_node(c, k, "unknown key '%s' (did you mean '%s'?)", pl_scalar(k), hint);
 		return;
 	}
+	const char *names[256];
+	size_t n = key_names(t, names, ELEMENTSOF(names));
 	_cleanup_free_ char *list = xstrdup("");
-	for (size_t i = 0; i < t->n_keys; i++) {
-		char *l = xasprintf("%s%s%s", list, i ? ", " : "", t->keys[i].name);
+	for (size_t i = 0; i < n; i++) {
+		char *l = xasprintf("%s%s%s", list, i ? ", " : "", names[i]);
 		free(list);
 		list = l;
 	}
@@ -262,22 +264,54 @@ static void walk_value(struct ctx *c, const struct key_table *t, const struct ke
 	/* include (handled before the walk) and matrix-only types never get here */
 }
 
+/* The discriminator (method type, disk kind) first: it decides which keys apply. Returns its
+ * value, or -1 when it is missing or invalid. A table with variants gets the struct of the value
+ * read (key_variant_reset()). */
+static int read_discriminator(struct ctx *c, const struct key_table *t, void *obj,
+			      const yaml_node_t *map)
+{
+	const struct key_def *dk = t->discriminator ? key_find(t, t->discriminator) : NULL;
+	if (!dk)
+		return -1;
+	yaml_node_t *dkey = NULL, *dv = pl_lookup(c, map, dk->name, &dkey);
+	int old = *AT(obj, dk, int);
+	if (dv && set_scalar(c, t, dk, obj, dv, dk)) {
+		int v = *AT(obj, dk, int);
+		*AT(obj, dk, int) = old;
+		key_variant_reset(t, obj, v);
+		*AT(obj, dk, int) = v;
+		return v;
+	}
+	if (!dv && !(dk->flags & KEY_REQUIRED))
+		return old; /* the default */
+	return -1;
+}
+
+/* A key of value `disc`'s own table `vt`; with no valid value, the key of the first value that
+ * has it, checked in scratch memory (the messages a plan gets about its value stay the same
+ * whatever its type says). */
+static void walk_variant_value(struct ctx *c, const struct key_table *t, const struct key_table *vt,
+			       int disc, void *obj, yaml_node_t *kn, yaml_node_t *v)
+{
+	const struct key_def *k = key_find(vt, pl_scalar(kn));
+	if (disc >= 0) {
+		walk_value(c, vt, k, key_variant_obj(t, obj), kn, v);
+		return;
+	}
+	_cleanup_free_ char *scratch = xcalloc(1, t->variants->size);
+	key_defaults(vt, scratch);
+	walk_value(c, vt, k, scratch, kn, v);
+	key_free(vt, scratch);
+}
+
 void pl_walk_mapping(struct ctx *c, const struct key_table *t, void *obj, const yaml_node_t *map,
 		     const yaml_node_t *owner)
 {
 	size_t errors_before = c->n_errors;
 	_cleanup_free_ bool *skip = pl_check_keys(c, map);
 
-	/* the discriminator (method type, disk kind) first: it decides which keys apply */
-	int disc = -1;
+	int disc = read_discriminator(c, t, obj, map);
 	const struct key_def *dk = t->discriminator ? key_find(t, t->discriminator) : NULL;
-	if (dk) {
-		yaml_node_t *dkey = NULL, *dv = pl_lookup(c, map, dk->name, &dkey);
-		if (dv && set_scalar(c, t, dk, obj, dv, dk))
-			disc = *AT(obj, dk, int);
-		else if (!dv && !(dk->flags & KEY_REQUIRED))
-			disc = *AT(obj, dk, int); /* the default */
-	}
 
 	for (yaml_node_pair_t *i = map->data.mapping.pairs.start; i < map->data.mapping.pairs.top;
 	     i++) {
@@ -287,7 +321,8 @@ void pl_walk_mapping(struct ctx *c, const struct key_table *t, void *obj, const 
 			continue;
 		if (t == &plan_keys && STREQ(name, "include"))
 			continue; /* merged before the rest of the file */
-		const struct key_def *k = key_find(t, name);
+		const struct key_table *kt;
+		const struct key_def *k = key_find_any(t, disc, name, &kt);
 		if (!k) {
 			pl_unknown_key(c, t, kn);
 			continue;
@@ -299,7 +334,10 @@ void pl_walk_mapping(struct ctx *c, const struct key_table *t, void *obj, const 
 			pl_err_node(c, kn, "%s", na);
 			continue;
 		}
-		walk_value(c, t, k, obj, kn, v);
+		if (kt == t)
+			walk_value(c, t, k, obj, kn, v);
+		else
+			walk_variant_value(c, t, kt, disc, obj, kn, v);
 	}
 
 	for (size_t i = 0; i < t->n_keys; i++) {

@@ -216,7 +216,7 @@ static void run_method(struct vm *vm, const struct plan_method *m, const struct 
 		die("%s: unexpected skip: %s", m->e.name, why);
 	ctx.guest = guest_of(vm);
 	ctx.landing = LANDING;
-	bool block = m->type == PLAN_METHOD_BLOCK;
+	bool block = method_of(m) == method_find_name("block");
 	if (block) {
 		ctx.target_dev = t.target_dev;
 		ctx.target_disk = &t.target;
@@ -298,14 +298,21 @@ static void run_method(struct vm *vm, const struct plan_method *m, const struct 
 	free(cell_dir);
 }
 
-static struct plan_method method(const char *name, enum plan_method_type type)
+/* A method entry of `type` with every default, as a plan would get it. */
+static struct plan_method method(const char *name, const char *type)
 {
-	struct plan_method m = { 0 };
-	m.e.name = (char *)name;
-	m.type = type;
-	m.block_size = 1 << 20;
-	m.queue_depth = 1;
+	struct plan_method m;
+	if (plan_method_init(&m, name, type) < 0)
+		die("no method type %s", type);
 	return m;
+}
+
+/* Set one of m's options from plan text. */
+static void set_opt(struct plan_method *m, const char *key, const char *text)
+{
+	char *err = NULL;
+	if (plan_method_set(m, key, text, &err) < 0)
+		die("%s: %s", key, err);
 }
 
 static void test_supports(void)
@@ -319,29 +326,29 @@ static void test_supports(void)
 		const struct plan_disk *disk;
 		const char *reason; /* substring, NULL: supported */
 	} cases[] = {
-		{ method("c-zstd", PLAN_METHOD_CHANNEL), &t.tmpfs, "cannot decompress zstd" },
-		{ method("c-lz4", PLAN_METHOD_NETWORK), &t.tmpfs, "cannot decompress lz4" },
-		{ method("c-zipxz", PLAN_METHOD_CHANNEL), &t.tmpfs, "stored and deflated" },
-		{ method("c-tgz", PLAN_METHOD_CHANNEL), &t.tmpfs, NULL },
+		{ method("c-zstd", "channel"), &t.tmpfs, "cannot decompress zstd" },
+		{ method("c-lz4", "network"), &t.tmpfs, "cannot decompress lz4" },
+		{ method("c-zipxz", "channel"), &t.tmpfs, "stored and deflated" },
+		{ method("c-tgz", "channel"), &t.tmpfs, NULL },
 		/* virtiofs: a skip only on a machine without virtiofsd (none: no machine) */
-		{ method("s-virtiofs", PLAN_METHOD_SHARE), &t.tmpfs,
+		{ method("s-virtiofs", "share"), &t.tmpfs,
 		  machine_has_virtiofs(t.m) ? NULL : "needs virtiofsd" },
-		{ method("s-9p", PLAN_METHOD_SHARE), &t.tmpfs, NULL },
-		{ method("b-tmpfs", PLAN_METHOD_BLOCK), &t.tmpfs, "not tmpfs" },
-		{ method("b-odd", PLAN_METHOD_BLOCK), &t.image, "multiple of 512" },
-		{ method("b-ok", PLAN_METHOD_BLOCK), &t.image, NULL },
+		{ method("s-9p", "share"), &t.tmpfs, NULL },
+		{ method("b-tmpfs", "block"), &t.tmpfs, "not tmpfs" },
+		{ method("b-odd", "block"), &t.image, "multiple of 512" },
+		{ method("b-ok", "block"), &t.image, NULL },
 	};
 	cases[0].m.archive = (struct plan_archive){ 0, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_ZSTD, 0 };
 	cases[1].m.archive = (struct plan_archive){ 0, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_LZ4, 0 };
 	cases[2].m.archive = (struct plan_archive){ 0, PLAN_ARCHIVE_ZIP, PLAN_COMPRESS_XZ, 0 };
 	cases[3].m.archive = (struct plan_archive){ 0, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_GZIP, 0 };
-	cases[4].m.driver = PLAN_SHARE_VIRTIOFS;
-	cases[7].m.block_size = 1000;
+	set_opt(&cases[4].m, "driver", "virtiofs");
+	set_opt(&cases[7].m, "block_size", "1000");
 	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
 		struct plan_cell cell;
 		struct method_ctx ctx;
 		ctx_init(&ctx, &cell, &cases[i].m, cases[i].disk, &t.ds[0]);
-		const struct method_ops *ops = method_find(cases[i].m.type);
+		const struct method_ops *ops = method_of(&cases[i].m);
 		char *why = ops->supports(&ctx);
 		if (cases[i].reason) {
 			g_assert_nonnull(why);
@@ -354,26 +361,26 @@ static void test_supports(void)
 	}
 	/* a NIC on a libvirt network is a skip: ferry's sender reaches a guest only through user
 	 * networking (loopback) or the private network it owns */
-	struct plan_method net = method("n", PLAN_METHOD_NETWORK);
+	struct plan_method net = method("n", "network");
 	struct plan_cell cell;
 	struct method_ctx ctx;
 	ctx_init(&ctx, &cell, &net, &t.tmpfs, &t.ds[0]);
 	struct plan_vm vm = t.vm;
 	vm.nic.network = (char *)"default";
 	cell.vm = &vm;
-	char *why = method_network.supports(&ctx);
+	char *why = method_find_name("network")->supports(&ctx);
 	g_assert_nonnull(why);
 	g_assert_nonnull(strstr(why, "libvirt network ('default')"));
 	g_assert_nonnull(strstr(why, "private network"));
 	free(why);
 	/* a Windows guest is a skip (validate refuses 'os: windows'; this cell is hand-built) */
-	struct plan_method vfs = method("v", PLAN_METHOD_SHARE);
-	vfs.driver = PLAN_SHARE_VIRTIOFS;
+	struct plan_method vfs = method("v", "share");
+	set_opt(&vfs, "driver", "virtiofs");
 	ctx_init(&ctx, &cell, &vfs, &t.tmpfs, &t.ds[0]);
 	struct plan_vm win = t.vm;
 	win.os = PLAN_OS_WINDOWS;
 	cell.vm = &win;
-	why = method_share.supports(&ctx);
+	why = method_find_name("share")->supports(&ctx);
 	g_assert_nonnull(why);
 	g_assert_nonnull(strstr(why, "windows guests are not supported"));
 	free(why);
@@ -385,15 +392,13 @@ static void boot_a(void)
 		return;
 	/* the boot needs of every method this guest serves, through their own hooks */
 	struct method_boot_needs n = { 0 };
-	enum plan_method_type types[] = { PLAN_METHOD_CHANNEL, PLAN_METHOD_SHARE,
-					  PLAN_METHOD_NETWORK, PLAN_METHOD_BLOCK };
+	static const char *const types[] = { "channel", "share", "network", "block" };
 	for (size_t i = 0; i < G_N_ELEMENTS(types); i++) {
 		struct plan_method m = method("boot", types[i]);
 		struct plan_cell cell;
 		struct method_ctx ctx;
-		ctx_init(&ctx, &cell, &m, types[i] == PLAN_METHOD_BLOCK ? &t.image : &t.tmpfs,
-			 &t.ds[0]);
-		const struct method_ops *ops = method_find(types[i]);
+		ctx_init(&ctx, &cell, &m, STREQ(types[i], "block") ? &t.image : &t.tmpfs, &t.ds[0]);
+		const struct method_ops *ops = method_of(&m);
 		if (ops->add_devices(&ctx, &n) < 0)
 			fail_ctx(&ctx, "add_devices");
 	}
@@ -414,11 +419,11 @@ static void test_channel(void)
 	if (!need())
 		return;
 	boot_a();
-	struct plan_method tar = method("channel-tar", PLAN_METHOD_CHANNEL);
+	struct plan_method tar = method("channel-tar", "channel");
 	tar.archive.format = PLAN_ARCHIVE_TAR;
-	struct plan_method cpio = method("channel-cpio-gz", PLAN_METHOD_CHANNEL);
+	struct plan_method cpio = method("channel-cpio-gz", "channel");
 	cpio.archive = (struct plan_archive){ 0, PLAN_ARCHIVE_CPIO, PLAN_COMPRESS_GZIP, 1 };
-	struct plan_method zip = method("channel-zip", PLAN_METHOD_CHANNEL);
+	struct plan_method zip = method("channel-zip", "channel");
 	zip.archive = (struct plan_archive){ 0, PLAN_ARCHIVE_ZIP, PLAN_COMPRESS_GZIP, 0 };
 	for (int d = 0; d < 2; d++)
 		run_method(t.a, &tar, &t.tmpfs, &t.ds[d]);
@@ -431,11 +436,11 @@ static void test_network(void)
 	if (!need())
 		return;
 	boot_a();
-	struct plan_method pull = method("net-pull-tgz", PLAN_METHOD_NETWORK);
+	struct plan_method pull = method("net-pull-tgz", "network");
 	pull.archive = (struct plan_archive){ 0, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_GZIP, 1 };
-	struct plan_method files = method("net-pull-files", PLAN_METHOD_NETWORK);
-	struct plan_method push = method("net-push-pax-xz", PLAN_METHOD_NETWORK);
-	push.direction = PLAN_DIRECTION_PUSH;
+	struct plan_method files = method("net-pull-files", "network");
+	struct plan_method push = method("net-push-pax-xz", "network");
+	set_opt(&push, "direction", "push");
 	push.archive = (struct plan_archive){ 0, PLAN_ARCHIVE_PAX, PLAN_COMPRESS_XZ, 1 };
 	for (int d = 0; d < 2; d++) {
 		run_method(t.a, &pull, &t.tmpfs, &t.ds[d]);
@@ -451,9 +456,9 @@ static void test_share_copy(void)
 	if (!need())
 		return;
 	boot_a();
-	struct plan_method copy = method("share-copy", PLAN_METHOD_SHARE);
-	copy.msize = 512000;
-	copy.cache = PLAN_9P_CACHE_LOOSE;
+	struct plan_method copy = method("share-copy", "share");
+	set_opt(&copy, "msize", "512000");
+	set_opt(&copy, "cache", "loose");
 	for (int d = 0; d < 2; d++)
 		run_method(t.a, &copy, &t.tmpfs, &t.ds[d]);
 }
@@ -462,16 +467,16 @@ static void test_share_move(void)
 {
 	if (!need())
 		return;
-	struct plan_method move = method("share-move", PLAN_METHOD_SHARE);
-	move.mode = PLAN_SHARE_MOVE;
-	struct plan_method tar = method("share-move-tar", PLAN_METHOD_SHARE);
-	tar.mode = PLAN_SHARE_MOVE;
+	struct plan_method move = method("share-move", "share");
+	set_opt(&move, "mode", "move");
+	struct plan_method tar = method("share-move-tar", "share");
+	set_opt(&tar, "mode", "move");
 	tar.archive.format = PLAN_ARCHIVE_TAR;
 	struct method_boot_needs n = { 0 };
 	struct plan_cell cell;
 	struct method_ctx ctx;
 	ctx_init(&ctx, &cell, &move, &t.tmpfs, &t.ds[0]);
-	if (method_share.add_devices(&ctx, &n) < 0)
+	if (method_find_name("share")->add_devices(&ctx, &n) < 0)
 		fail_ctx(&ctx, "add_devices");
 	g_assert_false(n.share_readonly);
 	t.b = boot(&n, false);
@@ -492,10 +497,10 @@ static void test_block(void)
 	if (!need())
 		return;
 	boot_a();
-	struct plan_method big = method("block-1m-qd1", PLAN_METHOD_BLOCK);
-	struct plan_method small = method("block-4k-qd4", PLAN_METHOD_BLOCK);
-	small.block_size = 4096;
-	small.queue_depth = 4;
+	struct plan_method big = method("block-1m-qd1", "block");
+	struct plan_method small = method("block-4k-qd4", "block");
+	set_opt(&small, "block_size", "4096");
+	set_opt(&small, "queue_depth", "4");
 	for (int d = 0; d < 2; d++)
 		run_method(t.a, &big, &t.image, &t.ds[d]);
 	run_method(t.a, &small, &t.image, &t.ds[0]);
@@ -507,20 +512,20 @@ static void test_block(void)
 	ctx.landing = LANDING;
 	ctx.target_dev = t.target_dev;
 	/* block stages its stream in its untimed step before prepare (it has no timed prepare) */
-	g_assert_cmpint(method_block.before_phase(&ctx, PHASE_PREPARE), ==, 0);
-	g_assert_null(method_block.prepare);
-	g_assert_cmpint(method_block.transfer(&ctx), ==, 0);
-	g_assert_cmpint(method_block.verify(&ctx), ==, 0);
+	g_assert_cmpint(method_find_name("block")->before_phase(&ctx, PHASE_PREPARE), ==, 0);
+	g_assert_null(method_find_name("block")->prepare);
+	g_assert_cmpint(method_find_name("block")->transfer(&ctx), ==, 0);
+	g_assert_cmpint(method_find_name("block")->verify(&ctx), ==, 0);
 	char *flip = xasprintf("printf X | dd of=%s bs=1 seek=4097 conv=notrunc 2>/dev/null && "
 			       "sync && echo 3 > /proc/sys/vm/drop_caches",
 			       t.target_dev);
 	free(sh(t.a, flip));
 	free(flip);
-	g_assert_cmpint(method_block.verify(&ctx), ==, -1);
+	g_assert_cmpint(method_find_name("block")->verify(&ctx), ==, -1);
 	g_assert_cmpint(ctx.err.kind, ==, ERROR_INTEGRITY);
 	g_test_message("%s", ctx.err.message);
-	method_block.cleanup(&ctx);
-	method_block.free_state(&ctx);
+	method_find_name("block")->cleanup(&ctx);
+	method_find_name("block")->free_state(&ctx);
 	method_error_clear(&ctx.err);
 }
 

@@ -36,8 +36,10 @@ static void bx_init(struct fake_run *t, const char *extra)
 	char *text = g_strconcat(base_plan, extra, NULL);
 	fake_run_init(t, tmp_dir, text, NULL);
 	g_free(text);
-	for (size_t i = 0; i < t->p->n_methods; i++)
-		t->p->methods[i].duration = 1 * MS;
+	for (size_t i = 0; i < t->p->n_methods; i++) {
+		char *err = NULL;
+		g_assert_cmpint(plan_method_set(&t->p->methods[i], "duration", "1ms", &err), ==, 0);
+	}
 }
 
 static void bx_run(struct fake_run *t)
@@ -387,7 +389,8 @@ static void test_cell_timeout(void)
 	struct fake_run t;
 	bx_init(&t, "matrix: {vm: [v1], method: [a, b]}\n"
 		    "run: {boots: 4, runs_per_boot: 1, cell_timeout: 1s, caches: keep}\n");
-	t.p->methods[0].duration = 600 * MS; /* a: over 1 s after its second run */
+	char *err = NULL; /* a: over 1 s after its second run */
+	g_assert_cmpint(plan_method_set(&t.p->methods[0], "duration", "600ms", &err), ==, 0);
 	bx_run(&t);
 	const struct result_cell *a = cell(&t, "vm=v1,disk=d,dataset=s,method=a");
 	const struct result_cell *b = cell(&t, "vm=v1,disk=d,dataset=s,method=b");

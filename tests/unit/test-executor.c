@@ -109,8 +109,12 @@ static char *runs_of(const struct fake_run *t)
 
 static void set_null_duration(struct fake_run *t, uint64_t ns)
 {
-	for (size_t i = 0; i < t->p->n_methods; i++)
-		t->p->methods[i].duration = ns;
+	char *d = g_strdup_printf("%llums", (unsigned long long)(ns / MS));
+	for (size_t i = 0; i < t->p->n_methods; i++) {
+		char *err = NULL;
+		g_assert_cmpint(plan_method_set(&t->p->methods[i], "duration", d, &err), ==, 0);
+	}
+	g_free(d);
 }
 
 /* ---- the repeat rule and warmups ---- */

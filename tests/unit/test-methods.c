@@ -16,7 +16,9 @@
 #include "dataset-plan.h"
 #include "fs.h"
 #include "methods/archive.h"
+#include "keys.h"
 #include "methods/method.h"
+#include "rules.h"
 #include "util.h"
 
 static void test_shell_quote(void)
@@ -31,14 +33,197 @@ static void test_shell_quote(void)
 
 static void test_registry(void)
 {
-	const struct method_ops *a = method_find(PLAN_METHOD_AGENT_FILE);
-	const struct method_ops *d = method_find(PLAN_METHOD_DISK_IMAGE);
+	const struct method_ops *a = method_find_name("agent-file");
+	const struct method_ops *d = method_find_name("disk-image");
 	g_assert_nonnull(a);
 	g_assert_nonnull(d);
 	g_assert_cmpstr(a->name, ==, "agent-file");
 	g_assert_cmpstr(d->name, ==, "disk-image");
 	g_assert_nonnull(a->transfer);
 	g_assert_nonnull(d->verify); /* in_place verifies on the mounted image */
+}
+
+/* ---- what each method declares (its options, needs and rules) and what reads it ---- */
+
+/* Every registry line names the method's own file's name; summaries, option tables and rules
+ * are well-formed; a disk-kind need says why. */
+static void test_declared(void)
+{
+	GHashTable *ids = g_hash_table_new(g_str_hash, g_str_equal);
+	for (size_t r = 0; r < n_plan_rules; r++)
+		g_assert_true(g_hash_table_add(ids, (gpointer)plan_rules[r].id));
+	g_assert_cmpuint(method_registry_size, >, 0);
+	for (size_t i = 0; i < method_registry_size; i++) {
+		const struct method_ops *ops = method_registry[i];
+		g_test_message("method %s", ops->name);
+		g_assert_cmpstr(plan_method_types[i], ==, ops->name);
+		g_assert_true(method_find((int)i) == ops);
+		g_assert_true(method_find_name(ops->name) == ops);
+		g_assert_true(ops->summary && *ops->summary);
+		g_assert_nonnull(ops->transfer);
+		if (ops->options) {
+			char *err = NULL;
+			if (key_table_check(ops->options, &err) < 0)
+				g_error("%s: %s", ops->name, err);
+			for (size_t k = 0; k < ops->options->n_keys; k++)
+				g_assert_null(
+				    key_find(&plan_method_keys, ops->options->keys[k].name));
+		}
+		g_assert_true(!ops->needs.disk_kinds == !ops->needs.disk_why);
+		for (size_t r = 0; r < ops->n_rules; r++) {
+			const struct plan_rule *rule = &ops->rules[r];
+			g_assert_true(g_hash_table_add(ids, (gpointer)rule->id));
+			g_assert_true(rule->scope == RULE_METHOD || rule->scope == RULE_CELL);
+			g_assert_true(rule->checks && *rule->checks && rule->check);
+			g_assert_true(!(rule->flags & RULE_AT_RUN) || rule->kind == RULE_ERROR);
+		}
+	}
+	g_assert_null(plan_method_types[method_registry_size]);
+	g_hash_table_destroy(ids);
+}
+
+/* The keys methods.NAME has in a schema: type, archive and every method's options, each with
+ * its help and default from the method's own table. */
+static void check_schema_methods(json_t *schema)
+{
+	json_t *props = json_object_get(
+	    json_object_get(json_object_get(json_object_get(schema, "properties"), "methods"),
+			    "additionalProperties"),
+	    "properties");
+	g_assert_nonnull(props);
+	size_t want = plan_method_keys.n_keys;
+	g_assert_nonnull(json_object_get(props, "type"));
+	g_assert_nonnull(json_object_get(props, "archive"));
+	GHashTable *seen = g_hash_table_new(g_str_hash, g_str_equal);
+	for (size_t i = 0; i < method_registry_size; i++) {
+		const struct key_table *t = method_registry[i]->options;
+		for (size_t k = 0; t && k < t->n_keys; k++) {
+			const struct key_def *d = &t->keys[k];
+			json_t *p = json_object_get(props, d->name);
+			g_assert_nonnull(p);
+			if (g_hash_table_add(seen, (gpointer)d->name))
+				want++;
+			/* one method's key: exactly its help and default */
+			if (!json_object_get(p, "anyOf") || json_object_get(p, "description")) {
+				g_assert_cmpstr(
+				    json_string_value(json_object_get(p, "description")), ==,
+				    d->help);
+				json_t *def = json_object_get(p, "default");
+				g_assert_true(!def == !d->def);
+			}
+		}
+	}
+	g_assert_cmpuint(json_object_size(props), ==, want);
+	/* and the type's description names every method with its summary */
+	const char *type_doc =
+	    json_string_value(json_object_get(json_object_get(props, "type"), "description"));
+	for (size_t i = 0; i < method_registry_size; i++) {
+		char *one = g_strdup_printf("%s (%s)", method_registry[i]->name,
+					    method_registry[i]->summary);
+		g_assert_nonnull(strstr(type_doc, one));
+		g_free(one);
+	}
+	g_hash_table_destroy(seen);
+}
+
+static void test_schema_options(void)
+{
+	json_t *s = key_schema();
+	check_schema_methods(s);
+	json_decref(s);
+	/* the committed schema (tests/docs-sync.sh checks it is what `ferry schema` prints) */
+	const char *src = g_getenv("FERRY_SOURCE_DIR");
+	if (!src) {
+		g_test_skip("FERRY_SOURCE_DIR is not set");
+		return;
+	}
+	char *path = g_build_filename(src, "schema", "ferry-plan.schema.json", NULL);
+	json_error_t e;
+	json_t *committed = json_load_file(path, 0, &e);
+	if (!committed)
+		g_error("%s: %s", path, e.text);
+	check_schema_methods(committed);
+	json_decref(committed);
+	g_free(path);
+}
+
+/* roff as key_man() writes names: '-' is '\-' */
+static char *roff(const char *s)
+{
+	GString *g = g_string_new(NULL);
+	for (; *s; s++) {
+		if (*s == '-')
+			g_string_append(g, "\\-");
+		else
+			g_string_append_c(g, *s);
+	}
+	return g_string_free(g, FALSE);
+}
+
+/* The methods.NAME section of a man page's PLAN KEYS: type, archive, then each method's options
+ * in the registry's order, each saying the one type it goes with. */
+static void check_man_methods(const char *man)
+{
+	const char *sec = strstr(man, ".SS \"methods.NAME\"\n");
+	g_assert_nonnull(sec);
+	const char *end = strstr(sec + 1, ".SS ");
+	g_assert_nonnull(end);
+	char *text = g_strndup(sec, (gsize)(end - sec));
+	const char *at = text;
+	for (int pass = 0; pass < 2; pass++) {
+		const char *name = pass ? "archive" : "type";
+		char *b = g_strdup_printf(".B %s\n", name);
+		at = strstr(at, b);
+		g_assert_nonnull(at);
+		g_free(b);
+	}
+	size_t n_b = 2;
+	for (size_t i = 0; i < method_registry_size; i++) {
+		const struct method_ops *ops = method_registry[i];
+		char *type = roff(ops->name);
+		for (size_t k = 0; ops->options && k < ops->options->n_keys; k++) {
+			const struct key_def *d = &ops->options->keys[k];
+			char *rn = roff(d->name), *rh = roff(d->help);
+			char *b = g_strdup_printf(".B %s\n", rn);
+			at = strstr(at, b);
+			g_assert_nonnull(at);
+			const char *eol = strchr(at + strlen(b), '\n');
+			char *para = g_strndup(at, (gsize)(eol - at));
+			g_assert_nonnull(strstr(para, rh));
+			char *only = g_strdup_printf("Only with type \\fB%s\\fR.", type);
+			g_assert_nonnull(strstr(para, only));
+			n_b++;
+			g_free(only);
+			g_free(para);
+			g_free(b);
+			g_free(rn);
+			g_free(rh);
+		}
+		g_free(type);
+	}
+	/* nothing else */
+	size_t count = 0;
+	for (const char *p = text; (p = strstr(p, "\n.B ")); p++)
+		count++;
+	g_assert_cmpuint(count, ==, n_b);
+	g_free(text);
+}
+
+static void test_man_options(void)
+{
+	char *man = key_man();
+	check_man_methods(man);
+	free(man);
+	const char *src = g_getenv("FERRY_SOURCE_DIR");
+	if (!src) {
+		g_test_skip("FERRY_SOURCE_DIR is not set");
+		return;
+	}
+	char *path = g_build_filename(src, "ferry.1", NULL), *page = NULL;
+	g_assert_true(g_file_get_contents(path, &page, NULL, NULL));
+	check_man_methods(page);
+	g_free(page);
+	g_free(path);
 }
 
 static void test_dataset_mapping(void)
@@ -245,6 +430,9 @@ int main(int argc, char **argv)
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/methods/shell-quote", test_shell_quote);
 	g_test_add_func("/methods/registry", test_registry);
+	g_test_add_func("/methods/declared", test_declared);
+	g_test_add_func("/methods/schema-options", test_schema_options);
+	g_test_add_func("/methods/man-options", test_man_options);
 	g_test_add_func("/methods/metrics", test_method_metrics);
 	g_test_add_func("/methods/dataset-mapping", test_dataset_mapping);
 	g_test_add_func("/methods/guest-support", test_guest_support);

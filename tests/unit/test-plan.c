@@ -77,6 +77,21 @@ static const char *full_plan =
     "  - {metric: phase.copy, max: 60s, where: {method: share}}\n"
     "report: {junit: out/a.xml, markdown: out/a.md, json: out/a.json}\n";
 
+/* Method m's option `key` reads as `want` (as a plan writes it). */
+static void assert_opt(const struct plan_method *m, const char *key, const char *want)
+{
+	char *v = plan_method_get(m, key);
+	g_assert_cmpstr(v, ==, want);
+	free(v);
+}
+
+static void set_opt(struct plan_method *m, const char *key, const char *text)
+{
+	char *err = NULL;
+	if (plan_method_set(m, key, text, &err) < 0)
+		g_error("%s: %s", key, err);
+}
+
 static void test_full(void)
 {
 	/* phase.copy is not a metric: check the message, then parse the corrected plan */
@@ -150,18 +165,20 @@ static void test_full(void)
 	g_assert_cmpstr(plan_find_dataset(p, "tree")->path, ==, "/usr/share/doc");
 
 	const struct plan_method *agentz = plan_find_method(p, "agentz");
-	g_assert_cmpint(agentz->type, ==, PLAN_METHOD_AGENT_FILE);
+	g_assert_cmpstr(plan_method_type_name(agentz), ==, "agent-file");
 	g_assert_cmpint(agentz->archive.format, ==, PLAN_ARCHIVE_TAR);
 	g_assert_cmpint(agentz->archive.compression, ==, PLAN_COMPRESS_ZSTD);
 	g_assert_cmpuint(agentz->archive.level, ==, 3);
 	g_assert_cmpint(plan_find_method(p, "agent")->archive.format, ==, PLAN_ARCHIVE_TAR);
 	g_assert_cmpint(plan_find_method(p, "image")->archive.format, ==, PLAN_ARCHIVE_NONE);
 	const struct plan_method *share = plan_find_method(p, "share");
-	g_assert_cmpuint(share->msize, ==, 256 * 1024);
-	g_assert_cmpint(share->cache, ==, PLAN_9P_CACHE_LOOSE);
+	assert_opt(share, "msize", "256KiB");
+	assert_opt(share, "cache", "loose");
 	const struct plan_method *raw = plan_find_method(p, "raw");
-	g_assert_cmpuint(raw->block_size, ==, 4096);
-	g_assert_cmpuint(raw->queue_depth, ==, 8);
+	assert_opt(raw, "block_size", "4KiB");
+	assert_opt(raw, "queue_depth", "8");
+	/* another type's option is not there */
+	g_assert_null(plan_method_get(raw, "msize"));
 
 	g_assert_cmpuint(p->run.repeat.min, ==, 3);
 	g_assert_cmpuint(p->run.repeat.max, ==, 10);
@@ -700,32 +717,31 @@ static void test_rules(void)
 				   .kind = PLAN_DISK_IMAGE,
 				   .size = 1 << 30 };
 	struct plan_dataset ds = { .e.name = (char *)"a", .files = 1 };
-	struct plan_method m = { .e.name = (char *)"m", .block_size = 1 << 20 };
+	struct plan_method m;
+	g_assert_cmpint(plan_method_init(&m, "m", "channel"), ==, 0);
 	struct plan_cell cell = {
 		.id = "c", .vm = &vm, .disk = &tmpfs, .dataset = &ds, .method = &m
 	};
 	static const struct {
-		enum plan_method_type type;
+		const char *type;
 		enum plan_archive_format format;
 		enum plan_compression compression;
 		bool image_disk;
 		const char *reason; /* substring; NULL: none */
 	} cases[] = {
-		{ PLAN_METHOD_CHANNEL, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_ZSTD, false,
+		{ "channel", PLAN_ARCHIVE_TAR, PLAN_COMPRESS_ZSTD, false,
 		  "busybox cannot decompress zstd" },
-		{ PLAN_METHOD_NETWORK, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_LZ4, false,
-		  "cannot decompress lz4" },
-		{ PLAN_METHOD_CHANNEL, PLAN_ARCHIVE_ZIP, PLAN_COMPRESS_XZ, false,
-		  "stored and deflated" },
-		{ PLAN_METHOD_CHANNEL, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_GZIP, false, NULL },
-		{ PLAN_METHOD_SHARE, PLAN_ARCHIVE_NONE, PLAN_COMPRESS_NONE, false, NULL },
-		{ PLAN_METHOD_BLOCK, PLAN_ARCHIVE_NONE, PLAN_COMPRESS_NONE, false, "not tmpfs" },
-		{ PLAN_METHOD_BLOCK, PLAN_ARCHIVE_NONE, PLAN_COMPRESS_NONE, true, NULL },
-		{ PLAN_METHOD_DISK_IMAGE, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_NONE, true,
+		{ "network", PLAN_ARCHIVE_TAR, PLAN_COMPRESS_LZ4, false, "cannot decompress lz4" },
+		{ "channel", PLAN_ARCHIVE_ZIP, PLAN_COMPRESS_XZ, false, "stored and deflated" },
+		{ "channel", PLAN_ARCHIVE_TAR, PLAN_COMPRESS_GZIP, false, NULL },
+		{ "share", PLAN_ARCHIVE_NONE, PLAN_COMPRESS_NONE, false, NULL },
+		{ "block", PLAN_ARCHIVE_NONE, PLAN_COMPRESS_NONE, false, "not tmpfs" },
+		{ "block", PLAN_ARCHIVE_NONE, PLAN_COMPRESS_NONE, true, NULL },
+		{ "disk-image", PLAN_ARCHIVE_TAR, PLAN_COMPRESS_NONE, true,
 		  "archive does not apply" },
 	};
 	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
-		m.type = cases[i].type;
+		g_assert_cmpint(plan_method_init(&m, "m", cases[i].type), ==, 0);
 		m.archive = (struct plan_archive){ 0, cases[i].format, cases[i].compression, 0 };
 		cell.disk = cases[i].image_disk ? &image : &tmpfs;
 		char *why = plan_rules_skip(NULL, &cell);
@@ -737,19 +753,24 @@ static void test_rules(void)
 		}
 		free(why);
 	}
+	/* the run-time message of a method's disk kind need (block on tmpfs) */
+	g_assert_cmpint(plan_method_init(&m, "m", "block"), ==, 0);
+	cell.disk = &tmpfs;
+	char *why = plan_rules_skip(NULL, &cell);
+	g_assert_cmpstr(why, ==, "block: writes a raw device and needs an image disk, not tmpfs");
+	free(why);
 	m.archive = (struct plan_archive){ 0 };
 	cell.disk = &image;
 	/* block_size that direct I/O cannot use */
-	m.type = PLAN_METHOD_BLOCK;
-	m.block_size = 1000;
-	char *why = plan_rules_skip(NULL, &cell);
+	g_assert_cmpint(plan_method_init(&m, "m", "block"), ==, 0);
+	set_opt(&m, "block_size", "1000");
+	why = plan_rules_skip(NULL, &cell);
 	g_assert_cmpstr(why, ==,
 			"block: block_size 1000 is not a multiple of 512 bytes (direct I/O needs "
 			"aligned requests)");
 	free(why);
-	m.block_size = 1 << 20;
 	/* a NIC on a libvirt network: the network method cannot drive it yet */
-	m.type = PLAN_METHOD_NETWORK;
+	g_assert_cmpint(plan_method_init(&m, "m", "network"), ==, 0);
 	vm.nic.network = (char *)"default";
 	why = plan_rules_skip(NULL, &cell);
 	g_assert_nonnull(why);
@@ -757,8 +778,8 @@ static void test_rules(void)
 	free(why);
 	vm.nic.network = NULL;
 	/* a Windows guest (refused by validate; a hand-built cell is skipped) */
-	m.type = PLAN_METHOD_SHARE;
-	m.driver = PLAN_SHARE_VIRTIOFS;
+	g_assert_cmpint(plan_method_init(&m, "m", "share"), ==, 0);
+	set_opt(&m, "driver", "virtiofs");
 	vm.os = PLAN_OS_WINDOWS;
 	vm.guest = PLAN_GUEST_IMAGE;
 	why = plan_rules_skip(NULL, &cell);
@@ -777,7 +798,7 @@ static void test_rules(void)
 	/* vfat targets: no host yet */
 	vm.os = PLAN_OS_LINUX;
 	vm.guest = PLAN_GUEST_BUILTIN;
-	m.driver = PLAN_SHARE_9P;
+	set_opt(&m, "driver", "9p");
 	image.filesystem = PLAN_DISK_FS_VFAT;
 	why = plan_rules_skip(NULL, &cell);
 	g_assert_cmpstr(

@@ -617,16 +617,10 @@ static char *lv_supports(struct machine *m, const struct plan_cell *pc)
 	struct lv_machine *lm = (struct lv_machine *)m;
 	if (!lm->hs)
 		return NULL;
-	switch (pc->method->type) {
-	case PLAN_METHOD_SHARE:
-		return xstrdup("share exports a directory of ferry's own filesystem: not on a "
-			       "remote libvirt host (libvirt has no way to carry a shared folder "
-			       "over its connection)");
-	case PLAN_METHOD_NETWORK:
-		return xstrdup("network streams from a sender on ferry's own loopback, which a "
-			       "guest on a remote libvirt host cannot reach");
-	default: break;
-	}
+	/* what the method says it cannot do there (its struct method_needs) */
+	const struct method_ops *ops = method_of(pc->method);
+	if (ops && ops->needs.remote_why)
+		return xstrdup(ops->needs.remote_why);
 	if (pc->vm->guest != PLAN_GUEST_BUILTIN)
 		return xstrdup("only the built-in guest is uploaded to a remote libvirt host "
 			       "(guest: image and debian boot from files of ferry's filesystem)");
