@@ -58,12 +58,31 @@ static const char *const guest_modules_boot[] = {
  * kernel (CONFIG_FUSE_FS=m, CONFIG_VIRTIO_FS=m). cifs (share driver smb) depends on netfs,
  * fscache, dns_resolver, cifs_md4 and cifs_arc4; what its softdep= lines name and Debian builds
  * as modules (cmac for SMB 3 signing keys, ecb, sha512_generic for 3.1.1's preauth hash, gcm and
- * ccm for encryption) come first, since depends= does not list them.
+ * ccm for encryption, and ctr and ghash_generic, which ccm(aes) and gcm(aes) are made of) come
+ * first, since depends= does not list them. Without ctr, ghash_generic and des_generic the guest's
+ * cifs gave up after the SMB 3.0 negotiate and mount said ENOENT (the crypto API's "no such
+ * algorithm").
  */
 static const char *const guest_modules_later[] = {
-	"crc32c_generic", "ext4",         "nls_cp437", "nls_ascii", "nls_utf8", "vfat",
-	"isofs",          "9pnet_virtio", "9p",        "virtiofs",  "cmac",     "ecb",
-	"sha512_generic", "gcm",          "ccm",       "cifs",
+	"crc32c_generic",
+	"ext4",
+	"nls_cp437",
+	"nls_ascii",
+	"nls_utf8",
+	"vfat",
+	"isofs",
+	"9pnet_virtio",
+	"9p",
+	"virtiofs",
+	"cmac",
+	"ecb",
+	"ctr",
+	"ghash_generic",
+	"des_generic",
+	"sha512_generic",
+	"gcm",
+	"ccm",
+	"cifs",
 };
 
 /* The fixture files installed into the initramfs: name in fixtures/guest, path, mode. */
