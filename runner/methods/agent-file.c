@@ -186,7 +186,7 @@ static int af_finalize(struct method_ctx *ctx)
 		return method_guest_sh(ctx, "sync", "sync", NULL);
 	_cleanup_free_ char *path = archive_path(ctx);
 	_cleanup_free_ char *un = pack_guest_unpack_cmd(&ctx->method->archive, path);
-	_cleanup_free_ char *land = method_shell_quote(ctx->landing);
+	_cleanup_free_ char *land = shell_quote(ctx->landing);
 	_cleanup_free_ char *cmd = xasprintf("cd %s && %s && rm -f '%s' && sync", land, un, path);
 	return method_guest_sh(ctx, "unpacking the archive", cmd, NULL);
 }

@@ -33,7 +33,7 @@ const char *pack_suffix(const struct plan_archive *a)
 
 char *pack_guest_unpack_cmd(const struct plan_archive *a, const char *file)
 {
-	_cleanup_free_ char *q = method_shell_quote(file);
+	_cleanup_free_ char *q = shell_quote(file);
 	if (a->format == PLAN_ARCHIVE_ZIP)
 		return xasprintf("unzip -q -o %s", q);
 	const char *cat = a->compression == PLAN_COMPRESS_GZIP ? "gunzip -c"

@@ -150,7 +150,7 @@ static int block_stage(struct method_ctx *ctx)
 	struct block_state *s = state(ctx);
 	if (!ctx->target_dev)
 		return method_fail(ctx, ERROR_INFRA, NULL, "block: the cell has no target device");
-	_cleanup_free_ char *dev = method_shell_quote(ctx->target_dev);
+	_cleanup_free_ char *dev = shell_quote(ctx->target_dev);
 	/* the target is mounted on the landing directory: release it; a tmpfs big enough for
 	 * the stream (the default /tmp is half the RAM) */
 	_cleanup_free_ char *setup =
@@ -241,7 +241,7 @@ static int block_transfer(struct method_ctx *ctx)
 {
 	struct block_state *s = state(ctx);
 	unsigned long long bs = (unsigned long long)OPTS(ctx)->block_size;
-	_cleanup_free_ char *dev = method_shell_quote(ctx->target_dev);
+	_cleanup_free_ char *dev = shell_quote(ctx->target_dev);
 	/* a slice's skip (staged file) and seek (device) are the same block number */
 	_cleanup_free_ char *fmt = xasprintf("dd if=" STAGE_FILE " of=%s bs=%llu skip=%%1$llu "
 					     "seek=%%1$llu count=%%2$llu iflag=fullblock "
@@ -262,7 +262,7 @@ static int block_finalize(struct method_ctx *ctx)
 {
 	struct block_state *s = state(ctx);
 	unsigned long long bs = (unsigned long long)OPTS(ctx)->block_size;
-	_cleanup_free_ char *dev = method_shell_quote(ctx->target_dev);
+	_cleanup_free_ char *dev = shell_quote(ctx->target_dev);
 	_cleanup_free_ char *fmt = xasprintf("dd if=%s of=/dev/null bs=%llu skip=%%1$llu "
 					     "count=%%2$llu iflag=direct 2>/dev/null",
 					     dev, bs);
@@ -280,7 +280,7 @@ static int block_finalize(struct method_ctx *ctx)
 static int block_verify(struct method_ctx *ctx)
 {
 	struct block_state *s = state(ctx);
-	_cleanup_free_ char *dev = method_shell_quote(ctx->target_dev);
+	_cleanup_free_ char *dev = shell_quote(ctx->target_dev);
 	/* the padding of the last block is not part of the stream: hash exactly its bytes (dd
 	 * may then see a closed pipe: its status does not matter, head's count does) */
 	_cleanup_free_ char *cmd = xasprintf(

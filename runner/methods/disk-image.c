@@ -385,7 +385,7 @@ static int di_transfer(struct method_ctx *ctx)
 	    machine_guest_disk_wait_command(ctx->machine, s->serial, ctx->timeout_ms);
 	if (!wait)
 		return method_fail(ctx, ERROR_INFRA, NULL, "this machine cannot wait for a disk");
-	_cleanup_free_ char *land = method_shell_quote(ctx->landing);
+	_cleanup_free_ char *land = shell_quote(ctx->landing);
 	_cleanup_free_ char *work =
 	    m->in_place ? xstrdup("find " SRC_MNT " -type f -exec cat {} + > /dev/null")
 			: xasprintf("cp -a " SRC_MNT "/. %s/ && rm -rf %s/lost+found", land, land);

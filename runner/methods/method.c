@@ -194,26 +194,6 @@ int method_fail_op(struct method_ctx *ctx, enum result_error_kind kind, const st
 	return -1;
 }
 
-char *method_shell_quote(const char *s)
-{
-	size_t n = 3;
-	for (const char *p = s; *p; p++)
-		n += *p == '\'' ? 4 : 1;
-	char *out = xmalloc(n), *o = out;
-	*o++ = '\'';
-	for (const char *p = s; *p; p++) {
-		if (*p == '\'') {
-			memcpy(o, "'\\''", 4);
-			o += 4;
-		} else {
-			*o++ = *p;
-		}
-	}
-	*o++ = '\'';
-	*o = '\0';
-	return out;
-}
-
 int method_guest_sh(struct method_ctx *ctx, const char *what, const char *cmd, char **out)
 {
 	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };

@@ -337,5 +337,5 @@ void method_metric(struct method_ctx *ctx, const char *name, double value);
  */
 void method_rate(struct method_ctx *ctx, const char *name, uint64_t bytes, double seconds);
 
-/* Quote s for a POSIX shell ('...' with ' escaped). Caller frees. */
-char *method_shell_quote(const char *s);
+/* Methods quote guest shell words with util.h's shell_quote(). */
+#include "util.h"

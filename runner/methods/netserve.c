@@ -423,8 +423,8 @@ char *netserve_pull_files_command(const char *base, const char *dir)
 
 char *netserve_pull_part_command(const char *base, unsigned part, const char *dir)
 {
-	_cleanup_free_ char *d = method_shell_quote(dir);
-	_cleanup_free_ char *b = method_shell_quote(base);
+	_cleanup_free_ char *d = shell_quote(dir);
+	_cleanup_free_ char *b = shell_quote(base);
 	/* one record per argument (xargs -0): no read, no IFS, no name taken as an option ("./"
 	   in front of every path); the server finds entries by index */
 	return xasprintf(

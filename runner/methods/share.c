@@ -485,8 +485,8 @@ static int share_prepare(struct method_ctx *ctx)
 
 char *share_copy_command(const struct plan_method *m, const char *from, const char *to)
 {
-	_cleanup_free_ char *src = method_shell_quote(from);
-	_cleanup_free_ char *dst = method_shell_quote(to);
+	_cleanup_free_ char *src = shell_quote(from);
+	_cleanup_free_ char *dst = shell_quote(to);
 	if (m->archive.format != PLAN_ARCHIVE_NONE) {
 		_cleanup_free_ char *cat = xasprintf("cat %s", src);
 		/* a zip on the share is a seekable file already: unzip reads it in place */

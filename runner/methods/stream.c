@@ -160,7 +160,7 @@ int stream_concat(const char *dir, const struct manifest *m, int fd, unsigned ti
 
 char *stream_unpack_command(const struct plan_archive *a, const char *source, const char *dir)
 {
-	_cleanup_free_ char *q = method_shell_quote(dir);
+	_cleanup_free_ char *q = shell_quote(dir);
 	/* without a source command the unpacker reads its own stdin: no pipe stage */
 	_cleanup_free_ char *from = source ? xasprintf("%s | ", source) : xstrdup("");
 	const char *dec = "";

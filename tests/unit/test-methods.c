@@ -23,10 +23,10 @@
 
 static void test_shell_quote(void)
 {
-	char *q = method_shell_quote("it's a /dir");
+	char *q = shell_quote("it's a /dir");
 	g_assert_cmpstr(q, ==, "'it'\\''s a /dir'");
 	free(q);
-	q = method_shell_quote("");
+	q = shell_quote("");
 	g_assert_cmpstr(q, ==, "''");
 	free(q);
 }
