@@ -430,7 +430,8 @@ static void order_files_and_cells(struct trend *t)
 		struct trend_cell *tc = &t->cells[c];
 		for (size_t i = 0; i < tc->n_points; i++)
 			tc->points[i].file = rank[tc->points[i].file];
-		qsort(tc->points, tc->n_points, sizeof(*tc->points), point_order);
+		if (tc->n_points > 1)
+			qsort(tc->points, tc->n_points, sizeof(*tc->points), point_order);
 	}
 }
 
