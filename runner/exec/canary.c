@@ -39,7 +39,7 @@ static double host_canary(void)
 void canary_measure(struct exec *x, struct xgroup *g)
 {
 	g->canary_host = g->canary_guest = 0;
-	if (x->block <= 0 || !g->guest)
+	if (x->block <= 0 || !g->guest || x->o->no_canary)
 		return;
 	g->canary_host = host_canary();
 	_cleanup_(machine_err_clear) struct machine_err e = { 0 };

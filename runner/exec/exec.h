@@ -34,6 +34,9 @@ struct exec_opts {
 	bool rerun_failed;
 	bool fail_fast;
 	bool verbose; /* also report boots, replaced guests and dataset generation */
+	/* No drift canary after a block's boots (canary.c): for tests of the schedule alone, whose
+	 * thousands of fake boots would each hash 16 MiB (minutes under valgrind). */
+	bool no_canary;
 	/*
 	 * Progress, for the caller to show: the executor never prints. status() gets a one-line
 	 * snapshot (cell i/N, run j/k, phase, elapsed, ETA) whenever a phase starts; line() gets
