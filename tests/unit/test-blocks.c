@@ -407,8 +407,8 @@ static void test_cell_timeout(void)
 	g_assert_cmpuint(a->n_runs, <=, 2);
 	g_assert_cmpuint(a->n_errors, ==, 1);
 	g_assert_cmpint(a->errors[0].kind, ==, ERROR_TIMEOUT);
-	char *want = g_strdup_printf("cell took longer than its timeout 1s after %zu runs",
-				     a->n_runs);
+	char *want =
+	    g_strdup_printf("cell took longer than its timeout 1s after %zu runs", a->n_runs);
 	g_assert_nonnull(strstr(a->errors[0].message, want));
 	g_free(want);
 	g_assert_cmpint(b->status, ==, STATUS_PASSED);
