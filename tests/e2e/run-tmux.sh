@@ -19,17 +19,22 @@ tm() { tmux -S "$sock" "$@"; }
 trap 'tmux -S "$sock" kill-server 2>/dev/null || true; rm -rf "$work"' EXIT
 
 # drive WIDTH [NARROW]: runs the plan in a WIDTH-column tmux window (narrowed to NARROW columns
-# once a status line has shown, when given); the screens in $work/wWIDTH/cap.N, the index of
+# once a status line has shown an ETA, when given); the screens in $work/wWIDTH/cap.N, the index of
 # the first capture after narrowing in .../narrowed, the whole history at the end in .../final
 drive() {
 	local w="$1" narrow="${2:-}" d="$work/w$1" i=0 seen=0
 	mkdir "$d"
+	# the command line first, as a shell shows it: tmux, when a narrower window wraps a line,
+	# pushes the screen's top row into its history, out of reach of any program; with nothing
+	# above it the status line would be that row
 	tm new-session -d -x "$w" -y 50 -s "w$w" \
-		"cd '$d' && '$ferry' run --results r.json --markdown r.md '$plan' & echo \$! >'$d/pid'; wait \$!; echo \$? >'$d/rc'; exec sleep 3600"
+		"cd '$d'; echo '\$ ferry run'; '$ferry' run --results r.json --markdown r.md '$plan' & echo \$! >'$d/pid'; wait \$!; echo \$? >'$d/rc'; exec sleep 3600"
 	while [ ! -f "$d/rc" ]; do
 		i=$((i + 1))
 		tm capture-pane -p -t "w$w" >"$d/cap.$i"
-		if [ -n "$narrow" ] && [ ! -f "$d/narrowed" ] && grep -q '^\[[0-9]*/[0-9]*\] ' "$d/cap.$i"; then
+		# narrowed once the status line has shown an ETA (there is none until a boot and a run
+		# are measured) on 5 screens
+		if [ -n "$narrow" ] && [ ! -f "$d/narrowed" ] && grep -q '^\[[0-9]*/[0-9]*\] .*, eta ' "$d/cap.$i"; then
 			seen=$((seen + 1))
 			if [ "$seen" -ge 5 ]; then
 				tm resize-window -t "w$w" -x "$narrow"
@@ -48,6 +53,9 @@ drive() {
 
 drive 60
 drive 200 80
+# the screens read, kept for a look when a check below fails
+art="${FERRY_BUILD_DIR:?}/meson-logs/run-tmux"
+rm -rf "$art" && mkdir -p "$art" && cp -r "$work/w60" "$work/w200" "$art/"
 
 "$py" - "$work" <<'PY'
 import glob, os, re, sys
