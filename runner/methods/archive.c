@@ -176,7 +176,9 @@ static la_ssize_t stream_write(struct archive *a, void *ud, const void *buf, siz
 		p += n;
 		left -= n;
 		if (s->len == s->cap) {
-			if (s->sink(s->userdata, s->buf, s->len, &s->err) < 0) {
+			/* after a failure libarchive may write again (closing flushes): the
+			   first error stands */
+			if (s->err || s->sink(s->userdata, s->buf, s->len, &s->err) < 0) {
 				archive_set_error(a, EIO, "%s", s->err);
 				return -1;
 			}

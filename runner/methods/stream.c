@@ -80,7 +80,9 @@ struct sink {
 static la_ssize_t sink_write(struct archive *a, void *ud, const void *buf, size_t len)
 {
 	struct sink *s = ud;
-	if (stream_write_all(s->fd, buf, len, s->timeout_ms, &s->err) < 0) {
+	/* after a failure libarchive may write again (closing flushes): the first error stands,
+	   and a stalled reader is not waited for twice */
+	if (s->err || stream_write_all(s->fd, buf, len, s->timeout_ms, &s->err) < 0) {
 		archive_set_error(a, EIO, "%s", s->err);
 		return -1;
 	}
@@ -107,6 +109,10 @@ int stream_pack(const struct plan_archive *pa, const char *dir, const struct man
 		*err = xasprintf("archive: %s", s.err ? s.err : archive_error_string(a));
 		rc = -1;
 	}
+	/* freed before s.err: archive_write_free closes and flushes through sink_write, which
+	   reads s.err */
+	archive_write_free(a);
+	a = NULL;
 	free(s.err);
 	*bytes = s.bytes;
 	return rc;
