@@ -38,6 +38,8 @@ import json, sys
 for c in json.load(sys.stdin)[\"cells\"]:
     assert c[\"run\"][\"boots\"][\"min\"] >= 3, (c[\"id\"], c[\"run\"][\"boots\"])
 "' _ "$ferry" "$p"
+	# the table says so too, not the repeat loop that blocks replace
+	check "$p expands (table) to blocks of boots" bash -c '"$1" expand "$2" | grep -E "^ +[0-9]+  " | grep -qvE "  boots [0-9]+(\.\.[0-9]+)?, " && exit 1 || exit 0' _ "$ferry" "$p"
 done
 # the shards of every plan partition its cells
 for p in "${plans[@]}"; do
