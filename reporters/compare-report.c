@@ -165,13 +165,9 @@ static void note_line(FILE *f, const struct cmp_row *r)
 	fputs("\n", f);
 }
 
-int report_compare_markdown(const struct comparison *c, const struct results *cand,
-			    const struct compare_report_ctx *x, FILE *out, char **err)
+/* The title, and the counts and the rule, or why the comparison was refused. */
+static void md_head(FILE *f, const struct comparison *c, const struct results *cand)
 {
-	struct report_locale loc;
-	report_locale_enter(&loc);
-	FILE *f = out;
-
 	fputs("## ferry compare", f);
 	if (cand->plan.name) {
 		fputs(": ", f);
@@ -193,88 +189,117 @@ int report_compare_markdown(const struct comparison *c, const struct results *ca
 			100 * c->threshold, c->n_used, c->n_used == 1 ? "" : "s");
 		gate_summary(f, c, true);
 	}
-	if (x && x->n_baselines) {
-		fputs("Baseline: ", f);
-		for (size_t i = 0; i < c->n_used; i++) {
-			if (i)
-				fputs(", ", f);
-			fputc('`', f);
-			_cleanup_free_ char *clean = report_clean_text(x->baselines[c->used[i]]);
-			for (char *p = clean; *p; p++)
-				if (*p == '`' || *p == '\n' || *p == '|')
-					*p = '?';
-			fputs(clean, f);
-			fputc('`', f);
-		}
-		if (!c->n_used)
-			fputs("none comparable", f);
-		fputs("\n\n", f);
-	}
+}
 
-	if (c->n_diffs) {
-		fputs("### Differences\n\n| key | baseline | new | |\n|---|---|---|---|\n", f);
-		for (size_t i = 0; i < c->n_diffs; i++) {
-			const struct cmp_diff *d = &c->diffs[i];
-			fputs("| ", f);
-			md_text(f, d->key);
-			fputs(" | ", f);
-			md_text(f, d->base);
-			fputs(" | ", f);
-			md_text(f, d->cand);
-			fputs(" | ", f);
-			if (d->refusing && !d->allowed)
-				fputs("**refused** (--allow-different ", f), md_text(f, d->key),
-				    fputs(")", f);
-			else if (d->refusing)
-				fputs("allowed", f);
-			else
-				fputs("shown", f);
-			fputs(" |\n", f);
-		}
-		fputs("\n", f);
+/* The baseline files used, by the names they were given (code spans, no '`' '|' or newline). */
+static void md_baselines(FILE *f, const struct comparison *c, const struct compare_report_ctx *x)
+{
+	fputs("Baseline: ", f);
+	for (size_t i = 0; i < c->n_used; i++) {
+		if (i)
+			fputs(", ", f);
+		fputc('`', f);
+		_cleanup_free_ char *clean = report_clean_text(x->baselines[c->used[i]]);
+		for (char *p = clean; *p; p++)
+			if (*p == '`' || *p == '\n' || *p == '|')
+				*p = '?';
+		fputs(clean, f);
+		fputc('`', f);
 	}
-	if (!c->refused && c->n_rows) {
-		fputs("### Cells\n\n", f);
-		table_head(f, c);
-		for (size_t i = 0; i < c->n_rows; i++) {
-			if (shown_row(&c->rows[i]))
-				row_line(f, &c->rows[i]);
-		}
-		fputs("\n", f);
-		bool any = false;
-		for (size_t i = 0; i < c->n_rows; i++) {
-			const struct cmp_row *r = &c->rows[i];
-			if (!(r->verdict == CMP_INCONCLUSIVE && STREQ(r->metric, "total")) &&
-			    !(r->gated && r->note))
-				continue;
-			if (!any)
-				fputs("Notes on the gate's metrics and inconclusive totals:\n\n",
-				      f);
-			any = true;
-			note_line(f, &c->rows[i]);
-		}
-		if (any)
-			fputs("\n", f);
-		fputs("<details><summary>Every metric</summary>\n\n", f);
-		table_head(f, c);
-		for (size_t i = 0; i < c->n_rows; i++)
+	if (!c->n_used)
+		fputs("none comparable", f);
+	fputs("\n\n", f);
+}
+
+/* The provenance differences between the sides, each refused, allowed or only shown. */
+static void md_differences(FILE *f, const struct comparison *c)
+{
+	fputs("### Differences\n\n| key | baseline | new | |\n|---|---|---|---|\n", f);
+	for (size_t i = 0; i < c->n_diffs; i++) {
+		const struct cmp_diff *d = &c->diffs[i];
+		fputs("| ", f);
+		md_text(f, d->key);
+		fputs(" | ", f);
+		md_text(f, d->base);
+		fputs(" | ", f);
+		md_text(f, d->cand);
+		fputs(" | ", f);
+		if (d->refusing && !d->allowed)
+			fputs("**refused** (--allow-different ", f), md_text(f, d->key),
+			    fputs(")", f);
+		else if (d->refusing)
+			fputs("allowed", f);
+		else
+			fputs("shown", f);
+		fputs(" |\n", f);
+	}
+	fputs("\n", f);
+}
+
+/* The shown rows, the notes on the gate's metrics and inconclusive totals, then every row
+ * folded. */
+static void md_cells(FILE *f, const struct comparison *c)
+{
+	fputs("### Cells\n\n", f);
+	table_head(f, c);
+	for (size_t i = 0; i < c->n_rows; i++) {
+		if (shown_row(&c->rows[i]))
 			row_line(f, &c->rows[i]);
-		fputs("\n</details>\n\n", f);
 	}
-	if (c->n_only_base || c->n_only_cand) {
-		fputs("Not compared: ", f);
-		for (size_t i = 0; i < c->n_only_base; i++) {
-			fputs(i ? ", " : "", f);
-			md_text(f, c->only_base[i]);
-			fputs(" (baseline only)", f);
-		}
-		for (size_t i = 0; i < c->n_only_cand; i++) {
-			fputs(i || c->n_only_base ? ", " : "", f);
-			md_text(f, c->only_cand[i]);
-			fputs(" (new only)", f);
-		}
+	fputs("\n", f);
+	bool any = false;
+	for (size_t i = 0; i < c->n_rows; i++) {
+		const struct cmp_row *r = &c->rows[i];
+		if (!(r->verdict == CMP_INCONCLUSIVE && STREQ(r->metric, "total")) &&
+		    !(r->gated && r->note))
+			continue;
+		if (!any)
+			fputs("Notes on the gate's metrics and inconclusive totals:\n\n", f);
+		any = true;
+		note_line(f, &c->rows[i]);
+	}
+	if (any)
 		fputs("\n", f);
+	fputs("<details><summary>Every metric</summary>\n\n", f);
+	table_head(f, c);
+	for (size_t i = 0; i < c->n_rows; i++)
+		row_line(f, &c->rows[i]);
+	fputs("\n</details>\n\n", f);
+}
+
+/* The cells of one side only. */
+static void md_not_compared(FILE *f, const struct comparison *c)
+{
+	fputs("Not compared: ", f);
+	for (size_t i = 0; i < c->n_only_base; i++) {
+		fputs(i ? ", " : "", f);
+		md_text(f, c->only_base[i]);
+		fputs(" (baseline only)", f);
 	}
+	for (size_t i = 0; i < c->n_only_cand; i++) {
+		fputs(i || c->n_only_base ? ", " : "", f);
+		md_text(f, c->only_cand[i]);
+		fputs(" (new only)", f);
+	}
+	fputs("\n", f);
+}
+
+int report_compare_markdown(const struct comparison *c, const struct results *cand,
+			    const struct compare_report_ctx *x, FILE *out, char **err)
+{
+	struct report_locale loc;
+	report_locale_enter(&loc);
+	FILE *f = out;
+
+	md_head(f, c, cand);
+	if (x && x->n_baselines)
+		md_baselines(f, c, x);
+	if (c->n_diffs)
+		md_differences(f, c);
+	if (!c->refused && c->n_rows)
+		md_cells(f, c);
+	if (c->n_only_base || c->n_only_cand)
+		md_not_compared(f, c);
 	report_locale_leave(&loc);
 	if (ferror(f)) {
 		*err = xstrdup("cannot write the Markdown comparison");
@@ -360,22 +385,9 @@ static char *row_message(const struct comparison *c, const struct cmp_row *r)
 			 r->median_cand, r->unit, r->boots_base, r->boots_cand, 100 * r->threshold);
 }
 
-int report_compare_junit(const struct comparison *c, const struct results *cand,
-			 const struct compare_report_ctx *x, FILE *out, char **err)
+/* The XML declaration and the testsuite's element with its attributes. */
+static int junit_suite(xmlTextWriterPtr w, const struct comparison *c, const struct results *cand)
 {
-	struct report_locale loc;
-	report_locale_enter(&loc);
-	xmlOutputBufferPtr buf = xmlOutputBufferCreateFile(out, NULL);
-	xmlTextWriterPtr w = buf ? xmlNewTextWriter(buf) : NULL;
-	if (!w) {
-		if (buf)
-			xmlOutputBufferClose(buf);
-		report_locale_leave(&loc);
-		*err = xstrdup("cannot start the XML writer");
-		return -1;
-	}
-	xmlTextWriterSetIndent(w, 1);
-	xmlTextWriterSetIndentString(w, (const xmlChar *)"  ");
 	size_t failures = 0;
 	for (size_t i = 0; i < c->n_rows; i++)
 		failures += c->rows[i].verdict == CMP_REGRESSED && c->rows[i].gated;
@@ -402,8 +414,14 @@ int report_compare_junit(const struct comparison *c, const struct results *cand,
 	rc = rc < 0 ? rc : attrf(w, "failures", "%zu", c->refused ? 0 : failures);
 	rc = rc < 0 ? rc : attrf(w, "errors", "%d", c->refused ? 1 : 0);
 	rc = rc < 0 ? rc : attr(w, "time", "0");
+	return rc;
+}
 
-	rc = rc < 0 ? rc : start(w, "properties");
+/* The testsuite's properties: the rule and its parameters, then each provenance difference. */
+static int junit_properties(xmlTextWriterPtr w, const struct comparison *c,
+			    const struct compare_report_ctx *x)
+{
+	int rc = start(w, "properties");
 	struct {
 		const char *k;
 		char *v;
@@ -429,21 +447,30 @@ int report_compare_junit(const struct comparison *c, const struct results *cand,
 		rc = rc < 0 ? rc : attr(w, "value", v);
 		rc = rc < 0 ? rc : xmlTextWriterEndElement(w);
 	}
-	rc = rc < 0 ? rc : xmlTextWriterEndElement(w); /* properties */
+	return rc < 0 ? rc : xmlTextWriterEndElement(w); /* properties */
+}
 
-	if (c->refused) {
-		_cleanup_free_ char *why = comparison_refusal(c);
-		rc = rc < 0 ? rc : start(w, "testcase");
-		rc = rc < 0 ? rc : attr(w, "name", "comparability");
-		rc = rc < 0 ? rc : attr(w, "classname", "ferry.compare");
-		rc = rc < 0 ? rc : attr(w, "time", "0");
-		rc = rc < 0 ? rc : start(w, "error");
-		rc = rc < 0 ? rc : attr(w, "type", "refused");
-		rc = rc < 0 ? rc : attr(w, "message", why);
-		rc = rc < 0 ? rc : text(w, why);
-		rc = rc < 0 ? rc : xmlTextWriterEndElement(w);
-		rc = rc < 0 ? rc : xmlTextWriterEndElement(w);
-	}
+/* A refused comparison: one test case, comparability, in error with the reason. */
+static int junit_refused(xmlTextWriterPtr w, const struct comparison *c)
+{
+	_cleanup_free_ char *why = comparison_refusal(c);
+	int rc = start(w, "testcase");
+	rc = rc < 0 ? rc : attr(w, "name", "comparability");
+	rc = rc < 0 ? rc : attr(w, "classname", "ferry.compare");
+	rc = rc < 0 ? rc : attr(w, "time", "0");
+	rc = rc < 0 ? rc : start(w, "error");
+	rc = rc < 0 ? rc : attr(w, "type", "refused");
+	rc = rc < 0 ? rc : attr(w, "message", why);
+	rc = rc < 0 ? rc : text(w, why);
+	rc = rc < 0 ? rc : xmlTextWriterEndElement(w);
+	return rc < 0 ? rc : xmlTextWriterEndElement(w);
+}
+
+/* One test case per row, a failure of type regression for a regressed gated row; then every
+ * verdict in words in system-out, for people reading the CI log. */
+static int junit_rows(xmlTextWriterPtr w, const struct comparison *c)
+{
+	int rc = 0;
 	for (size_t i = 0; !c->refused && i < c->n_rows && rc >= 0; i++) {
 		const struct cmp_row *r = &c->rows[i];
 		_cleanup_free_ char *name = xasprintf("%s %s", r->cell, r->metric);
@@ -461,7 +488,6 @@ int report_compare_junit(const struct comparison *c, const struct results *cand,
 		}
 		rc = rc < 0 ? rc : xmlTextWriterEndElement(w);
 	}
-	/* every verdict in words, for people reading the CI log */
 	rc = rc < 0 ? rc : start(w, "system-out");
 	for (size_t i = 0; !c->refused && i < c->n_rows && rc >= 0; i++) {
 		_cleanup_free_ char *msg = row_message(c, &c->rows[i]);
@@ -469,7 +495,30 @@ int report_compare_junit(const struct comparison *c, const struct results *cand,
 						      c->rows[i].note ? c->rows[i].note : "");
 		rc = text(w, line);
 	}
-	rc = rc < 0 ? rc : xmlTextWriterEndElement(w);
+	return rc < 0 ? rc : xmlTextWriterEndElement(w);
+}
+
+int report_compare_junit(const struct comparison *c, const struct results *cand,
+			 const struct compare_report_ctx *x, FILE *out, char **err)
+{
+	struct report_locale loc;
+	report_locale_enter(&loc);
+	xmlOutputBufferPtr buf = xmlOutputBufferCreateFile(out, NULL);
+	xmlTextWriterPtr w = buf ? xmlNewTextWriter(buf) : NULL;
+	if (!w) {
+		if (buf)
+			xmlOutputBufferClose(buf);
+		report_locale_leave(&loc);
+		*err = xstrdup("cannot start the XML writer");
+		return -1;
+	}
+	xmlTextWriterSetIndent(w, 1);
+	xmlTextWriterSetIndentString(w, (const xmlChar *)"  ");
+	int rc = junit_suite(w, c, cand);
+	rc = rc < 0 ? rc : junit_properties(w, c, x);
+	if (c->refused)
+		rc = rc < 0 ? rc : junit_refused(w, c);
+	rc = rc < 0 ? rc : junit_rows(w, c);
 	rc = rc < 0 ? rc : start(w, "system-err");
 	rc = rc < 0 ? rc : xmlTextWriterEndElement(w);
 	rc = rc < 0 ? rc : xmlTextWriterEndElement(w); /* testsuite */

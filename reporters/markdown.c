@@ -256,6 +256,101 @@ static void write_table_cell(FILE *f, const struct pivot *pv, const struct resul
 		fprintf(f, "<br>%s", status_badge[c->status]);
 }
 
+/* The best mean of each column of group g, lowest or highest for a higher-is-better metric:
+ * its value in fastest[c] and its cell in best[c] (SIZE_MAX: no cell of the column has one). */
+static void column_best(const struct results *r, const struct layout *l, size_t g,
+			const struct strset *cols, const struct pivot *pv, double *fastest,
+			size_t *best)
+{
+	for (size_t c = 0; c < cols->n; c++) {
+		fastest[c] = pv->higher_better ? -INFINITY : INFINITY;
+		best[c] = SIZE_MAX;
+	}
+	for (const size_t *p = md_group_begin(l, g); p < md_group_end(l, g); p++) {
+		struct stats_summary t;
+		pivot_summary(pv, &r->cells[*p], &t);
+		size_t col = (size_t)md_strset_find(cols, l->col[*p]);
+		if (t.n && isfinite(t.mean) &&
+		    (pv->higher_better ? t.mean > fastest[col] : t.mean < fastest[col])) {
+			fastest[col] = t.mean;
+			best[col] = *p;
+		}
+	}
+}
+
+/* The header rows of a pivot table: the row axis (\ the column axis), then one column each. */
+static void table_header(FILE *f, const struct layout *l, const struct strset *cols,
+			 const struct pivot *pv)
+{
+	fputs("| ", f);
+	md_text(f, l->rows ? l->rows : "cell");
+	if (l->cols) {
+		fputs(" \\\\ ", f);
+		md_text(f, l->cols);
+	}
+	fputs(" |", f);
+	for (size_t c = 0; c < cols->n; c++) {
+		fputc(' ', f);
+		md_text(f, l->cols ? cols->v[c] : pv->metric ? pv->metric : "total");
+		fputs(" |", f);
+	}
+	fputs("\n| :--- |", f);
+	for (size_t c = 0; c < cols->n; c++)
+		fputs(" ---: |", f);
+	fputc('\n', f);
+}
+
+/* The pivot table of group g: its heading when there are other axes, then a row per row value
+ * with the cell of each column (a dash where none), verdicts against the column's best. */
+static void write_group_table(FILE *f, const struct results *r, const struct layout *l, size_t g,
+			      const struct pivot *pv)
+{
+	struct strset rows = { 0 }, cols = { 0 };
+	/* (row, column) -> the first cell there */
+	struct strmap at;
+	strmap_init(&at, (size_t)(md_group_end(l, g) - md_group_begin(l, g)));
+	for (const size_t *p = md_group_begin(l, g); p < md_group_end(l, g); p++) {
+		md_strset_add(&rows, l->row[*p]);
+		size_t col = md_strset_add(&cols, l->col[*p]);
+		strmap_put(&at, l->row[*p], (uint32_t)col, (uint32_t)*p);
+	}
+	double *fastest = xcalloc(cols.n + 1, sizeof(*fastest));
+	size_t *best = xcalloc(cols.n + 1, sizeof(*best));
+	column_best(r, l, g, &cols, pv, fastest, best);
+	struct md_verdicts mv;
+	md_verdicts_build(&mv, r, l, g, &cols, best, pv->metric);
+	if (*l->groups.v[g]) {
+		fputs("#### ", f);
+		md_text(f, l->groups.v[g]);
+		fputs("\n\n", f);
+	}
+	table_header(f, l, &cols, pv);
+	for (size_t ro = 0; ro < rows.n; ro++) {
+		fputs("| ", f);
+		md_text(f, rows.v[ro]);
+		fputs(" |", f);
+		for (size_t c = 0; c < cols.n; c++) {
+			uint32_t i = strmap_get(&at, rows.v[ro], (uint32_t)c);
+			fputc(' ', f);
+			if (i == STRMAP_NONE)
+				fputs("\xe2\x80\x94", f);
+			else
+				write_table_cell(f, pv, &r->cells[i], fastest[c], &mv, i);
+			fputs(" |", f);
+		}
+		fputc('\n', f);
+	}
+	fputc('\n', f);
+	md_verdicts_free(&mv);
+	free(best);
+	free(fastest);
+	strmap_free(&at);
+	md_strset_free(&rows);
+	md_strset_free(&cols);
+}
+
+/* The main tables of the pivot's metric (the total, or report_markdown_opts.metric): one per
+ * group, then what their values, ratios and bold mean. */
 static void write_main_tables(FILE *f, const struct results *r, const struct layout *l,
 			      const struct pivot *pv)
 {
@@ -270,80 +365,8 @@ static void write_main_tables(FILE *f, const struct results *r, const struct lay
 	} else {
 		fputs("### Mean total time\n\n", f);
 	}
-	for (size_t g = 0; g < l->groups.n; g++) {
-		struct strset rows = { 0 }, cols = { 0 };
-		/* (row, column) -> the first cell there; the best mean of each column */
-		struct strmap at;
-		strmap_init(&at, (size_t)(md_group_end(l, g) - md_group_begin(l, g)));
-		for (const size_t *p = md_group_begin(l, g); p < md_group_end(l, g); p++) {
-			md_strset_add(&rows, l->row[*p]);
-			size_t col = md_strset_add(&cols, l->col[*p]);
-			strmap_put(&at, l->row[*p], (uint32_t)col, (uint32_t)*p);
-		}
-		/* the best mean of each column: lowest, or highest for a higher-is-better metric
-		 */
-		double *fastest = xcalloc(cols.n + 1, sizeof(*fastest));
-		size_t *best = xcalloc(cols.n + 1, sizeof(*best));
-		for (size_t c = 0; c < cols.n; c++) {
-			fastest[c] = pv->higher_better ? -INFINITY : INFINITY;
-			best[c] = SIZE_MAX;
-		}
-		for (const size_t *p = md_group_begin(l, g); p < md_group_end(l, g); p++) {
-			struct stats_summary t;
-			pivot_summary(pv, &r->cells[*p], &t);
-			size_t col = (size_t)md_strset_find(&cols, l->col[*p]);
-			if (t.n && isfinite(t.mean) &&
-			    (pv->higher_better ? t.mean > fastest[col] : t.mean < fastest[col])) {
-				fastest[col] = t.mean;
-				best[col] = *p;
-			}
-		}
-		struct md_verdicts mv;
-		md_verdicts_build(&mv, r, l, g, &cols, best, pv->metric);
-		if (*l->groups.v[g]) {
-			fputs("#### ", f);
-			md_text(f, l->groups.v[g]);
-			fputs("\n\n", f);
-		}
-		fputs("| ", f);
-		md_text(f, l->rows ? l->rows : "cell");
-		if (l->cols) {
-			fputs(" \\\\ ", f);
-			md_text(f, l->cols);
-		}
-		fputs(" |", f);
-		for (size_t c = 0; c < cols.n; c++) {
-			fputc(' ', f);
-			md_text(f, l->cols ? cols.v[c] : pv->metric ? pv->metric : "total");
-			fputs(" |", f);
-		}
-		fputs("\n| :--- |", f);
-		for (size_t c = 0; c < cols.n; c++)
-			fputs(" ---: |", f);
-		fputc('\n', f);
-		for (size_t ro = 0; ro < rows.n; ro++) {
-			fputs("| ", f);
-			md_text(f, rows.v[ro]);
-			fputs(" |", f);
-			for (size_t c = 0; c < cols.n; c++) {
-				uint32_t i = strmap_get(&at, rows.v[ro], (uint32_t)c);
-				fputc(' ', f);
-				if (i == STRMAP_NONE)
-					fputs("\xe2\x80\x94", f);
-				else
-					write_table_cell(f, pv, &r->cells[i], fastest[c], &mv, i);
-				fputs(" |", f);
-			}
-			fputc('\n', f);
-		}
-		fputc('\n', f);
-		md_verdicts_free(&mv);
-		free(best);
-		free(fastest);
-		strmap_free(&at);
-		md_strset_free(&rows);
-		md_strset_free(&cols);
-	}
+	for (size_t g = 0; g < l->groups.n; g++)
+		write_group_table(f, r, l, g, pv);
 	if (pv->metric) {
 		fputs("Mean of the measured runs' ", f);
 		md_text(f, pv->metric);
@@ -507,144 +530,6 @@ static void write_problems(FILE *f, const struct results *r)
 		fputc('\n', f);
 }
 
-static void prov_row(FILE *f, const char *what, const char *value, size_t *rows)
-{
-	if (!value || !*value)
-		return;
-	if ((*rows)++ == 0)
-		fputs("| | |\n| :--- | :--- |\n", f);
-	fprintf(f, "| %s | ", what);
-	md_text(f, value);
-	fputs(" |\n", f);
-}
-
-static void write_provenance(FILE *f, const struct results *r)
-{
-	const struct result_provenance *p = &r->provenance;
-	char buf[64];
-	size_t n = 0;
-	fputs("### Provenance\n\n", f);
-	prov_row(f, "plan", r->plan.name, &n);
-	prov_row(f, "plan file", r->plan.path, &n);
-	prov_row(f, "plan sha256", r->plan.sha256, &n);
-	prov_row(f, "ferry", p->ferry_version, &n);
-	prov_row(f, "host", p->hostname, &n);
-	prov_row(f, "kernel", p->host_kernel, &n);
-	if (p->cpu_model) {
-		_cleanup_free_ char *cpu = xasprintf("%s (%u CPUs)", p->cpu_model, p->cpu_count);
-		prov_row(f, "CPU", cpu, &n);
-	}
-	if (p->memory_bytes) {
-		snprintf(buf, sizeof(buf), "%.1f GiB",
-			 (double)p->memory_bytes / (1024.0 * 1024 * 1024));
-		prov_row(f, "memory", buf, &n);
-	}
-	prov_row(f, "QEMU", p->qemu_version, &n);
-	prov_row(f, "libvirt", p->libvirt_version, &n);
-	prov_row(f, "accelerator", p->accelerator, &n);
-	prov_row(f, "guest kernel sha256", p->guest_kernel_sha256, &n);
-	prov_row(f, "guest initramfs sha256", p->guest_initramfs_sha256, &n);
-	for (size_t i = 0; i < p->n_datasets; i++) {
-		_cleanup_free_ char *v = result_dataset_text(&p->datasets[i]);
-		prov_row(f, "dataset", v, &n);
-	}
-	if (p->started_ms)
-		prov_row(f, "started", results_format_time(p->started_ms, buf, sizeof(buf)), &n);
-	if (p->finished_ms)
-		prov_row(f, "finished", results_format_time(p->finished_ms, buf, sizeof(buf)), &n);
-	fputs(n ? "\n" : "Nothing was recorded.\n\n", f);
-}
-
-/* Whether several hosts of a fan-out (origins with a host URI) ran cells of r. */
-static bool fanned_out(const struct results *r)
-{
-	bool fanout = false;
-	for (size_t o = 0; o < r->n_origins; o++)
-		fanout |= r->origins[o].host != NULL;
-	for (size_t i = 1; fanout && i < r->n_cells; i++)
-		if (r->cells[i].origin != r->cells[0].origin)
-			return true;
-	return false;
-}
-
-/* A run fanned out over several hosts: what each host is, how many cells it ran and why it
- * failed; the raw runs name the host of each cell. Nothing when one host ran every cell. */
-static void write_hosts(FILE *f, const struct results *r)
-{
-	if (!fanned_out(r))
-		return;
-	fputs("### Hosts\n\n| host | URI | hostname | CPU | QEMU | libvirt | accelerator | cells | "
-	      "failed |\n| ---: | :--- | :--- | :--- | :--- | :--- | :--- | ---: | :--- |\n",
-	      f);
-	for (size_t o = 0; o < r->n_origins; o++) {
-		const struct result_origin *og = &r->origins[o];
-		const struct result_provenance *p = &og->provenance;
-		const char *cols[] = { og->host,        p->hostname,        p->cpu_model,
-				       p->qemu_version, p->libvirt_version, p->accelerator };
-		size_t cells = 0;
-		for (size_t i = 0; i < r->n_cells; i++)
-			cells += r->cells[i].origin == (int)o;
-		fprintf(f, "| %zu |", o + 1);
-		for (size_t k = 0; k < ELEMENTSOF(cols); k++) {
-			fputc(' ', f);
-			md_text(f, cols[k] ? cols[k] : "");
-			fputs(" |", f);
-		}
-		fprintf(f, " %zu | ", cells);
-		md_text(f, og->lost ? og->lost : "");
-		fputs(" |\n", f);
-	}
-	fputc('\n', f);
-}
-
-/* The raw runs table; *row_end[i] is the offset just after row i, so the caller can keep the
- * rows that fit. Returns the number of rows. */
-static size_t write_raw_runs(FILE *f, const struct results *r, size_t **row_end, size_t *header)
-{
-	size_t n = 0, cap = 0;
-	bool hosts = fanned_out(r); /* then a host column (### Hosts) */
-	fprintf(
-	    f,
-	    "| cell |%s run | kind | prepare | transfer | finalize | verify | cleanup | total | "
-	    "bytes | files | integrity |\n"
-	    "| :--- |%s ---: | :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
-	    ":--- |\n",
-	    hosts ? " host |" : "", hosts ? " ---: |" : "");
-	fflush(f);
-	*header = (size_t)ftell(f);
-	*row_end = NULL;
-	for (size_t i = 0; i < r->n_cells; i++) {
-		const struct result_cell *c = &r->cells[i];
-		for (size_t k = 0; k < c->n_runs; k++) {
-			const struct result_run *run = &c->runs[k];
-			fputs("| ", f);
-			md_text(f, c->id);
-			if (hosts && c->origin >= 0)
-				fprintf(f, " | %d", c->origin + 1);
-			else if (hosts)
-				fputs(" |", f);
-			fprintf(f, " | %zu | %s%s |", k, run->warmup ? "warmup" : "measured",
-				run->outlier ? ", outlier" : "");
-			for (int p = 0; p < PHASE_COUNT; p++) {
-				if (isfinite(run->phase[p]))
-					fprintf(f, " %.3f |", run->phase[p]);
-				else
-					fputs(" \xe2\x80\x94 |", f);
-			}
-			if (isfinite(run->total))
-				fprintf(f, " %.3f |", run->total);
-			else
-				fputs(" \xe2\x80\x94 |", f);
-			fprintf(f, " %" PRIu64 " | %" PRIu64 " | %s |\n", run->bytes, run->files,
-				run->integrity_ok ? "ok" : "**mismatch**");
-			fflush(f);
-			*row_end = xgrow(*row_end, &cap, n + 1, sizeof(**row_end));
-			(*row_end)[n++] = (size_t)ftell(f);
-		}
-	}
-	return n;
-}
-
 struct membuf {
 	char *data;
 	size_t len;
@@ -666,6 +551,102 @@ static void membuf_close(struct membuf *m)
 	m->f = NULL;
 }
 
+/* The pivot of a metric other than the total: its unit and direction from the results, else
+ * from ferry(1) METRICS; -1 with *err for a metric that is neither. */
+static int pivot_of(const struct results *r, const char *metric, struct pivot *pv, char **err)
+{
+	const struct result_metric *m = results_find_metric(r, metric);
+	const struct metric_def *d = result_metric_def_find(metric);
+	if (!m && !d) {
+		_cleanup_free_ char *shown = escape_controls(metric);
+		*err = xasprintf("metric '%s' is neither described in the results nor a metric "
+				 "of ferry(1) METRICS",
+				 shown);
+		return -1;
+	}
+	*pv = (struct pivot){ metric, m ? m->unit : d->unit,
+			      m ? m->higher_better : d->higher_better };
+	return 0;
+}
+
+/* The report's body, top down: summary, the main tables (the total's, then pv's), verdicts,
+ * design, phases, charts, problems. Returns 0, or -1 with *err when the verdicts failed. */
+static int write_body(FILE *f, const struct results *r, const struct layout *l,
+		      const struct pivot *pv, char **err)
+{
+	write_summary(f, r);
+	struct pivot total = { 0 };
+	write_main_tables(f, r, l, &total);
+	if (pv->metric)
+		write_main_tables(f, r, l, pv);
+	struct pivot_verdicts verdicts;
+	int vrc = pivot_verdicts_build(r, l, &verdicts, err);
+	md_write_verdicts(f, r, &verdicts, l);
+	md_write_design(f, r);
+	pivot_verdicts_free(&verdicts);
+	md_write_phases(f, r, status_badge);
+	write_charts(f, r, l);
+	write_problems(f, r);
+	return vrc;
+}
+
+/* What of the parts fits under the size limit. */
+struct md_fit {
+	size_t body_len; /* the body, cut at a line end when even without raw runs it is too long */
+	bool body_cut;
+	size_t keep; /* the raw runs that fit */
+};
+
+static struct md_fit fit_parts(const struct membuf *body, const struct membuf *prov, size_t rows,
+			       const size_t *row_end, size_t header, size_t max)
+{
+	/* room for the <details> wrapper and the truncation notes */
+	const size_t reserve = 600;
+	struct md_fit fit = { body->len, false, 0 };
+	size_t fixed = body->len + prov->len + reserve;
+	if (fixed > max) {
+		size_t room = max > prov->len + reserve ? max - prov->len - reserve : 0;
+		while (room > 0 && body->data[room - 1] != '\n')
+			room--;
+		fit.body_len = room;
+		fit.body_cut = true;
+		fixed = fit.body_len + prov->len + reserve;
+	}
+	if (rows && fixed + header < max) {
+		size_t room = max - fixed;
+		while (fit.keep < rows && row_end[fit.keep] <= room)
+			fit.keep++;
+	}
+	return fit;
+}
+
+/* The report: the body as fitted, the raw runs that fit folded (with how many were left out),
+ * the provenance. */
+static void write_parts(FILE *out, const struct membuf *body, const struct membuf *prov,
+			const struct membuf *raw, const struct md_fit *fit, size_t rows,
+			const size_t *row_end, size_t max)
+{
+	fwrite(body->data, 1, fit->body_len, out);
+	if (fit->body_cut)
+		fputs(
+		    "\n\n> **This report was cut to stay under the size limit.** The results JSON "
+		    "has everything.\n\n",
+		    out);
+	if (rows) {
+		fprintf(out, "<details><summary>Raw runs (%zu; times in seconds)</summary>\n\n",
+			rows);
+		if (fit->keep > 0)
+			fwrite(raw->data, 1, row_end[fit->keep - 1], out);
+		if (fit->keep < rows)
+			fprintf(out,
+				"\n%zu of %zu runs are shown: the rest were left out to keep this "
+				"report under %zu bytes. The results JSON has them all.\n",
+				fit->keep, rows, max);
+		fputs("\n</details>\n\n", out);
+	}
+	fwrite(prov->data, 1, prov->len, out);
+}
+
 int report_markdown(const struct results *r, const struct report_markdown_opts *opts, FILE *out,
 		    char **err)
 {
@@ -674,20 +655,8 @@ int report_markdown(const struct results *r, const struct report_markdown_opts *
 	size_t max = o->max_bytes ? o->max_bytes : REPORT_MARKDOWN_MAX;
 
 	struct pivot pv = { 0 };
-	if (o->metric && !STREQ(o->metric, "total")) {
-		const struct result_metric *m = results_find_metric(r, o->metric);
-		const struct metric_def *d = result_metric_def_find(o->metric);
-		if (!m && !d) {
-			_cleanup_free_ char *shown = escape_controls(o->metric);
-			*err = xasprintf(
-			    "metric '%s' is neither described in the results nor a metric "
-			    "of ferry(1) METRICS",
-			    shown);
-			return -1;
-		}
-		pv = (struct pivot){ o->metric, m ? m->unit : d->unit,
-				     m ? m->higher_better : d->higher_better };
-	}
+	if (o->metric && !STREQ(o->metric, "total") && pivot_of(r, o->metric, &pv, err) < 0)
+		return -1;
 	struct layout l = { 0 };
 	if (md_layout_build(&l, r, o, err) < 0) {
 		md_layout_free(&l, r->n_cells);
@@ -708,74 +677,23 @@ int report_markdown(const struct results *r, const struct report_markdown_opts *
 		*err = xstrdup("out of memory for the Markdown report");
 		return -1;
 	}
-	write_summary(body.f, r);
-	struct pivot total = { 0 };
-	write_main_tables(body.f, r, &l, &total);
-	if (pv.metric)
-		write_main_tables(body.f, r, &l, &pv);
-	struct pivot_verdicts verdicts;
-	int vrc = pivot_verdicts_build(r, &l, &verdicts, err);
-	md_write_verdicts(body.f, r, &verdicts, &l);
-	md_write_design(body.f, r);
-	pivot_verdicts_free(&verdicts);
-	md_write_phases(body.f, r, status_badge);
-	write_charts(body.f, r, &l);
-	write_problems(body.f, r);
+	int rc = write_body(body.f, r, &l, &pv, err);
 	membuf_close(&body);
 
-	write_provenance(prov.f, r);
-	write_hosts(prov.f, r);
+	md_write_provenance(prov.f, r);
+	md_write_hosts(prov.f, r);
 	membuf_close(&prov);
 
 	_cleanup_free_ size_t *row_end = NULL;
 	size_t header = 0;
-	size_t rows = write_raw_runs(raw.f, r, &row_end, &header);
+	size_t rows = md_write_raw_runs(raw.f, r, &row_end, &header);
 	membuf_close(&raw);
 	md_layout_free(&l, r->n_cells);
 
-	/* room for the <details> wrapper and the truncation notes */
-	const size_t reserve = 600;
-	size_t fixed = body.len + prov.len + reserve;
-	size_t body_len = body.len;
-	bool body_cut = false;
-	if (fixed > max) {
-		/* even without raw runs it does not fit: cut the body at a line end */
-		size_t room = max > prov.len + reserve ? max - prov.len - reserve : 0;
-		while (room > 0 && body.data[room - 1] != '\n')
-			room--;
-		body_len = room;
-		body_cut = true;
-		fixed = body_len + prov.len + reserve;
-	}
-	size_t keep = 0;
-	if (rows && fixed + header < max) {
-		size_t room = max - fixed;
-		while (keep < rows && row_end[keep] <= room)
-			keep++;
-	}
-
-	int rc = vrc;
-	if (rc < 0)
-		body_len = 0, rows = 0, prov.len = 0; /* *err says why: nothing is written */
-	fwrite(body.data, 1, body_len, out);
-	if (body_cut)
-		fputs(
-		    "\n\n> **This report was cut to stay under the size limit.** The results JSON "
-		    "has everything.\n\n",
-		    out);
-	if (rows) {
-		fprintf(out, "<details><summary>Raw runs (%zu; times in seconds)</summary>\n\n",
-			rows);
-		if (keep > 0)
-			fwrite(raw.data, 1, row_end[keep - 1], out);
-		if (keep < rows)
-			fprintf(out,
-				"\n%zu of %zu runs are shown: the rest were left out to keep this "
-				"report under %zu bytes. The results JSON has them all.\n",
-				keep, rows, max);
-		fputs("\n</details>\n\n", out);
-	}
-	fwrite(prov.data, 1, prov.len, out);
+	struct md_fit fit = fit_parts(&body, &prov, rows, row_end, header, max);
+	if (rc < 0) /* *err says why: nothing is written */
+		fit.body_len = 0, rows = 0, prov.len = 0;
+	write_parts(out, &body, &prov, &raw, &fit, rows, row_end, max);
 	report_locale_leave(&loc);
 	free(body.data);
 	free(prov.data);

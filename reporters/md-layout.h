@@ -80,3 +80,11 @@ void md_write_phases(FILE *f, const struct results *r, const char *const *status
 /* The Design section of a run with blocks (md-design.c): the blocks, the runs per boot and how
  * they were chosen (the pilot's variance components and costs), and why the blocks stopped. */
 void md_write_design(FILE *f, const struct results *r);
+/* md-provenance.c: the Provenance table of r (plan, host, versions, datasets, times). */
+void md_write_provenance(FILE *f, const struct results *r);
+/* A run fanned out over several hosts: what each host is, how many cells it ran and why it
+ * failed; the raw runs name the host of each cell. Nothing when one host ran every cell. */
+void md_write_hosts(FILE *f, const struct results *r);
+/* The raw runs table; (*row_end)[i] is the offset just after row i (caller frees), so the
+ * caller can keep the rows that fit; *header the offset after the header. Returns the rows. */
+size_t md_write_raw_runs(FILE *f, const struct results *r, size_t **row_end, size_t *header);

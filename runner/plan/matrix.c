@@ -146,8 +146,9 @@ static void unknown_axis(struct builder *b, int line, int col, const char *what,
 		fail(b, line, col, "%s names unknown matrix axis '%s'", what, name);
 }
 
-/* Axes, their values and keys; zip groups into odometer slots. */
-static void build_axes(struct builder *b, size_t *keys_cap, size_t *values_cap)
+/* The axes' keys and values, with their ids; false when the values do not fit the ids (the rest
+ * of the matrix is not built then). */
+static bool add_axes(struct builder *b, size_t *keys_cap, size_t *values_cap)
 {
 	const struct matrix_def *def = b->def;
 	struct matrix *m = b->m;
@@ -180,7 +181,7 @@ static void build_axes(struct builder *b, size_t *keys_cap, size_t *values_cap)
 		if (m->n_values + ax->n_values >= VNONE) {
 			fail(b, ax->line, ax->col, "matrix axis '%s' has too many values",
 			     ax->name);
-			return;
+			return false;
 		}
 		b->axis_base[a] = (uint32_t)m->n_values;
 		for (size_t j = 0; j < ax->n_values; j++) {
@@ -191,53 +192,59 @@ static void build_axes(struct builder *b, size_t *keys_cap, size_t *values_cap)
 				     ax->name);
 		}
 	}
+	return true;
+}
 
-	/* zip groups: which group (if any) each axis belongs to */
-	_cleanup_free_ size_t *group_of = xmalloc(def->n_axes * sizeof(*group_of) + 1);
-	for (size_t a = 0; a < def->n_axes; a++)
-		group_of[a] = SIZE_MAX;
-	for (size_t z = 0; z < def->n_zips; z++) {
-		const struct matrix_zip *zip = &def->zips[z];
-		size_t len = SIZE_MAX, len_axis = 0;
-		if (zip->n_axes == 0)
-			fail(b, zip->line, zip->col, "empty zip group");
-		for (size_t i = 0; i < zip->n_axes; i++) {
-			uint32_t a = strmap_get(&m->key_ids, zip->axes[i], 0);
-			if (a == VNONE) {
-				unknown_axis(b, zip->line, zip->col, "zip", zip->axes[i]);
-				continue;
-			}
-			if (group_of[a] == z) {
+/* Zip group z into group_of (per axis: its group, SIZE_MAX for none): its axes must exist, be
+ * in no other group, and have as many values each. */
+static void zip_group(struct builder *b, size_t z, size_t *group_of)
+{
+	const struct matrix_def *def = b->def;
+	const struct matrix_zip *zip = &def->zips[z];
+	size_t len = SIZE_MAX, len_axis = 0;
+	if (zip->n_axes == 0)
+		fail(b, zip->line, zip->col, "empty zip group");
+	for (size_t i = 0; i < zip->n_axes; i++) {
+		uint32_t a = strmap_get(&b->m->key_ids, zip->axes[i], 0);
+		if (a == VNONE) {
+			unknown_axis(b, zip->line, zip->col, "zip", zip->axes[i]);
+			continue;
+		}
+		if (group_of[a] == z) {
+			fail(b, zip->line, zip->col, "axis '%s' appears twice in one zip group",
+			     zip->axes[i]);
+			continue;
+		}
+		if (group_of[a] != SIZE_MAX) {
+			const struct matrix_zip *other = &def->zips[group_of[a]];
+			if (other->line)
 				fail(b, zip->line, zip->col,
-				     "axis '%s' appears twice in one zip group", zip->axes[i]);
-				continue;
-			}
-			if (group_of[a] != SIZE_MAX) {
-				const struct matrix_zip *other = &def->zips[group_of[a]];
-				if (other->line)
-					fail(b, zip->line, zip->col,
-					     "axis '%s' is already in the zip group at line %d",
-					     zip->axes[i], other->line);
-				else
-					fail(b, zip->line, zip->col,
-					     "axis '%s' is in two zip groups", zip->axes[i]);
-				continue;
-			}
-			group_of[a] = z;
-			if (len == SIZE_MAX) {
-				len = def->axes[a].n_values;
-				len_axis = a;
-			} else if (def->axes[a].n_values != len) {
-				fail(b, zip->line, zip->col,
-				     "zipped axes differ in length: '%s' has %zu values, '%s' has "
-				     "%zu",
-				     def->axes[len_axis].name, len, def->axes[a].name,
-				     def->axes[a].n_values);
-			}
+				     "axis '%s' is already in the zip group at line %d",
+				     zip->axes[i], other->line);
+			else
+				fail(b, zip->line, zip->col, "axis '%s' is in two zip groups",
+				     zip->axes[i]);
+			continue;
+		}
+		group_of[a] = z;
+		if (len == SIZE_MAX) {
+			len = def->axes[a].n_values;
+			len_axis = a;
+		} else if (def->axes[a].n_values != len) {
+			fail(b, zip->line, zip->col,
+			     "zipped axes differ in length: '%s' has %zu values, '%s' has %zu",
+			     def->axes[len_axis].name, len, def->axes[a].name,
+			     def->axes[a].n_values);
 		}
 	}
+}
 
-	/* slots in the order of each slot's first axis */
+/* The odometer's slots (a single axis, or a zip group: group_of), in the order of each slot's
+ * first axis, and each slot's lead axis. */
+static void build_slots(struct builder *b, const size_t *group_of)
+{
+	const struct matrix_def *def = b->def;
+	struct matrix *m = b->m;
 	b->slot_len = xcalloc(def->n_axes + 1, sizeof(*b->slot_len));
 	b->slot_first = xcalloc(def->n_axes + 2, sizeof(*b->slot_first));
 	b->slot_axes = xcalloc(def->n_axes + 1, sizeof(*b->slot_axes));
@@ -261,6 +268,19 @@ static void build_axes(struct builder *b, size_t *keys_cap, size_t *values_cap)
 	m->lead_axes = xcalloc(b->n_slots + 1, sizeof(*m->lead_axes));
 	for (size_t sl = 0; sl < b->n_slots; sl++)
 		m->lead_axes[sl] = b->slot_axes[b->slot_first[sl]];
+}
+
+/* Axes, their values and keys; zip groups into odometer slots. */
+static void build_axes(struct builder *b, size_t *keys_cap, size_t *values_cap)
+{
+	if (!add_axes(b, keys_cap, values_cap))
+		return;
+	_cleanup_free_ size_t *group_of = xmalloc(b->def->n_axes * sizeof(*group_of) + 1);
+	for (size_t a = 0; a < b->def->n_axes; a++)
+		group_of[a] = SIZE_MAX;
+	for (size_t z = 0; z < b->def->n_zips; z++)
+		zip_group(b, z, group_of);
+	build_slots(b, group_of);
 }
 
 /* Resolve include/exclude entries to value ids; include-only keys become new keys. */

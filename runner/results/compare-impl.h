@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* What compare.c (pairing, the rows, false-discovery control) and compare-rule.c (the test and
- * the verdict of one cell and metric) share. */
+/* What compare.c (comparability, pairing), compare-rows.c (the rows, false-discovery control)
+ * and compare-rule.c (the test and the verdict of one cell and metric) share. */
 #pragma once
 
 #include <stdbool.h>
@@ -78,3 +78,15 @@ void cmp_canary_apply(const struct comparison *cmp, struct cmp_row *row);
  * the same baseline samples a: stays regressed only when the rerun is regressed too. */
 void cmp_confirm_apply(struct cmp_row *row, const struct samples *a, const struct samples *b,
 		       double confidence);
+
+/* A cell of the new file with the cells it pairs with. */
+struct pair {
+	const struct result_cell *cand;
+	const struct result_cell **base; /* one per used baseline file (NULL: absent there) */
+};
+
+/* compare-rows.c: the rows of the n_pairs pairs of a comparison that is not refused (n_used
+ * baseline files), their verdicts, and the counts; def_thr and confidence as resolved. */
+void cmp_build_rows(struct comparison *cmp, const struct pair *pairs, size_t n_pairs, size_t n_used,
+		    const struct results *cand, const struct compare_opts *o, double def_thr,
+		    double confidence);

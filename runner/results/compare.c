@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* `ferry compare` (compare.h): names, thresholds, comparability, pairing, the rows of a
- * comparison and false-discovery control over them; the rule for one row is compare-rule.c. */
+/* `ferry compare` (compare.h): names, thresholds, comparability and pairing; the rows of a
+ * comparison and false-discovery control over them are compare-rows.c, the rule for one row
+ * compare-rule.c. */
 #include "compare.h"
 
 #include <errno.h>
@@ -8,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stats.h"
 #include "strmap.h"
 #include "units.h"
 #include "compare-impl.h"
@@ -103,38 +103,6 @@ void cmp_threshold_clear(struct cmp_threshold *t)
 	free(t->where);
 	free(t->metric);
 	*t = (struct cmp_threshold){ 0 };
-}
-
-/* Whether every AXIS=VALUE of `where` is an axis of c. */
-static bool where_matches(const char *where, const struct result_cell *c)
-{
-	if (!where)
-		return true;
-	_cleanup_free_ char *dup = xstrdup(where);
-	for (char *sv = NULL, *t = strtok_r(dup, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
-		char *eq = strchr(t, '=');
-		if (!eq)
-			return false;
-		*eq = '\0';
-		bool found = false;
-		for (size_t i = 0; i < c->n_axes && !found; i++)
-			found = STREQ(c->axes[i].key, t) && STREQ(c->axes[i].value, eq + 1);
-		if (!found)
-			return false;
-	}
-	return true;
-}
-
-static double threshold_for(const struct compare_opts *o, double def, const struct result_cell *c,
-			    const char *metric)
-{
-	double t = def;
-	for (size_t i = 0; i < o->n_thresholds; i++) {
-		const struct cmp_threshold *th = &o->thresholds[i];
-		if ((!th->metric || STREQ(th->metric, metric)) && where_matches(th->where, c))
-			t = th->value;
-	}
-	return t;
 }
 
 /* ---- comparability ----------------------------------------------------------------------- */
@@ -356,249 +324,6 @@ static void add_id(char ***list, size_t *n, const char *id)
 	(*list)[(*n)++] = xstrdup(id);
 }
 
-struct pair {
-	const struct result_cell *cand;
-	const struct result_cell **base; /* one per used baseline file (NULL: absent there) */
-};
-
-/* The metrics of a pair, in report order. */
-static size_t pair_metrics(const struct pair *pr, size_t n_used, const struct results *cand,
-			   struct metric_ref *out, size_t cap)
-{
-	size_t n = 0;
-	cmp_metric_ref(metric_defs[METRIC_TOTAL].name, &out[n++]);
-	bool bytes = false, files = false;
-	/* the phases the table lists, where a side measured the phase */
-	for (int id = 0; id < METRIC_COUNT; id++) {
-		if (metric_defs[id].kind != METRIC_PHASE)
-			continue;
-		struct metric_ref ref;
-		cmp_metric_ref(metric_defs[id].name, &ref);
-		bool any = false;
-		for (size_t f = 0; f <= n_used && !any && ref.phase >= 0; f++) {
-			const struct result_cell *c = f < n_used ? pr->base[f] : pr->cand;
-			for (size_t i = 0; c && i < c->n_runs && !any; i++)
-				any = cmp_measured(&c->runs[i]) && c->runs[i].phase[ref.phase] > 0;
-		}
-		if (any)
-			out[n++] = ref;
-	}
-	for (size_t f = 0; f <= n_used; f++) {
-		const struct result_cell *c = f < n_used ? pr->base[f] : pr->cand;
-		for (size_t i = 0; c && i < c->n_runs; i++) {
-			bytes |= cmp_measured(&c->runs[i]) && c->runs[i].bytes;
-			files |= cmp_measured(&c->runs[i]) && c->runs[i].files;
-		}
-	}
-	if (bytes)
-		cmp_metric_ref(metric_defs[METRIC_THROUGHPUT].name, &out[n++]);
-	if (files)
-		cmp_metric_ref(metric_defs[METRIC_FILES_PER_S].name, &out[n++]);
-	/* method metrics of the new file's runs */
-	_cleanup_free_ const char **names = NULL;
-	size_t n_names = result_cell_metric_names(pr->cand, &names);
-	for (size_t i = 0; i < n_names && n < cap; i++) {
-		bool seen = false;
-		for (size_t j = 0; j < n && !seen; j++)
-			seen = STREQ(out[j].name, names[i]);
-		if (!seen)
-			out[n++] = (struct metric_ref){ -1, -1, names[i] }; /* as reported */
-	}
-	(void)cand;
-	return n;
-}
-
-#define MAX_METRICS 64
-
-/* A regressed gated row against the rerun's cell of the same id (compare_opts.confirm). */
-static void confirm_row(struct cmp_row *row, const struct pair *pairs, size_t n_pairs,
-			size_t n_used, const struct results *confirm, double confidence)
-{
-	if (!row->gated || row->verdict != CMP_REGRESSED)
-		return;
-	const struct pair *pr = NULL;
-	for (size_t i = 0; i < n_pairs && !pr; i++)
-		if (pairs[i].cand == row->cand)
-			pr = &pairs[i];
-	const struct result_cell *rc = results_find_cell(confirm, row->cell);
-	struct metric_ref m;
-	cmp_metric_ref(row->metric, &m);
-	struct samples a = { 0 }, b = { 0 };
-	for (size_t f = 0; pr && f < n_used; f++)
-		if (pr->base[f])
-			cmp_samples_add(&a, pr->base[f], f, &m);
-	if (rc)
-		cmp_samples_add(&b, rc, n_used + 1, &m);
-	cmp_confirm_apply(row, &a, rc ? &b : NULL, confidence);
-	cmp_samples_free(&a);
-	cmp_samples_free(&b);
-}
-
-/* The noise floor of a row: of its own time, or of the total for a rate (metrics of other
- * units have none). */
-static void row_floor(struct cmp_row *row, const struct metric_ref *m,
-		      const struct result_cell *const *base, size_t n_used)
-{
-	bool rate = m->metric == METRIC_THROUGHPUT || m->metric == METRIC_FILES_PER_S;
-	if (!rate && !STREQ(row->unit, "s"))
-		return;
-	struct metric_ref t = *m;
-	if (rate)
-		cmp_metric_ref(metric_defs[METRIC_TOTAL].name, &t);
-	struct samples a = { 0 };
-	for (size_t f = 0; f < n_used; f++)
-		if (base[f])
-			cmp_samples_add(&a, base[f], f, &t);
-	row->floor = cmp_floor(&a);
-	row->floor_time = a.n ? cmp_median(a.raw, a.n) : NAN;
-	cmp_samples_free(&a);
-}
-
-/* The drift canary over every pair: canary_host, one sample per boot of each side. */
-static void canary(struct comparison *cmp, const struct pair *pairs, size_t n_pairs, size_t n_used)
-{
-	struct metric_ref m;
-	cmp_metric_ref(metric_defs[METRIC_CANARY_HOST].name, &m);
-	struct samples a = { 0 }, b = { 0 };
-	for (size_t i = 0; i < n_pairs; i++) {
-		for (size_t f = 0; f < n_used; f++)
-			if (pairs[i].base[f])
-				cmp_samples_add(&a, pairs[i].base[f], f, &m);
-		cmp_samples_add(&b, pairs[i].cand, n_used, &m);
-	}
-	cmp_canary(cmp, &a, &b);
-	cmp_samples_free(&a);
-	cmp_samples_free(&b);
-}
-
-static void build_rows(struct comparison *cmp, const struct pair *pairs, size_t n_pairs,
-		       size_t n_used, const struct results *cand, const struct compare_opts *o,
-		       double def_thr, double confidence)
-{
-	size_t cap = 0;
-	struct row_work *work = NULL;
-	cmp->confirm_given = o->confirm != NULL;
-	cmp->n_gate = o->n_gate ? o->n_gate : 1;
-	cmp->gate = xcalloc(cmp->n_gate, sizeof(*cmp->gate));
-	for (size_t i = 0; i < cmp->n_gate; i++)
-		cmp->gate[i] = xstrdup(o->n_gate ? o->gate[i] : "total");
-	canary(cmp, pairs, n_pairs, n_used);
-	for (size_t i = 0; i < n_pairs; i++) {
-		struct metric_ref m[MAX_METRICS];
-		size_t nm = pair_metrics(&pairs[i], n_used, cand, m, MAX_METRICS);
-		for (size_t k = 0; k < nm; k++) {
-			struct samples a = { 0 }, b = { 0 };
-			for (size_t f = 0; f < n_used; f++)
-				if (pairs[i].base[f])
-					cmp_samples_add(&a, pairs[i].base[f], f, &m[k]);
-			cmp_samples_add(&b, pairs[i].cand, n_used, &m[k]);
-			if (a.n == 0 && b.n == 0 && k > 0) {
-				cmp_samples_free(&a);
-				cmp_samples_free(&b);
-				continue;
-			}
-			if (cmp->n_rows == cap) {
-				cap = cap ? 2 * cap : 64;
-				cmp->rows = xrealloc(cmp->rows, cap * sizeof(*cmp->rows));
-				work = xrealloc(work, cap * sizeof(*work));
-			}
-			struct cmp_row *row = &cmp->rows[cmp->n_rows];
-			struct row_work *w = &work[cmp->n_rows];
-			cmp->n_rows++;
-			const struct result_metric *desc = results_find_metric(cand, m[k].name);
-			*row = (struct cmp_row){
-				.cell = xstrdup(pairs[i].cand->id),
-				.metric = xstrdup(m[k].name),
-				.unit = xstrdup(desc && desc->unit ? desc->unit : ""),
-				.higher_better = desc ? desc->higher_better : false,
-				.cand = pairs[i].cand,
-				.n_base = a.n,
-				.n_cand = b.n,
-				.median_base = a.n ? cmp_median(a.raw, a.n) : NAN,
-				.median_cand = b.n ? cmp_median(b.raw, b.n) : NAN,
-				.change = NAN,
-				.ci_low = NAN,
-				.ci_high = NAN,
-				.df = NAN,
-				.p_worse = NAN,
-				.p_better = NAN,
-				.threshold = threshold_for(o, def_thr, pairs[i].cand, m[k].name),
-				.mde = NAN,
-				.more_boots = -1,
-				.verdict = CMP_INCONCLUSIVE,
-				.gated = cmp_gated(o, m[k].name),
-				.confirm_change = NAN,
-				.confirm_low = NAN,
-				.confirm_high = NAN,
-			};
-			row_floor(row, &m[k], (const struct result_cell *const *)pairs[i].base,
-				  n_used);
-			*w = (struct row_work){ 0 };
-			if (m[k].metric < 0 && !desc)
-				cmp_row_note(row,
-					     "the new file does not describe this metric: taken as "
-					     "lower is better");
-			if (a.n < 3 || b.n < 3) {
-				cmp_row_note(
-				    row,
-				    "fewer than 3 measured runs on a side (baseline %zu, new "
-				    "%zu): no verdict",
-				    a.n, b.n);
-				size_t wanted = 3;
-				row->more_boots = -1;
-				(void)wanted;
-			} else {
-				cmp_row_test(row, w, &a, &b, confidence);
-			}
-			cmp_samples_free(&a);
-			cmp_samples_free(&b);
-		}
-	}
-
-	/* Benjamini-Hochberg over every tested row, one family per direction */
-	double q = 1 - confidence;
-	_cleanup_free_ double *pw = xcalloc(cmp->n_rows + 1, sizeof(double));
-	_cleanup_free_ double *pb = xcalloc(cmp->n_rows + 1, sizeof(double));
-	_cleanup_free_ bool *rw = xcalloc(cmp->n_rows + 1, sizeof(bool));
-	_cleanup_free_ bool *rb = xcalloc(cmp->n_rows + 1, sizeof(bool));
-	for (size_t i = 0; i < cmp->n_rows; i++) {
-		pw[i] = cmp->rows[i].p_worse;
-		pb[i] = cmp->rows[i].p_better;
-	}
-	stats_bh(pw, cmp->n_rows, q, rw);
-	stats_bh(pb, cmp->n_rows, q, rb);
-	for (size_t i = 0; i < cmp->n_rows; i++) {
-		struct cmp_row *row = &cmp->rows[i];
-		row->sig_worse = rw[i];
-		row->sig_better = rb[i];
-		if (!isnan(row->p_worse))
-			cmp_row_verdict(row, &work[i], o->rule, confidence);
-		free(work[i].sa);
-		free(work[i].sb);
-		cmp_floor_apply(row);
-		cmp_canary_apply(cmp, row);
-		if (o->confirm)
-			confirm_row(row, pairs, n_pairs, n_used, o->confirm, confidence);
-		cmp->counts[row->verdict]++;
-	}
-	free(work);
-
-	const char *last = NULL, *last_failed = NULL;
-	for (size_t i = 0; i < cmp->n_rows; i++) {
-		const struct cmp_row *row = &cmp->rows[i];
-		if (row->verdict != CMP_REGRESSED)
-			continue;
-		if (!last || !STREQ(last, row->cell)) {
-			cmp->regressed_cells++;
-			last = row->cell;
-		}
-		if (row->gated && (!last_failed || !STREQ(last_failed, row->cell))) {
-			cmp->failed_cells++;
-			last_failed = row->cell;
-		}
-	}
-}
-
 struct order {
 	int64_t started;
 	size_t i;
@@ -612,27 +337,13 @@ static int cmp_order(const void *a, const void *b)
 	return (x->i < y->i) - (x->i > y->i); /* later on the command line first */
 }
 
-struct comparison *compare_results(const struct results *const *base, size_t n_base,
-				   const struct results *cand, const struct compare_opts *o,
-				   char **err)
+/* Chooses the newest comparable baselines, up to the window, into cmp->used (the differences
+ * of the newest one used into cmp). With none comparable, the differences of the newest
+ * baseline say why: refused, and false. */
+static bool choose_baselines(struct comparison *cmp, const struct results *const *base,
+			     size_t n_base, const struct results *cand,
+			     const struct compare_opts *o)
 {
-	double confidence = o->confidence > 0 ? o->confidence : 0.95;
-	double def_thr = o->threshold > 0 ? o->threshold : 0.05;
-	if (!(confidence > 0.5 && confidence < 1)) {
-		*err = xasprintf("confidence must be between 50%% and 100%%, not %g%%",
-				 100 * confidence);
-		return NULL;
-	}
-	if (n_base == 0) {
-		*err = xstrdup("no baseline results");
-		return NULL;
-	}
-	struct comparison *cmp = xcalloc(1, sizeof(*cmp));
-	cmp->confidence = confidence;
-	cmp->rule = o->rule;
-	cmp->threshold = def_thr;
-
-	/* the newest comparable baselines, up to the window */
 	size_t window = o->window > 1 ? o->window : 1;
 	_cleanup_free_ struct order *ord = xcalloc(n_base, sizeof(*ord));
 	for (size_t i = 0; i < n_base; i++)
@@ -655,17 +366,50 @@ struct comparison *compare_results(const struct results *const *base, size_t n_b
 		diffs_clear(&probe);
 	}
 	if (cmp->n_used == 0) {
-		/* nothing comparable: the differences of the newest baseline say why */
 		provenance_diffs(cmp, o, base[ord[0].i], cand);
 		cmp->refused = true;
-		return cmp;
+		return false;
 	}
+	return true;
+}
 
-	/* pair the cells by their resolved parameters */
-	_cleanup_free_ struct base_index *bi = xcalloc(cmp->n_used, sizeof(*bi));
-	for (size_t f = 0; f < cmp->n_used; f++)
-		base_index_init(&bi[f], base[cmp->used[f]]);
-	_cleanup_free_ struct pair *pairs = xcalloc(cand->n_cells + 1, sizeof(*pairs));
+/*
+ * The cell of baseline file f (index bi) that pairs with c: the one with its pairing key, or
+ * else the one with its axes and other parameters (the meaning changed: a "params" difference,
+ * noted for the first file, pairs only when allowed). STRMAP_NONE when none is left unpaired.
+ */
+static uint32_t partner(struct comparison *cmp, const struct compare_opts *o,
+			const struct base_index *bi, size_t f, const struct result_cell *c,
+			const char *key, const char *ax, size_t *params_diffs)
+{
+	uint32_t j = strmap_get(&bi->by_key, key, 0);
+	if (j == STRMAP_NONE) {
+		uint32_t k = strmap_get(&bi->by_axes, ax, 0);
+		if (k == STRMAP_NONE || bi->paired[k])
+			return STRMAP_NONE;
+		const struct result_cell *bc = &bi->r->cells[k];
+		if (f == 0 && *params_diffs < 3) {
+			_cleanup_free_ char *d =
+			    results_first_difference("", bc->params, c->params);
+			_cleanup_free_ char *what =
+			    xasprintf("cell %s: %s", c->id, d ? d : "other parameters");
+			add_diff(cmp, o, "params", what, "", true);
+		} else if (f == 0) {
+			add_diff(cmp, o, "params", "more cells differ", "", true);
+		}
+		*params_diffs += f == 0;
+		if (!allowed(o, "params"))
+			return STRMAP_NONE;
+		j = k;
+	}
+	return bi->paired[j] ? STRMAP_NONE : j;
+}
+
+/* Pairs the cells of cand with those of the used baselines (indexed in bi) by their resolved
+ * parameters into pairs; the cells on one side only into cmp. Returns the number of pairs. */
+static size_t pair_cells(struct comparison *cmp, struct base_index *bi, const struct results *cand,
+			 const struct compare_opts *o, struct pair *pairs)
+{
 	size_t n_pairs = 0;
 	size_t params_diffs = 0;
 	for (size_t i = 0; i < cand->n_cells; i++) {
@@ -677,33 +421,8 @@ struct comparison *compare_results(const struct results *const *base, size_t n_b
 		const struct result_cell **found = xcalloc(cmp->n_used, sizeof(*found));
 		bool any = false;
 		for (size_t f = 0; f < cmp->n_used; f++) {
-			uint32_t j = strmap_get(&bi[f].by_key, key, 0);
-			if (j == STRMAP_NONE) {
-				/* the same axis values with other parameters: the meaning changed
-				 */
-				uint32_t k = strmap_get(&bi[f].by_axes, ax, 0);
-				if (k != STRMAP_NONE && !bi[f].paired[k]) {
-					const struct result_cell *bc = &bi[f].r->cells[k];
-					if (f == 0 && params_diffs < 3) {
-						_cleanup_free_ char *d = results_first_difference(
-						    "", bc->params, c->params);
-						_cleanup_free_ char *what =
-						    xasprintf("cell %s: %s", c->id,
-							      d ? d : "other parameters");
-						add_diff(cmp, o, "params", what, "", true);
-					} else if (f == 0) {
-						add_diff(cmp, o, "params", "more cells differ", "",
-							 true);
-					}
-					params_diffs += f == 0;
-					if (!allowed(o, "params"))
-						continue;
-					j = k;
-				} else {
-					continue;
-				}
-			}
-			if (bi[f].paired[j])
+			uint32_t j = partner(cmp, o, &bi[f], f, c, key, ax, &params_diffs);
+			if (j == STRMAP_NONE)
 				continue;
 			bi[f].paired[j] = true;
 			found[f] = &bi[f].r->cells[j];
@@ -719,10 +438,40 @@ struct comparison *compare_results(const struct results *const *base, size_t n_b
 	for (size_t j = 0; j < bi[0].r->n_cells; j++)
 		if (!bi[0].paired[j])
 			add_id(&cmp->only_base, &cmp->n_only_base, bi[0].r->cells[j].id);
+	return n_pairs;
+}
+
+struct comparison *compare_results(const struct results *const *base, size_t n_base,
+				   const struct results *cand, const struct compare_opts *o,
+				   char **err)
+{
+	double confidence = o->confidence > 0 ? o->confidence : 0.95;
+	double def_thr = o->threshold > 0 ? o->threshold : 0.05;
+	if (!(confidence > 0.5 && confidence < 1)) {
+		*err = xasprintf("confidence must be between 50%% and 100%%, not %g%%",
+				 100 * confidence);
+		return NULL;
+	}
+	if (n_base == 0) {
+		*err = xstrdup("no baseline results");
+		return NULL;
+	}
+	struct comparison *cmp = xcalloc(1, sizeof(*cmp));
+	cmp->confidence = confidence;
+	cmp->rule = o->rule;
+	cmp->threshold = def_thr;
+	if (!choose_baselines(cmp, base, n_base, cand, o))
+		return cmp;
+
+	_cleanup_free_ struct base_index *bi = xcalloc(cmp->n_used, sizeof(*bi));
+	for (size_t f = 0; f < cmp->n_used; f++)
+		base_index_init(&bi[f], base[cmp->used[f]]);
+	_cleanup_free_ struct pair *pairs = xcalloc(cand->n_cells + 1, sizeof(*pairs));
+	size_t n_pairs = pair_cells(cmp, bi, cand, o, pairs);
 	cmp->refused = diffs_refuse(cmp);
 
 	if (!cmp->refused)
-		build_rows(cmp, pairs, n_pairs, cmp->n_used, cand, o, def_thr, confidence);
+		cmp_build_rows(cmp, pairs, n_pairs, cmp->n_used, cand, o, def_thr, confidence);
 	for (size_t i = 0; i < n_pairs; i++)
 		free(pairs[i].base);
 	for (size_t f = 0; f < cmp->n_used; f++)
