@@ -3,8 +3,9 @@
 # nothing outside itself, is under 1 MB, and Debian's chromium (headless, in a network namespace
 # of its own) builds a DOM whose charts carry every cell's mean, CI, runs and phases
 # (tests/html-check.py); every report agrees on each cell's mean and CI (tests/report-agree.py);
-# the verdicts ferry run prints at its end are the Markdown's, word for word. The page and its
-# screenshot are kept in the build directory (meson-logs/html/quickstart.*).
+# the verdicts ferry run prints at its end are the Markdown's, word for word; a compare of the run
+# against itself and a trend of it are checked in the browser too. The pages' screenshots are
+# kept in the build directory (meson-logs/html/quickstart*).
 source "$(dirname "$0")/run-lib.sh"
 py=/usr/bin/python3
 if ! "$py" -c 'import html5lib' 2>/dev/null || ! command -v chromium >/dev/null; then
@@ -35,6 +36,24 @@ unshare -n chromium "${flags[@]}" "--user-data-dir=$(mktemp -d "$work/p.XXXXXX")
 "$py" "$src/tests/html-check.py" run "$work/q.dom" "$o/q.json"
 "$py" "$src/tests/report-agree.py" "$o/q.json" "$o/q.md" "$o/q.html" "$o/q.xml" \
 	"$o/q.bmf.json" "$o/q.gab.json"
+# a compare and a trend of the real run (tests/report-html.sh checks them on made-up results with
+# regressions and changes of level): the run against itself, and the run as a trend of one point
+# per cell; each page valid, loaded by chromium offline, its marks carrying the numbers
+"$ferry" compare "$o/q.json" "$o/q.json" --html "$o/c.html" --json "$o/c.json" >/dev/null 2>&1 ||
+	fail "ferry compare of the quickstart run against itself failed"
+"$ferry" trend "$o/q.json" -o "$o/t.md" --html "$o/t.html" >/dev/null 2>&1 ||
+	fail "ferry trend of the quickstart run failed"
+for n in c t; do
+	"$py" "$src/tests/html-check.py" valid "$o/$n.html"
+	unshare -n chromium "${flags[@]}" "--user-data-dir=$(mktemp -d "$work/p.XXXXXX")" \
+		--dump-dom "file://$o/$n.html" >"$work/$n.dom" 2>/dev/null || fail "chromium could not load $n.html"
+	unshare -n chromium "${flags[@]}" "--user-data-dir=$(mktemp -d "$work/p.XXXXXX")" \
+		--window-size=1200,1600 "--screenshot=$art/quickstart-$n.png" "file://$o/$n.html" >/dev/null 2>&1 ||
+		fail "chromium could not take a screenshot of $n.html"
+	[ -s "$art/quickstart-$n.png" ] || fail "no screenshot of $n.html"
+done
+"$py" "$src/tests/html-check.py" compare "$work/c.dom" "$o/c.json"
+"$py" "$src/tests/html-check.py" trend "$work/t.dom" 0 "$o/q.json"
 # the end-of-run verdicts are the Markdown's (its Verdicts section, Markdown escapes removed)
 "$py" - "$o/q.md" "$work/log" <<'PY'
 import re, sys
