@@ -128,6 +128,18 @@ expect 0 base.json slow.json --confirm-with same.json --markdown -
 grep -q 'the rerun did not confirm it' out || fail "unconfirmed regression not explained"
 expect 1 base.json slow.json --confirm-with slow.json --markdown -
 grep -q 'confirmed by the rerun' out || fail "confirmed regression not explained"
+# a rerun of 2 boots cannot be tested: the regression is not confirmed, and the report says why
+"$py" - slow.json slow2.json <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for c in r["cells"]:
+    boots = sorted({x["boot"] for x in c["runs"]})[:2]
+    c["runs"] = [x for x in c["runs"] if x["boot"] in boots]
+json.dump(r, open(sys.argv[2], "w"))
+PY
+expect 0 base.json slow.json --confirm-with slow2.json --markdown -
+grep -q 'not confirmed: the rerun has 2 boots of this cell and the baseline 5; a test needs 3' out ||
+	fail "a 2-boot rerun's verdict not explained: $(grep -m1 confirm out)"
 
 # a refused comparison names the difference, in every output, and exits 2
 expect 2 base.json qemu.json --junit refused.xml --markdown -

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Docs as tests: every plan in plans/ validates, expands (table and JSON), and carries a
-# comment header saying what it answers.
+# Docs as tests: every plan in plans/ validates without a warning, runs in at least 3 blocks of
+# boots (a boot is the sample), expands (table and JSON), and carries a comment header saying what
+# it answers.
 set -uo pipefail
 src="${FERRY_SOURCE_DIR:?}"
 ferry="${FERRY:?}"
@@ -29,6 +30,16 @@ for c in d[\"cells\"]:
     assert c[\"vm\"][\"name\"] and c[\"disk\"][\"name\"] and c[\"dataset\"][\"name\"] and c[\"method\"][\"name\"]
 "' _ "$ferry" "$p"
 	check "$p says what it answers" grep -q '^# .*[a-z]' "$p"
+	# a shipped plan gives answers: no warning (validate warns when a plan compares cells
+	# that can never get 3 boots), and a boot is its sample (run.boots of at least 3)
+	check "$p validates without a warning" bash -c '! "$1" validate "$2" 2>&1 >/dev/null | grep .' _ "$ferry" "$p"
+	check "$p runs in at least 3 blocks of boots" bash -c '"$1" expand --format json "$2" | /usr/bin/python3 -c "
+import json, sys
+for c in json.load(sys.stdin)[\"cells\"]:
+    assert c[\"run\"][\"boots\"][\"min\"] >= 3, (c[\"id\"], c[\"run\"][\"boots\"])
+"' _ "$ferry" "$p"
+	# the table says so too, not the repeat loop that blocks replace
+	check "$p expands (table) to blocks of boots" bash -c '"$1" expand "$2" | grep -E "^ +[0-9]+  " | grep -qvE "  boots [0-9]+(\.\.[0-9]+)?, " && exit 1 || exit 0' _ "$ferry" "$p"
 done
 # the shards of every plan partition its cells
 for p in "${plans[@]}"; do

@@ -43,7 +43,7 @@ eval)
 			conf=()
 			[ -e "${c%.json}.confirm.json" ] && conf=(--confirm-with "${c%.json}.confirm.json")
 			rc=0
-			"$ferry" compare "$@" "${conf[@]}" --json "$out/cmp.json" --markdown /dev/null "$b" "$c" || rc=$?
+			"$ferry" compare "$@" "${conf[@]}" --json "$out/cmp.json" --markdown "$out/cmp.md" "$b" "$c" || rc=$?
 			case $(basename "$c") in
 			clean-*) np=$((np + 1)); [ $rc = 1 ] && fa=$((fa + 1)) ;;
 			slow-*) ns=$((ns + 1)); [ $rc = 1 ] && det=$((det + 1)) ;;

@@ -286,6 +286,25 @@ static void cell_line(size_t i, const struct plan_cell *cell)
 	const struct plan_run *r = &cell->run;
 	_cleanup_free_ char *timeout = format_duration(r->timeout);
 
+	if (r->boots.min > 0) {
+		/* blocks: a boot of the VM configuration per block (run.vm does not apply) */
+		printf("%6zu  %s  boots %" PRIu64, i + 1, cell->id, r->boots.min);
+		if (r->boots.max > r->boots.min)
+			printf("..%" PRIu64, r->boots.max);
+		if (r->rpb)
+			printf(", %u run%s per boot", r->rpb, r->rpb == 1 ? "" : "s");
+		else
+			printf(", runs per boot auto");
+		if (r->until > 0)
+			printf(", until %g%%", r->until);
+		if (r->budget) {
+			_cleanup_free_ char *budget = format_duration(r->budget);
+			printf(", budget %s", budget);
+		}
+		printf(", warmup %" PRIu64 ", disk %s, caches %s, timeout %s\n", r->warmup,
+		       run_enum("disk", (int)r->disk), run_enum("caches", (int)r->caches), timeout);
+		return;
+	}
 	if (r->repeat.until_cv > 0)
 		printf("%6zu  %s  repeat %" PRIu64 "..%" PRIu64 " until cv %g%%", i + 1, cell->id,
 		       r->repeat.min, r->repeat.max, r->repeat.until_cv);

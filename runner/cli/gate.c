@@ -84,8 +84,11 @@ long gate_parse_confirm(const char *text)
 	char *end;
 	errno = 0;
 	long v = strtol(text, &end, 10);
-	if (end == text || *end || errno || v < 0 || v > 20) {
-		errorf("invalid --confirm '%s': expected a number of blocks from 0 to 20", text);
+	if (end == text || *end || errno || v < 0 || v > 20 || (v > 0 && v < PLAN_CONFIRM_MIN)) {
+		errorf(
+		    "invalid --confirm '%s': expected 0 (no rerun) or a number of blocks from %d "
+		    "to 20 (a rerun of fewer cannot be tested)",
+		    text, PLAN_CONFIRM_MIN);
 		return -1;
 	}
 	return v;

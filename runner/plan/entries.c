@@ -210,6 +210,12 @@ void pl_check_entry(struct ctx *c, const struct key_table *t, void *obj, const y
 				    "unknown gate metric '%s' (expected total, throughput, "
 				    "files_per_s, phase.NAME or a metric of ferry(1) METRICS)",
 				    rg->gate[i]);
+		if (rg->confirm > 0 && rg->confirm < PLAN_CONFIRM_MIN)
+			pl_err_node(c, pl_lookup(c, map, "confirm", NULL),
+				    "regression.confirm %" PRIu64
+				    " cannot confirm anything: a rerun "
+				    "needs at least %d blocks to be tested (0 is no rerun)",
+				    rg->confirm, PLAN_CONFIRM_MIN);
 	} else if (t == &plan_markdown_keys) {
 		struct plan_markdown *md = obj;
 		check_pivot_key(c, map, "rows", md->rows, &md->rows_pos);

@@ -289,6 +289,10 @@ const char *plan_report_path(const struct plan_report *r, int f);
 
 /* `regression:` how `ferry run` compares itself with its baseline (ferry(1) COMPARE). */
 enum plan_regression_rule { PLAN_RULE_WELCH, PLAN_RULE_LKP };
+/* The fewest blocks a confirming rerun may have: its test needs 3 boots of the cell, as a side of
+ * any comparison does (regression.confirm and --confirm are 0 or at least this). */
+#define PLAN_CONFIRM_MIN 3
+
 struct plan_regression {
 	uint64_t set;
 	double threshold;  /* percent: the minimum relative change */

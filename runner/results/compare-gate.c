@@ -96,6 +96,19 @@ void cmp_canary_apply(const struct comparison *cmp, struct cmp_row *row)
 	row->verdict = CMP_INCONCLUSIVE;
 }
 
+/* How many boots the samples come from (a rerun's blocks: one boot each). */
+static size_t distinct_boots(const struct samples *s)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		size_t j = 0;
+		while (j < i && s->boot[j] != s->boot[i])
+			j++;
+		k += j == i;
+	}
+	return k;
+}
+
 void cmp_confirm_apply(struct cmp_row *row, const struct samples *a, const struct samples *b,
 		       double confidence)
 {
@@ -132,7 +145,16 @@ void cmp_confirm_apply(struct cmp_row *row, const struct samples *a, const struc
 	}
 	row->confirm_boots = r.boots_cand;
 	row->confirmed = r.verdict == CMP_REGRESSED;
-	if (row->confirmed)
+	size_t ka = distinct_boots(a), kb = distinct_boots(b);
+	if (ka < 3 || kb < 3) {
+		cmp_row_note(
+		    row,
+		    "not confirmed: the rerun has %zu boot%s of this cell and the baseline "
+		    "%zu; a test needs 3 on each side",
+		    kb, kb == 1 ? "" : "s", ka);
+		row->confirmed = false;
+		row->verdict = CMP_INCONCLUSIVE;
+	} else if (row->confirmed)
 		cmp_row_note(row, "confirmed by the rerun: %+.1f%% [%+.1f%%, %+.1f%%] (%zu boots)",
 			     100 * r.change, 100 * r.ci_low, 100 * r.ci_high, r.boots_cand);
 	else {
