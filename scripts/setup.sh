@@ -39,6 +39,8 @@ packages=(
 	python3-yaml
 	# completion tests: zsh and fish read the scripts 'ferry completion' prints (tests/completion.sh)
 	zsh fish
+	# the terminal test: tmux shows ferry run's status line at 60 and 200 columns (run-tmux)
+	tmux
 )
 
 if [ "$(id -u)" -ne 0 ]; then

@@ -70,6 +70,31 @@ size_t term_fit(const char *s, unsigned cols)
 	return i;
 }
 
+/*
+ * What erases the line drawn, with the cursor at its start (where each draw leaves it). A
+ * terminal that reflows its lines when it is narrowed (tmux, VTE, kitty) wraps the line drawn
+ * at the old width into several rows and keeps the cursor at its start: the rows below it are
+ * erased too (nothing else is ever below the status line), the cursor saved and restored around
+ * that (\0337, \0338) since moving down stops at the bottom row. Erasing to the end of the
+ * screen (\033[J) would do it in one go, but tmux pushes the screen into its history when that
+ * happens at the top left corner, a copy of the line each time.
+ */
+static char *erase(const struct term_status *t, unsigned cols)
+{
+	unsigned rows = 1;
+	if (t->drawn && t->cols > cols) /* the line was at most t->cols - 1 columns */
+		rows = (t->cols - 1 + cols - 1) / cols;
+	if (rows < 2)
+		return xstrdup("\r\033[K");
+	size_t n = 0;
+	char *s = xcalloc(16 + 6 * rows, 1);
+	n += (size_t)sprintf(s + n, "\r\033[K\0337");
+	for (unsigned r = 1; r < rows; r++)
+		n += (size_t)sprintf(s + n, "\033[B\033[K");
+	sprintf(s + n, "\0338");
+	return s;
+}
+
 void term_status_draw(struct term_status *t, const char *text)
 {
 	if (!t->live)
@@ -79,15 +104,23 @@ void term_status_draw(struct term_status *t, const char *text)
 	 * terminals as soon as anything follows */
 	unsigned cols = term_columns();
 	size_t n = term_fit(clean, cols > 1 ? cols - 1 : 1);
-	fprintf(stderr, "\r\033[K%.*s", (int)n, clean);
+	_cleanup_free_ char *before = erase(t, cols);
+	/* auto-wrap off while the line is written (\033[?7l ... \033[?7h): a terminal narrowed
+	 * after the width was read (its SIGWINCH not seen yet) cuts the line instead of wrapping
+	 * it into a row the next draw would not erase; the cursor is left at the line's start,
+	 * where a reflow keeps it. One write, so the terminal never stays without auto-wrap. */
+	fprintf(stderr, "%s\033[?7l%.*s\033[?7h\r", before, (int)n, clean);
 	fflush(stderr);
 	t->drawn = true;
+	t->cols = cols;
 }
 
 void term_status_clear(struct term_status *t)
 {
-	if (t->drawn)
-		fputs("\r\033[K", stderr);
+	if (t->drawn) {
+		_cleanup_free_ char *e = erase(t, term_columns());
+		fputs(e, stderr);
+	}
 	t->drawn = false;
 }
 

@@ -13,6 +13,7 @@
 struct term_status {
 	bool live;        /* standard error is a terminal */
 	bool drawn;       /* a status line is on the screen */
+	unsigned cols;    /* the terminal's width when it was drawn */
 	uint64_t last_ns; /* when term_status_due() last said yes */
 };
 
