@@ -368,11 +368,11 @@ static int configure_root(const struct guest_build_opts *o, const char *root, co
 	return r;
 }
 
-/* debootstrap, the configuration, the kernel files and the root image into dir. */
-static int build_into(const struct guest_build_opts *o, const char *dir, const char *debdir,
-		      const char *mirror, json_t *m, char **err)
+/* debootstrap of the suite with the guest's packages into root (its time into m), the .debs
+ * kept in debdir. */
+static int debootstrap(const struct guest_build_opts *o, const char *root, const char *debdir,
+		       const char *mirror, json_t *m, char **err)
 {
-	_cleanup_free_ char *root = xasprintf("%s/rootfs", dir);
 	_cleanup_free_ char *include = NULL;
 	for (size_t i = 0; i < ELEMENTSOF(debian_packages); i++)
 		guest_append(&include, "%s%s", i ? "," : "--include=", debian_packages[i]);
@@ -382,7 +382,7 @@ static int build_into(const struct guest_build_opts *o, const char *dir, const c
 			       include,
 			       cache_opt,
 			       (char *)GUEST_DEBIAN_SUITE,
-			       root,
+			       (char *)root,
 			       (char *)mirror,
 			       NULL };
 	uint64_t t0 = now_ns();
@@ -409,24 +409,29 @@ static int build_into(const struct guest_build_opts *o, const char *dir, const c
 		return guest_err(err, r, "%s (see '%s'; debootstrap needs root)", *err, log);
 	}
 	json_object_set_new(m, "debootstrap_s", json_real((double)(now_ns() - t0) / 1e9));
-	_cleanup_free_ char *kver = NULL;
-	r = find_kernel(root, &kver, err);
+	return 0;
+}
+
+/* The kernel and initrd of version kver out of root's /boot into dir. */
+static int copy_kernel(const char *root, const char *kver, const char *dir, char **err)
+{
+	_cleanup_free_ char *k = xasprintf("%s/boot/vmlinuz-%s", root, kver);
+	_cleanup_free_ char *i = xasprintf("%s/boot/initrd.img-%s", root, kver);
+	_cleanup_free_ char *kd = xasprintf("%s/vmlinuz", dir);
+	_cleanup_free_ char *id = xasprintf("%s/initrd.img", dir);
+	int r = copy_out(k, kd, err);
 	if (r >= 0)
-		r = configure_root(o, root, kver, err);
-	if (r >= 0) {
-		_cleanup_free_ char *k = xasprintf("%s/boot/vmlinuz-%s", root, kver);
-		_cleanup_free_ char *i = xasprintf("%s/boot/initrd.img-%s", root, kver);
-		_cleanup_free_ char *kd = xasprintf("%s/vmlinuz", dir);
-		_cleanup_free_ char *id = xasprintf("%s/initrd.img", dir);
-		r = copy_out(k, kd, err);
-		if (r >= 0)
-			r = copy_out(i, id, err);
-	}
+		r = copy_out(i, id, err);
+	return r;
+}
+
+/* The packages installed in root (name and version, from dpkg-query) and the kernel version,
+ * into the manifest m. */
+static int record_packages(const char *root, const char *kver, json_t *m, char **err)
+{
 	_cleanup_free_ char *pkgs = NULL;
-	if (r >= 0) {
-		const char *q[] = { "dpkg-query", "-W", "-f", "${Package} ${Version}\\n", NULL };
-		r = chroot_run(root, q, &pkgs, err);
-	}
+	const char *q[] = { "dpkg-query", "-W", "-f", "${Package} ${Version}\\n", NULL };
+	int r = chroot_run(root, q, &pkgs, err);
 	if (r < 0)
 		return r;
 	json_t *pa = json_array();
@@ -439,7 +444,14 @@ static int build_into(const struct guest_build_opts *o, const char *dir, const c
 	}
 	json_object_set_new(m, "packages", pa);
 	json_object_set_new(m, "kernel_version", json_string(kver));
+	return 0;
+}
 
+/* The root image dir/root.qcow2 from the tree root (mke2fs -d, then qemu-img convert); the raw
+ * image and the tree are removed either way. */
+static int make_root_image(const struct guest_build_opts *o, const char *dir, const char *root,
+			   char **err)
+{
 	progress(o, "making the root image (mke2fs -d, qemu-img convert)");
 	_cleanup_free_ char *raw = xasprintf("%s/root.raw", dir);
 	_cleanup_free_ char *qcow = xasprintf("%s/root.qcow2", dir);
@@ -453,11 +465,11 @@ static int build_into(const struct guest_build_opts *o, const char *dir, const c
 			     (char *)"-L",
 			     (char *)GUEST_DEBIAN_LABEL,
 			     (char *)"-d",
-			     root,
+			     (char *)root,
 			     raw,
 			     (char *)DEBIAN_ROOT_SIZE,
 			     NULL };
-	r = guest_run(mk, NULL, NULL, err);
+	int r = guest_run(mk, NULL, NULL, err);
 	if (r >= 0) {
 		char *const cv[] = { (char *)"qemu-img",
 				     (char *)"convert",
@@ -476,6 +488,27 @@ static int build_into(const struct guest_build_opts *o, const char *dir, const c
 		r = guest_err(err, -errno, "cannot chmod '%s': %s", qcow, strerror(errno));
 	(void)rm_tree(root, NULL);
 	return r;
+}
+
+/* debootstrap, the configuration, the kernel files and the root image into dir. */
+static int build_into(const struct guest_build_opts *o, const char *dir, const char *debdir,
+		      const char *mirror, json_t *m, char **err)
+{
+	_cleanup_free_ char *root = xasprintf("%s/rootfs", dir);
+	int r = debootstrap(o, root, debdir, mirror, m, err);
+	if (r < 0)
+		return r;
+	_cleanup_free_ char *kver = NULL;
+	r = find_kernel(root, &kver, err);
+	if (r >= 0)
+		r = configure_root(o, root, kver, err);
+	if (r >= 0)
+		r = copy_kernel(root, kver, dir, err);
+	if (r >= 0)
+		r = record_packages(root, kver, m, err);
+	if (r < 0)
+		return r;
+	return make_root_image(o, dir, root, err);
 }
 
 static int file_size_json(json_t *m, const char *dir, const char *name, const char *key, char **err)

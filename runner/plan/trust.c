@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "plan-parse.h"
-#include "units.h"
+#include "env-subst.h"
 
 #define VAR_PREFIX "FERRY_"
 

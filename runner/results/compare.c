@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "strmap.h"
-#include "units.h"
 #include "compare-impl.h"
 
 /* ---- names ------------------------------------------------------------------------------- */

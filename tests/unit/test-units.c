@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "env-subst.h"
 #include "units.h"
 #include "util.h"
 

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Units in plan values, parsed once and overflow-checked, and ${VAR} substitution.
+ * Values with units (sizes, durations, rates, percentages) and plain numbers and booleans, as
+ * plans and command-line options write them: parsed once and overflow-checked, and formatted
+ * back exactly. ${VAR} substitution in plan values is plan/env-subst.h.
  *
  * Every parser takes the text of one scalar and returns 0 with the value, or -1 with a message
  * in *err (lower-case, no final period, the offending text in quotes; the caller frees it and
@@ -42,21 +44,6 @@ int parse_double(const char *s, double *v, char **err);
 
 /* Boolean: true or false (YAML 1.2 core schema). */
 int parse_bool(const char *s, bool *v, char **err);
-
-/*
- * Substitute ${VAR} and ${VAR:-default} (default also when VAR is set but empty, as in the
- * shell) in `s`; "$$" is a literal '$'; a '$' followed by anything else is kept as is. VAR is
- * [A-Za-z_][A-Za-z0-9_]*. Returns a new string, or NULL with *err for an unset variable without
- * a default, an unterminated "${" or a bad variable name.
- */
-char *env_subst(const char *s, char **err);
-/*
- * The same with the values from `lookup` instead of getenv(): it returns the value, or NULL
- * for an unset variable, or NULL with a message in *why for one it refuses (which fails the
- * substitution with that message, default or not).
- */
-typedef const char *env_lookup_fn(void *ud, const char *name, char **why);
-char *env_subst_with(const char *s, env_lookup_fn *lookup, void *ud, char **err);
 
 /* Shortest exact rendering of a size ("64MiB", "1000KB", "1536"), in a static-free new string. */
 char *format_size(uint64_t bytes);
