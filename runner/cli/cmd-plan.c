@@ -226,15 +226,6 @@ const struct cli_command cli_expand = {
 	.run = cmd_expand,
 };
 
-static json_t *entry_json(const struct key_table *t, const struct plan_entry *e)
-{
-	json_t *o = json_pack("{s:s}", "name", e->name);
-	json_t *v = key_values_json(t, e);
-	json_object_update(o, v);
-	json_decref(v);
-	return o;
-}
-
 /* The JSON of every entry, built once and shared by the cells that use it. */
 struct entry_cache {
 	json_t **vm, **disk, **dataset, **method;
@@ -244,7 +235,7 @@ static json_t **entries_json(const struct key_table *t, const void *arr, size_t 
 {
 	json_t **out = xcalloc(n, sizeof(*out));
 	for (size_t i = 0; i < n; i++)
-		out[i] = entry_json(t, (const void *)((const char *)arr + i * elem_size));
+		out[i] = key_entry_json(t, (const void *)((const char *)arr + i * elem_size));
 	return out;
 }
 
@@ -263,13 +254,13 @@ static json_t *cell_json(const struct plan *p, const struct entry_cache *ec, con
 		json_object_set_new(params, matrix_cell_key(m, i, j),
 				    json_string(matrix_cell_value(m, i, j)));
 	/* an entry a sweep resolved for the cell is not one of the plan's: its own JSON */
-	json_t *vm = cell->vm->e.sweep ? entry_json(&plan_vm_keys, &cell->vm->e)
+	json_t *vm = cell->vm->e.sweep ? key_entry_json(&plan_vm_keys, &cell->vm->e)
 				       : json_incref(ec->vm[cell->vm - p->vms]);
-	json_t *disk = cell->disk->e.sweep ? entry_json(&plan_disk_keys, &cell->disk->e)
+	json_t *disk = cell->disk->e.sweep ? key_entry_json(&plan_disk_keys, &cell->disk->e)
 					   : json_incref(ec->disk[cell->disk - p->disks]);
-	json_t *ds = cell->dataset->e.sweep ? entry_json(&plan_dataset_keys, &cell->dataset->e)
+	json_t *ds = cell->dataset->e.sweep ? key_entry_json(&plan_dataset_keys, &cell->dataset->e)
 					    : json_incref(ec->dataset[cell->dataset - p->datasets]);
-	json_t *me = cell->method->e.sweep ? entry_json(&plan_method_keys, &cell->method->e)
+	json_t *me = cell->method->e.sweep ? key_entry_json(&plan_method_keys, &cell->method->e)
 					   : json_incref(ec->method[cell->method - p->methods]);
 	return json_pack("{s:I, s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "index", (json_int_t)i, "id",
 			 cell->id, "params", params, "vm", vm, "disk", disk, "dataset", ds,

@@ -76,7 +76,7 @@ static void dataset_provenance(struct exec *x, const struct xcell *c)
 			return;
 	char hex[65];
 	sha256_hex(c->man->digest, hex);
-	results_add_dataset(x->r, name, hex, entry_json(&plan_dataset_keys, &c->pc.dataset->e));
+	results_add_dataset(x->r, name, hex, key_entry_json(&plan_dataset_keys, &c->pc.dataset->e));
 }
 
 static char *key_append(char *k, const char *fmt, const char *v)

@@ -116,7 +116,6 @@ struct result_error *cell_error(struct exec *x, struct xcell *c, enum result_err
 				int run, int phase, const char *msg, const char *agent_msg,
 				const char *libvirt_msg);
 json_t *cell_params(const struct exec *x, size_t i, const struct plan_cell *pc);
-json_t *entry_json(const struct key_table *t, const struct plan_entry *e);
 int write_results(struct exec *x);
 void finish_cell(struct exec *x, struct xcell *c);
 void progress(struct exec *x, const struct xcell *c, const char *phase);

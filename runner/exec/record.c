@@ -34,22 +34,13 @@ struct result_error *cell_error(struct exec *x, struct xcell *c, enum result_err
 	return e;
 }
 
-json_t *entry_json(const struct key_table *t, const struct plan_entry *e)
-{
-	json_t *o = json_pack("{s:s}", "name", e->name);
-	json_t *v = key_values_json(t, e);
-	json_object_update(o, v);
-	json_decref(v);
-	return o;
-}
-
 json_t *cell_params(const struct exec *x, size_t i, const struct plan_cell *pc)
 {
 	json_t *params = json_object();
-	json_object_set_new(params, "vm", entry_json(&plan_vm_keys, &pc->vm->e));
-	json_object_set_new(params, "disk", entry_json(&plan_disk_keys, &pc->disk->e));
-	json_object_set_new(params, "dataset", entry_json(&plan_dataset_keys, &pc->dataset->e));
-	json_object_set_new(params, "method", entry_json(&plan_method_keys, &pc->method->e));
+	json_object_set_new(params, "vm", key_entry_json(&plan_vm_keys, &pc->vm->e));
+	json_object_set_new(params, "disk", key_entry_json(&plan_disk_keys, &pc->disk->e));
+	json_object_set_new(params, "dataset", key_entry_json(&plan_dataset_keys, &pc->dataset->e));
+	json_object_set_new(params, "method", key_entry_json(&plan_method_keys, &pc->method->e));
 	json_object_set_new(params, "run", key_values_json(&plan_run_keys, &pc->run));
 	for (size_t j = 0; j < matrix_cell_n_params(x->m, i); j++) {
 		const char *k = matrix_cell_key(x->m, i, j);

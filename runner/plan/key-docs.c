@@ -503,3 +503,13 @@ json_t *key_values_json(const struct key_table *t, const void *obj)
 	}
 	return o;
 }
+
+/* An entry as the results and `ferry expand` record it: its name and every key's value. */
+json_t *key_entry_json(const struct key_table *t, const struct plan_entry *e)
+{
+	json_t *o = json_pack("{s:s}", "name", e->name);
+	json_t *v = key_values_json(t, e);
+	json_object_update(o, v);
+	json_decref(v);
+	return o;
+}

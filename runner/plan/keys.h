@@ -35,6 +35,7 @@ enum key_flags {
 };
 
 struct key_table;
+struct plan_entry;
 
 struct key_def {
 	const char *name;
@@ -185,6 +186,8 @@ int key_set_scalar(const struct key_def *k, void *obj, const char *text, char **
  * strings are left out.
  */
 json_t *key_values_json(const struct key_table *t, const void *obj);
+/* {"name": the entry's name, and key_values_json() of it}. */
+json_t *key_entry_json(const struct key_table *t, const struct plan_entry *e);
 /* The value of scalar key `k` of `obj` as a plan would write it (the same text as
  * key_values_json(): "4GiB", "10m", "5%", "true", an enum's name); NULL for other types. */
 char *key_value_text(const struct key_def *k, const void *obj);
