@@ -20,7 +20,7 @@ trap 'tmux -S "$sock" kill-server 2>/dev/null || true; rm -rf "$work"' EXIT
 
 # drive WIDTH [NARROW]: runs the plan in a WIDTH-column tmux window (narrowed to NARROW columns
 # once a status line has shown an ETA, when given); the screens in $work/wWIDTH/cap.N, the index of
-# the first capture after narrowing in .../narrowed, the whole history at the end in .../final
+# the last capture before narrowing in .../narrowed, the whole history at the end in .../final
 drive() {
 	local w="$1" narrow="${2:-}" d="$work/w$1" i=0 seen=0
 	mkdir "$d"
@@ -38,7 +38,7 @@ drive() {
 			seen=$((seen + 1))
 			if [ "$seen" -ge 5 ]; then
 				tm resize-window -t "w$w" -x "$narrow"
-				echo $((i + 3)) >"$d/narrowed" # the redraws after the signal
+				echo "$i" >"$d/narrowed" # the capture before the resize
 			fi
 		fi
 		[ "$i" -lt 6000 ] || fail "the run in the $w-column window did not end in 10 minutes"
@@ -69,8 +69,23 @@ def screens(w):
     narrowed = int(open(d + "/narrowed").read()) if os.path.exists(d + "/narrowed") else None
     return d, [(int(p.rsplit(".", 1)[1]), open(p).read().splitlines()) for p in caps], narrowed
 
+def redrawn(caps, narrowed):
+    # the first screen after the resize whose status line fits 80 columns: ferry redraws at the
+    # next phase, until then the terminal shows the old line as it re-wrapped it (a slow run's
+    # transfer takes 800 ms); None if ferry never drew at the new width
+    for i, screen in caps:
+        if i > narrowed and any(status.match(l) and len(l) <= 79 for l in screen):
+            return i
+    return None
+
 for w in (60, 200):
     d, caps, narrowed = screens(w)
+    if narrowed is not None:
+        narrowed = redrawn(caps, narrowed)
+        assert narrowed is not None, "%d columns: no status line at 80 columns after the resize" % w
+        # the old line, re-wrapped by the terminal, stays until that redraw: not ferry's
+        caps = [(i, s) for i, s in caps if i >= narrowed or not any(
+            status.match(l) and len(l) == 80 for l in s)]
     lines = []
     for i, screen in caps:
         st = [l for l in screen if status.match(l)]
