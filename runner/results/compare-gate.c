@@ -119,50 +119,49 @@ void cmp_confirm_apply(struct cmp_row *row, const struct samples *a, const struc
 		row->verdict = CMP_INCONCLUSIVE;
 		return;
 	}
-	struct cmp_row r = {
-		.unit = row->unit,
-		.higher_better = row->higher_better,
-		.threshold = row->threshold,
-		.median_base = row->median_base,
-		.median_cand = b->n ? cmp_median(b->raw, b->n) : NAN,
-		.floor = row->floor,
-		.floor_time = row->floor_time,
-	};
-	struct row_work w = { 0 };
 	row->confirm_change = row->confirm_low = row->confirm_high = NAN;
-	if (a->n >= 3 && b->n >= 3) {
-		cmp_row_test(&r, &w, a, b, confidence);
-		/* one row, tested once: no false-discovery control over a family */
-		r.sig_worse = r.p_worse <= 1 - confidence;
-		r.sig_better = r.p_better <= 1 - confidence;
-		cmp_row_verdict(&r, &w, CMP_RULE_WELCH, confidence);
-		cmp_floor_apply(&r);
-		free(w.sa);
-		free(w.sb);
-		row->confirm_change = r.change;
-		row->confirm_low = r.ci_low;
-		row->confirm_high = r.ci_high;
-	}
-	row->confirm_boots = r.boots_cand;
-	row->confirmed = r.verdict == CMP_REGRESSED;
 	size_t ka = distinct_boots(a), kb = distinct_boots(b);
+	row->confirm_boots = kb;
 	if (ka < 3 || kb < 3) {
 		cmp_row_note(
 		    row,
 		    "not confirmed: the rerun has %zu boot%s of this cell and the baseline "
 		    "%zu; a test needs 3 on each side",
 		    kb, kb == 1 ? "" : "s", ka);
-		row->confirmed = false;
 		row->verdict = CMP_INCONCLUSIVE;
-	} else if (row->confirmed)
+		return;
+	}
+	struct cmp_row r = {
+		.unit = row->unit,
+		.higher_better = row->higher_better,
+		.threshold = row->threshold,
+		.median_base = row->median_base,
+		.median_cand = cmp_median(b->raw, b->n),
+		.floor = row->floor,
+		.floor_time = row->floor_time,
+	};
+	struct row_work w = { 0 };
+	cmp_row_test(&r, &w, a, b, confidence);
+	/* one row, tested once: no false-discovery control over a family */
+	r.sig_worse = r.p_worse <= 1 - confidence;
+	r.sig_better = r.p_better <= 1 - confidence;
+	cmp_row_verdict(&r, &w, CMP_RULE_WELCH, confidence);
+	cmp_floor_apply(&r);
+	free(w.sa);
+	free(w.sb);
+	row->confirm_change = r.change;
+	row->confirm_low = r.ci_low;
+	row->confirm_high = r.ci_high;
+	row->confirmed = r.verdict == CMP_REGRESSED;
+	if (row->confirmed)
 		cmp_row_note(row, "confirmed by the rerun: %+.1f%% [%+.1f%%, %+.1f%%] (%zu boots)",
-			     100 * r.change, 100 * r.ci_low, 100 * r.ci_high, r.boots_cand);
+			     100 * r.change, 100 * r.ci_low, 100 * r.ci_high, kb);
 	else {
 		cmp_row_note(row,
 			     "would be regressed (%+.1f%%), but the rerun did not confirm it: "
 			     "%+.1f%% [%+.1f%%, %+.1f%%] (%zu boots, %s)",
-			     100 * row->change, 100 * r.change, 100 * r.ci_low, 100 * r.ci_high,
-			     r.boots_cand, cmp_verdict_name(r.verdict));
+			     100 * row->change, 100 * r.change, 100 * r.ci_low, 100 * r.ci_high, kb,
+			     cmp_verdict_name(r.verdict));
 		row->verdict = CMP_INCONCLUSIVE;
 	}
 	free(r.note);
