@@ -123,6 +123,24 @@ expect 1 base.json slow.json --gate total,phase.transfer --junit gate.xml
 grep -q 'failures="2"' gate.xml || fail "two gated metrics: $(grep -m1 testsuite gate.xml)"
 expect 2 base.json slow.json --gate bogus
 grep -q "invalid --gate metric 'bogus'" err || fail "unknown gate metric accepted"
+# the drift canary: a host 10% slower does not explain a regression of 30% (it stands, with a
+# note), a host twice as slow does (withheld)
+"$py" - base.json slow.json <<'PY'
+import json, sys
+def canary(src, dst, level):
+    r = json.load(open(src))
+    for c in r["cells"]:
+        for x in c["runs"]:
+            x["metrics"] = dict(x.get("metrics") or {}, canary_host=level * (1 + 0.01 * (x["boot"] % 3)))
+    json.dump(r, open(dst, "w"))
+canary(sys.argv[1], "base-canary.json", 0.020)
+canary(sys.argv[2], "slow-canary10.json", 0.022)
+canary(sys.argv[2], "slow-canary100.json", 0.040)
+PY
+expect 1 base-canary.json slow-canary10.json --markdown -
+grep -q 'less than this change: not withheld' out || fail "a regression beyond the host's drift was not kept with its note"
+expect 0 base-canary.json slow-canary100.json --markdown -
+grep -q 'verdict withheld' out || fail "a regression the host's drift explains was not withheld"
 # a rerun that does not confirm the regression: no failure; one that does: the failure stands
 expect 0 base.json slow.json --confirm-with same.json --markdown -
 grep -q 'the rerun did not confirm it' out || fail "unconfirmed regression not explained"

@@ -87,6 +87,18 @@ void cmp_canary_apply(const struct comparison *cmp, struct cmp_row *row)
 {
 	if (!cmp->canary_moved || !row->gated || row->verdict != CMP_REGRESSED)
 		return;
+	/* the least slowdown the row shows, in time's terms (a rate falls as its time grows): when
+	 * it is beyond the most the host slowed down, the host does not explain it */
+	double slower = row->higher_better ? 1 / (1 + row->ci_high) - 1 : row->ci_low;
+	if (isfinite(slower) && isfinite(cmp->canary_high) && slower > cmp->canary_high) {
+		cmp_row_note(row,
+			     "the host was %.0f%% %s than in the baseline (canary %+.1f%% "
+			     "[%+.1f%%, %+.1f%%]), less than this change: not withheld",
+			     100 * fabs(cmp->canary_change),
+			     cmp->canary_change > 0 ? "slower" : "faster", 100 * cmp->canary_change,
+			     100 * cmp->canary_low, 100 * cmp->canary_high);
+		return;
+	}
 	cmp_row_note(row,
 		     "would be regressed, but the host was %.0f%% %s than in the baseline "
 		     "(canary %+.1f%% [%+.1f%%, %+.1f%%]): verdict withheld",
