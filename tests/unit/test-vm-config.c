@@ -1006,6 +1006,39 @@ static void test_kvm_probe_remember(void)
 		g_unsetenv("FERRY_CACHE_DIR");
 }
 
+/* Which configurations a saved state can stand for (run.fresh restore): the built-in guest and
+ * a guest booted from an image (its root's overlay becomes the restored guests' base), not one
+ * with a seed, UEFI, boot-time disks, a share, a tap or extra channels, nor on a remote host. */
+static void test_restore_unsupported(void)
+{
+	struct vm_config c;
+	vm_config_init(&c);
+	c.kernel = "/k";
+	c.initrd = "/i";
+	g_assert_null(vm_restore_unsupported(&c, false));
+	g_assert_nonnull(strstr(vm_restore_unsupported(&c, true), "remote"));
+	c.image = "/root.qcow2";
+	g_assert_null(vm_restore_unsupported(&c, false));
+	c.kernel = c.initrd = NULL; /* booted by its bootloader */
+	g_assert_null(vm_restore_unsupported(&c, false));
+	c.seed = "/seed";
+	g_assert_nonnull(strstr(vm_restore_unsupported(&c, false), "seed"));
+	c.seed = NULL;
+	c.firmware = VM_FIRMWARE_UEFI;
+	g_assert_nonnull(strstr(vm_restore_unsupported(&c, false), "UEFI"));
+	c.firmware = VM_FIRMWARE_BIOS;
+	struct disk_config d = { .kind = DISK_KIND_IMAGE, .path = "/t.raw", .bus = DISK_BUS_SATA };
+	c.disks = &d;
+	c.n_disks = 1;
+	g_assert_nonnull(strstr(vm_restore_unsupported(&c, false), "boot-time disks"));
+	c.n_disks = 0;
+	c.share.host_dir = "/srv";
+	g_assert_nonnull(strstr(vm_restore_unsupported(&c, false), "shared folder"));
+	c.share.host_dir = NULL;
+	c.nic.backend = NIC_BACKEND_PRIVATE;
+	g_assert_nonnull(strstr(vm_restore_unsupported(&c, false), "network interface"));
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1013,6 +1046,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/vm/disk-mapping", test_disk_mapping);
 	g_test_add_func("/vm/vm-mapping", test_vm_mapping);
 	g_test_add_func("/vm/xml/builtin", test_builtin_xml);
+	g_test_add_func("/vm/restore-unsupported", test_restore_unsupported);
 	g_test_add_func("/vm/xml/disks", test_disks_xml);
 	g_test_add_func("/vm/xml/nic-share-channels", test_nic_share_channels_xml);
 	g_test_add_func("/vm/xml/nic-private", test_nic_private_xml);
