@@ -14,13 +14,17 @@
  * when the run closes: after success, failure, SIGINT and SIGTERM alike (before the namespace
  * goes); the run directory holding their files goes with the run.
  *
- * Who writes: every share is `guest only` with `force user = nobody`, so whatever the guest does
- * on a share smbd does as the unprivileged user nobody (files 0644 at most, no setuid bit, no
+ * Who writes: every share is `guest only` with `guest account = nobody`, so whatever the guest
+ * does on a share smbd does as the unprivileged user nobody (files 0644 at most, no setuid bit, no
  * root-owned file on the host); unix extensions are off and symbolic links are neither followed
- * nor made. The guest mounts with `sec=none` (a null session: the share needs no password; it
- * reaches only what nobody can). A dataset file is staged into the source share as a hard link only
- * when nobody can read it and cannot write it (the cache's root-owned 0644 files), else copied and
- * owned by nobody.
+ * nor made. Not `force user = nobody` on top: smbd checks access against the NT ACL it derives
+ * from the mode bits, where the owner uid 65534 maps to the guest account's SID (<domain>-501),
+ * while a forced user's token holds the Unix User SID S-1-22-1-65534 instead; that token matched
+ * only the "other" r-x entry, so every create, rename and unlink on a share was refused
+ * (NT_STATUS_ACCESS_DENIED in check_parent_access_fsp) and only reads worked. The guest mounts with
+ * `sec=none` (a null session: the share needs no password; it reaches only what nobody can). A
+ * dataset file is staged into the source share as a hard link only when nobody can read it and
+ * cannot write it (the cache's root-owned 0644 files), else copied and owned by nobody.
  *
  * The source is <share a of server 0>/<cell>/src, staged before each run (untimed: 9p exports
  * the dataset itself, which no run pays for), or with `archive:` the archive packed there in
@@ -150,8 +154,6 @@ static void server_stop(void *data)
 static const char share_conf[] = "\tread only = no\n"
 				 "\tguest ok = yes\n"
 				 "\tguest only = yes\n"
-				 "\tforce user = nobody\n"
-				 "\tforce group = nogroup\n"
 				 "\tcreate mask = 0644\n"
 				 "\tforce create mode = 0\n"
 				 "\tdirectory mask = 0755\n"

@@ -36,7 +36,8 @@ cat "$work/log" >&2
 check_clean "$pid"
 [ -z "$(smb_left "$pid")" ] || fail "left behind: $(smb_left "$pid")"
 validate "$res"
-for m in guest-copy guest-move guest-tar same-copy same-move share-move server-copy server-move; do
+for m in guest-copy guest-move guest-tar same-copy same-move share-copy share-move server-copy \
+	server-move; do
 	c="vm=vm,disk=ram,dataset=files,method=$m"
 	[ "$(query "$res" "cells['$c']['status']")" = passed ] ||
 		fail "$m did not pass: $(query "$res" "cells['$c'].get('errors')")"
@@ -44,7 +45,7 @@ for m in guest-copy guest-move guest-tar same-copy same-move share-move server-c
 		fail "$m: not verified"
 	[ "$(query "$res" "cells['$c']['runs'][0]['files']")" = 40 ] || fail "$m: not 40 files"
 done
-echo "ok: 8 smb cells passed verified (guest, same share, other share, other server; copy and move)"
+echo "ok: 9 smb cells passed verified (guest, same share, other share, other server; copy and move)"
 host_net >"$work/net.after"
 diff -u "$work/net.before" "$work/net.after" || fail "the host's own network changed"
 
