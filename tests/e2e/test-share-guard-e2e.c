@@ -3,7 +3,8 @@
  * Issue 24 class 2 against a real libvirtd and QEMU (TCG): a hostile guest on a writable share
  * (mode move: the run's staging directory) of each driver, 9p (accessmode mapped) and virtiofs
  * (ferry-virtiofsd), copies a binary into the share and asks for chmod 4755 and 2755, mknod of
- * a character and a block device, chown to root and to another id, and a setgid directory.
+ * a character and a block device, chown to root and to another id, a setgid directory, and
+ * chmod 2755 of the staged dataset's directory (ferry made it; the share's id owns it).
  * Afterwards nothing under the staging directory on the host is setuid or setgid, a device, or
  * owned by root or any id but the share's own (9p: libvirt-qemu; virtiofs: SHARE_IDS_BASE's
  * range), the copied binary is there (the guest did write), and after the method's cleanup and
@@ -71,7 +72,8 @@ static char *sh(struct vm *vm, const char *line)
 	"touch own0 && chown 0:0 own0; echo chown-0=$?; "                                          \
 	"touch own1234 && chown 1234:1234 own1234; echo chown-1234=$?; "                           \
 	"mkdir dir && chmod 2755 dir; echo mkdir-2755=$?; "                                        \
-	"cp /bin/busybox made && chmod 6755 made; echo chmod-6755=$?; ls -ln"
+	"cp /bin/busybox made && chmod 6755 made; echo chmod-6755=$?; "                            \
+	"chmod 2755 data; echo chmod-data-2755=$?; ls -ln"
 
 /* The ids the share's files may have on the host: uids [lo, hi], gids [glo, ghi] or galt. */
 struct ids {
