@@ -71,11 +71,33 @@ static double block_cost(const struct exec *x)
 	return s;
 }
 
+/* The blocks run.budget lets the run take: the block running ends a mean block after the last
+ * one did, or now if it is later than that; the blocks after it, at the mean block time, until
+ * one ends past the budget. UINT64_MAX: no budget, or no block cost known yet. */
+static uint64_t budget_blocks(const struct exec *x)
+{
+	double cost = block_cost(x);
+	if (!(x->rule.budget > 0) || !isfinite(cost) || !(cost > 0))
+		return UINT64_MAX;
+	uint64_t done = x->r->design.blocks;
+	double end = secs(x->blocks_end - x->blocks_t0);
+	if (x->block > 0 && (uint64_t)x->block > done) {
+		double now = secs(now_ns() - x->blocks_t0);
+		end += cost;
+		if (now > end)
+			end = now;
+		done = (uint64_t)x->block;
+	}
+	if (end >= x->rule.budget)
+		return done;
+	return done + (uint64_t)ceil((x->rule.budget - end) / cost);
+}
+
 /*
  * The stop rule (design_stop) projected: the half-width shrinks as 1/sqrt(blocks), so the
  * blocks `until` needs are blocks * (halfwidth / until)^2 (every block until one is measured:
- * boots.max); the budget stops after the first block that ends past it, at the block cost so
- * far; boots.max caps both. Never fewer than boots.min or the block running.
+ * boots.max); the budget stops after the first block that ends past it (budget_blocks());
+ * boots.max caps both. Never fewer than boots.min or the block running.
  */
 uint64_t exec_planned_blocks(const struct exec *x)
 {
@@ -91,12 +113,9 @@ uint64_t exec_planned_blocks(const struct exec *x)
 		if (b < (double)want)
 			want = b < 1 ? 1 : (uint64_t)b;
 	}
-	double cost = block_cost(x);
-	if (rule->budget > 0 && isfinite(cost) && cost > 0) {
-		double b = ceil(rule->budget / cost);
-		if (b < (double)want)
-			want = b < 1 ? 1 : (uint64_t)b;
-	}
+	uint64_t b = budget_blocks(x);
+	if (b < want)
+		want = b;
 	return want > lo ? want : lo;
 }
 

@@ -537,9 +537,19 @@ static void test_eta_projection(void)
 	/* a budget of 90 s at 20 s a block: the block that ends past it is the fifth */
 	x.rule.budget = 90;
 	d->halfwidth = 0.10;
-	x.blocks_t0 = 0;
-	x.blocks_end = UINT64_C(60000000000);
+	x.blocks_t0 = now_ns() - UINT64_C(60000000000);
+	x.blocks_end = x.blocks_t0 + UINT64_C(60000000000);
 	g_assert_cmpuint(exec_planned_blocks(&x), ==, 5);
+	/* the fourth block running late, 31 s after the third ended: past the budget, the last */
+	x.blocks_t0 -= UINT64_C(31000000000);
+	x.blocks_end -= UINT64_C(31000000000);
+	g_assert_cmpuint(exec_planned_blocks(&x), ==, 4);
+	/* between blocks, after the third at 60 s: (90 - 60) / 20 more, so 5 */
+	x.block = 0;
+	x.blocks_end += UINT64_C(31000000000);
+	x.blocks_t0 += UINT64_C(31000000000);
+	g_assert_cmpuint(exec_planned_blocks(&x), ==, 5);
+	x.block = 4;
 	/* the budget before a block has ended: the live cells' runs plus a boot per group */
 	d->blocks = 0;
 	x.block = 1;
