@@ -3,6 +3,7 @@
  * markdown.c, the provenance, and the hosts of a run fanned out over several. */
 #include <inttypes.h>
 #include <math.h>
+#include <string.h>
 
 #include "md-layout.h"
 
@@ -15,6 +16,24 @@ static void prov_row(FILE *f, const char *what, const char *value, size_t *rows)
 	fprintf(f, "| %s | ", what);
 	md_text(f, value);
 	fputs(" |\n", f);
+}
+
+/* How the runs' guests started (run.fresh), e.g. "12 runs in guests restored from a saved
+ * state, 4 in booted guests"; NULL when no run recorded it. */
+static char *fresh_text(const struct results *r)
+{
+	size_t booted = 0, restored = 0;
+	for (size_t i = 0; i < r->n_cells; i++)
+		for (size_t j = 0; j < r->cells[i].n_runs; j++) {
+			const char *fr = r->cells[i].runs[j].fresh;
+			booted += fr && strcmp(fr, "boot") == 0;
+			restored += fr && strcmp(fr, "restore") == 0;
+		}
+	if (!restored)
+		return booted ? xasprintf("every run in a booted guest") : NULL;
+	return xasprintf("%zu run%s in guests restored from a state saved after one boot per VM "
+			 "configuration, %zu in booted guests",
+			 restored, restored == 1 ? "" : "s", booted);
 }
 
 void md_write_provenance(FILE *f, const struct results *r)
@@ -41,6 +60,8 @@ void md_write_provenance(FILE *f, const struct results *r)
 	prov_row(f, "QEMU", p->qemu_version, &n);
 	prov_row(f, "libvirt", p->libvirt_version, &n);
 	prov_row(f, "accelerator", p->accelerator, &n);
+	_cleanup_free_ char *fresh = fresh_text(r);
+	prov_row(f, "fresh guests", fresh, &n);
 	prov_row(f, "guest kernel sha256", p->guest_kernel_sha256, &n);
 	prov_row(f, "guest initramfs sha256", p->guest_initramfs_sha256, &n);
 	for (size_t i = 0; i < p->n_datasets; i++) {

@@ -98,6 +98,36 @@ grep -qF -- "--no-capacity-check" "$tmp/err" || fail "no override named: $(cat "
 [ ! -e "$tmp/capcache/datasets" ] || [ -z "$(ls -A "$tmp/capcache/datasets")" ] ||
 	fail "a refused run generated data"
 
+# block stages its stream in a tmpfs of at most 90% of the guest's RAM: a dataset larger
+# than that is refused before anything runs, naming the cell, the VM and the key to raise
+cat >"$tmp/stage.yaml" <<'YAML'
+ferry: 1
+name: stage-too-big
+vms:
+  small: {guest: builtin, vcpus: 1, memory: 256MiB, accel: tcg}
+  roomy: {guest: builtin, vcpus: 1, memory: 1GiB, accel: tcg}
+disks:
+  img: {kind: image, size: 1GiB}
+datasets:
+  one: {files: 1, size: 300MiB}
+methods:
+  raw: {type: block}
+matrix:
+  vm: [roomy, small]
+  disk: [img]
+  dataset: [one]
+  method: [raw]
+YAML
+rc=0
+FERRY_CACHE_DIR="$tmp/capcache" FERRY_RUN_DIR="$tmp/runs" "$FERRY" run --connect test:///default \
+	"$tmp/stage.yaml" >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" = 3 ] || fail "a block cell the guest cannot stage exited $rc, not 3: $(cat "$tmp/err")"
+grep -qF "cell 'vm=small,disk=img,dataset=one,method=raw': method 'raw' (type block) stages the dataset's 300MiB in the guest's RAM, and vm 'small' has 256MiB of memory" \
+	"$tmp/err" || fail "no guest RAM message: $(cat "$tmp/err")"
+grep -qF "raise vms.small.memory" "$tmp/err" || fail "no key to raise: $(cat "$tmp/err")"
+grep -qF "roomy" "$tmp/err" && fail "the cell that fits was named: $(cat "$tmp/err")"
+[ -z "$(ls -A "$tmp/runs")" ] || fail "a refused run left a run directory"
+
 # dataset gen checks the disk it writes to, before it writes
 rc=0
 "$FERRY" dataset gen --files 16 --size 1TiB --dir "$tmp/vast" 2>"$tmp/err" || rc=$?

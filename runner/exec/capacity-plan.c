@@ -11,6 +11,7 @@
 #include "dataset.h"
 #include "matrix.h"
 #include "plan.h"
+#include "units.h"
 #include "util.h"
 
 /* What QEMU and the guest's page tables take beyond the guest's RAM (measured: ~150 MiB). */
@@ -33,6 +34,10 @@ struct plan_needs {
 	size_t n_seen;
 	struct turns *turns;
 	size_t n_turns;
+	/* the first cell whose method stages more in the guest's RAM than its VM can hold */
+	const char *ram_cell;
+	struct plan_cell ram_first;
+	uint64_t ram_need;
 };
 
 /* A dataset counts once, and only when it is generated into a cache that does not hold it. */
@@ -75,6 +80,37 @@ static void add_cell_files(struct plan_needs *pn, const struct plan_cell *c, uin
 		need = UINT64_MAX;
 	if (need > pn->cell_max)
 		pn->cell_max = need;
+}
+
+/* What the cell's method stages in the guest's RAM (method_needs.guest_ram_bytes) against the
+ * staging tmpfs its VM's memory allows: the first cell short of it is kept for the message. */
+static void add_cell_guest_ram(struct plan_needs *pn, const struct plan_cell *c, uint64_t data)
+{
+	const struct method_ops *ops = method_of(c->method);
+	if (pn->ram_cell || !ops || !ops->needs.guest_ram_bytes)
+		return;
+	uint64_t need = ops->needs.guest_ram_bytes(c->method, data);
+	if (need > c->vm->memory / 100 * METHOD_GUEST_STAGE_PCT) {
+		pn->ram_first = *c;
+		pn->ram_cell = c->id;
+		pn->ram_need = need;
+	}
+}
+
+/* The message for a cell whose guest cannot stage its data, or NULL. */
+static char *guest_ram_error(const struct plan_needs *pn)
+{
+	if (!pn->ram_cell)
+		return NULL;
+	const struct plan_cell *c = &pn->ram_first;
+	_cleanup_free_ char *need = format_size(pn->ram_need), *mem = format_size(c->vm->memory),
+			    *cap = human_size(c->vm->memory / 100 * METHOD_GUEST_STAGE_PCT);
+	return xasprintf(
+	    "cell '%s': method '%s' (type %s) stages the dataset's %s in the guest's "
+	    "RAM, and vm '%s' has %s of memory, of which a staging tmpfs takes at most "
+	    "%s (%d%%): raise vms.%s.memory or use a smaller dataset",
+	    pn->ram_cell, c->method->e.name, method_of(c->method)->name, need, c->vm->e.name, mem,
+	    cap, METHOD_GUEST_STAGE_PCT, c->vm->e.name);
 }
 
 /*
@@ -137,7 +173,9 @@ int capacity_plan(const struct plan *p, const struct matrix *m, const char *cach
 		add_dataset(&pn, c.dataset, &s, cache_dir, data, data_inodes);
 		add_cell_files(&pn, &c, data, data_inodes);
 		add_cell_memory(&pn, &c);
+		add_cell_guest_ram(&pn, &c, data);
 	}
+	char *ram_err = guest_ram_error(&pn);
 	const char *mem_what;
 	uint64_t mem_max = memory_need(&pn, &mem_what);
 	free(pn.turns);
@@ -160,5 +198,15 @@ int capacity_plan(const struct plan *p, const struct matrix *m, const char *cach
 		space[n_space].inodes_known = capacity_fs_inodes(run_root, &space[n_space].inodes);
 		n_space++;
 	}
-	return capacity_check(needs, ELEMENTSOF(needs), space, n_space, err);
+	char *short_err = NULL;
+	int rc = capacity_check(needs, ELEMENTSOF(needs), space, n_space, &short_err);
+	if (!ram_err) {
+		*err = short_err;
+		return rc;
+	}
+	*err = rc < 0 ? xasprintf("%s; %s", ram_err, short_err) : ram_err;
+	if (rc < 0)
+		free(ram_err);
+	free(short_err);
+	return -1;
 }

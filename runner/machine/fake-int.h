@@ -23,6 +23,15 @@ struct fake_machine {
 	bool doomed;     /* opened with f->lost_uri */
 	unsigned resets; /* on this machine */
 	bool lost;
+	struct fake_saved *saved; /* machine_fake.no_restore */
+	size_t n_saved;
+};
+
+/* One VM configuration asked to restore (fake_fresh): its state's number, or why it boots. */
+struct fake_saved {
+	char *key;
+	unsigned number; /* 0: it boots, for why */
+	char *why;
 };
 
 /* A process started by the spawn operation, or a guest file open for writing or reading. */

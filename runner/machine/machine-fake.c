@@ -32,6 +32,62 @@ static struct machine_fake *script(struct machine *m)
 	return ((struct fake_machine *)m)->f;
 }
 
+static char *fake_disk_boot_key(struct machine *m, const struct plan_disk *d);
+
+/* Why configuration c cannot be saved (libvirt's reasons, vm_restore_unsupported), or NULL. */
+static const char *fake_unsavable(const struct machine_fake *f, const struct machine_config *c)
+{
+	if (f->no_restore)
+		return f->no_restore;
+	if (c->needs && c->needs->share_dir)
+		return "a shared folder";
+	if (c->needs && c->needs->n_channels)
+		return "extra virtio-serial channels";
+	if (c->needs && c->needs->n_disks)
+		return "boot-time disks";
+	return NULL;
+}
+
+/* machine_config.restore: g restored from its configuration's state (saved at the first need),
+ * or booted with fresh_note saying why (the first time for that configuration). */
+static void fake_fresh(struct fake_machine *fm, struct fake_guest *g,
+		       const struct machine_config *c)
+{
+	struct machine_fake *f = fm->f;
+	_cleanup_free_ char *disk = c->disk ? fake_disk_boot_key(&fm->base, c->disk) : NULL;
+	_cleanup_free_ char *key =
+	    xasprintf("%s{%s}|%s|nic=%d", c->vm->e.name, c->vm->e.sweep ? c->vm->e.sweep : "",
+		      disk ? disk : "?", c->needs ? (int)c->needs->nic : 0);
+	struct fake_saved *s = NULL;
+	for (size_t i = 0; i < fm->n_saved && !s; i++)
+		if (STREQ(fm->saved[i].key, key))
+			s = &fm->saved[i];
+	if (!s) {
+		fm->saved = xrealloc(fm->saved, (fm->n_saved + 1) * sizeof(*fm->saved));
+		s = &fm->saved[fm->n_saved++];
+		*s = (struct fake_saved){ .key = TAKE_PTR(key) };
+		const char *no = fake_unsavable(f, c);
+		if (no)
+			s->why = xstrdup(no);
+		else if (++f->saves == f->fail_save)
+			s->why = xasprintf("saving a booted guest failed: fake save %u fails as "
+					   "scripted",
+					   f->saves);
+		else {
+			s->number = f->saves;
+			f->saved_live++;
+			fake_logf(f, "save %u", s->number);
+		}
+		if (s->why)
+			g->base.fresh_note = xstrdup(s->why);
+	}
+	if (!s->number)
+		return;
+	g->base.restored = true;
+	f->restores++;
+	fake_logf(f, "restore %u %u", g->number, s->number);
+}
+
 static int fake_boot(struct machine *m, const struct machine_config *c, struct machine_guest **out,
 		     char **err, char **detail)
 {
@@ -57,6 +113,8 @@ static int fake_boot(struct machine *m, const struct machine_config *c, struct m
 	}
 	g->base.name = xasprintf("fake-%u", number);
 	g->base.boot_ms = 1;
+	if (c->restore)
+		fake_fresh((struct fake_machine *)m, g, c);
 	f->live++;
 	if (++f->running > f->max_running)
 		f->max_running = f->running;
@@ -145,6 +203,7 @@ static void fake_destroy(struct machine *m, struct machine_guest *mg)
 		fake_real_destroy((struct fake_machine *)m, g);
 	fake_logf(f, "destroy %u", g->number);
 	free(g->base.name);
+	free(g->base.fresh_note);
 	free(g);
 }
 
@@ -318,7 +377,17 @@ static int fake_reclaim(struct machine *m, struct machine_guest *mg, char **err)
 
 static void fake_close(struct machine *m)
 {
-	free(((struct fake_machine *)m)->uri);
+	struct fake_machine *fm = (struct fake_machine *)m;
+	for (size_t i = 0; i < fm->n_saved; i++) {
+		if (fm->saved[i].number) {
+			fake_logf(fm->f, "unsave %u", fm->saved[i].number);
+			fm->f->saved_live--;
+		}
+		free(fm->saved[i].key);
+		free(fm->saved[i].why);
+	}
+	free(fm->saved);
+	free(fm->uri);
 	free(m);
 }
 

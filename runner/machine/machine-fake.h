@@ -58,6 +58,14 @@ struct machine_fake {
 	bool guests;
 	const char *hang;
 	const char *corrupt;
+	/* saved states (machine_config.restore), as libvirt's driver keeps them: the first boot of
+	 * a configuration that can be saved saves it ("save K"), and every guest of it, that one
+	 * included, is restored from it ("restore N K"); a configuration with a share, extra
+	 * channels or boot-time disks cannot be saved (libvirt's reasons), nor any under
+	 * no_restore (its text is the reason); fail_save makes the save with this number (1-based)
+	 * fail, so that configuration boots. The states go when the machine closes ("unsave K"). */
+	const char *no_restore;
+	unsigned fail_save;
 	/* ---- what happened ---- */
 	unsigned boots, destroys, resets, fresh_disks, drops;
 	/* resets that switched a guest to another target disk (machine_reset's disk), and those
@@ -68,7 +76,8 @@ struct machine_fake {
 	unsigned switches, bad_switches;
 	unsigned live; /* guests booted and not destroyed */
 	unsigned suspends, resumes;
-	unsigned running, max_running; /* live guests not suspended, now and at most */
+	unsigned saves, restores, saved_live; /* states made, guests restored, states not removed */
+	unsigned running, max_running;        /* live guests not suspended, now and at most */
 	unsigned bad_runs; /* runs or resets on a suspended guest (the executor's bug) */
 	/* One line per event: "boot N", "destroy N", "reset N", "switch N DISK" (before
 	 * its reset's line), "suspend N", "resume N",

@@ -140,6 +140,13 @@ static char *block_supports(const struct method_ctx *ctx)
 	return NULL;
 }
 
+/* The stream staged in the guest's tmpfs: the dataset's file bytes, concatenated. */
+static uint64_t block_guest_ram_bytes(const struct plan_method *m, uint64_t data)
+{
+	(void)m;
+	return data;
+}
+
 static int block_add_devices(struct method_ctx *ctx, struct method_boot_needs *needs)
 {
 	return channel_add_port(ctx, needs);
@@ -156,8 +163,8 @@ static int block_stage(struct method_ctx *ctx)
 	_cleanup_free_ char *setup =
 	    xasprintf("if grep -q \"^%s \" /proc/mounts; then umount %s || exit 1; fi; "
 		      "mkdir -p " STAGE_DIR " && { grep -q ' " STAGE_DIR " ' /proc/mounts || "
-		      "mount -t tmpfs -o size=90%% tmpfs " STAGE_DIR "; } && rm -f " STAGE_FILE,
-		      ctx->target_dev, dev);
+		      "mount -t tmpfs -o size=%d%% tmpfs " STAGE_DIR "; } && rm -f " STAGE_FILE,
+		      ctx->target_dev, dev, METHOD_GUEST_STAGE_PCT);
 	if (method_guest_sh(ctx, "block: release the target", setup, NULL) < 0)
 		return -1;
 	if (channel_connect(ctx, &s->fd) < 0)
@@ -336,7 +343,9 @@ const struct method_ops method_block = {
 	.name = "block",
 	.summary = "raw device writes",
 	.options = &block_keys,
-	.needs = { .disk_kinds = 1u << PLAN_DISK_IMAGE, .disk_why = "writes a raw device" },
+	.needs = { .disk_kinds = 1u << PLAN_DISK_IMAGE,
+		   .disk_why = "writes a raw device",
+		   .guest_ram_bytes = block_guest_ram_bytes },
 	.rules = block_rules,
 	.n_rules = ELEMENTSOF(block_rules),
 	.supports = block_supports,

@@ -192,7 +192,14 @@ struct method_needs {
 	/* Whether those bytes are the dataset's files one by one (each an inode of the run
 	 * directory's filesystem, counted by the capacity check), not one image or archive. */
 	bool run_dir_files;
+	/* The bytes the method stages in the guest's RAM, in a tmpfs of at most
+	 * METHOD_GUEST_STAGE_PCT percent of it, for one cell whose dataset has `data` bytes (the
+	 * capacity check refuses a cell whose VM's memory cannot hold them); NULL: nothing. */
+	uint64_t (*guest_ram_bytes)(const struct plan_method *m, uint64_t data);
 };
+
+/* The share of a guest's RAM a method's staging tmpfs may take (`mount -t tmpfs -o size=N%`). */
+#define METHOD_GUEST_STAGE_PCT 90
 
 /* A method's options: its struct `st` (first member `uint64_t set`), the rows `defs` with
  * offsets into it, under the static table `var` (the plan reader fills the struct in

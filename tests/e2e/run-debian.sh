@@ -7,7 +7,8 @@
 # guest and records which guest ran it (Debian, GNU userland, systemd, dash); the provenance of
 # this Debian-only plan names no built-in guest; nothing is left behind. Then the same image with
 # its agent masked: the boot fails within boot_timeout saying that nothing opened the agent's
-# port, with the console's tail. FERRY_E2E_DEBIAN_EVERY=1 also runs
+# port, with the console's tail. Then run.fresh restore on the Debian guest (a guest per run,
+# restored from one saved state onto an overlay of its own). FERRY_E2E_DEBIAN_EVERY=1 also runs
 # tests/e2e/plans/debian-every.yaml (every method, 30 cells, 10 more boots).
 source "$(dirname "$0")/run-lib.sh"
 
@@ -65,6 +66,21 @@ case "$msg" in
 *) fail "no-agent boot error does not say what to check: $msg" ;;
 esac
 
+# run.fresh restore on an image-booted guest: both runs in guests restored from one saved state
+# (each on an overlay of its own over the saved root), verified, still Debian with systemd
+res4="$work/restore.json"
+run_ferry 0 "$src/tests/e2e/plans/debian-restore.yaml" --results "$res4" --verbose
+validate "$res4"
+id="vm=deb,disk=ram,dataset=mixed,method=agent-tgz"
+got="$(query "$res4" "[(x['fresh'], x['integrity_ok']) for x in cells['$id']['runs']]")"
+[ "$got" = "[('restore', True), ('restore', True)]" ] || fail "Debian restore runs: $got"
+[ "$(query "$res4" "len({x['boot'] for x in cells['$id']['runs']})")" = 2 ] ||
+	fail "Debian restore: expected a guest per run"
+g="$(query "$res4" "(lambda g: (g['os'].startswith('Debian GNU/Linux 12'), g['init']))(cells['$id']['observed']['guest'])")"
+[ "$g" = "(True, 'systemd')" ] || fail "Debian restore: observed guest $g"
+[ "$(grep -c "restored ferry-" "$work/log")" = 2 ] || fail "Debian restore: expected 2 'restored' lines"
+! grep -q "boots instead of restoring" "$work/log" || fail "the Debian guest was not restored"
+
 # every method (share over 9p and virtiofs, block, every archive variant) on both: 10 boots
 if [ "${FERRY_E2E_DEBIAN_EVERY:-0}" = 1 ]; then
 	res3="$work/every.json"
@@ -75,4 +91,4 @@ if [ "${FERRY_E2E_DEBIAN_EVERY:-0}" = 1 ]; then
 	[ "$bad" = "[]" ] || fail "every-method plan: cells not passed with a verified run: $bad"
 	[ "$(query "$res3" 'len(r["cells"])')" = 30 ] || fail "every-method plan: expected 30 cells"
 fi
-echo "ok: 6 cells passed on the Debian guest and a direct-kernel-boot image, every run verified; a boot without an agent says what to check"
+echo "ok: 6 cells passed on the Debian guest and a direct-kernel-boot image, every run verified; a boot without an agent says what to check; runs in restored Debian guests verified"

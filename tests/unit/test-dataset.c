@@ -399,16 +399,15 @@ static struct manifest *get(const struct dataset_spec *spec, const char *cache, 
 	return m;
 }
 
-static void test_cache(void)
+/* A cache made under umask 077 is still readable by QEMU (libvirt-qemu): directories 0755,
+ * files 0644, down to the manifest. */
+static void check_cache_modes(const char *cache, const struct dataset_spec *spec)
 {
-	char *cache = tmpdir();
-	struct dataset_spec spec = { .files = 4, .size_min = 5000, .seed = 11 };
 	struct dataset_info info;
-
 	/* QEMU runs as libvirt-qemu: the cache must be readable whatever ferry's umask */
 	mode_t old_umask = umask(077);
 	char *sub = xasprintf("%s/deeper", cache);
-	struct manifest *m = get(&spec, sub, false, &info);
+	struct manifest *m = get(spec, sub, false, &info);
 	umask(old_umask);
 	g_assert_true(info.generated);
 	g_assert_null(info.regen_reason);
@@ -422,8 +421,17 @@ static void test_cache(void)
 	manifest_free(m);
 	dataset_info_clear(&info);
 	free(sub);
+}
 
-	m = get(&spec, cache, false, &info);
+static void test_cache(void)
+{
+	char *cache = tmpdir();
+	struct dataset_spec spec = { .files = 4, .size_min = 5000, .seed = 11 };
+	struct dataset_info info;
+
+	check_cache_modes(cache, &spec);
+
+	struct manifest *m = get(&spec, cache, false, &info);
 	g_assert_true(info.generated);
 	g_assert_null(info.regen_reason);
 	char *hash = dataset_spec_hash(&spec);

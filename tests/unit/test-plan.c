@@ -92,33 +92,9 @@ static void set_opt(struct plan_method *m, const char *key, const char *text)
 		g_error("%s: %s", key, err);
 }
 
-static void test_full(void)
+/* test_full's VMs and disks, as written and with their defaults */
+static void check_full_vms_disks(const struct plan *p)
 {
-	/* phase.copy is not a metric: check the message, then parse the corrected plan */
-	char *e = errors_of(full_plan);
-	g_assert_cmpstr(e, ==,
-			"mem.yaml:36:14: invalid metric 'phase.copy' (expected 'throughput', "
-			"'files_per_s', 'total', 'phase.prepare', 'phase.transfer', "
-			"'phase.finalize', 'phase.verify', 'phase.cleanup', 'cv', "
-			"'write_throughput', 'read_throughput', 'guest_write_time', "
-			"'guest_read_time', 'guest_write_throughput', 'guest_read_throughput', "
-			"'alloc_before', 'alloc_after', "
-			"'alloc_growth', 'alloc_deleted', 'cpu_guest', 'cpu_qemu', 'canary_host' "
-			"or 'canary_guest')");
-	g_free(e);
-
-	GString *fixed = g_string_new(full_plan);
-	g_string_replace(fixed, "phase.copy", "phase.finalize", 1);
-	struct diag_list d = { 0 };
-	struct plan *p = parse(fixed->str, &d);
-	g_string_free(fixed, TRUE);
-	g_assert_cmpuint(d.n, ==, 0);
-	g_assert_nonnull(p);
-
-	g_assert_cmpuint(p->version, ==, 1);
-	g_assert_cmpstr(p->name, ==, "full");
-	g_assert_cmpstr(p->connect, ==, "test:///default");
-
 	g_assert_cmpuint(p->n_vms, ==, 3);
 	const struct plan_vm *big = plan_find_vm(p, "big");
 	g_assert_cmpuint(big->vcpus, ==, 4);
@@ -149,7 +125,11 @@ static void test_full(void)
 	g_assert_cmpint(fixed_disk->bus, ==, PLAN_BUS_SATA);
 	g_assert_cmpint(fixed_disk->cache, ==, PLAN_CACHE_NONE);
 	g_assert_cmpint(plan_find_disk(p, "ram")->kind, ==, PLAN_DISK_TMPFS);
+}
 
+/* test_full's datasets and methods, with each type's own options */
+static void check_full_datasets_methods(const struct plan *p)
+{
 	const struct plan_dataset *fl = plan_find_dataset(p, "few-large");
 	g_assert_cmpuint(fl->files, ==, 10);
 	g_assert_cmpuint(fl->size.min, ==, 64 * MiB);
@@ -179,7 +159,11 @@ static void test_full(void)
 	assert_opt(raw, "queue_depth", "8");
 	/* another type's option is not there */
 	g_assert_null(plan_method_get(raw, "msize"));
+}
 
+/* test_full's run settings, criteria and report paths */
+static void check_full_run_report(const struct plan *p)
+{
 	g_assert_cmpuint(p->run.repeat.min, ==, 3);
 	g_assert_cmpuint(p->run.repeat.max, ==, 10);
 	g_assert_cmpfloat(p->run.repeat.until_cv, ==, 5.0);
@@ -204,7 +188,11 @@ static void test_full(void)
 	g_assert_cmpstr(p->report.markdown.rows, ==, "method");
 	g_assert_cmpstr(p->report.markdown.cols, ==, "dataset");
 	g_assert_null(p->report.paths[REPORT_BMF]);
+}
 
+/* test_full's matrix as written, and its expansion */
+static void check_full_matrix(const struct plan *p)
+{
 	/* the matrix, as written */
 	const struct matrix_def *m = &p->matrix;
 	g_assert_cmpuint(m->n_axes, ==, 4);
@@ -222,6 +210,7 @@ static void test_full(void)
 
 	/* cells: 2*2*2*4 = 32, minus the 2*2 agent/many-small ones, plus the include entry's
 	 * own cell (its disk contradicts every product cell, so it extends none) */
+	struct diag_list d = { 0 };
 	struct matrix *mx = plan_expand(p, 0, &d);
 	g_assert_nonnull(mx);
 	size_t n = matrix_n_cells(mx);
@@ -239,7 +228,42 @@ static void test_full(void)
 	g_assert_cmpfloat(cell.run.repeat.until_cv, ==, 5.0);
 	g_assert_cmpuint(cell.run.timeout, ==, 60 * NSEC_PER_SEC);
 	g_assert_cmpuint(cell.run.warmup, ==, 1);
+	g_assert_cmpuint(d.n, ==, 0);
 	matrix_free(mx);
+	diag_list_clear(&d);
+}
+
+static void test_full(void)
+{
+	/* phase.copy is not a metric: check the message, then parse the corrected plan */
+	char *e = errors_of(full_plan);
+	g_assert_cmpstr(e, ==,
+			"mem.yaml:36:14: invalid metric 'phase.copy' (expected 'throughput', "
+			"'files_per_s', 'total', 'phase.prepare', 'phase.transfer', "
+			"'phase.finalize', 'phase.verify', 'phase.cleanup', 'cv', "
+			"'write_throughput', 'read_throughput', 'guest_write_time', "
+			"'guest_read_time', 'guest_write_throughput', 'guest_read_throughput', "
+			"'alloc_before', 'alloc_after', "
+			"'alloc_growth', 'alloc_deleted', 'cpu_guest', 'cpu_qemu', 'canary_host' "
+			"or 'canary_guest')");
+	g_free(e);
+
+	GString *fixed = g_string_new(full_plan);
+	g_string_replace(fixed, "phase.copy", "phase.finalize", 1);
+	struct diag_list d = { 0 };
+	struct plan *p = parse(fixed->str, &d);
+	g_string_free(fixed, TRUE);
+	g_assert_cmpuint(d.n, ==, 0);
+	g_assert_nonnull(p);
+
+	g_assert_cmpuint(p->version, ==, 1);
+	g_assert_cmpstr(p->name, ==, "full");
+	g_assert_cmpstr(p->connect, ==, "test:///default");
+
+	check_full_vms_disks(p);
+	check_full_datasets_methods(p);
+	check_full_run_report(p);
+	check_full_matrix(p);
 	plan_free(p);
 	diag_list_clear(&d);
 }
@@ -423,6 +447,37 @@ static char *write_file(const char *dir, const char *name, const char *text)
 	return path;
 }
 
+/* test_include_merge's faults: a cycle named with its chain, a missing include */
+static void check_include_errors(const char *dir)
+{
+	struct diag_list d = { 0 };
+	/* a cycle: a -> b -> a, reported with the chain */
+	char *a = write_file(dir, "a.yaml", "ferry: 1\ninclude: [b.yaml]\n");
+	char *b = write_file(dir, "b.yaml", "ferry: 1\ninclude: [a.yaml]\n");
+	struct plan *p = plan_parse_file(a, &d);
+	g_assert_null(p);
+	g_assert_cmpuint(d.n, >=, 1);
+	char *expect = g_strdup_printf("include cycle: %s -> %s -> %s/a.yaml", a, b, dir);
+	g_assert_cmpstr(d.items[0].msg, ==, expect);
+	g_assert_cmpstr(d.items[0].file, ==, b);
+	g_assert_cmpint(d.items[0].line, ==, 2);
+	g_assert_cmpint(d.items[0].col, ==, 11);
+	g_free(expect);
+	diag_list_clear(&d);
+
+	/* a missing include */
+	char *c = write_file(dir, "c.yaml", "ferry: 1\ninclude: [nope.yaml]\n");
+	p = plan_parse_file(c, &d);
+	g_assert_null(p);
+	expect = g_strdup_printf("cannot read '%s/nope.yaml': no such file or directory", dir);
+	g_assert_cmpstr(d.items[0].msg, ==, expect);
+	g_free(expect);
+	diag_list_clear(&d);
+	g_free(a);
+	g_free(b);
+	g_free(c);
+}
+
 static void test_include_merge(void)
 {
 	char *dir = g_dir_make_tmp("ferry-test-XXXXXX", NULL);
@@ -484,28 +539,7 @@ static void test_include_merge(void)
 	plan_free(p);
 	diag_list_clear(&d);
 
-	/* a cycle: a -> b -> a, reported with the chain */
-	char *a = write_file(dir, "a.yaml", "ferry: 1\ninclude: [b.yaml]\n");
-	char *b = write_file(dir, "b.yaml", "ferry: 1\ninclude: [a.yaml]\n");
-	p = plan_parse_file(a, &d);
-	g_assert_null(p);
-	g_assert_cmpuint(d.n, >=, 1);
-	char *expect = g_strdup_printf("include cycle: %s -> %s -> %s/a.yaml", a, b, dir);
-	g_assert_cmpstr(d.items[0].msg, ==, expect);
-	g_assert_cmpstr(d.items[0].file, ==, b);
-	g_assert_cmpint(d.items[0].line, ==, 2);
-	g_assert_cmpint(d.items[0].col, ==, 11);
-	g_free(expect);
-	diag_list_clear(&d);
-
-	/* a missing include */
-	char *c = write_file(dir, "c.yaml", "ferry: 1\ninclude: [nope.yaml]\n");
-	p = plan_parse_file(c, &d);
-	g_assert_null(p);
-	expect = g_strdup_printf("cannot read '%s/nope.yaml': no such file or directory", dir);
-	g_assert_cmpstr(d.items[0].msg, ==, expect);
-	g_free(expect);
-	diag_list_clear(&d);
+	check_include_errors(dir);
 
 	const char *names[] = { "base.yaml", "sub/extra.yaml", "main.yaml",
 				"a.yaml",    "b.yaml",         "c.yaml" };
@@ -518,9 +552,6 @@ static void test_include_merge(void)
 	g_rmdir(sub);
 	g_rmdir(dir);
 	g_free(sub);
-	g_free(a);
-	g_free(b);
-	g_free(c);
 	g_free(base);
 	g_free(extra);
 	g_free(main_path);
@@ -694,7 +725,9 @@ static void test_limits(void)
 
 /* The rules table: well-formed rows, and the skip reasons the executor and the methods'
  * supports() get from it (the same cells tests/e2e/test-methods-e2e.c checks through them). */
-static void test_rules(void)
+/* Every rule of the table has a check and a description, a unique id, and only error rules
+ * are checked at run time as such. */
+static void check_rules_table(void)
 {
 	GHashTable *ids = g_hash_table_new(g_str_hash, g_str_equal);
 	for (size_t i = 0; i < n_plan_rules; i++) {
@@ -706,22 +739,13 @@ static void test_rules(void)
 		g_assert_true(!(r->flags & RULE_AT_RUN) || r->kind == RULE_ERROR);
 	}
 	g_hash_table_destroy(ids);
+}
 
-	struct plan_vm vm = { .e.name = (char *)"v",
-			      .guest = PLAN_GUEST_BUILTIN,
-			      .vcpus = 1,
-			      .memory = 1 << 30,
-			      .nic.queues = 1 };
-	struct plan_disk tmpfs = { .e.name = (char *)"t", .kind = PLAN_DISK_TMPFS };
-	struct plan_disk image = { .e.name = (char *)"i",
-				   .kind = PLAN_DISK_IMAGE,
-				   .size = 1 << 30 };
-	struct plan_dataset ds = { .e.name = (char *)"a", .files = 1 };
-	struct plan_method m;
-	g_assert_cmpint(plan_method_init(&m, "m", "channel"), ==, 0);
-	struct plan_cell cell = {
-		.id = "c", .vm = &vm, .disk = &tmpfs, .dataset = &ds, .method = &m
-	};
+/* Archives the guest cannot unpack and disks a method cannot use, per method type: `cell`'s
+ * method is `m`, its disk set to `image` or `tmpfs` per case. */
+static void check_rules_cases(struct plan_cell *cell, struct plan_method *m,
+			      struct plan_disk *image, struct plan_disk *tmpfs)
+{
 	static const struct {
 		const char *type;
 		enum plan_archive_format format;
@@ -741,10 +765,10 @@ static void test_rules(void)
 		  "archive does not apply" },
 	};
 	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
-		g_assert_cmpint(plan_method_init(&m, "m", cases[i].type), ==, 0);
-		m.archive = (struct plan_archive){ 0, cases[i].format, cases[i].compression, 0 };
-		cell.disk = cases[i].image_disk ? &image : &tmpfs;
-		char *why = plan_rules_skip(NULL, &cell);
+		g_assert_cmpint(plan_method_init(m, "m", cases[i].type), ==, 0);
+		m->archive = (struct plan_archive){ 0, cases[i].format, cases[i].compression, 0 };
+		cell->disk = cases[i].image_disk ? image : tmpfs;
+		char *why = plan_rules_skip(NULL, cell);
 		if (cases[i].reason) {
 			g_assert_nonnull(why);
 			g_assert_nonnull(strstr(why, cases[i].reason));
@@ -753,6 +777,28 @@ static void test_rules(void)
 		}
 		free(why);
 	}
+}
+
+static void test_rules(void)
+{
+	check_rules_table();
+
+	struct plan_vm vm = { .e.name = (char *)"v",
+			      .guest = PLAN_GUEST_BUILTIN,
+			      .vcpus = 1,
+			      .memory = 1 << 30,
+			      .nic.queues = 1 };
+	struct plan_disk tmpfs = { .e.name = (char *)"t", .kind = PLAN_DISK_TMPFS };
+	struct plan_disk image = { .e.name = (char *)"i",
+				   .kind = PLAN_DISK_IMAGE,
+				   .size = 1 << 30 };
+	struct plan_dataset ds = { .e.name = (char *)"a", .files = 1 };
+	struct plan_method m;
+	g_assert_cmpint(plan_method_init(&m, "m", "channel"), ==, 0);
+	struct plan_cell cell = {
+		.id = "c", .vm = &vm, .disk = &tmpfs, .dataset = &ds, .method = &m
+	};
+	check_rules_cases(&cell, &m, &image, &tmpfs);
 	/* the run-time message of a method's disk kind need (block on tmpfs) */
 	g_assert_cmpint(plan_method_init(&m, "m", "block"), ==, 0);
 	cell.disk = &tmpfs;

@@ -428,6 +428,24 @@ static void test_markdown_axes(void)
 	free(buf);
 }
 
+/* The provenance says how the runs' guests started (run.fresh), and nothing when no run said */
+static void test_markdown_fresh(void)
+{
+	_cleanup_(results_freep) struct results *r = sample();
+	size_t len;
+	_cleanup_free_ char *none = render_to_string(render_md, r, &len);
+	g_assert_null(strstr(none, "fresh guests"));
+	for (size_t i = 0; i < r->cells[0].n_runs; i++)
+		r->cells[0].runs[i].fresh = i < 2 ? "boot" : "restore";
+	_cleanup_free_ char *md = render_to_string(render_md, r, &len);
+	g_assert_nonnull(strstr(md, "| fresh guests | 4 runs in guests restored from a state saved "
+				    "after one boot per VM configuration, 2 in booted guests |"));
+	for (size_t i = 0; i < r->cells[0].n_runs; i++)
+		r->cells[0].runs[i].fresh = "boot";
+	_cleanup_free_ char *booted = render_to_string(render_md, r, &len);
+	g_assert_nonnull(strstr(booted, "| fresh guests | every run in a booted guest |"));
+}
+
 /* Cells a and b measured in the same 4 blocks: b takes twice a's time in each: a is bold and b
  * says "slower"; two identical configurations (c and d, equal up to each block's noise) get no
  * bold winner and are called indistinguishable or inconclusive, never faster. */
@@ -960,6 +978,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/reporters/markdown-bad-axis", test_markdown_bad_axis);
 	g_test_add_func("/reporters/markdown-bad-axis-escaped", test_markdown_bad_axis_escaped);
 	g_test_add_func("/reporters/markdown-axes", test_markdown_axes);
+	g_test_add_func("/reporters/markdown-fresh", test_markdown_fresh);
 	g_test_add_func("/reporters/markdown-metric", test_markdown_metric);
 	g_test_add_func("/reporters/markdown-verdicts", test_markdown_verdicts);
 	g_test_add_func("/reporters/markdown-cap", test_markdown_cap);

@@ -25,11 +25,9 @@ static const char plan_text[] = "ferry: 1\n"
 
 /* A document that uses every field: every status, every error kind, warmups, a phase that did
  * not run (NAN), undefined statistics (n = 1), hostile strings, nested resolved parameters. */
-static struct results *sample(void)
+/* sample()'s provenance and datasets */
+static void sample_provenance(struct results *r)
 {
-	struct results *r = results_new();
-	results_set_plan(r, "sample", "plans/sample.yaml", plan_text, strlen(plan_text));
-
 	struct result_provenance *p = &r->provenance;
 	p->ferry_version = xstrdup("0.1.0");
 	p->hostname = xstrdup("builder-01");
@@ -49,7 +47,11 @@ static struct results *sample(void)
 			    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
 			    json_pack("{s:i, s:s, s:i}", "files", 10, "size", "64MiB", "seed", 7));
 	results_add_dataset(r, "tree", NULL, NULL);
+}
 
+/* sample()'s passed cell */
+static void sample_passed(struct results *r)
+{
 	/* passed: one warmup and four measured runs, one of them slow */
 	struct result_cell *c = results_add_cell(r, "method=agent,dataset=few-large");
 	result_cell_add_axis(c, "method", "agent");
@@ -87,9 +89,13 @@ static struct results *sample(void)
 	c->cpu_sys_s = 0.0625;
 	c->started_ms = INT64_C(1795993868500);
 	c->finished_ms = INT64_C(1795993900250);
+}
 
+/* sample()'s failed cell */
+static void sample_failed(struct results *r)
+{
 	/* failed: an integrity failure in run 1 and a broken criterion */
-	c = results_add_cell(r, "method=share,dataset=few-large");
+	struct result_cell *c = results_add_cell(r, "method=share,dataset=few-large");
 	result_cell_add_axis(c, "method", "share");
 	result_cell_add_axis(c, "dataset", "few-large");
 	c->status = STATUS_FAILED;
@@ -116,13 +122,17 @@ static struct results *sample(void)
 			      "12.5 MB/s", "20 MB/s");
 	c->started_ms = INT64_C(1795993900300);
 	c->finished_ms = INT64_C(1795993950000);
+}
 
+/* sample()'s errored, skipped and pending cells */
+static void sample_others(struct results *r)
+{
 	/* error: infrastructure fault with hostile strings (quotes, <, ]]>, |, ESC, non-ASCII) */
-	c = results_add_cell(r, "method=agent,dataset=tree");
+	struct result_cell *c = results_add_cell(r, "method=agent,dataset=tree");
 	result_cell_add_axis(c, "method", "agent");
 	result_cell_add_axis(c, "dataset", "tree");
 	c->status = STATUS_ERROR;
-	e = result_cell_add_error(c, ERROR_INFRA, "guest did not boot");
+	struct result_error *e = result_cell_add_error(c, ERROR_INFRA, "guest did not boot");
 	e->libvirt_message = xstrdup("internal error: process exited while connecting to "
 				     "monitor: \"qemu\" <failed> ]]> | \xc3\xa9t\xc3\xa9");
 	e->serial_tail = xstrdup("[    0.000000] Linux version 6.1\n\x1b[31mKernel panic\x1b[0m\r\n"
@@ -142,6 +152,17 @@ static struct results *sample(void)
 	result_cell_add_axis(c, "method", "share");
 	result_cell_add_axis(c, "dataset", "tree");
 	result_cell_add_axis(c, "disk", "ram");
+}
+
+static struct results *sample(void)
+{
+	struct results *r = results_new();
+	results_set_plan(r, "sample", "plans/sample.yaml", plan_text, strlen(plan_text));
+
+	sample_provenance(r);
+	sample_passed(r);
+	sample_failed(r);
+	sample_others(r);
 	return r;
 }
 

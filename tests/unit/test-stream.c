@@ -268,6 +268,69 @@ static bool file_contains(const char *path, const char *needle)
  * pack_stream: agent-file, ISO; stream_concat: block, network pull; dataset_copy: share staging,
  * disk-image snapshots) refuses with a message naming the file, and no byte of the secret is read.
  */
+/* test_swap_refused's second round: dir2 becomes a symlink to a directory whose files are
+ * all the secret, under the same names. */
+static void swap_dir_for_secrets(const char *base, const char *src, const char *secret)
+{
+	char *d = g_build_filename(src, "dir2", NULL);
+	char *evil = g_build_filename(base, "evil", NULL);
+	g_assert_cmpint(rename(d, evil), ==, 0);
+	GDir *gd = g_dir_open(evil, 0, NULL);
+	const char *name;
+	while ((name = g_dir_read_name(gd))) {
+		char *f = g_build_filename(evil, name, NULL);
+		g_assert_cmpint(unlink(f), ==, 0);
+		g_assert_cmpint(link(secret, f), ==, 0);
+		g_free(f);
+	}
+	g_dir_close(gd);
+	g_assert_cmpint(symlink(evil, d), ==, 0);
+	g_free(evil);
+	g_free(d);
+}
+
+/* Every reader of a dataset (stream_pack, pack_stream, stream_concat, dataset_copy) refuses
+ * the tree whose `vrel` was swapped after the scan, and none lets the marker through. */
+static void check_readers_refuse(const char *base, const char *src, const struct manifest *m,
+				 int round, const char *vrel, const char *marker)
+{
+	static const struct plan_archive tar = { 0, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_NONE, 0 };
+	char *stream = g_strdup_printf("%s/swap-%d", base, round);
+	int fd = open(stream, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	uint64_t bytes = 0;
+	char *err = NULL;
+	g_assert_cmpint(stream_pack(&tar, src, m, fd, 1000, &bytes, &err), ==, -1);
+	close(fd);
+	g_assert_nonnull(strstr(err, "changed since it was scanned"));
+	g_assert_nonnull(strstr(err, vrel));
+	g_assert_false(file_contains(stream, marker));
+	free(err), err = NULL;
+
+	GByteArray *got = g_byte_array_new();
+	g_assert_cmpint(pack_stream(&tar, src, m, 4096, keep_sink, got, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "changed since it was scanned"));
+	g_assert_false(contains(got->data, got->len, marker));
+	g_byte_array_free(got, TRUE);
+	free(err), err = NULL;
+
+	fd = open(stream, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	g_assert_cmpint(stream_concat(src, m, fd, 1000, &bytes, NULL, &err), ==, -1);
+	close(fd);
+	g_assert_nonnull(strstr(err, vrel));
+	g_assert_false(file_contains(stream, marker));
+	free(err), err = NULL;
+
+	char *copy = g_strdup_printf("%s/copy-%d", base, round);
+	g_assert_cmpint(dataset_copy(src, m, copy, NULL, NULL, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "changed since it was scanned"));
+	char *cv = g_build_filename(copy, vrel, NULL);
+	g_assert_false(file_contains(cv, marker));
+	free(err), err = NULL;
+	g_free(cv);
+	g_free(copy);
+	g_free(stream);
+}
+
 static void test_swap_refused(void)
 {
 	char *base = NULL;
@@ -297,60 +360,16 @@ static void test_swap_refused(void)
 			g_assert_cmpint(unlink(vpath), ==, 0);
 			g_assert_cmpint(symlink(secret, vpath), ==, 0);
 		} else {
-			char *d = g_build_filename(src, "dir2", NULL);
-			char *evil = g_build_filename(base, "evil", NULL);
-			g_assert_cmpint(rename(d, evil), ==, 0);
-			GDir *gd = g_dir_open(evil, 0, NULL);
-			const char *name;
-			while ((name = g_dir_read_name(gd))) {
-				char *f = g_build_filename(evil, name, NULL);
-				g_assert_cmpint(unlink(f), ==, 0);
-				g_assert_cmpint(link(secret, f), ==, 0);
-				g_free(f);
-			}
-			g_dir_close(gd);
-			g_assert_cmpint(symlink(evil, d), ==, 0);
-			g_free(evil);
-			g_free(d);
+			swap_dir_for_secrets(base, src, secret);
 		}
 
-		static const struct plan_archive tar = { 0, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_NONE,
-							 0 };
-		char *stream = g_strdup_printf("%s/swap-%d", base, round);
-		int fd = open(stream, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		uint64_t bytes = 0;
-		char *err = NULL;
-		g_assert_cmpint(stream_pack(&tar, src, m, fd, 1000, &bytes, &err), ==, -1);
-		close(fd);
-		g_assert_nonnull(strstr(err, "changed since it was scanned"));
-		g_assert_nonnull(strstr(err, vrel));
-		g_assert_false(file_contains(stream, marker));
-		free(err), err = NULL;
-
-		GByteArray *got = g_byte_array_new();
-		g_assert_cmpint(pack_stream(&tar, src, m, 4096, keep_sink, got, &err), ==, -1);
-		g_assert_nonnull(strstr(err, "changed since it was scanned"));
-		g_assert_false(contains(got->data, got->len, marker));
-		g_byte_array_free(got, TRUE);
-		free(err), err = NULL;
-
-		fd = open(stream, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		g_assert_cmpint(stream_concat(src, m, fd, 1000, &bytes, NULL, &err), ==, -1);
-		close(fd);
-		g_assert_nonnull(strstr(err, vrel));
-		g_assert_false(file_contains(stream, marker));
-		free(err), err = NULL;
-
-		char *copy = g_strdup_printf("%s/copy-%d", base, round);
-		g_assert_cmpint(dataset_copy(src, m, copy, NULL, NULL, &err), ==, -1);
-		g_assert_nonnull(strstr(err, "changed since it was scanned"));
-		char *cv = g_build_filename(copy, vrel, NULL);
-		g_assert_false(file_contains(cv, marker));
-		free(err), err = NULL;
+		check_readers_refuse(base, src, m, round, vrel, marker);
 
 		/* undo, for the next round: the manifest still describes the original inodes, so
 		   put back exactly those is impossible; rescan instead */
 		if (round == 0) {
+			char *err = NULL;
+			uint64_t bytes = 0;
 			g_assert_cmpint(unlink(vpath), ==, 0);
 			g_assert_true(g_file_set_contents(vpath, "x", 1, NULL));
 			manifest_free(m);
@@ -367,9 +386,6 @@ static void test_swap_refused(void)
 			g_assert_cmpint(dataset_scan(src, &m, &err), ==, 0);
 			g_free(p2);
 		}
-		g_free(cv);
-		g_free(copy);
-		g_free(stream);
 		g_free(vpath);
 		g_free(vrel);
 	}

@@ -296,6 +296,24 @@ static void test_builtin_xml(void)
 	free(xml);
 }
 
+/* A hot-plug element alone, for disks[1] (a SCSI disk); disks[4] (tmpfs) has none. */
+static void check_disk_hotplug(const struct disk_config *disks)
+{
+	/* a hot-plug element alone */
+	char *err = NULL;
+	char *xml = vm_disk_xml(&disks[1], "sdc", &err);
+	g_assert_null(err);
+	struct parsed p = parse(xml);
+	assert_x(&p, "name(/*)", "disk");
+	assert_x(&p, "string(/disk/target/@dev)", "sdc");
+	assert_x(&p, "string(/disk/serial)", "scsi0");
+	parsed_free(&p);
+	free(xml);
+	g_assert_null(vm_disk_xml(&disks[4], "vdz", &err));
+	g_assert_nonnull(err);
+	free(err);
+}
+
 static void test_disks_xml(void)
 {
 	struct vm_config c;
@@ -345,65 +363,50 @@ static void test_disks_xml(void)
 	g_assert_cmpfloat(xn(&p, "count(/domain/devices/disk)"), ==, 5);
 	/* a SCSI disk at boot: the virtio-scsi controller */
 	assert_x(&p, "string(/domain/devices/controller[@type='scsi']/@model)", "virtio-scsi");
-	const char *d0 = "/domain/devices/disk[serial='ro-virtio']";
-	char *e;
-#define AT(suffix, want)                                                                           \
-	do {                                                                                       \
-		e = g_strconcat("string(", d0, suffix, ")", NULL);                                 \
-		assert_x(&p, e, want);                                                             \
-		g_free(e);                                                                         \
-	} while (0)
-	AT("/@type", "file");
-	AT("/@device", "disk");
-	AT("/driver/@name", "qemu");
-	AT("/driver/@type", "qcow2");
-	AT("/driver/@cache", "none");
-	AT("/driver/@io", "native");
-	AT("/driver/@discard", "unmap");
-	AT("/source/@file", "/r/a.qcow2");
-	AT("/target/@dev", "vda");
-	AT("/target/@bus", "virtio");
+	/* each disk's attributes: serial, path below the disk element, value */
+	static const char *const attrs[][3] = {
+		{ "ro-virtio", "/@type", "file" },
+		{ "ro-virtio", "/@device", "disk" },
+		{ "ro-virtio", "/driver/@name", "qemu" },
+		{ "ro-virtio", "/driver/@type", "qcow2" },
+		{ "ro-virtio", "/driver/@cache", "none" },
+		{ "ro-virtio", "/driver/@io", "native" },
+		{ "ro-virtio", "/driver/@discard", "unmap" },
+		{ "ro-virtio", "/source/@file", "/r/a.qcow2" },
+		{ "ro-virtio", "/target/@dev", "vda" },
+		{ "ro-virtio", "/target/@bus", "virtio" },
+		{ "scsi0", "/target/@bus", "scsi" },
+		{ "scsi0", "/target/@dev", "sda" },
+		{ "scsi0", "/driver/@type", "raw" },
+		{ "scsi0", "/driver/@cache", "writeback" },
+		{ "scsi0", "/driver/@io", "threads" },
+		{ "sata0", "/target/@bus", "sata" },
+		{ "sata0", "/target/@dev", "sdb" },
+		{ "sata0", "/driver/@io", "io_uring" },
+		{ "sata0", "/driver/@cache", "unsafe" },
+		{ "ide0", "/target/@bus", "ide" },
+		{ "ide0", "/target/@dev", "hda" },
+		{ "ide0", "/driver/@cache", "directsync" },
+		{ "v2", "/target/@dev", "vdb" },
+		{ "v2", "/driver/@cache", "writethrough" },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(attrs); i++) {
+		char *e = g_strdup_printf("string(/domain/devices/disk[serial='%s']%s)",
+					  attrs[i][0], attrs[i][1]);
+		assert_x(&p, e, attrs[i][2]);
+		g_free(e);
+	}
 	g_assert_cmpfloat(xn(&p, "count(/domain/devices/disk[serial='ro-virtio']/readonly)"), ==,
 			  1);
-	d0 = "/domain/devices/disk[serial='scsi0']";
-	AT("/target/@bus", "scsi");
-	AT("/target/@dev", "sda");
-	AT("/driver/@type", "raw");
-	AT("/driver/@cache", "writeback");
-	AT("/driver/@io", "threads");
-	d0 = "/domain/devices/disk[serial='sata0']";
-	AT("/target/@bus", "sata");
-	AT("/target/@dev", "sdb");
-	AT("/driver/@io", "io_uring");
-	AT("/driver/@cache", "unsafe");
-	d0 = "/domain/devices/disk[serial='ide0']";
-	AT("/target/@bus", "ide");
-	AT("/target/@dev", "hda");
-	AT("/driver/@cache", "directsync");
-	d0 = "/domain/devices/disk[serial='v2']";
-	AT("/target/@dev", "vdb");
-	AT("/driver/@cache", "writethrough");
 	g_assert_cmpfloat(xn(&p, "count(/domain/devices/disk[serial='v2']/driver/@io)"), ==, 0);
 	g_assert_cmpfloat(xn(&p, "count(/domain/devices/disk[serial='v2']/driver/@discard)"), ==,
 			  0);
 	g_assert_cmpfloat(xn(&p, "count(/domain/devices/disk[serial='v2']/readonly)"), ==, 0);
-#undef AT
 	parsed_free(&p);
 	define_on_test_driver(xml, "ferry-r1-1");
 	free(xml);
 
-	/* a hot-plug element alone */
-	xml = vm_disk_xml(&disks[1], "sdc", &err);
-	g_assert_null(err);
-	p = parse(xml);
-	assert_x(&p, "name(/*)", "disk");
-	assert_x(&p, "string(/disk/target/@dev)", "sdc");
-	assert_x(&p, "string(/disk/serial)", "scsi0");
-	parsed_free(&p);
-	free(xml);
-	g_assert_null(vm_disk_xml(&disks[4], "vdz", &err));
-	g_assert_nonnull(err);
-	free(err);
+	check_disk_hotplug(disks);
 }
 
 /* backend private: ferry's own tap, unmanaged; the virtio back end named, queues when > 1 */
@@ -1006,6 +1009,39 @@ static void test_kvm_probe_remember(void)
 		g_unsetenv("FERRY_CACHE_DIR");
 }
 
+/* Which configurations a saved state can stand for (run.fresh restore): the built-in guest and
+ * a guest booted from an image (its root's overlay becomes the restored guests' base), not one
+ * with a seed, UEFI, boot-time disks, a share, a tap or extra channels, nor on a remote host. */
+static void test_restore_unsupported(void)
+{
+	struct vm_config c;
+	vm_config_init(&c);
+	c.kernel = "/k";
+	c.initrd = "/i";
+	g_assert_null(vm_restore_unsupported(&c, false));
+	g_assert_nonnull(strstr(vm_restore_unsupported(&c, true), "remote"));
+	c.image = "/root.qcow2";
+	g_assert_null(vm_restore_unsupported(&c, false));
+	c.kernel = c.initrd = NULL; /* booted by its bootloader */
+	g_assert_null(vm_restore_unsupported(&c, false));
+	c.seed = "/seed";
+	g_assert_nonnull(strstr(vm_restore_unsupported(&c, false), "seed"));
+	c.seed = NULL;
+	c.firmware = VM_FIRMWARE_UEFI;
+	g_assert_nonnull(strstr(vm_restore_unsupported(&c, false), "UEFI"));
+	c.firmware = VM_FIRMWARE_BIOS;
+	struct disk_config d = { .kind = DISK_KIND_IMAGE, .path = "/t.raw", .bus = DISK_BUS_SATA };
+	c.disks = &d;
+	c.n_disks = 1;
+	g_assert_nonnull(strstr(vm_restore_unsupported(&c, false), "boot-time disks"));
+	c.n_disks = 0;
+	c.share.host_dir = "/srv";
+	g_assert_nonnull(strstr(vm_restore_unsupported(&c, false), "shared folder"));
+	c.share.host_dir = NULL;
+	c.nic.backend = NIC_BACKEND_PRIVATE;
+	g_assert_nonnull(strstr(vm_restore_unsupported(&c, false), "network interface"));
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1013,6 +1049,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/vm/disk-mapping", test_disk_mapping);
 	g_test_add_func("/vm/vm-mapping", test_vm_mapping);
 	g_test_add_func("/vm/xml/builtin", test_builtin_xml);
+	g_test_add_func("/vm/restore-unsupported", test_restore_unsupported);
 	g_test_add_func("/vm/xml/disks", test_disks_xml);
 	g_test_add_func("/vm/xml/nic-share-channels", test_nic_share_channels_xml);
 	g_test_add_func("/vm/xml/nic-private", test_nic_private_xml);

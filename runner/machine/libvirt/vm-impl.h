@@ -43,6 +43,10 @@ struct vm {
 	unsigned n_uploads;
 	char **boot_vols;
 	size_t n_boot_vols;
+	/* a guest booted from an image: its root's qcow2 overlay in the run directory, removed
+	 * with the domain unless a saved state took it (vm_save: the base of the restored guests'
+	 * overlays), or NULL */
+	char *overlay;
 };
 
 /* msg + the last lines of the guest's serial console (a local file, or a volume on a remote

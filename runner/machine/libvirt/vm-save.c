@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/random.h>
@@ -33,6 +34,7 @@
 
 struct vm_saved {
 	char *path;
+	char *disk;   /* the saved guest's root overlay (vm_saved_disk), or NULL */
 	off_t offset; /* where QEMU's migration stream starts in libvirt's save file */
 	uint64_t bytes;
 };
@@ -108,6 +110,12 @@ int vm_save(struct vm *vm, const char *path, struct vm_saved **out, char **err)
 	s->path = xstrdup(path);
 	s->offset = off;
 	s->bytes = (uint64_t)(end - off);
+	if (vm->overlay) {
+		/* the root disk as the saved memory knows it: from now on only a base, never
+		   written (each restored guest writes to an overlay of its own over it) */
+		s->disk = TAKE_PTR(vm->overlay);
+		chmod(s->disk, 0444);
+	}
 	*out = s;
 	return 0;
 }
@@ -117,12 +125,20 @@ uint64_t vm_saved_bytes(const struct vm_saved *s)
 	return s->bytes;
 }
 
+const char *vm_saved_disk(const struct vm_saved *s)
+{
+	return s->disk;
+}
+
 void vm_saved_free(struct vm_saved *s)
 {
 	if (!s)
 		return;
 	unlink(s->path);
+	if (s->disk)
+		unlink(s->disk);
 	free(s->path);
+	free(s->disk);
 	free(s);
 }
 
@@ -131,9 +147,11 @@ const char *vm_restore_unsupported(const struct vm_config *c, bool remote)
 	if (remote)
 		return "a remote libvirt host: ferry hands QEMU the saved state as a file "
 		       "descriptor, which only a local connection carries";
-	if (!c->kernel || c->image)
-		return "a guest booted from a disk image keeps state on its root disk, which a "
-		       "saved memory state does not hold";
+	if (c->seed)
+		return "a NoCloud seed (a CD-ROM attached at boot) is part of the guest's device "
+		       "state";
+	if (c->firmware == VM_FIRMWARE_UEFI)
+		return "UEFI firmware keeps its variables in a file of each domain";
 	if (c->n_disks)
 		return "boot-time disks (a target on sata or ide, or a method's disks) are part "
 		       "of the guest's device state";

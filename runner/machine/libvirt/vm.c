@@ -325,9 +325,10 @@ static int remote_config(struct hoststore *hs, const char *name, struct vm_confi
 	return 0;
 }
 
-/* The files a custom image boots from (c->image): a qcow2 overlay over it in the run directory,
- * and copies of its direct kernel boot's kernel and initrd, which cc then names. The paths are
- * the caller's (*overlay, *kcopy, *icopy) also on failure. */
+/* The files a custom image boots from (c->image): a qcow2 overlay over it in the run directory
+ * (restored from a saved state: over the saved guest's root, vm_saved_disk), and copies of its
+ * direct kernel boot's kernel and initrd, which cc then names. The paths are the caller's
+ * (*overlay, *kcopy, *icopy) also on failure. */
 static int image_files(struct run *run, const char *name, const struct vm_config *c,
 		       struct vm_config *cc, char **overlay, char **kcopy, char **icopy, char **err)
 {
@@ -337,11 +338,15 @@ static int image_files(struct run *run, const char *name, const struct vm_config
 	    (c->initrd && input_check("initrd", c->initrd, NULL, err) < 0))
 		return -1;
 	char abs[PATH_MAX];
-	if (!realpath(c->image, abs)) {
+	const char *saved = c->restore ? vm_saved_disk(c->restore) : NULL;
+	if (saved) {
+		/* ferry's own file, checked when the saved guest booted from the plan's image */
+		snprintf(abs, sizeof(abs), "%s", saved);
+	} else if (!realpath(c->image, abs)) {
 		*err = xasprintf("cannot find image '%s': %s", c->image, strerror(errno));
 		return -1;
 	}
-	_cleanup_free_ char *fmt = vm_image_format(run, abs, err);
+	_cleanup_free_ char *fmt = saved ? xstrdup("qcow2") : vm_image_format(run, abs, err);
 	if (!fmt)
 		return -1;
 	_cleanup_free_ char *oname = xasprintf("%s.overlay.qcow2", name);
@@ -423,6 +428,7 @@ fail:
 /* A boot in the making: what boot_domain() prepared, the vm's once the domain started. */
 struct boot {
 	char *name, *log;
+	char *overlay;          /* an image's root overlay (image_files), or NULL */
 	char *tap, *guest_addr; /* the private network's (netns.h), or NULL */
 	struct netns *ns;
 	struct hoststore *hs; /* a remote host's pool, or NULL */
@@ -433,6 +439,7 @@ static void boot_clear(struct boot *b)
 {
 	free(b->name);
 	free(b->log);
+	free(b->overlay);
 	free(b->tap);
 	free(b->guest_addr);
 }
@@ -470,6 +477,7 @@ static int start_domain(struct run *run, virConnectPtr conn, const struct vm_con
 		boot_vols_clear(&b->bv, NULL);
 	}
 	vm->guest_addr = TAKE_PTR(b->guest_addr);
+	vm->overlay = TAKE_PTR(b->overlay);
 	virConnectRef(conn);
 	vm->conn = conn;
 	vm->dom = dom;
@@ -489,10 +497,10 @@ static int boot_domain(struct run *run, virConnectPtr conn, const struct vm_conf
 	b.name = c->name ? xstrdup(c->name) : run_domain_name(run);
 	_cleanup_free_ char *logname = xasprintf("%s.console.log", b.name);
 	b.log = run_path(run, "logs", logname);
-	_cleanup_free_ char *overlay = NULL, *kcopy = NULL, *icopy = NULL;
+	_cleanup_free_ char *kcopy = NULL, *icopy = NULL;
 	struct vm_config cc = *c;
 
-	if (c->image && image_files(run, b.name, c, &cc, &overlay, &kcopy, &icopy, err) < 0)
+	if (c->image && image_files(run, b.name, c, &cc, &b.overlay, &kcopy, &icopy, err) < 0)
 		return -1;
 	cc.owner_run = run_id(run);
 	cc.owner_pid = (long)getpid();
@@ -705,6 +713,11 @@ void vm_destroy(struct vm *vm)
 	}
 	virConnectClose(vm->conn);
 	free(vm->att);
+	if (vm->overlay) {
+		/* the domain is gone: nothing reads its root's overlay any more */
+		unlink(vm->overlay);
+		free(vm->overlay);
+	}
 	free(vm->name);
 	free(vm->console_log);
 	free(vm);

@@ -179,13 +179,19 @@ int vm_boot(struct run *run, virConnectPtr conn, const struct vm_config *c, unsi
  * restore set starts a new domain (a new name and UUID, auto-destroy, like a boot) from it;
  * vm_boot_ms() is then the time from virDomainCreateXML to the first answered guest-ping.
  * Afterwards its clock is set from the host's and its random pool gets fresh bytes
- * (vm_restore_refresh, called by vm_boot).
+ * (vm_restore_refresh, called by vm_boot). A guest booted from an image (c->image) keeps its
+ * root's overlay of the moment of the save as a read-only base, and every restored guest boots
+ * from an overlay of its own over it: a fresh disk whose contents are the ones the saved memory
+ * knows (vm_saved_disk).
  */
 struct vm_saved;
 int vm_save(struct vm *vm, const char *path, struct vm_saved **out, char **err);
 void vm_saved_free(struct vm_saved *s);
 /* The bytes of QEMU's state in the file. */
 uint64_t vm_saved_bytes(const struct vm_saved *s);
+/* The saved guest's root disk (a qcow2 file of the run directory, read-only from the save on),
+ * or NULL when it booted without an image. */
+const char *vm_saved_disk(const struct vm_saved *s);
 /* Why c cannot be saved and restored (remote: the domain runs on a remote host), or NULL. */
 const char *vm_restore_unsupported(const struct vm_config *c, bool remote);
 /* (vm.c) Load s into vm's QEMU, started with `-incoming defer`, and resume it. */
