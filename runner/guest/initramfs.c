@@ -415,9 +415,9 @@ static int add_elf(struct build *b, const struct pkg *p, const char *path, char 
 	const struct libfile *ld = lib_find(b, interp);
 	if (!ld)
 		return guest_err(err, -ENOENT, "dynamic loader '%s' not found in libc6", interp);
-	/* always the link at the interpreter's path: libc.so.6 names the loader too, so the worklist
-	 * may have listed and copied it already, but only here does /lib64's link appear (a guest
-	 * without it cannot exec any binary: the kernel finds no interpreter, ENOENT) */
+	/* always the link at the interpreter's path: libc.so.6 names the loader too, so the
+	 * worklist may have listed and copied it already, but only here does /lib64's link appear
+	 * (a guest without it cannot exec any binary: the kernel finds no interpreter, ENOENT) */
 	const char *base = strrchr(ld->path, '/') + 1;
 	_cleanup_free_ char *lddest = xasprintf("lib/x86_64-linux-gnu/%s", base);
 	_cleanup_free_ char *ldtarget = xasprintf("/%s", lddest);
