@@ -22,6 +22,11 @@ for f in bin/ferry share/man/man1/ferry.1 share/doc/ferry/LICENSE share/doc/ferr
 	[ -f "$root/$f" ] || fail "meson install does not install $f"
 done
 [ -x "$share/scripts/install-ferry.sh" ] || fail "install-ferry.sh is installed without its x bit"
+# what libvirt starts in place of virtiofsd (confined to unprivileged ids): without it an
+# installed ferry skips virtiofs shares
+libexec="$(meson introspect --buildoptions "$build" |
+	python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "libexecdir"))')"
+[ -x "$root/$libexec/ferry/ferry-virtiofsd" ] || fail "meson install does not install $libexec/ferry/ferry-virtiofsd"
 for f in "$src"/schema/*.json; do
 	cmp -s "$f" "$share/schema/${f##*/}" || fail "schema ${f##*/} is not installed"
 done
@@ -36,7 +41,7 @@ for sh in bash:bash-completion/completions/ferry zsh:zsh/vendor-completions/_fer
 	"$build/ferry" completion "${sh%%:*}" | cmp -s - "$root/share/${sh#*:}" ||
 		fail "the ${sh%%:*} completion is not installed as share/${sh#*:}"
 done
-echo "ok: meson install installs the binary, ferry.1, schemas, plans, guest files, docs, LICENSE, completions"
+echo "ok: meson install installs the binary, ferry-virtiofsd, ferry.1, schemas, plans, guest files, docs, LICENSE, completions"
 
 # the installed plans' `$schema` line names the installed schema
 line="$(grep -m1 'yaml-language-server: \$schema=' "$share/plans/quickstart.yaml")"

@@ -6,10 +6,12 @@
  * between the scan and the transfer cannot send another host file into the guest. And the
  * private copies built from such descriptors (share staging, disk-image sources).
  */
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "dataset.h"
@@ -186,6 +188,26 @@ static int link_fd(int fd, int dfd, const char *leaf)
 	return linkat(AT_FDCWD, proc, dfd, leaf, AT_SYMLINK_FOLLOW);
 }
 
+/* A symbolic link as 9p's mapped-xattr model stores it (dataset_copy_opts.mapped_links). */
+static int mapped_link(int dfd, const char *leaf, const char *target)
+{
+	_cleanup_close_ int fd =
+	    openat(dfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	size_t n = strlen(target);
+	for (size_t off = 0; off < n;) {
+		ssize_t w = write(fd, target + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		off += (size_t)w;
+	}
+	uint32_t mode = htole32(S_IFLNK | 0777);
+	return fsetxattr(fd, "user.virtfs.mode", &mode, sizeof(mode), 0);
+}
+
 int dataset_copy(const char *dir, const struct manifest *m, const char *dst,
 		 const struct dataset_copy_opts *o, uint64_t *copied, char **err)
 {
@@ -245,7 +267,8 @@ int dataset_copy_at(const char *dir, const struct manifest *m, int dst_dirfd, co
 					close(d);
 			}
 		} else if (r == 0 && e->type == MANIFEST_SYMLINK) {
-			r = symlinkat(e->target, pd, leaf);
+			r = o->mapped_links ? mapped_link(pd, leaf, e->target)
+					    : symlinkat(e->target, pd, leaf);
 		} else if (r == 0) {
 			_cleanup_close_ int in = dataset_open_file(src, e, err);
 			if (in < 0)

@@ -198,6 +198,10 @@ struct dataset_copy_opts {
 	/* stop with "interrupted" when this returns true (checked per entry); may be NULL */
 	bool (*cancelled)(void *userdata);
 	void *userdata;
+	/* write each symbolic link as QEMU's 9p security_model=mapped-xattr keeps one: a regular
+	 * file 0600 holding the target, with user.virtfs.mode S_IFLNK|0777 (32 bits, little
+	 * endian); for a 9p share in accessmode mapped, which cannot read a host symlink */
+	bool mapped_links;
 	/* chown what is created (not hard links) to uid:gid */
 	bool chown;
 	uid_t uid;

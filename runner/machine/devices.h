@@ -72,10 +72,11 @@ struct share_config {
 	enum share_mode mode; /* mapped (guest writes work) | passthrough; virtiofs: passthrough */
 	bool readonly;        /* 9p only: libvirt 9.0 refuses a read-only virtiofs share */
 	/*
-	 * 9p (QEMU's own virtio-9p device) or virtiofs: libvirt starts virtiofsd (as root) for the
-	 * domain and stops it with it; the domain gets shared memory backing (memfd), which
-	 * vhost-user needs so that virtiofsd can reach the guest's RAM.
+	 * 9p (QEMU's own virtio-9p device) or virtiofs: libvirt starts ferry-virtiofsd for the
+	 * domain and stops it with it (virtiofsd confined to the ids of share-ids.h); the domain
+	 * gets shared memory backing (memfd), which vhost-user needs so that virtiofsd can reach
+	 * the guest's RAM.
 	 */
 	enum share_driver driver;
-	const char *virtiofsd; /* virtiofs: the daemon's path (vm_virtiofsd_path()) */
+	const char *virtiofsd; /* virtiofs: ferry-virtiofsd's path (vm_virtiofsd_path()) */
 };

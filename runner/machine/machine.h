@@ -281,6 +281,11 @@ struct machine_guest_ops {
 	/* Whether the host can export a directory over virtiofs (has virtiofsd); g may be NULL
 	 * (before boot). */
 	bool (*has_virtiofs)(struct machine *m);
+	/* Whether a 9p share in accessmode mapped shows the guest only what the host holds in
+	 * QEMU's mapped form (security_model=mapped-xattr: a symbolic link is a regular file with
+	 * its target and a user.virtfs.mode xattr; a host symlink there cannot be read). NULL or
+	 * false: the machine shows the host's files as they are (the fake machine's bind mount). */
+	bool (*share_maps_links)(struct machine *m);
 };
 
 struct machine_ops {
@@ -666,6 +671,11 @@ static inline const char *machine_guest_nic_no_vhost_reason(struct machine *m,
 	return m && g && m->ops->guest && m->ops->guest->nic_no_vhost_reason
 		   ? m->ops->guest->nic_no_vhost_reason(m, g)
 		   : NULL;
+}
+static inline bool machine_share_maps_links(struct machine *m)
+{
+	return m && m->ops->guest && m->ops->guest->share_maps_links &&
+	       m->ops->guest->share_maps_links(m);
 }
 static inline bool machine_has_virtiofs(struct machine *m)
 {

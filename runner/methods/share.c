@@ -14,10 +14,13 @@
  *   cells with other datasets can share the VM), read-only, accessmode passthrough: QEMU reads
  *   as libvirt-qemu, which the cache's 0755/0644 modes allow. Nothing is prepared per run.
  * - mode move, or any `archive:`: a writable staging directory of the run, owned by libvirt-qemu
- *   so the guest's unlinks work. Accessmode passthrough all the same: a move only reads and
- *   unlinks (what passthrough cannot do as a non-root QEMU is create files with their owner),
- *   and mapped mode would show the host's real symlinks as unreadable (it keeps symlink
- *   targets inside regular files). A move takes the files away, so every
+ *   so the guest's unlinks work, in accessmode mapped (QEMU security_model=mapped-xattr): what
+ *   the guest makes there is a plain file 0600 (a directory 0700) of libvirt-qemu on the host
+ *   whatever its chmod, chown or mknod asked for, which QEMU keeps in user.virtfs.* xattrs, so
+ *   no setuid file, device or file of another owner appears on the host (passthrough let the
+ *   guest set the setuid bit on libvirt-qemu's files). Mapped mode cannot read a host symlink:
+ *   the links of a `path:` dataset are staged in its form (dataset_copy_opts.mapped_links)
+ *   where the machine serves it (machine_share_maps_links()). A move takes the files away, so every
  *   run needs its own copy on the host: prepare fills the staging directory with hard links to
  *   the dataset (the cache is never modified: unlinking a link leaves the original; a plain copy
  *   when the run directory is on another filesystem). With `archive:` prepare packs the dataset
@@ -25,8 +28,11 @@
  *   move removes the archive from the share afterwards.
  *   A hard link shares the inode: it is made only when QEMU's user cannot write the file
  *   (9p runs QEMU as libvirt-qemu; a file it could write is copied instead).
- * driver virtiofs: exported by a virtiofsd that libvirt starts as root (vm.c gives the domain
- * the shared memory it needs), which can write whatever it exports. libvirt 9.0 refuses a
+ * driver virtiofs: exported by ferry-virtiofsd (vm.c gives the domain the shared memory it
+ * needs): virtiofsd in a user namespace whose root is the host's SHARE_IDS_BASE, with setuid and
+ * setgid bits and devices refused (runner/machine/libvirt/virtiofsd-wrap.c), so what the guest
+ * makes belongs to an id no account owns; what ferry stages for it is owned by that id (the
+ * namespace's root) so that the guest's unlinks work. libvirt 9.0 refuses a
  * read-only virtiofs share ("virtiofs does not yet support read-only mode") and QEMU 7.2's
  * virtiofsd has no read-only option, so the guest never gets the cache or the user's `path:`
  * tree itself: mode copy exports a private copy of the dataset per run (<run>/share-ro/<name>,
@@ -54,6 +60,7 @@
 #include "stream.h"
 #include "rules.h"
 #include "share.h"
+#include "share-ids.h"
 
 #define SHARE_TAG   "ferryshare"
 #define GUEST_MOUNT "/mnt/ferry-share"
@@ -199,7 +206,8 @@ static char *share_supports(const struct method_ctx *ctx)
 		return why;
 	if (SO(m)->driver == SHARE_VIRTIOFS && !machine_has_virtiofs(ctx->machine))
 		return xstrdup("share: driver virtiofs needs virtiofsd on the host "
-			       "(/usr/lib/qemu/virtiofsd or /usr/libexec/virtiofsd), and there "
+			       "(/usr/lib/qemu/virtiofsd or /usr/libexec/virtiofsd) and ferry's "
+			       "ferry-virtiofsd, which confines it to unprivileged ids, and there "
 			       "is none");
 	return NULL;
 }
@@ -221,12 +229,31 @@ static bool virtiofs(const struct method_ctx *ctx)
 	return SO(ctx->method)->driver == SHARE_VIRTIOFS;
 }
 
-static int chown_qemu(const char *path)
+/*
+ * Who owns what ferry stages where the guest may write: the id the guest's file server acts as
+ * (9p: QEMU's user libvirt-qemu; virtiofs: SHARE_IDS_BASE, ferry-virtiofsd's namespace root).
+ * false: no such id (not a Debian libvirt: QEMU may run as root), nothing is chowned.
+ */
+static bool share_owner(const struct method_ctx *ctx, uid_t *uid, gid_t *gid)
 {
+	if (virtiofs(ctx)) {
+		*uid = SHARE_IDS_BASE;
+		*gid = SHARE_IDS_BASE;
+		return true;
+	}
 	struct passwd *pw = getpwnam("libvirt-qemu");
 	if (!pw)
-		return 0; /* not a Debian libvirt: QEMU may run as root */
-	return lchown(path, pw->pw_uid, pw->pw_gid);
+		return false;
+	*uid = pw->pw_uid;
+	*gid = pw->pw_gid;
+	return true;
+}
+
+static int chown_owner(const struct method_ctx *ctx, const char *path)
+{
+	uid_t u;
+	gid_t g;
+	return share_owner(ctx, &u, &g) ? lchown(path, u, g) : 0;
 }
 
 /* 9p staging: a hard link only when QEMU's user (libvirt-qemu) cannot write the file. */
@@ -264,22 +291,21 @@ static char *dataset_name(const struct method_ctx *ctx)
 	return xasprintf("p%016llx", (unsigned long long)h);
 }
 
-/* Copy (or, for 9p, link where safe) the dataset into dst from descriptors. */
 /* Copy (or, for 9p, link where safe) the dataset into the entry `name` of dirfd (shown: its
- * path), from descriptors, never through a symlink a guest put there. */
+ * path), from descriptors, never through a symlink a guest put there; writable: for a share the
+ * guest may write, owned by share_owner(). */
 static int stage_tree(struct method_ctx *ctx, int dirfd, const char *name, const char *shown,
-		      bool owned_by_qemu)
+		      bool writable)
 {
 	struct dataset_copy_opts o = {
 		.may_link = virtiofs(ctx) ? NULL : qemu_cannot_write,
 		.cancelled = copy_cancelled,
+		/* a writable 9p share is in accessmode mapped */
+		.mapped_links =
+		    writable && !virtiofs(ctx) && machine_share_maps_links(ctx->machine),
 	};
-	struct passwd *pw = owned_by_qemu ? getpwnam("libvirt-qemu") : NULL;
-	if (pw) {
-		o.chown = true;
-		o.uid = pw->pw_uid;
-		o.gid = pw->pw_gid;
-	}
+	if (writable)
+		o.chown = share_owner(ctx, &o.uid, &o.gid);
 	_cleanup_free_ char *err = NULL;
 	uint64_t copied = 0;
 	if (dataset_copy_at(ctx->dataset_dir, ctx->manifest, dirfd, name, shown, &o, &copied,
@@ -305,11 +331,13 @@ static int open_staging(struct method_ctx *ctx, struct share_state *s)
 	if (rfd < 0 || rm_tree_at(rfd, name, &err) < 0)
 		return method_fail(ctx, ERROR_INFRA, NULL, "share: cannot empty '%s': %s",
 				   s->staging, err ? err : strerror(errno));
-	struct passwd *pw = getpwnam("libvirt-qemu");
+	uid_t u;
+	gid_t g;
+	bool own = share_owner(ctx, &u, &g);
 	int fd = -1;
 	if (mkdirat(rfd, name, 0755) < 0 ||
 	    (fd = openat(rfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
-	    fchmod(fd, 0755) < 0 || (pw && fchown(fd, pw->pw_uid, pw->pw_gid) < 0)) {
+	    fchmod(fd, 0755) < 0 || (own && fchown(fd, u, g) < 0)) {
 		int e = errno;
 		if (fd >= 0)
 			close(fd);
@@ -357,11 +385,12 @@ static int share_add_devices(struct method_ctx *ctx, struct method_boot_needs *n
 			return method_fail(ctx, ERROR_INFRA, NULL, "share: mkdir '%s': %s", root,
 					   strerror(errno));
 		chmod(root, 0755);
-		if (chown_qemu(root) < 0)
+		if (chown_owner(ctx, root) < 0)
 			return method_fail(ctx, ERROR_INFRA, NULL, "share: chown '%s': %s", root,
 					   strerror(errno));
 		needs->share_dir = TAKE_PTR(root);
-		needs->share_mode = SHARE_MODE_PASSTHROUGH;
+		/* 9p: the guest's modes and owners in xattrs, never on the host's files */
+		needs->share_mode = virtiofs(ctx) ? SHARE_MODE_PASSTHROUGH : SHARE_MODE_MAPPED;
 		needs->share_readonly = false;
 		/* virtiofs move: the first run's private copy, before anything is timed */
 		if (prestaged_mode(ctx)) {
@@ -474,8 +503,10 @@ static int share_prepare(struct method_ctx *ctx)
 	if (stream_pack(&m->archive, ctx->dataset_dir, ctx->manifest, fd, ctx->timeout_ms, &bytes,
 			&err) < 0)
 		return method_fail(ctx, ERROR_INFRA, NULL, "share: packing '%s': %s", file, err);
-	struct passwd *pw = getpwnam("libvirt-qemu");
-	if (fchown(fd, pw ? pw->pw_uid : 0, pw ? pw->pw_gid : 0) < 0)
+	uid_t u = 0;
+	gid_t g = 0;
+	share_owner(ctx, &u, &g);
+	if (fchown(fd, u, g) < 0)
 		return method_fail(ctx, ERROR_INFRA, NULL, "share: chown '%s': %s", file,
 				   strerror(errno));
 	ctx->bytes = bytes;

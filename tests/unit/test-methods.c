@@ -11,6 +11,8 @@
 #include <glib/gstdio.h>
 #include <openssl/evp.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "dataset.h"
 #include "dataset-plan.h"
@@ -19,6 +21,8 @@
 #include "keys.h"
 #include "methods/method.h"
 #include "rules.h"
+#include "run.h"
+#include "share-ids.h"
 #include "util.h"
 
 static void test_shell_quote(void)
@@ -424,6 +428,82 @@ static void test_method_metrics(void)
 	json_decref(ctx.metrics);
 }
 
+/*
+ * Issue 24 class 2, what share.c asks of the machine: a 9p share the guest may write (mode move,
+ * an archive) is in accessmode mapped, a read-only one passthrough; a virtiofs move's staged
+ * copy belongs to SHARE_IDS_BASE (ferry-virtiofsd's namespace root), never to root.
+ */
+static void test_share_modes(void)
+{
+	char *base = g_dir_make_tmp("ferry-test-share-XXXXXX", NULL);
+	g_chmod(base, 0755);
+	char *src = g_build_filename(base, "ds", NULL),
+	     *runs = g_build_filename(base, "runs", NULL);
+	struct dataset_spec spec = { .files = 2, .size_min = 10, .size_max = 10, .seed = 3 };
+	struct dataset_gen_opts go = { .no_sync = true };
+	struct manifest *m = NULL;
+	char *err = NULL;
+	if (dataset_generate(&spec, src, &go, &m, &err) < 0)
+		g_error("%s", err);
+	g_mkdir(runs, 0755);
+	g_setenv("FERRY_RUN_DIR", runs, TRUE);
+	struct run *run = run_open(&err);
+	g_assert_nonnull(run);
+	static const struct {
+		const char *driver, *mode, *archive;
+		enum share_mode want;
+		bool readonly;
+	} cases[] = {
+		{ "9p", "copy", NULL, SHARE_MODE_PASSTHROUGH, true },
+		{ "9p", "move", NULL, SHARE_MODE_MAPPED, false },
+		{ "9p", "copy", "tar", SHARE_MODE_MAPPED, false },
+		{ "virtiofs", "move", NULL, SHARE_MODE_PASSTHROUGH, false },
+	};
+	struct plan_dataset pds = { 0 };
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		struct plan_method pm;
+		g_assert_cmpint(plan_method_init(&pm, "s", "share"), ==, 0);
+		g_assert_cmpint(plan_method_set(&pm, "driver", cases[i].driver, &err), ==, 0);
+		g_assert_cmpint(plan_method_set(&pm, "mode", cases[i].mode, &err), ==, 0);
+		if (cases[i].archive)
+			pm.archive.format = PLAN_ARCHIVE_TAR;
+		struct plan_cell cell = { .id = (char *)"cell", .method = &pm, .dataset = &pds };
+		struct method_ctx ctx = { .cell = &cell,
+					  .method = &pm,
+					  .pds = &pds,
+					  .run = run,
+					  .dataset_dir = src,
+					  .manifest = m };
+		struct method_boot_needs n = { 0 };
+		const struct method_ops *ops = method_find_name("share");
+		g_assert_cmpint(ops->add_devices(&ctx, &n), ==, 0);
+		g_assert_cmpint(n.share_mode, ==, cases[i].want);
+		g_assert_cmpint(n.share_readonly, ==, cases[i].readonly);
+		if (!strcmp(cases[i].driver, "virtiofs") && geteuid() == 0) {
+			/* the staged copy for the first run: the one cell directory of the root */
+			GDir *gd = g_dir_open(n.share_dir, 0, NULL);
+			const char *cell_dir = gd ? g_dir_read_name(gd) : NULL;
+			g_assert_nonnull(cell_dir);
+			struct stat sb;
+			char *data = g_build_filename(n.share_dir, cell_dir, "data", NULL);
+			g_dir_close(gd);
+			g_assert_cmpint(lstat(data, &sb), ==, 0);
+			g_assert_cmpuint(sb.st_uid, ==, SHARE_IDS_BASE);
+			g_assert_cmpint(lstat(n.share_dir, &sb), ==, 0);
+			g_assert_cmpuint(sb.st_uid, ==, SHARE_IDS_BASE);
+			g_free(data);
+		}
+		if (ops->free_state)
+			ops->free_state(&ctx);
+		free(n.share_dir), free(n.share_tag);
+		plan_method_clear(&pm);
+	}
+	run_close(run, NULL);
+	manifest_free(m);
+	rm_tree(base, NULL);
+	g_free(src), g_free(runs), g_free(base);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -440,5 +520,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/methods/stream-cpio-xz", test_stream_cpio_xz);
 	g_test_add_func("/methods/stream-zip", test_stream_zip);
 	g_test_add_func("/methods/stream-pax", test_stream_pax);
+	g_test_add_func("/methods/share-modes", test_share_modes);
 	return g_test_run();
 }

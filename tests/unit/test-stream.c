@@ -6,12 +6,14 @@
  * the result must hold exactly the dataset (types, sizes, hashes, a symlink). Also the skip
  * reasons for what the guest cannot unpack, and the concatenated stream's SHA-256 (block).
  */
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -464,6 +466,45 @@ static void test_copy(void)
 	manifest_free(m);
 }
 
+/* mapped_links: the link "link" -> "dir0" as 9p's mapped-xattr model keeps it (what QEMU reads
+ * back as a link), every other entry as a plain copy; where the filesystem has no user xattrs
+ * the copy fails rather than leave a link QEMU cannot read. */
+static void test_copy_mapped_links(void)
+{
+	char *base = NULL;
+	struct manifest *m = NULL;
+	fixture(&base, &m);
+	char *src = g_build_filename(base, "src", NULL),
+	     *dst = g_build_filename(base, "mapped", NULL);
+	char *err = NULL;
+	struct dataset_copy_opts o = { .mapped_links = true };
+	int rc = dataset_copy(src, m, dst, &o, NULL, &err);
+	char *link = g_build_filename(dst, "link", NULL);
+	uint32_t mode = 0;
+	if (rc < 0 && strstr(err, "not supported")) {
+		g_test_skip("the test directory's filesystem has no user xattrs");
+	} else {
+		g_assert_cmpint(rc, ==, 0);
+		struct stat st;
+		g_assert_cmpint(lstat(link, &st), ==, 0);
+		g_assert_true(S_ISREG(st.st_mode));
+		g_assert_cmpuint(st.st_mode & 07777, ==, 0600);
+		gchar *text = NULL;
+		g_assert_true(g_file_get_contents(link, &text, NULL, NULL));
+		g_assert_cmpstr(text, ==, "dir0");
+		g_assert_cmpint(getxattr(link, "user.virtfs.mode", &mode, sizeof(mode)), ==, 4);
+		g_assert_cmpuint(le32toh(mode), ==, S_IFLNK | 0777);
+		char *f = g_build_filename(dst, "dir0", NULL);
+		g_assert_true(g_file_test(f, G_FILE_TEST_IS_DIR) &&
+			      !g_file_test(f, G_FILE_TEST_IS_SYMLINK));
+		g_free(f), g_free(text);
+	}
+	free(err);
+	rm_tree(base, NULL);
+	g_free(link), g_free(dst), g_free(src), g_free(base);
+	manifest_free(m);
+}
+
 /* ---- the network method's host side, with the host's busybox as the guest ---- */
 
 /* The GNU/Debian guest's userland instead of busybox: dash as sh, the host's own tools. */
@@ -779,6 +820,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/stream/roundtrip-busybox", test_roundtrip);
 	g_test_add_func("/stream/swap-refused", test_swap_refused);
 	g_test_add_func("/stream/copy", test_copy);
+	g_test_add_func("/stream/copy-mapped-links", test_copy_mapped_links);
 	g_test_add_func("/stream/network-pull", test_network_pull);
 	g_test_add_func("/stream/network-pull-gnu", test_network_pull_gnu);
 	g_test_add_func("/stream/network-push-token", test_network_push_token);

@@ -293,6 +293,11 @@ static bool lv_has_virtiofs(struct machine *m)
 	return vm_virtiofsd_path() != NULL;
 }
 
+static bool lv_share_maps_links(struct machine *m)
+{
+	return true; /* QEMU's virtio-9p, security_model=mapped-xattr */
+}
+
 const struct machine_guest_ops machine_libvirt_guest_ops = {
 	.exec = lv_exec,
 	.spawn = lv_spawn,
@@ -316,6 +321,7 @@ const struct machine_guest_ops machine_libvirt_guest_ops = {
 	.net_run = lv_net_run,
 	.nic_no_vhost_reason = lv_nic_no_vhost_reason,
 	.has_virtiofs = lv_has_virtiofs,
+	.share_maps_links = lv_share_maps_links,
 };
 
 struct machine_guest *machine_libvirt_guest_wrap(struct machine *m, struct vm *vm,

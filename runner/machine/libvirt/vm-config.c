@@ -6,11 +6,14 @@
  */
 #include "vm.h"
 
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <libxml/tree.h>
 
 #include "cleanup.h"
+#include "config.h"
 #include "plan-limits.h"
 #include "util.h"
 
@@ -58,14 +61,42 @@ bool vm_vhost_net_available(void)
 	return access("/dev/vhost-net", R_OK | W_OK) == 0;
 }
 
-const char *vm_virtiofsd_path(void)
+/* The host's own virtiofsd (Debian/Ubuntu's QEMU 7.x; Fedora and the Rust virtiofsd package):
+ * ferry-virtiofsd looks in the same places */
+static bool host_virtiofsd(void)
 {
-	/* Debian/Ubuntu's QEMU 7.x; Fedora and the Rust virtiofsd package */
 	static const char *const paths[] = { "/usr/lib/qemu/virtiofsd", "/usr/libexec/virtiofsd" };
 	for (size_t i = 0; i < ELEMENTSOF(paths); i++)
 		if (access(paths[i], X_OK) == 0)
-			return paths[i];
-	return NULL;
+			return true;
+	return false;
+}
+
+/*
+ * ferry-virtiofsd, which libvirt starts in place of virtiofsd (virtiofsd-wrap.c): the build
+ * tree's when this binary runs from the build tree it was built in, else the installed one. Never
+ * the host's virtiofsd itself: it runs as root, and a guest could make setuid-root files with it.
+ */
+const char *vm_virtiofsd_path(void)
+{
+	static char *path;
+	static bool done;
+	if (done)
+		return path;
+	done = true;
+	if (!host_virtiofsd())
+		return NULL;
+	_cleanup_free_ char *exe = realpath("/proc/self/exe", NULL);
+	_cleanup_free_ char *root = realpath(FERRY_BUILD_DIR, NULL);
+	size_t n = root ? strlen(root) : 0;
+	char *p = exe && root && strncmp(exe, root, n) == 0 && exe[n] == '/'
+		      ? xasprintf("%s/ferry-virtiofsd", root)
+		      : xstrdup(FERRY_LIBEXECDIR "/ferry-virtiofsd");
+	if (access(p, X_OK) == 0)
+		path = p;
+	else
+		free(p);
+	return path;
 }
 
 /* ---- validation ---- */
@@ -658,10 +689,10 @@ static void xml_share(xmlNodePtr dev, const struct vm_config *c)
 		prop(fs, "accessmode", share_mode_names[c->share.mode]);
 		if (c->share.driver == SHARE_DRIVER_VIRTIOFS) {
 			/*
-			 * libvirt runs virtiofsd as root with its default sandbox (namespaces),
-			 * which works on this host as is (Debian 12, libvirt 9.0, QEMU 7.2's
-			 * virtiofsd), and kills it with the domain. queue: the size libvirt's
-			 * documentation gives for virtiofs.
+			 * libvirt starts ferry-virtiofsd as root, which runs virtiofsd in a user
+			 * namespace of unprivileged ids without setuid bits or devices
+			 * (virtiofsd-wrap.c) with its default sandbox (namespaces), and kills it
+			 * with the domain. queue: the size libvirt's documentation gives.
 			 */
 			xmlNodePtr drv = add(fs, "driver", NULL);
 			prop(drv, "type", "virtiofs");

@@ -85,7 +85,8 @@ struct vm_config {
 	const struct vm_saved *restore;
 };
 
-/* The host's virtiofsd (Debian: /usr/lib/qemu/virtiofsd), or NULL when there is none. */
+/* ferry-virtiofsd (the host's virtiofsd confined to SHARE_IDS_BASE's ids, virtiofsd-wrap.c),
+ * or NULL when the host has no virtiofsd or ferry-virtiofsd is not built or installed. */
 const char *vm_virtiofsd_path(void);
 
 /* Empty PCIe root ports a q35 domain gets for hot-plugged virtio disks. */
