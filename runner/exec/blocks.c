@@ -188,6 +188,8 @@ void run_blocks(struct exec *x)
 	x->blocks = true;
 	x->boots0 = x->res->boots;
 	uint64_t t0 = now_ns(), pilot_ns = 0;
+	x->rule = rule;
+	x->blocks_t0 = x->blocks_end = t0;
 	double boots0 = x->res->time.boots + x->res->time.teardown;
 	unsigned nboots0 = x->res->boots;
 	size_t pilot_runs = 0;
@@ -197,6 +199,7 @@ void run_blocks(struct exec *x)
 		if (x->stop || run_interrupted())
 			break;
 		d->blocks = b;
+		x->blocks_end = now_ns();
 		if (b <= d->pilot_blocks) {
 			pilot_ns += now_ns() - tb;
 			pilot_runs += took;

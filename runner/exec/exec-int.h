@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "dataset.h"
+#include "design.h"
 #include "exec.h"
 #include "keys.h"
 #include "units.h"
@@ -92,6 +93,10 @@ struct exec {
 	int64_t block;     /* the block running (run.boots, blocks.c), from 1; 0: none */
 	bool blocks;       /* the run is a sequence of blocks (blocks.c) */
 	unsigned boots0;   /* the boots before the first block */
+	/* the blocks' stop rule, when they started and when the last whole block ended
+	   (blocks.c), for the ETA's projection of how many blocks the run takes (eta.c) */
+	struct design_rule rule;
+	uint64_t blocks_t0, blocks_end;
 	uint64_t t0;
 };
 
@@ -124,7 +129,9 @@ double exec_eta(const struct exec *x);
 /* the measured runs cell c takes in all if no stop rule ends it early (repeat.min; in blocks,
  * boots.min blocks at the runs per boot decided so far) */
 uint64_t exec_planned_runs(const struct exec *x, const struct xcell *c);
-/* the blocks the run takes if no stop rule ends it early: boots.min, or the current one */
+/* the blocks the run is expected to take: the stop rule's (run.until, run.budget, boots.max)
+ * projected from the half-width and the block cost measured so far, at least boots.min and
+ * the current one (eta.c) */
 uint64_t exec_planned_blocks(const struct exec *x);
 /* Format a message for the options' line() or error() callback; nothing when it is unset. */
 void progress_line(const struct exec_opts *o, const char *fmt, ...) _printf_(2, 3);

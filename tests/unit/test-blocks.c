@@ -13,6 +13,7 @@
 
 #include "design.h"
 #include "exec.h"
+#include "exec-int.h"
 #include "fake-run.h"
 #include "plan.h"
 #include "stats.h"
@@ -503,6 +504,60 @@ static void test_one_unit(void)
 	fake_run_clear(&t);
 }
 
+/*
+ * The ETA's blocks (eta.c exec_planned_blocks): the stop rule projected from the half-width
+ * (1/sqrt(blocks)) and the block cost measured so far, capped by boots.max and the budget, never
+ * under boots.min or the block running. Pure arithmetic on a hand-made state: no clock.
+ */
+static void test_eta_projection(void)
+{
+	struct results *r = results_new();
+	struct exec_result res = { 0 };
+	struct exec x = { .r = r, .res = &res, .rule = { 3, 6, 0.05, 0 } };
+	struct result_design *d = &r->design;
+	d->runs_per_boot = 1;
+	d->halfwidth = NAN;
+	/* nothing measured: every block up to boots.max */
+	x.block = 1;
+	g_assert_cmpuint(exec_planned_blocks(&x), ==, 6);
+	/* 3 blocks at a half-width of 6%: 3 * 1.2^2 = 4.32, so 5 */
+	x.block = 4;
+	d->blocks = 3;
+	d->halfwidth = 0.06;
+	g_assert_cmpuint(exec_planned_blocks(&x), ==, 5);
+	/* at 10%: 12 blocks wanted, boots.max caps it */
+	d->halfwidth = 0.10;
+	g_assert_cmpuint(exec_planned_blocks(&x), ==, 6);
+	/* already within: boots.min, or the block running */
+	d->halfwidth = 0.04;
+	x.block = 0;
+	g_assert_cmpuint(exec_planned_blocks(&x), ==, 3);
+	x.block = 4;
+	g_assert_cmpuint(exec_planned_blocks(&x), ==, 4);
+	/* a budget of 90 s at 20 s a block: the block that ends past it is the fifth */
+	x.rule.budget = 90;
+	d->halfwidth = 0.10;
+	x.blocks_t0 = now_ns() - UINT64_C(60000000000);
+	x.blocks_end = x.blocks_t0 + UINT64_C(60000000000);
+	g_assert_cmpuint(exec_planned_blocks(&x), ==, 5);
+	/* the fourth block running late, 31 s after the third ended: past the budget, the last */
+	x.blocks_t0 -= UINT64_C(31000000000);
+	x.blocks_end -= UINT64_C(31000000000);
+	g_assert_cmpuint(exec_planned_blocks(&x), ==, 4);
+	/* between blocks, after the third at 60 s: (90 - 60) / 20 more, so 5 */
+	x.block = 0;
+	x.blocks_end += UINT64_C(31000000000);
+	x.blocks_t0 += UINT64_C(31000000000);
+	g_assert_cmpuint(exec_planned_blocks(&x), ==, 5);
+	x.block = 4;
+	/* the budget before a block has ended: the live cells' runs plus a boot per group */
+	d->blocks = 0;
+	x.block = 1;
+	d->halfwidth = NAN;
+	g_assert_cmpuint(exec_planned_blocks(&x), ==, 6); /* no boot measured: unknown cost */
+	results_free(r);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -519,6 +574,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/blocks/cell-timeout", test_cell_timeout);
 	g_test_add_func("/blocks/plan-keys", test_plan_keys);
 	g_test_add_func("/blocks/one-unit", test_one_unit);
+	g_test_add_func("/blocks/eta-projection", test_eta_projection);
 	int rc = g_test_run();
 	fake_dir_remove(tmp_dir);
 	return rc;
