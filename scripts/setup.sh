@@ -25,6 +25,9 @@ packages=(
 	debootstrap
 	# share driver smb: smbd in the run's private network (testparm checks its configuration)
 	samba samba-common-bin
+	# the ssh method's clients (ssh, scp, ssh-keygen; rsync); the fake guest's ssh server in the
+	# unit tests is the host's dropbear
+	openssh-client rsync dropbear-bin
 	# tests: report consumers and tools
 	libxml2-utils valgrind cmark-gfm python3 python3-junitparser python3-jsonschema
 	clang-format iproute2 locales

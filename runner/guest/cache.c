@@ -192,6 +192,10 @@ static int build_into(struct build *b, const char *dir, const char *key, const s
 	r = add_agent(b, qga, err);
 	if (r < 0)
 		return r;
+	build_progress(b, "unpacking dropbear, scp and rsync and their libraries");
+	r = add_tools(b, err);
+	if (r < 0)
+		return r;
 	r = add_kernel(b, kpkg, err);
 	if (r < 0)
 		return r;

@@ -86,6 +86,28 @@ static const char *const guest_modules_later[] = {
 };
 
 /* The fixture files installed into the initramfs: name in fixtures/guest, path, mode. */
+/*
+ * Programs of Debian packages the guest carries besides busybox and qemu-ga, each with the
+ * shared libraries it needs: the ssh method's server (dropbear; dropbearconvert reads the
+ * OpenSSH-format host key the host makes per run), the remote ends of `scp -O` (scp -t) and
+ * of rsync over ssh (rsync --server).
+ */
+static const struct guest_tool {
+	const char *package, *path;
+} guest_tools[] = {
+	{ "dropbear-bin", "usr/sbin/dropbear" },
+	{ "dropbear-bin", "usr/bin/dropbearconvert" },
+	{ "openssh-client", "usr/bin/scp" },
+	{ "rsync", "usr/bin/rsync" },
+};
+
+/* Whether a package holds shared libraries the guest's programs may need: Debian names them
+ * lib*, and zlib1g (libz). */
+static inline bool guest_lib_package(const char *name)
+{
+	return strncmp(name, "lib", 3) == 0 || STREQ(name, "zlib1g");
+}
+
 static const struct guest_fixture_file {
 	const char *name, *path;
 	unsigned mode;
@@ -252,6 +274,8 @@ void tree_add_file_take(struct guest_tree *t, const char *path, unsigned mode, u
 int add_busybox(struct build *b, const struct pkg *p, const char *tmpdir, char **err);
 /* qemu-ga, the libraries it needs (DT_NEEDED, transitively) and the dynamic loader. */
 int add_agent(struct build *b, const struct pkg *qga, char **err);
+/* The same for every program of guest_tools. */
+int add_tools(struct build *b, char **err);
 
 /* Write data as the file path (mode exactly), atomically: write_file_atomic(). Returns 0 or a
  * negative errno with *err. */

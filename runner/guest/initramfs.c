@@ -327,38 +327,59 @@ static const struct libfile *lib_find(const struct build *b, const char *name)
 	return NULL;
 }
 
-int add_agent(struct build *b, const struct pkg *qga, char **err)
+/* The shared libraries of every lib* package, once per build (lib_find() reads them). */
+static int collect_libs(struct build *b, char **err)
 {
-	unsigned char *data;
-	size_t len;
-	int r = deb_file(qga, "usr/sbin/qemu-ga", &data, &len, err);
-
-	if (r < 0)
-		return r;
-	tree_add_file_take(&b->tree, "usr/sbin/qemu-ga", 0755, data, len);
-	_cleanup_free_ char *interp = elf_interp(data, len);
-	if (!interp)
-		return guest_err(err, -EINVAL, "qemu-ga has no program interpreter");
-
+	if (b->libraries)
+		return 0;
 	for (size_t i = 0; i < b->pkgs.n; i++) {
 		const struct pkg *p = &b->pkgs.items[i];
-		if (!has_prefix(p->name, "lib"))
+		if (!guest_lib_package(p->name))
 			continue;
-		r = deb_walk(p->deb, lib_collect, b, err);
+		int r = deb_walk(p->deb, lib_collect, b, err);
 		if (r < 0)
 			return r;
 	}
+	b->libraries = json_array();
+	return 0;
+}
 
-	/* worklist of sonames, starting with qemu-ga's */
+static bool listed(json_t *a, const char *name)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(a, i, v) if (STREQ(json_string_value(v), name)) return true;
+	return false;
+}
+
+/* path (of package p) into the tree at the same path, with the libraries it needs (DT_NEEDED,
+ * transitively) and its dynamic loader. */
+static int add_elf(struct build *b, const struct pkg *p, const char *path, char **err)
+{
+	unsigned char *data;
+	size_t len;
+	int r = deb_file(p, path, &data, &len, err);
+
+	if (r < 0)
+		return r;
+	tree_add_file_take(&b->tree, path, 0755, data, len);
+	const char *name = strrchr(path, '/') + 1;
+	_cleanup_free_ char *interp = elf_interp(data, len);
+	if (!interp)
+		return guest_err(err, -EINVAL, "%s has no program interpreter", name);
+	r = collect_libs(b, err);
+	if (r < 0)
+		return r;
+
+	/* worklist of sonames, starting with the binary's */
 	char **queue = NULL;
 	size_t nq = 0;
 	r = elf_needed(data, len, &queue, &nq, err);
 	if (r < 0)
-		return guest_err(err, r, "qemu-ga: %s", *err);
-	b->libraries = json_array();
+		return guest_err(err, r, "%s: %s", name, *err);
 	for (size_t qi = 0; qi < nq; qi++) {
 		_cleanup_free_ char *dest = xasprintf("lib/x86_64-linux-gnu/%s", queue[qi]);
-		bool seen = false;
+		bool seen = listed(b->libraries, queue[qi]);
 		for (size_t k = 0; k < qi && !seen; k++)
 			seen = STREQ(queue[k], queue[qi]);
 		if (seen)
@@ -366,9 +387,9 @@ int add_agent(struct build *b, const struct pkg *qga, char **err)
 		const struct libfile *f = lib_find(b, queue[qi]);
 		if (!f) {
 			r = guest_err(err, -ENOENT,
-				      "library '%s' needed by qemu-ga is in none of the downloaded "
+				      "library '%s' needed by %s is in none of the downloaded "
 				      "packages",
-				      queue[qi]);
+				      queue[qi], name);
 			strv_free(queue, nq);
 			return r;
 		}
@@ -394,17 +415,35 @@ int add_agent(struct build *b, const struct pkg *qga, char **err)
 	const struct libfile *ld = lib_find(b, interp);
 	if (!ld)
 		return guest_err(err, -ENOENT, "dynamic loader '%s' not found in libc6", interp);
+	/* always the link at the interpreter's path: libc.so.6 names the loader too, so the
+	 * worklist may have listed and copied it already, but only here does /lib64's link appear
+	 * (a guest without it cannot exec any binary: the kernel finds no interpreter, ENOENT) */
 	const char *base = strrchr(ld->path, '/') + 1;
 	_cleanup_free_ char *lddest = xasprintf("lib/x86_64-linux-gnu/%s", base);
 	_cleanup_free_ char *ldtarget = xasprintf("/%s", lddest);
 	guest_tree_add_file(&b->tree, lddest, 0755, ld->data, ld->size);
 	if (!STREQ(interp + 1, lddest))
 		guest_tree_add_symlink(&b->tree, interp + 1, ldtarget);
-	bool listed = false;
-	size_t i;
-	json_t *v;
-	json_array_foreach(b->libraries, i, v) listed |= STREQ(json_string_value(v), base);
-	if (!listed)
+	if (!listed(b->libraries, base))
 		json_array_append_new(b->libraries, json_string(base));
+	return 0;
+}
+
+int add_agent(struct build *b, const struct pkg *qga, char **err)
+{
+	return add_elf(b, qga, "usr/sbin/qemu-ga", err);
+}
+
+int add_tools(struct build *b, char **err)
+{
+	for (size_t i = 0; i < ELEMENTSOF(guest_tools); i++) {
+		const struct pkg *p = pkg_find(&b->pkgs, guest_tools[i].package);
+		if (!p)
+			return guest_err(err, -ENOENT, "package '%s' was not resolved",
+					 guest_tools[i].package);
+		int r = add_elf(b, p, guest_tools[i].path, err);
+		if (r < 0)
+			return r;
+	}
 	return 0;
 }

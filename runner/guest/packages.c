@@ -175,9 +175,10 @@ static void dep_graph_parse(struct dep_graph *g, char *text)
 
 /*
  * Resolve every package: the kernel the `linux-image-amd64` metapackage depends on (the generic
- * flavour, not -cloud-: that one lacks 9p and AHCI), busybox-static, qemu-guest-agent and the
- * closure of its library packages (dependencies named lib*: Debian's naming for shared
- * libraries). Two apt-cache runs: each costs about a second where apt keeps no binary cache.
+ * flavour, not -cloud-: that one lacks 9p and AHCI), busybox-static, qemu-guest-agent, the
+ * packages of guest_tools and the closure of their library packages (guest_lib_package():
+ * dependencies named lib*, Debian's naming for shared libraries, and zlib1g). Two apt-cache runs:
+ * each costs about a second where apt keeps no binary cache.
  */
 int resolve_packages(struct pkg_list *l, char **kernel_pkg, char **err)
 {
@@ -193,6 +194,9 @@ int resolve_packages(struct pkg_list *l, char **kernel_pkg, char **err)
 			 (char *)"--no-pre-depends",
 			 (char *)"linux-image-amd64",
 			 (char *)"qemu-guest-agent",
+			 (char *)"dropbear-bin",
+			 (char *)"openssh-client",
+			 (char *)"rsync",
 			 NULL };
 	_cleanup_free_ char *out = NULL;
 	struct dep_graph g = { 0 };
@@ -218,13 +222,25 @@ int resolve_packages(struct pkg_list *l, char **kernel_pkg, char **err)
 				 "'linux-image-amd64' depends on no generic kernel package (run "
 				 "'apt-get update')");
 	}
-	names = xgrow(names, &cap, n + 2, sizeof(char *));
+	names = xgrow(names, &cap, n + 1, sizeof(char *));
 	names[n++] = xstrdup("busybox-static");
+	size_t first = n;
+	/* the agent and the packages of guest_tools (guest-build.h) */
+	names = xgrow(names, &cap, n + 1, sizeof(char *));
 	names[n++] = xstrdup("qemu-guest-agent");
-	/* breadth first from qemu-guest-agent over lib* packages */
-	for (size_t q = n - 1; q < n; q++) {
+	for (size_t i = 0; i < ELEMENTSOF(guest_tools); i++) {
+		bool dup = false;
+		for (size_t k = first; k < n && !dup; k++)
+			dup = STREQ(names[k], guest_tools[i].package);
+		if (!dup) {
+			names = xgrow(names, &cap, n + 1, sizeof(char *));
+			names[n++] = xstrdup(guest_tools[i].package);
+		}
+	}
+	/* breadth first from them over library packages */
+	for (size_t q = first; q < n; q++) {
 		for (size_t i = 0; i < g.n; i++) {
-			if (!STREQ(g.from[i], names[q]) || !has_prefix(g.to[i], "lib"))
+			if (!STREQ(g.from[i], names[q]) || !guest_lib_package(g.to[i]))
 				continue;
 			bool dup = false;
 			for (size_t k = 0; k < n && !dup; k++)

@@ -87,6 +87,62 @@ char *fake_host_path(const struct fake_root *r, const char *p)
 	"  case \",$_o,\" in *,ro,*) command mount -o remount,bind,ro \"$_b\";; esac\n"            \
 	"}\n"
 
+/*
+ * Programs of the host the guest runs as its own, where the host has them: the ssh method's
+ * server (dropbear, dropbearconvert: Debian's dropbear-bin) and the remote ends of scp -O and
+ * rsync over ssh, as the built-in guest carries them. Each is bound read-only at its own path,
+ * with the host's /usr/lib and /usr/lib64 (their libraries and the dynamic loader) read-only
+ * under /usr of the root and /lib, /lib64 linking there, as on a merged-/usr Debian.
+ */
+static const char *const host_programs[] = { "/usr/sbin/dropbear", "/usr/bin/dropbearconvert",
+					     "/usr/bin/scp", "/usr/bin/rsync" };
+static const char *const host_lib_dirs[] = { "/usr/lib", "/usr/lib64" };
+#define N_HOST_BINDS (ELEMENTSOF(host_programs) + ELEMENTSOF(host_lib_dirs))
+
+/* What the holder binds: host path and root path pairs, NULL where the host lacks it. */
+static void host_binds(const char *dir, char *src[N_HOST_BINDS], char *dst[N_HOST_BINDS])
+{
+	size_t n = 0;
+	for (size_t i = 0; i < ELEMENTSOF(host_lib_dirs); i++, n++) {
+		bool have = access(host_lib_dirs[i], X_OK) == 0;
+		src[n] = have ? xstrdup(host_lib_dirs[i]) : NULL;
+		dst[n] = have ? xasprintf("%s%s", dir, host_lib_dirs[i]) : NULL;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(host_programs); i++, n++) {
+		bool have = access(host_programs[i], X_OK) == 0;
+		src[n] = have ? xstrdup(host_programs[i]) : NULL;
+		dst[n] = have ? xasprintf("%s%s", dir, host_programs[i]) : NULL;
+	}
+}
+
+/* The mount points of host_binds() in the root, and root's passwd entry (dropbear's login). */
+static int root_make_host(const char *dir, char **err)
+{
+	for (size_t i = 0; i < ELEMENTSOF(host_lib_dirs); i++) {
+		_cleanup_free_ char *p = xasprintf("%s%s", dir, host_lib_dirs[i]);
+		_cleanup_free_ char *l = xasprintf("%s/%s", dir, host_lib_dirs[i] + 5);
+		if (mkdir_p(p, 0755, err) < 0)
+			return -1;
+		if (symlink(host_lib_dirs[i] + 1, l) < 0) {
+			*err = xasprintf("fake guest: symlink '%s': %s", l, strerror(errno));
+			return -1;
+		}
+	}
+	for (size_t i = 0; i < ELEMENTSOF(host_programs); i++) {
+		_cleanup_free_ char *p = xasprintf("%s%s", dir, host_programs[i]);
+		if (access(host_programs[i], X_OK) == 0 &&
+		    write_file_atomic(p, "", 0, 0755, err) < 0)
+			return -1;
+	}
+	_cleanup_free_ char *pw = xasprintf("%s/etc/passwd", dir);
+	_cleanup_free_ char *gr = xasprintf("%s/etc/group", dir);
+	static const char passwd[] = "root:x:0:0:root:/root:/bin/sh\n", group[] = "root:x:0:\n";
+	if (write_file_atomic(pw, passwd, strlen(passwd), 0644, err) < 0 ||
+	    write_file_atomic(gr, group, strlen(group), 0644, err) < 0)
+		return -1;
+	return 0;
+}
+
 /* The directories and applet links of the root, made on the host before the guest starts. */
 static int root_make(const char *dir, char **err)
 {
@@ -97,6 +153,8 @@ static int root_make(const char *dir, char **err)
 		if (mkdir_p(p, 0755, err) < 0)
 			return -1;
 	}
+	if (root_make_host(dir, err) < 0)
+		return -1;
 	_cleanup_free_ char *bb = xasprintf("%s/usr/bin/busybox", dir);
 	_cleanup_close_ int fd = open(bb, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
 	_cleanup_free_ char *sbin = xasprintf("%s/sbin", dir);
@@ -116,7 +174,8 @@ static int root_make(const char *dir, char **err)
 }
 
 /* In the holder, between fork and exec: the namespace, its mounts, the chroot. */
-static void holder_main(const char *dir, char *const paths[], int hold, int status)
+static void holder_main(const char *dir, char *const paths[], char *const src[], char *const dst[],
+			int hold, int status)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (unshare(CLONE_NEWNS) < 0 || mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0 ||
@@ -125,8 +184,14 @@ static void holder_main(const char *dir, char *const paths[], int hold, int stat
 	    mount("proc", paths[1], "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ||
 	    mount("tmpfs", paths[2], "tmpfs", MS_NOSUID, "mode=0755") < 0 ||
 	    mount("tmpfs", paths[3], "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0 ||
-	    mount("tmpfs", paths[4], "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0 ||
-	    chroot(dir) < 0 || chdir("/") < 0)
+	    mount("tmpfs", paths[4], "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
+		goto fail;
+	for (size_t i = 0; i < N_HOST_BINDS; i++)
+		if (src[i] &&
+		    (mount(src[i], dst[i], "none", MS_BIND | MS_REC, NULL) < 0 ||
+		     mount("none", dst[i], "none", MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0))
+			goto fail;
+	if (chroot(dir) < 0 || chdir("/") < 0)
 		goto fail;
 	static const struct {
 		const char *path;
@@ -182,15 +247,21 @@ int fake_root_boot(const char *dir, struct fake_root **out, char **err)
 	char *paths[ELEMENTSOF(sub)];
 	for (size_t i = 0; i < ELEMENTSOF(sub); i++)
 		paths[i] = xasprintf("%s/%s", dir, sub[i]);
+	char *src[N_HOST_BINDS], *dst[N_HOST_BINDS];
+	host_binds(dir, src, dst);
 	int hold[2] = { -1, -1 }, st[2] = { -1, -1 };
 	pid_t pid = -1;
 	if (pipe2(hold, O_CLOEXEC) == 0 && pipe2(st, O_CLOEXEC) == 0)
 		pid = fork();
 	if (pid == 0)
-		holder_main(dir, paths, hold[0], st[1]);
+		holder_main(dir, paths, src, dst, hold[0], st[1]);
 	int e = errno, child_errno = 0;
 	for (size_t i = 0; i < ELEMENTSOF(sub); i++)
 		free(paths[i]);
+	for (size_t i = 0; i < N_HOST_BINDS; i++) {
+		free(src[i]);
+		free(dst[i]);
+	}
 	if (hold[0] >= 0)
 		close(hold[0]);
 	if (st[1] >= 0)

@@ -24,7 +24,8 @@
 	X(share, "share")                                                                          \
 	X(network, "network")                                                                      \
 	X(block, "block")                                                                          \
-	X(null, "null")
+	X(null, "null")                                                                            \
+	X(ssh, "ssh")
 
 #define DECLARE(sym, name) extern const struct method_ops method_##sym;
 METHOD_REGISTRY(DECLARE)

@@ -167,7 +167,10 @@ int proc_spawn(const char *const *argv, const struct proc_opts *opts, struct pro
 		return -1;
 	}
 	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	if (o->stdin_fd > 0)
+		posix_spawn_file_actions_adddup2(&fa, o->stdin_fd, 0);
+	else
+		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
 	posix_spawn_file_actions_adddup2(&fa, o->split_stderr ? errp[1] : out[1], 2);
 	if (o->cwd)

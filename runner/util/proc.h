@@ -14,6 +14,8 @@ struct proc_opts {
 				   (NULL-terminated; NULL: none) */
 	bool split_stderr;      /* stdout and stderr captured apart (else together) */
 	unsigned timeout_ms;    /* the child is killed after this; 0: PROC_TIMEOUT_DEFAULT_MS */
+	int stdin_fd;           /* the child's stdin (e.g. a pipe's read end; the caller keeps and
+				   closes it); 0: /dev/null */
 };
 
 /* No helper runs longer than this unless its caller says (a Debian guest build takes minutes). */
@@ -28,13 +30,12 @@ struct proc_result {
 };
 
 /*
- * Run argv[0] (looked up in PATH) with argv, stdin from /dev/null, and wait for it; the child
- * runs with SIGPIPE and the other signals ferry handles at their defaults.
- * Returns 0 when it ran (whatever its exit status: see res), or -1 with *err set (caller frees)
- * when it could not be started ("cannot run 'PROG': why"), or was killed because it ran past
- * opts->timeout_ms or because a signal interrupted the run (run_interrupted(): SIGTERM is never
- * swallowed while a helper runs). res is filled in either case;
- * free it with proc_result_clear().
+ * Run argv[0] (looked up in PATH) with argv, stdin from /dev/null (or opts->stdin_fd), and wait for
+ * it; the child runs with SIGPIPE and the other signals ferry handles at their defaults. Returns 0
+ * when it ran (whatever its exit status: see res), or -1 with *err set (caller frees) when it could
+ * not be started ("cannot run 'PROG': why"), or was killed because it ran past opts->timeout_ms or
+ * because a signal interrupted the run (run_interrupted(): SIGTERM is never swallowed while a
+ * helper runs). res is filled in either case; free it with proc_result_clear().
  */
 int proc_spawn(const char *const *argv, const struct proc_opts *opts, struct proc_result *res,
 	       char **err);
