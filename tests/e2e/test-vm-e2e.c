@@ -629,9 +629,47 @@ static char *file_sha256(const char *path)
 	return hex;
 }
 
+/* What the overlay watcher of test_image_overlay saw. */
+struct overlay_watch {
+	const char *dir; /* the run's overlays directory */
+	gint stop;
+	char *info; /* qemu-img info of the first overlay seen there, or NULL */
+};
+
+/* Polls the overlays directory while the boot runs (the overlay goes with the domain when the
+ * boot fails, so it must be read while it exists). */
+static gpointer overlay_watcher(gpointer data)
+{
+	struct overlay_watch *w = data;
+	for (int i = 0; i < 3000 && !g_atomic_int_get(&w->stop) && !w->info; i++) {
+		GDir *gd = g_dir_open(w->dir, 0, NULL);
+		const char *name = NULL;
+		while (gd && (name = g_dir_read_name(gd)) &&
+		       !g_str_has_suffix(name, ".overlay.qcow2"))
+			;
+		char *overlay = name ? g_build_filename(w->dir, name, NULL) : NULL;
+		if (gd)
+			g_dir_close(gd);
+		if (overlay) {
+			const char *argv[] = { "qemu-img",      "info",  "-U",
+					       "--output=json", overlay, NULL };
+			char *out = NULL, *err = NULL;
+			if (proc_run(argv, &out, &err) == 0)
+				w->info = out;
+			else
+				free(out);
+			free(err);
+			g_free(overlay);
+		}
+		g_usleep(10000);
+	}
+	return NULL;
+}
+
 /*
- * A user image boots through a qcow2 overlay in the run directory and is never modified; a guest
- * whose agent never answers (this blank image boots nothing) fails with the reason.
+ * A user image boots through a qcow2 overlay in the run directory, backed by the image, which is
+ * never modified; a guest whose agent never answers (this blank image boots nothing) fails with
+ * the reason, and its overlay goes with its domain.
  */
 static void test_image_overlay(void)
 {
@@ -647,30 +685,32 @@ static void test_image_overlay(void)
 	c.image = image;
 	c.accel = VM_ACCEL_TCG;
 	c.nic.backend = NIC_BACKEND_NONE;
+	char *dir = g_build_filename(run_dir(t.run), "overlays", NULL);
+	struct overlay_watch w = { .dir = dir };
+	GThread *th = g_thread_new("overlay-watch", overlay_watcher, &w);
 	struct vm *vm = NULL;
 	g_assert_cmpint(vm_boot(t.run, t.conn, &c, 3000, &vm, &err), ==, -1);
+	g_atomic_int_set(&w.stop, 1);
+	g_thread_join(th);
 	g_assert_null(vm);
 	g_test_message("%s", err);
 	g_assert_nonnull(strstr(err, "did not answer within 3000 ms"));
 	free(err);
 	char *after = file_sha256(image);
 	g_assert_cmpstr(before, ==, after);
-	/* the overlay is in the run directory, backed by the user's image */
-	char *dir = g_build_filename(run_dir(t.run), "overlays", NULL);
-	GDir *gd = g_dir_open(dir, 0, NULL);
-	g_assert_nonnull(gd);
-	const char *name = g_dir_read_name(gd);
-	g_assert_nonnull(name);
-	char *overlay = g_build_filename(dir, name, NULL);
-	g_dir_close(gd);
-	const char *argv[] = { "qemu-img", "info", "-U", "--output=json", overlay, NULL };
-	char *out = NULL;
-	g_assert_cmpint(proc_run(argv, &out, &err), ==, 0);
+	/* while it booted, the overlay was in the run directory, backed by the user's image */
+	g_assert_nonnull(w.info);
 	char *want = g_strdup_printf("\"backing-filename\": \"%s\"", image);
-	g_assert_nonnull(strstr(out, want));
+	g_assert_nonnull(strstr(w.info, want));
 	g_free(want);
-	free(out);
-	g_free(overlay);
+	free(w.info);
+	/* and it went with the domain */
+	GDir *gd = g_dir_open(dir, 0, NULL);
+	const char *name = NULL;
+	while (gd && (name = g_dir_read_name(gd)))
+		g_assert_false(g_str_has_suffix(name, ".overlay.qcow2"));
+	if (gd)
+		g_dir_close(gd);
 	g_free(dir);
 	g_free(before);
 	g_free(after);
