@@ -134,18 +134,6 @@ struct di_state {
 	char *source; /* a private snapshot of a `path:` dataset, or NULL: ctx->dataset_dir */
 };
 
-static bool have_prog(const char *name)
-{
-	const char *path = getenv("PATH");
-	_cleanup_free_ char *dup = xstrdup(path ? path : "/usr/sbin:/usr/bin:/sbin:/bin");
-	for (char *s = NULL, *d = strtok_r(dup, ":", &s); d; d = strtok_r(NULL, ":", &s)) {
-		_cleanup_free_ char *p = xasprintf("%s/%s", d, name);
-		if (access(p, X_OK) == 0)
-			return true;
-	}
-	return false;
-}
-
 static char *di_supports(const struct method_ctx *ctx)
 {
 	const struct di_opts *m = OPTS(ctx);
@@ -153,10 +141,10 @@ static char *di_supports(const struct method_ctx *ctx)
 	char *why = plan_rules_skip(ctx->plan, ctx->cell);
 	if (why)
 		return why;
-	if (m->filesystem == DI_FS_VFAT && (!have_prog("mkfs.vfat") || !have_prog("mcopy")))
+	if (m->filesystem == DI_FS_VFAT && (!have_program("mkfs.vfat") || !have_program("mcopy")))
 		return xstrdup("vfat images need mkfs.vfat (dosfstools) and mcopy (mtools) on the "
 			       "host");
-	if (m->filesystem == DI_FS_EXT4 && !have_prog("mke2fs"))
+	if (m->filesystem == DI_FS_EXT4 && !have_program("mke2fs"))
 		return xstrdup("ext4 images need mke2fs (e2fsprogs) on the host");
 	return NULL;
 }

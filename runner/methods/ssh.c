@@ -98,18 +98,6 @@ static struct ssh_state *state(struct method_ctx *ctx)
 	return ctx->state;
 }
 
-static bool have_prog(const char *name)
-{
-	const char *path = getenv("PATH");
-	_cleanup_free_ char *dup = xstrdup(path ? path : "/usr/sbin:/usr/bin:/sbin:/bin");
-	for (char *s = NULL, *d = strtok_r(dup, ":", &s); d; d = strtok_r(NULL, ":", &s)) {
-		_cleanup_free_ char *p = xasprintf("%s/%s", d, name);
-		if (access(p, X_OK) == 0)
-			return true;
-	}
-	return false;
-}
-
 static char *ssh_supports(const struct method_ctx *ctx)
 {
 	char *why = plan_rules_skip(ctx->plan, ctx->cell);
@@ -123,11 +111,11 @@ static char *ssh_supports(const struct method_ctx *ctx)
 		    "reached yet");
 	static const char *const need[] = { "ssh", "ssh-keygen" };
 	for (size_t i = 0; i < ELEMENTSOF(need); i++)
-		if (!have_prog(need[i]))
+		if (!have_program(need[i]))
 			return xasprintf("ssh: the host has no '%s' (openssh-client)", need[i]);
-	if (OPTS(ctx)->tool == SSH_SCP && !have_prog("scp"))
+	if (OPTS(ctx)->tool == SSH_SCP && !have_program("scp"))
 		return xstrdup("ssh: the host has no 'scp' (openssh-client)");
-	if (OPTS(ctx)->tool == SSH_RSYNC && !have_prog("rsync"))
+	if (OPTS(ctx)->tool == SSH_RSYNC && !have_program("rsync"))
 		return xstrdup("ssh: the host has no 'rsync' (Debian's rsync)");
 	return NULL;
 }

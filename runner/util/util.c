@@ -271,6 +271,18 @@ char *ferry_cache_dir(void)
 	return xasprintf("%s/.cache/ferry", e && *e ? e : "/tmp");
 }
 
+bool have_program(const char *name)
+{
+	const char *path = getenv("PATH");
+	_cleanup_free_ char *dup = xstrdup(path ? path : "/usr/sbin:/usr/bin:/sbin:/bin");
+	for (char *s = NULL, *d = strtok_r(dup, ":", &s); d; d = strtok_r(NULL, ":", &s)) {
+		_cleanup_free_ char *p = xasprintf("%s/%s", d, name);
+		if (access(p, X_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
 char *shell_quote(const char *s)
 {
 	size_t n = 3;

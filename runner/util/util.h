@@ -90,6 +90,9 @@ char *escape_controls(const char *s);
  * Caller frees. */
 char *shell_quote(const char *s);
 
+/* Whether an executable `name` is in $PATH (else the usual system directories). */
+bool have_program(const char *name);
+
 /* A size for people: "16TiB", "78.6GiB", "512MiB", "900B" (powers of 1024, one decimal when it
  * is not whole). Caller frees. */
 char *human_size(uint64_t bytes);
