@@ -34,8 +34,8 @@ struct plan_needs {
 	size_t n_seen;
 	struct turns *turns;
 	size_t n_turns;
-	/* the first cell whose method stages more in the guest's RAM than its VM can hold */
-	const char *ram_cell;
+	/* the first cell whose method stages more in the guest's RAM than its VM can hold
+	   (ram_first.id NULL: none), and how much */
 	struct plan_cell ram_first;
 	uint64_t ram_need;
 };
@@ -87,12 +87,11 @@ static void add_cell_files(struct plan_needs *pn, const struct plan_cell *c, uin
 static void add_cell_guest_ram(struct plan_needs *pn, const struct plan_cell *c, uint64_t data)
 {
 	const struct method_ops *ops = method_of(c->method);
-	if (pn->ram_cell || !ops || !ops->needs.guest_ram_bytes)
+	if (pn->ram_first.id || !ops || !ops->needs.guest_ram_bytes)
 		return;
 	uint64_t need = ops->needs.guest_ram_bytes(c->method, data);
 	if (need > c->vm->memory / 100 * METHOD_GUEST_STAGE_PCT) {
 		pn->ram_first = *c;
-		pn->ram_cell = c->id;
 		pn->ram_need = need;
 	}
 }
@@ -100,7 +99,7 @@ static void add_cell_guest_ram(struct plan_needs *pn, const struct plan_cell *c,
 /* The message for a cell whose guest cannot stage its data, or NULL. */
 static char *guest_ram_error(const struct plan_needs *pn)
 {
-	if (!pn->ram_cell)
+	if (!pn->ram_first.id)
 		return NULL;
 	const struct plan_cell *c = &pn->ram_first;
 	_cleanup_free_ char *need = format_size(pn->ram_need), *mem = format_size(c->vm->memory),
@@ -109,8 +108,8 @@ static char *guest_ram_error(const struct plan_needs *pn)
 	    "cell '%s': method '%s' (type %s) stages the dataset's %s in the guest's "
 	    "RAM, and vm '%s' has %s of memory, of which a staging tmpfs takes at most "
 	    "%s (%d%%): raise vms.%s.memory or use a smaller dataset",
-	    pn->ram_cell, c->method->e.name, method_of(c->method)->name, need, c->vm->e.name, mem,
-	    cap, METHOD_GUEST_STAGE_PCT, c->vm->e.name);
+	    c->id, c->method->e.name, method_of(c->method)->name, need, c->vm->e.name, mem, cap,
+	    METHOD_GUEST_STAGE_PCT, c->vm->e.name);
 }
 
 /*

@@ -46,6 +46,21 @@ static bool live(const struct xcell *c)
 	return c->active && !c->done;
 }
 
+/* Whether VM group g still has a cell to run. */
+static bool group_live(const struct exec *x, size_t g)
+{
+	for (size_t i = 0; i < x->n_cells; i++)
+		if (live(&x->cells[i]) && x->cells[i].group == x->groups[g])
+			return true;
+	return false;
+}
+
+/* The mean wall time of a boot with its teardown; NAN before the first. */
+static double boot_cost(const struct exec *x)
+{
+	return x->res->boots ? (x->res->time.boots + x->res->time.teardown) / x->res->boots : NAN;
+}
+
 /* Seconds a block takes: measured over the whole blocks so far, else (in the first) every
  * live cell's runs of a boot at its measured run cost plus a boot per group; NAN: unknown. */
 static double block_cost(const struct exec *x)
@@ -53,21 +68,13 @@ static double block_cost(const struct exec *x)
 	const struct result_design *d = &x->r->design;
 	if (d->blocks > 0)
 		return secs(x->blocks_end - x->blocks_t0) / d->blocks;
-	if (!x->res->boots)
-		return NAN;
 	double s = 0;
-	for (size_t i = 0; i < x->n_cells; i++) {
-		const struct xcell *c = &x->cells[i];
-		if (live(c))
-			s += (double)d->runs_per_boot * run_cost(x, c);
-	}
-	double boot = (x->res->time.boots + x->res->time.teardown) / x->res->boots;
+	for (size_t i = 0; i < x->n_cells; i++)
+		if (live(&x->cells[i]))
+			s += (double)d->runs_per_boot * run_cost(x, &x->cells[i]);
 	for (size_t g = 0; g < x->n_groups; g++)
-		for (size_t i = 0; i < x->n_cells; i++)
-			if (live(&x->cells[i]) && x->cells[i].group == x->groups[g]) {
-				s += boot;
-				break;
-			}
+		if (group_live(x, g))
+			s += boot_cost(x);
 	return s;
 }
 
@@ -138,12 +145,10 @@ static uint64_t boots_left(const struct exec *x, uint64_t per_run_boots)
 {
 	uint64_t groups = 0, unbooted = 0;
 	for (size_t g = 0; g < x->n_groups; g++)
-		for (size_t i = 0; i < x->n_cells; i++)
-			if (live(&x->cells[i]) && x->cells[i].group == x->groups[g]) {
-				groups++;
-				unbooted += !x->groups[g]->guest;
-				break;
-			}
+		if (group_live(x, g)) {
+			groups++;
+			unbooted += !x->groups[g]->guest;
+		}
 	if (!x->blocks)
 		return unbooted + per_run_boots;
 	uint64_t done = x->res->boots - x->boots0, want = exec_planned_blocks(x) * groups;
@@ -171,9 +176,9 @@ double exec_eta(const struct exec *x)
 	}
 	uint64_t boots = boots_left(x, per_run_boots);
 	if (boots) {
-		if (!x->res->boots)
+		double boot = boot_cost(x);
+		if (isnan(boot))
 			return NAN;
-		double boot = (x->res->time.boots + x->res->time.teardown) / x->res->boots;
 		left += (double)boots * boot;
 	}
 	return left;
