@@ -172,28 +172,15 @@ static bool link_always(const struct stat *st, void *userdata)
 	return true;
 }
 
-/*
- * vfat has no symbolic links, and mcopy -s copies what a link points to: a `path:` dataset's
- * `sub/link -> /etc/shadow` put the host's secret into the guest (issue 24 class 6). Such a
- * dataset is refused, not moved without its links: a cell that leaves entries out measures
- * another dataset than it names, and a method has no channel for a warning beside its result.
- * ext4 (mke2fs -d) and ISO 9660 (Rock Ridge) carry the link as a link.
- */
+/* vfat has no symbolic links and mcopy -s copies what a link points to: a dataset with links
+ * is refused (method_refuse_links()); ext4 (mke2fs -d) and ISO 9660 (Rock Ridge) carry the
+ * link as a link. */
 static int vfat_refuse_links(struct method_ctx *ctx)
 {
-	const struct manifest *m = ctx->manifest;
-	size_t n = 0, first = 0;
-	for (size_t i = 0; i < m->n; i++)
-		if (m->entries[i].type == MANIFEST_SYMLINK && n++ == 0)
-			first = i;
-	if (!n)
-		return 0;
-	return method_fail(ctx, ERROR_INFRA, NULL,
-			   "disk-image: vfat cannot hold symbolic links, and dataset '%s' has %zu "
-			   "('%s' first): mcopy would copy what they point to, which may be "
-			   "outside the dataset; use filesystem ext4 or iso9660, or a dataset "
-			   "without links",
-			   ctx->pds->e.name, n, m->entries[first].path);
+	return method_refuse_links(ctx, "disk-image: vfat cannot hold symbolic links",
+				   "mcopy would copy what they point to, which may be outside the "
+				   "dataset; use filesystem ext4 or iso9660, or a dataset without "
+				   "links");
 }
 
 static int di_add_devices(struct method_ctx *ctx, struct method_boot_needs *needs)

@@ -311,3 +311,16 @@ void method_rate(struct method_ctx *ctx, const char *name, uint64_t bytes, doubl
 	if (bytes > 0 && seconds > 0)
 		method_metric(ctx, name, (double)bytes / seconds);
 }
+
+int method_refuse_links(struct method_ctx *ctx, const char *what, const char *hint)
+{
+	const struct manifest *m = ctx->manifest;
+	size_t n = 0, first = 0;
+	for (size_t i = 0; m && i < m->n; i++)
+		if (m->entries[i].type == MANIFEST_SYMLINK && n++ == 0)
+			first = i;
+	if (!n)
+		return 0;
+	return method_fail(ctx, ERROR_INFRA, NULL, "%s, and dataset '%s' has %zu ('%s' first): %s",
+			   what, ctx->pds->e.name, n, m->entries[first].path, hint);
+}

@@ -156,6 +156,15 @@ struct method_ctx {
 };
 
 /* Fill ctx->err with a formatted message (kind and optional diagnostics); returns -1. */
+/*
+ * For a method whose tool copies what a symbolic link points to (mcopy -s, scp -r): a `path:`
+ * dataset's `sub/link -> /etc/shadow` would put a host file into the guest (issue 24 class 6).
+ * Such a dataset is refused, not moved without its links (a cell that leaves entries out
+ * measures another dataset than it names): fails ctx with "WHAT, and dataset 'd' has N ('first'
+ * first): HINT" and returns -1 when the manifest has a link, else returns 0.
+ */
+int method_refuse_links(struct method_ctx *ctx, const char *what, const char *hint);
+
 int method_fail(struct method_ctx *ctx, enum result_error_kind kind, const char *guest_message,
 		const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /*

@@ -289,6 +289,11 @@ static int ssh_before_phase(struct method_ctx *ctx, enum result_phase p)
 {
 	if (p != PHASE_PREPARE)
 		return 0;
+	if (OPTS(ctx)->tool == SSH_SCP &&
+	    method_refuse_links(ctx, "ssh: scp copies what a symbolic link points to",
+				"which may be outside the dataset; use tool rsync or tar, or a "
+				"dataset without links") < 0)
+		return -1;
 	struct ssh_state *s = state(ctx);
 	if (route(ctx, s) < 0 || make_keys(ctx, s) < 0)
 		return -1;
@@ -535,7 +540,8 @@ static int ssh_finalize(struct method_ctx *ctx)
 	return method_guest_sh(ctx, "ssh: sync", "sync", NULL);
 }
 
-/* scp copies what a symbolic link points to, not the link */
+/* scp copies what a symbolic link points to, not the link (a dataset with links is refused
+ * before it: ssh_before_phase) */
 static int ssh_verify(struct method_ctx *ctx)
 {
 	return method_verify_dir(ctx, ctx->landing, OPTS(ctx)->tool != SSH_SCP);

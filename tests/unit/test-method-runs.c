@@ -319,7 +319,7 @@ static void test_null(void)
  * vfat, which cannot hold one (mcopy -s followed it), refuses the dataset before anything is
  * built, naming the link.
  */
-static void check_path_links(const char *method, bool vfat)
+static void check_path_links(const char *method, bool vfat, const char *refusal)
 {
 	if (!vfat && skip_unless_supported())
 		return;
@@ -356,13 +356,12 @@ static void check_path_links(const char *method, bool vfat)
 	struct result_cell *cell = &t.r->cells[0];
 	if (!skipped(cell)) {
 		log_errors(cell);
-		if (vfat) {
+		if (refusal) {
 			g_assert_cmpint(cell->status, ==, STATUS_ERROR);
-			g_assert_cmpuint(cell->n_runs, ==, 0);
+			if (vfat) /* refused before the image is built */
+				g_assert_cmpuint(cell->n_runs, ==, 0);
 			g_assert_cmpuint(cell->n_errors, ==, 1);
-			g_assert_nonnull(strstr(cell->errors[0].message,
-						"vfat cannot hold symbolic links, and dataset 's' "
-						"has 1 ('sub/link' first)"));
+			g_assert_nonnull(strstr(cell->errors[0].message, refusal));
 			g_assert_null(strstr(cell->errors[0].message, "secret"));
 		} else {
 			g_assert_cmpint(cell->status, ==, STATUS_PASSED);
@@ -373,9 +372,19 @@ static void check_path_links(const char *method, bool vfat)
 	g_free(tree), g_free(secret);
 }
 
+/* scp -r copies what a link points to: refused before anything is sent */
+static void test_links_scp(void)
+{
+	check_path_links("{type: ssh, tool: scp}", false,
+			 "ssh: scp copies what a symbolic link points to, and dataset 's' has 1 "
+			 "('sub/link' first)");
+}
+
 static void test_links_vfat(void)
 {
-	check_path_links("{type: disk-image, filesystem: vfat}", true);
+	check_path_links(
+	    "{type: disk-image, filesystem: vfat}", true,
+	    "vfat cannot hold symbolic links, and dataset 's' has 1 ('sub/link' first)");
 }
 
 #define LINK_CASES(X)                                                                              \
@@ -387,11 +396,13 @@ static void test_links_vfat(void)
 	X(share_9p, "{type: share, driver: 9p}")                                                   \
 	X(share_move, "{type: share, driver: 9p, mode: move}")                                     \
 	X(net_pull, "{type: network}")                                                             \
-	X(net_pull_tar, "{type: network, archive: tar}")
+	X(net_pull_tar, "{type: network, archive: tar}")                                           \
+	X(ssh_rsync, "{type: ssh, tool: rsync}")                                                   \
+	X(ssh_tar, "{type: ssh, tool: tar}")
 #define LINK_DEFINE(c, m)                                                                          \
 	static void test_links_##c(void)                                                           \
 	{                                                                                          \
-		check_path_links(m, false);                                                        \
+		check_path_links(m, false, NULL);                                                  \
 	}
 LINK_CASES(LINK_DEFINE)
 #define LINK_ADD(c, m) g_test_add_func("/method-runs/path-links/" #c, test_links_##c);
@@ -443,6 +454,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/method-runs/disk-image/in-place/hang", test_in_place_hang);
 	g_test_add_func("/method-runs/null/clean", test_null);
 	g_test_add_func("/method-runs/path-links/vfat", test_links_vfat);
+	g_test_add_func("/method-runs/path-links/scp", test_links_scp);
 	LINK_CASES(LINK_ADD)
 	int rc = g_test_run();
 	fake_dir_remove(tmp_dir);
