@@ -11,6 +11,8 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <linux/loop.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -38,6 +40,53 @@ unsigned fake_root_disks(const struct fake_root *r)
 	return (unsigned)r->n_disks;
 }
 
+/*
+ * A loop device over path, as `losetup --find --show [--read-only]` makes it, by its ioctls
+ * (loop(4)): no process per disk. A device another process takes between LOOP_CTL_GET_FREE and
+ * LOOP_CONFIGURE is skipped for the next free one. 0 with *dev ("/dev/loopN"), or -1 with *err.
+ */
+static int loop_attach(const char *path, bool ro, char **dev, char **err)
+{
+	_cleanup_close_ int file = open(path, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+	_cleanup_close_ int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	if (file < 0 || ctl < 0) {
+		*err = xasprintf("loop device for '%s': %s", file < 0 ? path : "/dev/loop-control",
+				 strerror(errno));
+		return -1;
+	}
+	for (int attempt = 0; attempt < 16; attempt++) {
+		int n = ioctl(ctl, LOOP_CTL_GET_FREE);
+		if (n < 0)
+			break;
+		_cleanup_free_ char *name = xasprintf("/dev/loop%d", n);
+		_cleanup_close_ int lfd = open(name, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+		if (lfd < 0)
+			break;
+		struct loop_config cfg = { .fd = (uint32_t)file };
+		cfg.info.lo_flags = ro ? LO_FLAGS_READ_ONLY : 0;
+		if (ioctl(lfd, LOOP_CONFIGURE, &cfg) == 0) {
+			*dev = TAKE_PTR(name);
+			return 0;
+		}
+		if (errno != EBUSY)
+			break;
+	}
+	*err = xasprintf("no loop device for '%s': %s", path, strerror(errno));
+	return -1;
+}
+
+/* Detach a loop device, as `losetup -d`: a busy one (a guest's mount) goes at its last close. */
+static int loop_detach(const char *dev, char **err)
+{
+	_cleanup_close_ int fd = open(dev, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || ioctl(fd, LOOP_CLR_FD, 0) < 0) {
+		if (err)
+			*err = xasprintf("detach '%s': %s", dev, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 int fake_root_plug(struct fake_root *r, const char *path, const char *serial, bool ro, char **name,
 		   char **err)
 {
@@ -49,18 +98,13 @@ int fake_root_plug(struct fake_root *r, const char *path, const char *serial, bo
 		*err = xstrdup("the fake guest has no free disk slot");
 		return -1;
 	}
-	const char *argv[] = { "losetup",        "--find", "--show", ro ? "--read-only" : path,
-			       ro ? path : NULL, NULL };
 	_cleanup_free_ char *out = NULL;
-	if (proc_run(argv, &out, err) < 0)
+	if (loop_attach(path, ro, &out, err) < 0)
 		return -1;
-	out[strcspn(out, "\n")] = '\0';
 	struct stat sb;
 	if (stat(out, &sb) < 0 || !S_ISBLK(sb.st_mode)) {
-		*err = xasprintf("losetup gave '%s', not a block device", out);
-		const char *det[] = { "losetup", "-d", out, NULL };
-		_cleanup_free_ char *e = NULL;
-		proc_run(det, NULL, &e);
+		*err = xasprintf("loop device '%s' is not a block device", out);
+		loop_detach(out, NULL);
 		return -1;
 	}
 	/* vdb is the target's (fake-machine's first plug), then vdc, ... */
@@ -75,9 +119,7 @@ int fake_root_plug(struct fake_root *r, const char *path, const char *serial, bo
 			*err = xasprintf("fake guest: cannot make '%s': %s", n, strerror(errno));
 		unlink(node);
 		rm_tree(sys, NULL);
-		const char *det[] = { "losetup", "-d", out, NULL };
-		_cleanup_free_ char *e = NULL;
-		proc_run(det, NULL, &e);
+		loop_detach(out, NULL);
 		return -1;
 	}
 	struct fake_disk *d = &r->disks[r->n_disks++];
@@ -97,9 +139,7 @@ int fake_disk_remove(struct fake_root *r, size_t i, char **err)
 	_cleanup_free_ char *sys = xasprintf("%s/sys/block/%s", r->dir, d->name);
 	unlink(full);
 	rm_tree(sys, NULL);
-	/* -d marks a busy device (a guest mount) for removal at its last close */
-	const char *argv[] = { "losetup", "-d", d->loop, NULL };
-	int rc = proc_run(argv, NULL, err);
+	int rc = loop_detach(d->loop, err);
 	free(d->serial);
 	free(d->name);
 	free(d->loop);
@@ -124,7 +164,7 @@ int fake_root_share(struct fake_root *r, const char *tag, const char *host_dir, 
 		*err = xasprintf("the fake guest cannot export a share tagged '%s'", tag);
 		return -1;
 	}
-	_cleanup_free_ char *base = xasprintf("%s" SHARES, r->dir);
+	_cleanup_free_ char *base = xasprintf("%s" FAKE_SHARES, r->dir);
 	_cleanup_free_ char *at = xasprintf("%s/%s", base, tag);
 	int st[2];
 	if (pipe2(st, O_CLOEXEC) < 0) {

@@ -14,7 +14,6 @@
 #define BUSYBOX   "/bin/busybox"
 #define MAX_DISKS 16
 #define MAX_PORTS 4
-#define SHARES    "/run/ferry-shares"
 
 struct fake_disk {
 	char *serial, *name;
@@ -37,7 +36,7 @@ struct fake_root {
 	int hold_fd; /* the holder's stdin: closing it ends the holder */
 	int ns_fd;   /* the guest's mount namespace */
 	ino_t ns_ino;
-	int boot_mounts;  /* /proc, /dev, /tmp, /run and the busybox binary */
+	int boot_mounts;  /* /proc, /dev, /tmp, /run, /bin and the busybox binary */
 	unsigned n_names; /* device names given so far: vdb, vdc, ... */
 	struct fake_disk disks[MAX_DISKS];
 	size_t n_disks;

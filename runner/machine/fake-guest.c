@@ -81,9 +81,9 @@ char *fake_host_path(const struct fake_root *r, const char *p)
 	"  _t=; _o=; _a=; _b=\n"                                                                   \
 	"  while [ $# -gt 0 ]; do case $1 in -t) _t=$2; shift 2;; -o) _o=$2; shift 2;; "           \
 	"*) if [ -z \"$_a\" ]; then _a=$1; else _b=$1; fi; shift;; esac; done\n"                   \
-	"  [ -d " SHARES "/\"$_a\" ] || { echo \"mount: no $_t share tagged '$_a'\" >&2; "         \
+	"  [ -d " FAKE_SHARES "/\"$_a\" ] || { echo \"mount: no $_t share tagged '$_a'\" >&2; "    \
 	"return 32; }\n"                                                                           \
-	"  command mount --bind " SHARES "/\"$_a\" \"$_b\" || return\n"                            \
+	"  command mount --bind " FAKE_SHARES "/\"$_a\" \"$_b\" || return\n"                       \
 	"  case \",$_o,\" in *,ro,*) command mount -o remount,bind,ro \"$_b\";; esac\n"            \
 	"}\n"
 
@@ -143,7 +143,53 @@ static int root_make_host(const char *dir, char **err)
 	return 0;
 }
 
-/* The directories and applet links of the root, made on the host before the guest starts. */
+/*
+ * busybox's applet names, asked once per process (`busybox --list`): each root then gets its
+ * links by symlink(2), as `busybox --install -s` would make them, without a process per guest.
+ */
+static pthread_once_t applets_once = PTHREAD_ONCE_INIT;
+static char *applets_text; /* "[\n[[\nacpid\n..." or NULL */
+static char *applets_err;
+
+static void applets_load(void)
+{
+	const char *argv[] = { BUSYBOX, "--list", NULL };
+	if (proc_run(argv, &applets_text, &applets_err) < 0) {
+		free(applets_text);
+		applets_text = NULL;
+	}
+}
+
+/* Loads the applet list (before the fork that needs it): 0, or -1 with *err. */
+static int applets_ready(char **err)
+{
+	pthread_once(&applets_once, applets_load);
+	if (applets_text)
+		return 0;
+	*err =
+	    xasprintf("fake guest: %s --list: %s", BUSYBOX, applets_err ? applets_err : "failed");
+	return -1;
+}
+
+/* In the holder, between fork and exec (system calls only): a link to /usr/bin/busybox for
+ * every applet in the directory dfd, as `busybox --install -s` makes them. */
+static int applet_links(int dfd)
+{
+	char name[64];
+	for (const char *p = applets_text; *p;) {
+		size_t n = strcspn(p, "\n");
+		if (n > 0 && n < sizeof(name)) {
+			memcpy(name, p, n);
+			name[n] = '\0';
+			if (!memchr(name, '/', n) && symlinkat("/usr/bin/busybox", dfd, name) < 0)
+				return -1;
+		}
+		p += n + (p[n] == '\n');
+	}
+	return 0;
+}
+
+/* The directories of the root, made on the host before the guest starts. */
 static int root_make(const char *dir, char **err)
 {
 	static const char *const dirs[] = { "bin", "usr/bin", "usr/sbin", "proc",      "dev", "tmp",
@@ -167,10 +213,7 @@ static int root_make(const char *dir, char **err)
 	if (write_file_atomic(prof, PROFILE_TEXT, strlen(PROFILE_TEXT), 0644, err) < 0 ||
 	    write_file_atomic(hangs, "", 0, 0644, err) < 0)
 		return -1;
-	/* every applet as a link to /usr/bin/busybox (Debian's busybox installs them so) */
-	_cleanup_free_ char *bin = xasprintf("%s/bin", dir);
-	const char *argv[] = { BUSYBOX, "--install", "-s", bin, NULL };
-	return proc_run(argv, NULL, err);
+	return 0;
 }
 
 /* In the holder, between fork and exec: the namespace, its mounts, the chroot. */
@@ -184,8 +227,15 @@ static void holder_main(const char *dir, char *const paths[], char *const src[],
 	    mount("proc", paths[1], "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ||
 	    mount("tmpfs", paths[2], "tmpfs", MS_NOSUID, "mode=0755") < 0 ||
 	    mount("tmpfs", paths[3], "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0 ||
-	    mount("tmpfs", paths[4], "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
+	    mount("tmpfs", paths[4], "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0 ||
+	    mount("tmpfs", paths[5], "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
 		goto fail;
+	/* every applet as a link to /usr/bin/busybox (Debian's busybox installs them so), on a
+	 * tmpfs of the namespace: no inode on the host's disk per link and guest */
+	int bin = open(paths[5], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (bin < 0 || applet_links(bin) < 0)
+		goto fail;
+	close(bin);
 	for (size_t i = 0; i < N_HOST_BINDS; i++)
 		if (src[i] &&
 		    (mount(src[i], dst[i], "none", MS_BIND | MS_REC, NULL) < 0 ||
@@ -239,11 +289,11 @@ int fake_root_boot(const char *dir, struct fake_root **out, char **err)
 		*err = xasprintf("fake guest: mkdir '%s': %s", dir, strerror(errno));
 		return -1;
 	}
-	if (root_make(dir, err) < 0) {
+	if (applets_ready(err) < 0 || root_make(dir, err) < 0) {
 		rm_tree(dir, NULL);
 		return -1;
 	}
-	static const char *const sub[] = { "usr/bin/busybox", "proc", "dev", "tmp", "run" };
+	static const char *const sub[] = { "usr/bin/busybox", "proc", "dev", "tmp", "run", "bin" };
 	char *paths[ELEMENTSOF(sub)];
 	for (size_t i = 0; i < ELEMENTSOF(sub); i++)
 		paths[i] = xasprintf("%s/%s", dir, sub[i]);
@@ -580,6 +630,68 @@ int fake_root_mounts(const struct fake_root *r)
 		n++;
 	fclose(f);
 	return n - r->boot_mounts;
+}
+
+int fake_root_mounted(const struct fake_root *r, const char *mnt, char **err)
+{
+	_cleanup_free_ char *path = xasprintf("/proc/%d/mounts", (int)r->holder);
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		*err = xasprintf("fake guest: %s: %s", path, strerror(errno));
+		return -1;
+	}
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0, n = strlen(mnt);
+	int found = 0;
+	while (!found && getline(&line, &cap, f) > 0) {
+		const char *sp = strchr(line, ' ');
+		found = sp && strncmp(sp + 1, mnt, n) == 0 && sp[1 + n] == ' ';
+	}
+	fclose(f);
+	return found;
+}
+
+/* Appends "GUEST_PATH," for every entry under dirfd that is not a directory, depth first. */
+static void files_under(int dirfd, const char *guest, const char *prune, char **list,
+			unsigned depth)
+{
+	DIR *d = depth < 64 ? fdopendir(dirfd) : NULL;
+	if (!d) {
+		close(dirfd);
+		return;
+	}
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		_cleanup_free_ char *p = xasprintf("%s/%s", guest, e->d_name);
+		struct stat sb;
+		if (fstatat(dirfd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (!S_ISDIR(sb.st_mode)) {
+			char *more = xasprintf("%s%s,", *list ? *list : "", p);
+			free(*list);
+			*list = more;
+		} else if (!prune || strcmp(p, prune) != 0) {
+			int sub = openat(dirfd, e->d_name,
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0)
+				files_under(sub, p, prune, list, depth + 1);
+		}
+	}
+	closedir(d);
+}
+
+char *fake_root_files(const struct fake_root *r, const char *const *dirs, const char *prune)
+{
+	char *list = NULL;
+	for (size_t i = 0; dirs[i]; i++) {
+		_cleanup_free_ char *host = fake_host_path(r, dirs[i]);
+		int fd = open(host, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0)
+			files_under(fd, dirs[i], prune, &list, 0);
+	}
+	return list ? list : xstrdup("");
 }
 
 /* ---- hung programs ---- */

@@ -29,6 +29,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* Where the guest finds the folders the machine exports (fake_root_share()). */
+#define FAKE_SHARES "/run/ferry-shares"
+
 struct fake_root;
 
 /* NULL when this host can run fake guests, else why not (a static string). */
@@ -121,5 +124,10 @@ int fake_root_hang(struct fake_root *r, const char *prog, char **err);
 int fake_root_procs(const struct fake_root *r);
 /* Disks plugged now (the target included). */
 unsigned fake_root_disks(const struct fake_root *r);
-/* Mounts in the guest now besides those it boots with (/proc, /dev, /tmp, /run, busybox). */
+/* Mounts in the guest now besides those it boots with (/proc, /dev, /tmp, /run, /bin, busybox). */
 int fake_root_mounts(const struct fake_root *r);
+/* Whether mnt is a mount point in the guest now (its /proc/mounts): 1, 0, or -1 with *err. */
+int fake_root_mounted(const struct fake_root *r, const char *mnt, char **err);
+/* Every entry that is not a directory under the guest paths dirs (NULL-ended), but not under
+ * the directory prune, as "PATH,PATH," ("" for none): read from the host, no guest process. */
+char *fake_root_files(const struct fake_root *r, const char *const *dirs, const char *prune);

@@ -33,7 +33,6 @@
 /* What a housekeeping command (mount, empty, a file's cat) may take. */
 #define HOUSEKEEPING_MS 30000u
 #define EMPTY_CMD       "rm -rf " MACHINE_LANDING " && mkdir -p " MACHINE_LANDING
-#define TARGET_MOUNTED  "grep -q ' " MACHINE_TARGET_MNT " ' /proc/mounts"
 
 static struct fake_guest *fg(struct machine_guest *g)
 {
@@ -503,8 +502,8 @@ static int target_new(struct fake_machine *fm, struct fake_guest *g, const struc
 /* Unmount the target (the block method may have) and unplug and delete its image. */
 static int target_end(struct fake_guest *g, char **err)
 {
-	if (guest_sh(g, "if " TARGET_MOUNTED "; then umount " MACHINE_TARGET_MNT "; fi", NULL,
-		     err) < 0)
+	int mounted = fake_root_mounted(g->root, MACHINE_TARGET_MNT, err);
+	if (mounted < 0 || (mounted && guest_sh(g, "umount " MACHINE_TARGET_MNT, NULL, err) < 0))
 		return -1;
 	if (g->target_path) {
 		if (fake_root_disk(g->root, MACHINE_TARGET_SERIAL) &&
@@ -569,11 +568,10 @@ int fake_real_reset(struct fake_machine *fm, struct fake_guest *g, const struct 
 	const struct plan_disk *cur = g->disk;
 	bool image = cur && cur->kind == PLAN_DISK_IMAGE;
 	/* a raw-written target (block) has no filesystem left: a fresh one, as a boot gives */
-	struct fake_result res;
-	if (fake_root_run(g->root, TARGET_MOUNTED, NULL, 0, HOUSEKEEPING_MS, &res, err) != 0)
+	int mounted = fake_root_mounted(g->root, MACHINE_TARGET_MNT, err);
+	if (mounted < 0)
 		return -1;
-	bool is_mounted = res.status == 0;
-	fake_result_clear(&res);
+	bool is_mounted = mounted;
 	if (d || (image && (fresh || !is_mounted))) {
 		if (target_end(g, err) < 0)
 			return -1;
@@ -588,19 +586,15 @@ void fake_real_leftovers(struct fake_machine *fm, struct fake_guest *g)
 {
 	if (!g->root)
 		return;
-	_cleanup_free_ char *files = NULL, *err = NULL;
-	/* the landing place's own mount is the start state */
-	guest_sh(g,
-		 "find /tmp /run -path /run/ferry-shares -prune -o ! -type d -print | "
-		 "tr '\\n' ,",
-		 &files, &err);
+	/* read from the host, as the guest's `find /tmp /run ! -type d` and /proc/mounts would
+	 * show them; the landing place's own mount is the start state */
+	static const char *const dirs[] = { "/tmp", "/run", NULL };
+	_cleanup_free_ char *files = fake_root_files(g->root, dirs, FAKE_SHARES);
 	int mounts = fake_root_mounts(g->root);
 	_cleanup_free_ char *mnt_err = NULL;
-	struct fake_result res;
-	if (fake_root_run(g->root, TARGET_MOUNTED, NULL, 0, HOUSEKEEPING_MS, &res, &mnt_err) == 0) {
-		mounts -= res.status == 0;
-		fake_result_clear(&res);
-	}
+	int target = fake_root_mounted(g->root, MACHINE_TARGET_MNT, &mnt_err);
+	if (target > 0)
+		mounts--;
 	unsigned disks = fake_root_disks(g->root) - (g->target_path ? 1 : 0);
 	fake_logf(fm->f, "left %u mounts=%d procs=%d disks=%u files=%s", g->number, mounts,
 		  fake_root_procs(g->root), disks, files ? files : "?");
