@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "methods/method.h"
 #include "plan-parse.h"
 #include "results.h"
 #include "units.h"
@@ -15,6 +16,25 @@ void pl_add_ref(struct ctx *c, enum plan_axis axis, const char *name, const yaml
 {
 	c->refs = xgrow(c->refs, &c->cap_refs, c->n_refs + 1, sizeof(*c->refs));
 	c->refs[c->n_refs++] = (struct ref){ axis, xstrdup(name), pl_node_pos(c, n), matrix };
+}
+
+/* The vms a method entry's own options name (KEY_VM_PRIVATE), resolved once every file is read
+ * (check_refs in plan.c). */
+static void method_vm_refs(struct ctx *c, const struct plan_method *m, const yaml_node_t *map)
+{
+	const struct method_ops *ops = method_of(m);
+	const struct key_table *t = ops ? ops->options : NULL;
+	for (size_t i = 0; t && i < t->n_keys; i++) {
+		const struct key_def *k = &t->keys[i];
+		if (!(k->flags & KEY_VM_PRIVATE) || k->type != KEY_STRING)
+			continue;
+		const char *name = *(char *const *)(const void *)(m->opts.bytes + k->offset);
+		const yaml_node_t *at = pl_lookup(c, map, k->name, NULL);
+		if (!name || !at)
+			continue;
+		pl_add_ref(c, PLAN_AXIS_VM, name, at, false);
+		c->refs[c->n_refs - 1].private_by = xasprintf("methods.%s.%s", m->e.name, k->name);
+	}
 }
 
 /* `image` implies `guest: image`; the rules table checks the rest (rules.c). */
@@ -184,6 +204,7 @@ void pl_check_entry(struct ctx *c, const struct key_table *t, void *obj, const y
 		pl_check_entry_rules(c, RULE_DATASET, obj, map, owner);
 	} else if (t == &plan_method_keys) {
 		pl_check_entry_rules(c, RULE_METHOD, obj, map, owner);
+		method_vm_refs(c, obj, map);
 	} else if (t == &plan_criterion_keys) {
 		check_criterion(c, obj, map);
 	} else if (t == &plan_repeat_keys) {

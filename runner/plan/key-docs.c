@@ -318,6 +318,16 @@ static const char *type_name(const struct key_def *k)
 	return "value";
 }
 
+/* Whether k is the table's own key or value v's own key itself: two values' keys of one name
+ * (ssh's and vm2vm's `tool`) are two keys, each documented with its own value. */
+static bool variant_holds(const struct key_table *t, const struct key_def *k, int v)
+{
+	if (k >= t->keys && k < t->keys + t->n_keys)
+		return true;
+	const struct key_table *vt = key_variant(t, v);
+	return vt && k >= vt->keys && k < vt->keys + vt->n_keys;
+}
+
 /* One key's paragraph; `t` is its table (a variant's for a value's own key), `parent` the table
  * whose discriminator says which values it applies to (NULL: always). */
 static void man_key(struct buf *b, const struct key_table *t, const struct key_def *k,
@@ -370,7 +380,7 @@ static void man_key(struct buf *b, const struct key_table *t, const struct key_d
 		bputs(&only, "");
 		for (size_t j = 0; j < all; j++) {
 			_cleanup_free_ char *na = key_not_applying(parent, k, (int)j);
-			if (na)
+			if (na || !variant_holds(parent, k, (int)j))
 				continue;
 			bputs(&only, n++ ? ", \\fB" : " \\fB");
 			bputs_roff(&only, disc->values[j]);

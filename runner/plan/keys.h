@@ -32,6 +32,10 @@ enum key_type {
 
 enum key_flags {
 	KEY_REQUIRED = 1 << 0,
+	/* a KEY_STRING naming a vms entry whose NIC is on ferry's private network (backend
+	 * private): an undefined name or another backend is an error at the value, checked once
+	 * every file is read (a method's second guest: vm2vm's `from`) */
+	KEY_VM_PRIVATE = 1 << 1,
 };
 
 struct key_table;

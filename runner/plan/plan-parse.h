@@ -27,6 +27,9 @@ struct ref {
 	char *name;
 	struct plan_pos pos;
 	bool matrix; /* dropped when a later file replaces the matrix */
+	/* a vm that must be on ferry's private network (KEY_VM_PRIVATE): the key that names it
+	 * ("methods.m.from"), else NULL */
+	char *private_by;
 };
 
 struct ctx {

@@ -112,8 +112,16 @@ static void check_refs(struct ctx *c)
 	for (size_t i = 0; i < c->n_refs; i++) {
 		const struct ref *r = &c->refs[i];
 		struct section s = section_of(p, r->axis);
-		if (defined(p, r->axis, r->name))
+		if (defined(p, r->axis, r->name)) {
+			const struct plan_vm *vm = r->private_by ? plan_find_vm(p, r->name) : NULL;
+			if (vm && vm->nic.backend != PLAN_NIC_PRIVATE)
+				pl_err_at(c, r->pos,
+					  "%s names vm '%s', whose NIC is not on ferry's private "
+					  "network: set vms.%s.nic.backend to private (both guests "
+					  "meet there)",
+					  r->private_by, r->name, r->name);
 			continue;
+		}
 		_cleanup_free_ const char **names = xcalloc(s.n + 1, sizeof(*names));
 		_cleanup_free_ char *list = xstrdup("");
 		for (size_t j = 0; j < s.n; j++) {
@@ -241,8 +249,10 @@ static struct plan *parse(const char *name, const char *buf, size_t len, const c
 	pl_load_file(&c, name, buf, len, canon);
 	resolve(&c);
 
-	for (size_t i = 0; i < c.n_refs; i++)
+	for (size_t i = 0; i < c.n_refs; i++) {
 		free(c.refs[i].name);
+		free(c.refs[i].private_by);
+	}
 	free(c.refs);
 	if (c.n_errors) {
 		diag_sort(diags);

@@ -348,6 +348,13 @@ void pl_walk_mapping(struct ctx *c, const struct key_table *t, void *obj, const 
 							      "'ferry: 1')"
 							    : "");
 	}
+	/* the discriminator's value's own required keys (vm2vm's `from`) */
+	const struct key_table *vt = disc >= 0 ? key_variant(t, disc) : NULL;
+	for (size_t i = 0; vt && i < vt->n_keys; i++) {
+		const struct key_def *k = &vt->keys[i];
+		if ((k->flags & KEY_REQUIRED) && !pl_lookup(c, map, k->name, NULL))
+			pl_err_node(c, owner ? owner : map, "missing required key '%s'", k->name);
+	}
 	/* checks across keys only when every key read: an invalid value would make them lie */
 	if (c->n_errors == errors_before)
 		pl_check_entry(c, t, obj, map, owner);
