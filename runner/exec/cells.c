@@ -124,6 +124,8 @@ static char *group_key(struct exec *x, const struct xcell *c)
 		k = key_append(k, "|ch=%s", n->channels[i]);
 	for (size_t i = 0; i < n->n_disks; i++)
 		k = key_append(k, "|d=%s", n->disks[i].path);
+	if (n->peer)
+		k = key_append(k, "|peer=%s", n->peer->e.name);
 	if (c->pc.run.fresh == PLAN_FRESH_RESTORE)
 		k = key_append(k, "%s", "|fresh=restore");
 	if (!shares_boot(c))

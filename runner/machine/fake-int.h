@@ -51,6 +51,8 @@ struct fake_guest {
 	bool broken;
 	bool suspended;
 	const struct plan_disk *disk;      /* the target disk its landing place is on */
+	struct fake_guest *peer;           /* booted with it (method_boot_needs.peer), or NULL */
+	struct plan_disk peer_disk;        /* a peer's own tmpfs (machine_peer_config) */
 	double alloc, cpu_qemu, cpu_guest; /* what fake_sample reports */
 	/* ---- machine_fake.guests: a guest over a directory ---- */
 	struct fake_root *root;

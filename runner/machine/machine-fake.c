@@ -88,6 +88,8 @@ static void fake_fresh(struct fake_machine *fm, struct fake_guest *g,
 	fake_logf(f, "restore %u %u", g->number, s->number);
 }
 
+static void fake_destroy(struct machine *m, struct machine_guest *mg);
+
 static int fake_boot(struct machine *m, const struct machine_config *c, struct machine_guest **out,
 		     char **err, char **detail)
 {
@@ -98,10 +100,26 @@ static int fake_boot(struct machine *m, const struct machine_config *c, struct m
 				 ((struct fake_machine *)m)->uri);
 		return -1;
 	}
+	/* the peer first, from its own vm entry (fake_destroy() ends it with the guest) */
+	struct fake_guest *peer = NULL;
+	if (c->needs && c->needs->peer) {
+		struct plan_disk pd;
+		struct machine_config pc;
+		machine_peer_config(c, &pd, &pc);
+		struct machine_guest *pg = NULL;
+		if (fake_boot(m, &pc, &pg, err, detail) < 0)
+			return -1;
+		peer = (struct fake_guest *)pg;
+		peer->peer_disk = pd;
+		peer->disk = &peer->peer_disk;
+		fake_logf(f, "peer %u", peer->number);
+	}
 	unsigned number = ++f->boots;
 	fake_logf(f, "boot %u", number);
 	if (number == f->fail_boot) {
 		*err = xasprintf("fake boot %u fails as scripted", number);
+		if (peer)
+			fake_destroy(m, &peer->base);
 		return -1;
 	}
 	struct fake_guest *g = xcalloc(1, sizeof(*g));
@@ -109,10 +127,13 @@ static int fake_boot(struct machine *m, const struct machine_config *c, struct m
 	g->disk = c->disk;
 	if (f->guests && fake_real_boot((struct fake_machine *)m, g, c, err) < 0) {
 		free(g);
+		if (peer)
+			fake_destroy(m, &peer->base);
 		return -1;
 	}
 	g->base.name = xasprintf("fake-%u", number);
-	g->base.boot_ms = 1;
+	g->base.boot_ms = peer ? 2 : 1;
+	g->peer = peer;
 	if (c->restore)
 		fake_fresh((struct fake_machine *)m, g, c);
 	f->live++;
@@ -195,6 +216,8 @@ static void fake_destroy(struct machine *m, struct machine_guest *mg)
 {
 	struct machine_fake *f = script(m);
 	struct fake_guest *g = (struct fake_guest *)mg;
+	if (g->peer)
+		fake_destroy(m, &g->peer->base);
 	f->destroys++;
 	f->live--;
 	if (!g->suspended)
@@ -209,8 +232,9 @@ static void fake_destroy(struct machine *m, struct machine_guest *mg)
 
 static bool fake_healthy(struct machine *m, struct machine_guest *mg)
 {
-	(void)m;
 	struct fake_guest *g = (struct fake_guest *)mg;
+	if (g->peer && !fake_healthy(m, &g->peer->base))
+		return false;
 	return !g->broken && (!g->root || fake_root_procs(g->root) >= 0);
 }
 
@@ -314,6 +338,8 @@ static int fake_suspend(struct machine *m, struct machine_guest *mg, char **err)
 {
 	struct machine_fake *f = script(m);
 	struct fake_guest *g = (struct fake_guest *)mg;
+	if (g->peer && fake_suspend(m, &g->peer->base, err) < 0)
+		return -1;
 	unsigned number = ++f->suspends;
 	fake_logf(f, "suspend %u", g->number);
 	if (number == f->fail_suspend) {
@@ -330,6 +356,8 @@ static int fake_resume(struct machine *m, struct machine_guest *mg, char **err)
 {
 	struct machine_fake *f = script(m);
 	struct fake_guest *g = (struct fake_guest *)mg;
+	if (g->peer && fake_resume(m, &g->peer->base, err) < 0)
+		return -1;
 	fake_logf(f, "resume %u", g->number);
 	if (++f->resumes == f->sigint_resume) {
 		raise(SIGINT);
@@ -340,6 +368,13 @@ static int fake_resume(struct machine *m, struct machine_guest *mg, char **err)
 		f->max_running = f->running;
 	g->suspended = false;
 	return 0;
+}
+
+static struct machine_guest *fake_peer(struct machine *m, struct machine_guest *mg)
+{
+	(void)m;
+	struct fake_guest *g = (struct fake_guest *)mg;
+	return g->peer ? &g->peer->base : NULL;
 }
 
 static uint64_t fake_host_memory(struct machine *m)
@@ -411,6 +446,7 @@ static const struct machine_ops fake_ops = {
 	.hook = fake_hook,
 	.alive = fake_alive,
 	.close = fake_close,
+	.peer = fake_peer,
 };
 
 struct machine *machine_fake_open(struct run *run, const char *uri, void *data, char **err)

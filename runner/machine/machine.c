@@ -27,6 +27,16 @@ int machine_err_set(struct machine_err *e, enum machine_err_kind kind, const cha
 	return -1;
 }
 
+void machine_peer_config(const struct machine_config *c, struct plan_disk *disk,
+			 struct machine_config *out)
+{
+	static const struct method_boot_needs nic = { .nic = true };
+	*disk = (struct plan_disk){ .e = { .name = (char *)"peer" },
+				    .kind = PLAN_DISK_TMPFS,
+				    .size = c->needs->peer->memory / 100 * METHOD_GUEST_STAGE_PCT };
+	*out = (struct machine_config){ .vm = c->needs->peer, .disk = disk, .needs = &nic };
+}
+
 void machine_exec_result_clear(struct machine_exec_result *r)
 {
 	free(r->out);

@@ -45,6 +45,21 @@ struct machine_config {
 	bool restore;
 };
 
+/*
+ * A cell whose method asks for a second guest (method_boot_needs.peer, vm2vm's sender) gets it
+ * from machine_boot() with the first: the peer boots first, from its own vm entry (its NIC
+ * settings are its own), on the same private network, with a tmpfs of METHOD_GUEST_STAGE_PCT
+ * percent of its memory mounted at MACHINE_TARGET_MNT and an empty MACHINE_LANDING in it; it is
+ * never restored from a saved state. boot_ms is then both boots' sum. machine_destroy(),
+ * machine_healthy(), machine_suspend() and machine_resume() act on both; machine_reset(),
+ * machine_sample() and machine_describe() on the cell's guest only. machine_peer() gives it.
+ */
+
+/* For implementations: the configuration of c's peer (c->needs->peer), its tmpfs disk in *disk
+ * (the entry's name "peer"; valid while *disk lives). */
+void machine_peer_config(const struct machine_config *c, struct plan_disk *disk,
+			 struct machine_config *out);
+
 /* A booted guest. Implementations embed it first; the executor reads the fields. */
 struct machine_guest {
 	char *name;      /* e.g. the domain name; caller never frees */
@@ -351,6 +366,9 @@ struct machine_ops {
 	 * May be NULL (always alive). */
 	bool (*alive)(struct machine *m, char **why);
 	void (*close)(struct machine *m);
+	/* The second guest booted with g (method_boot_needs.peer), or NULL. Methods run the guest
+	 * operations on it as on g. May be NULL: the machine boots no second guest. */
+	struct machine_guest *(*peer)(struct machine *m, struct machine_guest *g);
 	/* What methods do in its guests (above). May be NULL: no method but null runs. */
 	const struct machine_guest_ops *guest;
 };
@@ -385,6 +403,10 @@ static inline int machine_boot(struct machine *m, const struct machine_config *c
 			       struct machine_guest **out, char **err, char **detail)
 {
 	return m->ops->boot(m, c, out, err, detail);
+}
+static inline struct machine_guest *machine_peer(struct machine *m, struct machine_guest *g)
+{
+	return m && g && m->ops->peer ? m->ops->peer(m, g) : NULL;
 }
 static inline int machine_reset(struct machine *m, struct machine_guest *g,
 				const struct machine_reset *r, char **err)

@@ -88,6 +88,10 @@ struct method_boot_needs {
 	size_t n_channels;
 	/* the VM needs a NIC (network method); model/queues come from the plan's vm entry. */
 	bool nic;
+	/* a second guest of this vm entry (borrowed from the plan), booted with the cell's guest
+	 * and destroyed with it, on the same private network, with a tmpfs landing place of its
+	 * own (vm2vm's sender: machine_peer()); NULL: none */
+	const struct plan_vm *peer;
 	/* boot-time disks besides the target disk, e.g. a raw target for `block` on sata/ide that
 	 * cannot be hot-plugged. path must exist before boot (create it in add_devices()). */
 	struct disk_config *disks;

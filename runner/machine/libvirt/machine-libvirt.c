@@ -340,6 +340,9 @@ static int lv_boot_into(struct lv_machine *lm, struct lv_guest *g, char **err)
 
 static void lv_free(struct lv_guest *g)
 {
+	if (g->peer)
+		lv_free(g->peer);
+	g->peer = NULL;
 	lv_teardown(g);
 	if (g->target_path)
 		unlink(g->target_path);
@@ -360,14 +363,28 @@ static int lv_boot(struct machine *m, const struct machine_config *c, struct mac
 	struct lv_machine *lm = (struct lv_machine *)m;
 	struct lv_guest *g = xcalloc(1, sizeof(*g));
 	g->cfg = *c;
-	if (lv_boot_into(lm, g, err) < 0) {
+	/* the peer first (machine.h), from its own vm entry; lv_free() ends it with g */
+	if (c->needs && c->needs->peer) {
+		g->peer = xcalloc(1, sizeof(*g->peer));
+		machine_peer_config(c, &g->peer->peer_disk, &g->peer->cfg);
+	}
+	if ((g->peer && lv_boot_into(lm, g->peer, err) < 0) || lv_boot_into(lm, g, err) < 0) {
 		const char *lv = virGetLastErrorMessage();
 		*detail = lv ? xstrdup(lv) : NULL;
 		lv_free(g);
 		return -1;
 	}
+	if (g->peer)
+		g->base.boot_ms += g->peer->base.boot_ms;
 	*out = &g->base;
 	return 0;
+}
+
+static struct machine_guest *lv_peer(struct machine *m, struct machine_guest *mg)
+{
+	(void)m;
+	struct lv_guest *g = (struct lv_guest *)mg;
+	return g->peer ? &g->peer->base : NULL;
 }
 
 /*
@@ -509,7 +526,7 @@ static bool lv_healthy(struct machine *m, struct machine_guest *mg)
 {
 	(void)m;
 	struct lv_guest *g = (struct lv_guest *)mg;
-	if (!g->vm)
+	if (!g->vm || (g->peer && !lv_healthy(m, &g->peer->base)))
 		return false;
 	virDomainPtr d = vm_domain(g->vm);
 	if (virDomainIsActive(d) != 1)
@@ -535,6 +552,8 @@ static int lv_suspend(struct machine *m, struct machine_guest *mg, char **err)
 		*err = xasprintf("cannot suspend '%s': it has no domain", mg->name);
 		return -1;
 	}
+	if (g->peer && lv_suspend(m, &g->peer->base, err) < 0)
+		return -1;
 	if (virDomainSuspend(vm_domain(g->vm)) < 0) {
 		const char *lv = virGetLastErrorMessage();
 		*err = xasprintf("cannot suspend '%s': %s", mg->name, lv ? lv : "unknown error");
@@ -553,6 +572,8 @@ static int lv_resume(struct machine *m, struct machine_guest *mg, char **err)
 		*err = xasprintf("cannot resume '%s': it has no domain", mg->name);
 		return -1;
 	}
+	if (g->peer && lv_resume(m, &g->peer->base, err) < 0)
+		return -1;
 	virDomainPtr d = vm_domain(g->vm);
 	if (virDomainResume(d) < 0) {
 		const char *lv = virGetLastErrorMessage();
@@ -702,6 +723,7 @@ static const struct machine_ops libvirt_ops = {
 	.hook = lv_hook,
 	.alive = lv_alive,
 	.close = lv_close,
+	.peer = lv_peer,
 	.guest = &machine_libvirt_guest_ops,
 };
 

@@ -47,6 +47,8 @@ struct lv_guest {
 	char *target_dev; /* "/dev/vdb" */
 	char *seed_path;  /* the NoCloud seed ISO of an image guest with a seed */
 	bool no_cpustats; /* the agent has no guest-get-cpustats: /proc/stat through its files */
+	struct lv_guest *peer;      /* booted with it (method_boot_needs.peer), or NULL */
+	struct plan_disk peer_disk; /* a peer's own tmpfs (machine_peer_config) */
 };
 
 /* Whether the guest's target disk is an image (else tmpfs). */
