@@ -89,14 +89,15 @@ static const char *const guest_modules_later[] = {
 /*
  * Programs of Debian packages the guest carries besides busybox and qemu-ga, each with the
  * shared libraries it needs: the ssh method's server (dropbear; dropbearconvert reads the
- * OpenSSH-format host key the host makes per run), the remote ends of `scp -O` (scp -t) and
- * of rsync over ssh (rsync --server).
+ * OpenSSH-format host key the host makes per run), vm2vm's client in the sender (dbclient), the
+ * remote ends of `scp -O` (scp -t) and of rsync over ssh (rsync --server).
  */
 static const struct guest_tool {
 	const char *package, *path;
 } guest_tools[] = {
 	{ "dropbear-bin", "usr/sbin/dropbear" },
 	{ "dropbear-bin", "usr/bin/dropbearconvert" },
+	{ "dropbear-bin", "usr/bin/dbclient" },
 	{ "openssh-client", "usr/bin/scp" },
 	{ "rsync", "usr/bin/rsync" },
 };

@@ -58,7 +58,7 @@
 #include <sys/types.h>
 
 /* Bump when the layout or content rules of the built guest change: it is part of the cache key. */
-#define GUEST_FORMAT_VERSION 6
+#define GUEST_FORMAT_VERSION 7
 
 /* The virtio-serial channel name qemu-ga listens on inside the guest. */
 #define GUEST_AGENT_CHANNEL "org.qemu.guest_agent.0"

@@ -25,7 +25,8 @@
 	X(network, "network")                                                                      \
 	X(block, "block")                                                                          \
 	X(null, "null")                                                                            \
-	X(ssh, "ssh")
+	X(ssh, "ssh")                                                                              \
+	X(vm2vm, "vm2vm")
 
 #define DECLARE(sym, name) extern const struct method_ops method_##sym;
 METHOD_REGISTRY(DECLARE)

@@ -38,10 +38,10 @@
 #include "netserve.h"
 #include "proc.h"
 #include "rules.h"
+#include "ssh.h"
 #include "util.h"
 
-#define SSH_GUEST_PORT 2222
-#define SSH_GUEST_DIR  "/run/ferry-ssh"
+#define SSH_GUEST_DIR "/run/ferry-ssh"
 
 enum ssh_tool { SSH_SCP, SSH_RSYNC, SSH_TAR };
 
@@ -80,16 +80,6 @@ static const struct key_def ssh_defs[] = {
 METHOD_OPTIONS(ssh_keys, "ssh", struct ssh_opts, ssh_defs);
 
 #define OPTS(ctx) METHOD_OPTS((ctx)->method, struct ssh_opts)
-
-struct ssh_state {
-	char *keydir;    /* host: the run's keys (cell_dir/ssh-keys), NULL when none */
-	char *fwd_guest; /* the guest the forward was made for */
-	int fwd_port;
-	int port;         /* where the client connects */
-	const char *addr; /* static */
-	int64_t server;   /* guest pid of the server, 0: none */
-	bool guest_files; /* keys pushed into the guest */
-};
 
 static struct ssh_state *state(struct method_ctx *ctx)
 {
@@ -139,21 +129,19 @@ static int keygen(struct method_ctx *ctx, const char *path)
 	return 0;
 }
 
-static char *key_path(const struct ssh_state *s, const char *name)
+char *ssh_key_path(const struct ssh_state *s, const char *name)
 {
 	return xasprintf("%s/%s", s->keydir, name);
 }
 
-/* Fresh host and client keys in the cell's directory, and the client's known_hosts naming
- * exactly the host key for the address it connects to. */
-static int make_keys(struct method_ctx *ctx, struct ssh_state *s)
+int ssh_make_keys(struct method_ctx *ctx, struct ssh_state *s)
 {
 	s->keydir = xasprintf("%s/ssh-keys", ctx->cell_dir);
 	if (mkdir(s->keydir, 0700) < 0 && errno != EEXIST)
 		return method_fail(ctx, ERROR_INFRA, NULL, "ssh: cannot create '%s': %s", s->keydir,
 				   strerror(errno));
-	_cleanup_free_ char *host = key_path(s, "host_key");
-	_cleanup_free_ char *client = key_path(s, "client_key");
+	_cleanup_free_ char *host = ssh_key_path(s, "host_key");
+	_cleanup_free_ char *client = ssh_key_path(s, "client_key");
 	if (keygen(ctx, host) < 0 || keygen(ctx, client) < 0)
 		return -1;
 	_cleanup_free_ char *pub = xasprintf("%s.pub", host);
@@ -169,7 +157,7 @@ static int make_keys(struct method_ctx *ctx, struct ssh_state *s)
 	_cleanup_free_ char *line = s->port == 22
 					? xasprintf("%s %s\n", s->addr, hostpub)
 					: xasprintf("[%s]:%d %s\n", s->addr, s->port, hostpub);
-	_cleanup_free_ char *known = key_path(s, "known_hosts");
+	_cleanup_free_ char *known = ssh_key_path(s, "known_hosts");
 	_cleanup_free_ char *err = NULL;
 	if (write_file_atomic(known, line, strlen(line), 0600, &err) < 0)
 		return method_fail(ctx, ERROR_INFRA, NULL, "ssh: %s", err);
@@ -197,21 +185,25 @@ static int push(struct method_ctx *ctx, const char *host_path, const char *guest
 	"exec /usr/sbin/sshd -D -e -f " SSH_GUEST_DIR "/sshd_config 2>>log; "                      \
 	"elif command -v dropbear >/dev/null; then "                                               \
 	"dropbearconvert openssh dropbear host_key host_key.db >>log 2>&1 || exit 1; "             \
-	"exec dropbear -F -E -s -j -k -p %d -r host_key.db 2>>log; "                               \
+	"exec dropbear -F -E -s -j -k -p %s -r host_key.db 2>>log; "                               \
 	"else echo 'the guest has no ssh server (sshd or dropbear)' >>log; exit 127; fi"
 
 #define SSHD_CONFIG                                                                                \
-	"Port %d\nHostKey " SSH_GUEST_DIR "/host_key\nAuthorizedKeysFile " SSH_GUEST_DIR           \
+	"Port %d\n%s%s%sHostKey " SSH_GUEST_DIR "/host_key\nAuthorizedKeysFile " SSH_GUEST_DIR     \
 	"/authorized_keys\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"         \
 	"KbdInteractiveAuthentication no\nUsePAM no\nPidFile none\nStrictModes no\n"               \
 	"Subsystem sftp internal-sftp\n"
 
-static int start_server(struct method_ctx *ctx, struct ssh_state *s)
+int ssh_start_server(struct method_ctx *ctx, struct ssh_state *s)
 {
-	_cleanup_free_ char *host = key_path(s, "host_key");
-	_cleanup_free_ char *cpub = key_path(s, "client_key.pub");
-	_cleanup_free_ char *conf = key_path(s, "sshd_config");
-	_cleanup_free_ char *text = xasprintf(SSHD_CONFIG, SSH_GUEST_PORT);
+	int port = ssh_listen_port(s);
+	_cleanup_free_ char *host = ssh_key_path(s, "host_key");
+	_cleanup_free_ char *cpub = ssh_key_path(s, "client_key.pub");
+	_cleanup_free_ char *conf = ssh_key_path(s, "sshd_config");
+	const char *la = s->listen_addr;
+	_cleanup_free_ char *text =
+	    xasprintf(SSHD_CONFIG, port, la ? "ListenAddress " : "", la ? la : "", la ? "\n" : "");
+	_cleanup_free_ char *where = la ? xasprintf("%s:%d", la, port) : xasprintf("%d", port);
 	_cleanup_free_ char *err = NULL;
 	if (write_file_atomic(conf, text, strlen(text), 0600, &err) < 0)
 		return method_fail(ctx, ERROR_INFRA, NULL, "ssh: %s", err);
@@ -237,7 +229,7 @@ static int start_server(struct method_ctx *ctx, struct ssh_state *s)
 		"/root/.ssh/authorized_keys; fi",
 		NULL) < 0)
 		return -1;
-	_cleanup_free_ char *cmd = xasprintf(SSH_SERVER_CMD, SSH_GUEST_PORT);
+	_cleanup_free_ char *cmd = xasprintf(SSH_SERVER_CMD, where);
 	if (guestproc_start(ctx, "ssh: the guest's server", cmd, &s->server) < 0)
 		return -1;
 	/* listening: the port in /proc/net/tcp (or tcp6) in state 0A, at most 30 s */
@@ -246,7 +238,7 @@ static int start_server(struct method_ctx *ctx, struct ssh_state *s)
 	    "2>/dev/null; do if [ $i -ge 300 ]; then echo 'the ssh server did not listen on port "
 	    "%d within 30 s:' >&2; tail -5 " SSH_GUEST_DIR "/log >&2; exit 1; fi; sleep 0.1; "
 	    "i=$((i+1)); done",
-	    SSH_GUEST_PORT, SSH_GUEST_PORT);
+	    port, port);
 	return method_guest_sh(ctx, "ssh: the guest's server", wait, NULL);
 }
 
@@ -295,9 +287,9 @@ static int ssh_before_phase(struct method_ctx *ctx, enum result_phase p)
 				"dataset without links") < 0)
 		return -1;
 	struct ssh_state *s = state(ctx);
-	if (route(ctx, s) < 0 || make_keys(ctx, s) < 0)
+	if (route(ctx, s) < 0 || ssh_make_keys(ctx, s) < 0)
 		return -1;
-	return start_server(ctx, s);
+	return ssh_start_server(ctx, s);
 }
 
 /* ---- the client ---- */
@@ -329,7 +321,7 @@ static void add(struct client *c, const char *a)
 static void ssh_options(struct client *c, const struct method_ctx *ctx, const struct ssh_state *s,
 			const char *port_flag)
 {
-	c->strs[0] = key_path(s, "client_key");
+	c->strs[0] = ssh_key_path(s, "client_key");
 	c->strs[1] = xasprintf("UserKnownHostsFile=%s/known_hosts", s->keydir);
 	c->strs[2] = xasprintf("%d", s->port);
 	add(c, "-F");
@@ -556,9 +548,8 @@ static void remove_keys(struct ssh_state *s)
 	s->keydir = NULL;
 }
 
-static int ssh_cleanup(struct method_ctx *ctx)
+void ssh_stop_server(struct method_ctx *ctx, struct ssh_state *s)
 {
-	struct ssh_state *s = state(ctx);
 	if (ctx->guest && !run_interrupted()) {
 		if (s->server)
 			guestproc_kill(ctx, s->server);
@@ -574,17 +565,26 @@ static int ssh_cleanup(struct method_ctx *ctx)
 	s->server = 0;
 	s->guest_files = false;
 	remove_keys(s);
+}
+
+static int ssh_cleanup(struct method_ctx *ctx)
+{
+	ssh_stop_server(ctx, state(ctx));
 	return 0;
+}
+
+void ssh_state_clear(struct ssh_state *s)
+{
+	remove_keys(s);
+	free(s->fwd_guest);
+	s->fwd_guest = NULL;
 }
 
 static void ssh_free_state(struct method_ctx *ctx)
 {
-	struct ssh_state *s = ctx->state;
-	if (s) {
-		remove_keys(s);
-		free(s->fwd_guest);
-	}
-	free(s);
+	if (ctx->state)
+		ssh_state_clear(ctx->state);
+	free(ctx->state);
 	ctx->state = NULL;
 }
 
