@@ -157,7 +157,7 @@ static void test_hang(void)
 	char *text = g_strdup_printf(plan_fmt, tree, "scp", "{repeat: 1, vm: per-cell}");
 	fake_run_init(&t, tmp_dir, text, NULL);
 	g_free(text);
-	t.p->run.timeout = 3000 * MS;
+	t.p->run.timeout = 10000 * MS; /* the staging before it takes seconds under valgrind */
 	t.fake.guests = true;
 	t.fake.hang = "scp";
 	fake_run_exec(&t);
