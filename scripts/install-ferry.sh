@@ -19,12 +19,12 @@ die() { log "$*"; exit 1; }
 # (tests/package-files.sh checks that they agree).
 runtime_packages=(
 	libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils e2fsprogs
-	busybox-static tini dosfstools mtools dnsmasq-base iproute2
+	busybox-static tini dosfstools mtools dnsmasq-base iproute2 libxxhash0
 )
 # What building a release tarball needs besides the runtime
 build_packages=(
 	build-essential pkg-config meson ninja-build
-	libyaml-dev libvirt-dev libxml2-dev libarchive-dev libjansson-dev libssl-dev zlib1g-dev
+	libyaml-dev libvirt-dev libxml2-dev libarchive-dev libjansson-dev libssl-dev libxxhash-dev zlib1g-dev
 )
 
 usage() {

@@ -12,7 +12,7 @@ log() { printf 'setup: %s\n' "$*" >&2; }
 packages=(
 	# build
 	build-essential pkg-config meson ninja-build clang libclang-rt-14-dev
-	libyaml-dev libvirt-dev libxml2-dev libarchive-dev libjansson-dev libssl-dev
+	libyaml-dev libvirt-dev libxml2-dev libarchive-dev libjansson-dev libssl-dev libxxhash-dev
 	libglib2.0-dev zlib1g-dev
 	# run guests (libvirtd without systemd, QEMU under TCG, disk images)
 	libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils e2fsprogs

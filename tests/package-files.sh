@@ -27,6 +27,8 @@ done
 libexec="$(meson introspect --buildoptions "$build" |
 	python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"] == "libexecdir"))')"
 [ -x "$root/$libexec/ferry/ferry-virtiofsd" ] || fail "meson install does not install $libexec/ferry/ferry-virtiofsd"
+# the built-in guest's verify lister, which `ferry guest build` puts into the initramfs
+[ -x "$root/$libexec/ferry/ferry-sum" ] || fail "meson install does not install $libexec/ferry/ferry-sum"
 for f in "$src"/schema/*.json; do
 	cmp -s "$f" "$share/schema/${f##*/}" || fail "schema ${f##*/} is not installed"
 done
@@ -41,7 +43,7 @@ for sh in bash:bash-completion/completions/ferry zsh:zsh/vendor-completions/_fer
 	"$build/ferry" completion "${sh%%:*}" | cmp -s - "$root/share/${sh#*:}" ||
 		fail "the ${sh%%:*} completion is not installed as share/${sh#*:}"
 done
-echo "ok: meson install installs the binary, ferry-virtiofsd, ferry.1, schemas, plans, guest files, docs, LICENSE, completions"
+echo "ok: meson install installs the binary, ferry-virtiofsd, ferry-sum, ferry.1, schemas, plans, guest files, docs, LICENSE, completions"
 
 # the installed plans' `$schema` line names the installed schema
 line="$(grep -m1 'yaml-language-server: \$schema=' "$share/plans/quickstart.yaml")"

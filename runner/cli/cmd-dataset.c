@@ -492,7 +492,7 @@ static int cmd_command(int argc, char **argv)
 	if (optind != argc - 1) {
 		return cli_usage_exit(&cli_dataset, stderr);
 	}
-	_cleanup_free_ char *cmd = manifest_guest_command(argv[optind], symlinks);
+	_cleanup_free_ char *cmd = manifest_guest_command(argv[optind], symlinks, false);
 	puts(cmd);
 	return EXIT_OK;
 }
@@ -504,7 +504,7 @@ static int cmd_command(int argc, char **argv)
  */
 static char *run_listing(const char *dir, bool symlinks, size_t *len, char **err)
 {
-	_cleanup_free_ char *cmd = manifest_guest_command(dir, symlinks);
+	_cleanup_free_ char *cmd = manifest_guest_command(dir, symlinks, false);
 	const char *const argv[] = { "sh", "-c", cmd, NULL };
 	const struct proc_opts opts = { .split_stderr = true };
 	struct proc_result res;

@@ -298,3 +298,33 @@ int dataset_copy_at(const char *dir, const struct manifest *m, int dst_dirfd, co
 	}
 	return 0;
 }
+
+int dataset_add_xxh128(const char *dir, struct manifest *m, char **err)
+{
+	_cleanup_close_ int root = dataset_open_root(dir, m, err);
+	if (root < 0)
+		return -1;
+	for (size_t i = 0; i < m->n; i++) {
+		struct manifest_entry *e = &m->entries[i];
+		if (e->type != MANIFEST_FILE || e->has_xxh128)
+			continue;
+		_cleanup_close_ int fd = dataset_open_file(root, e, err);
+		if (fd < 0)
+			return -1;
+		unsigned char sha[SHA256_BYTES];
+		uint64_t size;
+		if (sha256_xxh128_fd(fd, sha, e->xxh128, &size) < 0) {
+			*err = xasprintf("cannot read dataset file '%s': %s", e->path,
+					 strerror(errno));
+			return -1;
+		}
+		if (size != e->size || memcmp(sha, e->sha256, SHA256_BYTES) != 0) {
+			*err = xasprintf("dataset file '%s' changed since its manifest was made "
+					 "(its SHA-256 differs): refusing to verify against it",
+					 e->path);
+			return -1;
+		}
+		e->has_xxh128 = true;
+	}
+	return 0;
+}

@@ -190,6 +190,15 @@ int dataset_open_root(const char *dir, const struct manifest *m, char **err);
  */
 int dataset_open_file(int root, const struct manifest_entry *e, char **err);
 
+/*
+ * Give every file entry of m its XXH3-128 (manifest_entry.xxh128), for guests that verify with
+ * ferry-sum: each file is read once below dir (dataset_open_file(): never through a link, the
+ * scanned inode only) and hashed with SHA-256 and XXH3-128 in the same pass, and a file whose
+ * SHA-256 or size is not the manifest's fails, so an XXH3-128 always stands for the bytes the
+ * manifest's SHA-256 names. Returns 0 or -1 with *err.
+ */
+int dataset_add_xxh128(const char *dir, struct manifest *m, char **err);
+
 /* Options of dataset_copy(). */
 struct dataset_copy_opts {
 	/* hard-link a file instead of copying it when this says so (st: the checked source);

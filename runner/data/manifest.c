@@ -335,17 +335,38 @@ int manifest_load(const char *path, struct manifest **out, char **err)
 
 /* ---- guest listing ---- */
 
-char *manifest_guest_command(const char *dir, bool symlinks)
+const char *verify_hash_name(enum verify_hash h)
+{
+	return h == VERIFY_HASH_SHA256 ? "sha256" : h == VERIFY_HASH_XXH128 ? "xxh128" : NULL;
+}
+
+bool manifest_has_xxh128(const struct manifest *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (m->entries[i].type == MANIFEST_FILE && !m->entries[i].has_xxh128)
+			return false;
+	return true;
+}
+
+char *manifest_guest_command(const char *dir, bool symlinks, bool fast)
 {
 	struct buf b = { 0 };
 	_cleanup_free_ char *qdir = shell_quote(dir);
 	buf_adds(&b, "cd -- ");
 	buf_adds(&b, qdir);
-	buf_adds(&b, " && find . -type f -exec sha256sum {} +");
+	if (fast) {
+		buf_adds(&b, " && if command -v ferry-sum >/dev/null 2>&1; then ferry-sum");
+		buf_adds(&b, symlinks ? " -l; else" : "; else");
+	} else {
+		buf_adds(&b, " &&");
+	}
+	buf_adds(&b, " find . -type f -exec sha256sum {} +");
 	if (symlinks)
 		buf_adds(&b,
 			 " && find . -type l -exec sh -c 'for l; do printf \"symlink %s\\t%s\\n\" "
 			 "\"$(readlink \"$l\")\" \"$l\"; done' sh {} +");
+	if (fast)
+		buf_adds(&b, "; fi");
 	return b.p;
 }
 
@@ -423,16 +444,32 @@ int listing_parse(const char *text, size_t len, struct listing *out, char **err)
 			/* GNU sha256sum starts a line with '\' when it escaped the name */
 			bool escaped = s[0] == '\\';
 			const char *h = s + escaped;
-			size_t hn = n - escaped;
-			if (hn < 67 || h[64] != ' ' || (h[65] != ' ' && h[65] != '*') ||
-			    sha256_parse(h, e->sha256) < 0) {
+			size_t hn = n - escaped, k = 0;
+			while (k < hn && k <= 64 && hex_digit_value(h[k]) >= 0)
+				k++;
+			enum verify_hash hash = k == 64   ? VERIFY_HASH_SHA256
+						: k == 32 ? VERIFY_HASH_XXH128
+							  : VERIFY_HASH_NONE;
+			if (hash == VERIFY_HASH_NONE || hn < k + 3 || h[k] != ' ' ||
+			    (h[k + 1] != ' ' && h[k + 1] != '*')) {
 				_cleanup_free_ char *line = xstrndup(s, n > 80 ? 80 : n);
-				*err = xasprintf(
-				    "listing line %zu: expected '<sha256>  <path>', got '%s'",
-				    lineno, line);
+				*err = xasprintf("listing line %zu: expected '<sha256>  <path>' or "
+						 "'<xxh128>  <path>', got '%s'",
+						 lineno, line);
 				return -1;
 			}
-			e->path = listing_path(h + 66, hn - 66, escaped);
+			if (out->hash != VERIFY_HASH_NONE && out->hash != hash) {
+				*err =
+				    xasprintf("listing line %zu: a %s line in a %s listing", lineno,
+					      verify_hash_name(hash), verify_hash_name(out->hash));
+				return -1;
+			}
+			out->hash = hash;
+			if (hash == VERIFY_HASH_SHA256)
+				sha256_parse(h, e->sha256);
+			else
+				xxh128_parse(h, e->xxh128);
+			e->path = listing_path(h + k + 2, hn - k - 2, escaped);
 		}
 		out->n++;
 		s = eol + 1;
@@ -527,6 +564,9 @@ void manifest_verify(const struct manifest *m, const struct listing *l,
 			bool same;
 			if (e->type == MANIFEST_SYMLINK)
 				same = g->symlink && STREQ(e->target, g->target);
+			else if (l->hash == VERIFY_HASH_XXH128)
+				same = !g->symlink && e->has_xxh128 &&
+				       memcmp(e->xxh128, g->xxh128, sizeof(e->xxh128)) == 0;
 			else
 				same = !g->symlink && memcmp(e->sha256, g->sha256, 32) == 0;
 			if (!same)
@@ -540,6 +580,7 @@ void manifest_verify(const struct manifest *m, const struct listing *l,
 	free(v);
 
 	res->ok = !res->missing && !res->extra && !res->different;
+	res->hash = l->hash;
 	struct buf b = { 0 };
 	if (res->ok) {
 		char num[64];

@@ -44,7 +44,11 @@ struct manifest_entry {
 	enum manifest_type type;
 	uint64_t size;            /* files: bytes; symlinks: target length; dirs: 0 */
 	unsigned char sha256[32]; /* files only */
-	char *target;             /* symlinks only */
+	/* Files: XXH3-128 of the same bytes, for guests that verify with ferry-sum; set only by
+	 * dataset_add_xxh128() (in the same read as a SHA-256 that matched), never saved. */
+	unsigned char xxh128[16];
+	bool has_xxh128;
+	char *target; /* symlinks only */
 	/* Where the scan or the generator found it on the host (0: unknown, e.g. loaded from a
 	 * file): dataset_open_file() refuses a file that is not this inode any more. Not saved. */
 	uint64_t dev, ino;
@@ -103,6 +107,20 @@ int manifest_load(const char *path, struct manifest **out, char **err);
 
 /* ---- Verification against what landed in the guest ---- */
 
+/* The hash a guest listing was made with. */
+enum verify_hash {
+	VERIFY_HASH_NONE = 0, /* the listing has no file lines */
+	VERIFY_HASH_SHA256,   /* "<64 hex>  ./path": sha256sum (busybox, coreutils) */
+	VERIFY_HASH_XXH128,   /* "<32 hex>  ./path": ferry-sum (the built-in guest) */
+};
+
+/* "sha256", "xxh128", or NULL for VERIFY_HASH_NONE: the name results files record. */
+const char *verify_hash_name(enum verify_hash h);
+
+/* Whether every file entry of m has its XXH3-128 (dataset_add_xxh128()); true for a manifest
+ * without files. */
+bool manifest_has_xxh128(const struct manifest *m);
+
 /*
  * The command the guest runs (with /bin/sh; busybox applets or coreutils) to list what landed
  * under `dir`. Its output is one line per regular file as sha256sum prints it,
@@ -113,26 +131,33 @@ int manifest_load(const char *path, struct manifest **out, char **err);
  *   cd -- 'DIR' && find . -type f -exec sha256sum {} + && \
  *   find . -type l -exec sh -c 'for l; do printf "symlink %s\t%s\n" "$(readlink "$l")" "$l"; \
  *   done' sh {} +
- * (the second find only with `symlinks`). Caller frees.
+ * (the second find only with `symlinks`). With `fast` (for a manifest with XXH3-128s), a guest
+ * that has ferry-sum in its PATH lists with it instead, in the same command:
+ *   cd -- 'DIR' && if command -v ferry-sum >/dev/null 2>&1; then ferry-sum [-l]; \
+ *   else <the finds above>; fi
+ * and its file lines carry 32 hex digits (XXH3-128) instead of 64. Caller frees.
  */
-char *manifest_guest_command(const char *dir, bool symlinks);
+char *manifest_guest_command(const char *dir, bool symlinks, bool fast);
 
 /* One listed file, as parsed from the guest's output. */
 struct listing_entry {
 	char *path; /* relative, without "./" */
 	bool symlink;
-	unsigned char sha256[32]; /* files */
+	unsigned char sha256[32]; /* files of a SHA-256 listing */
+	unsigned char xxh128[16]; /* files of an XXH3-128 listing */
 	char *target;             /* symlinks */
 };
 
 struct listing {
 	struct listing_entry *entries;
 	size_t n, cap;
+	enum verify_hash hash; /* what the file lines carry */
 };
 
 /*
  * Parse the guest command's output (also GNU sha256sum's "\\"-escaped lines and "*" binary
- * marker; paths may contain spaces). Returns 0, or -1 with *err naming the line.
+ * marker; paths may contain spaces): file lines with 64 hex digits (SHA-256) or 32 (XXH3-128),
+ * never both in one listing. Returns 0, or -1 with *err naming the line.
  */
 int listing_parse(const char *text, size_t len, struct listing *out, char **err);
 void listing_clear(struct listing *l);
@@ -142,6 +167,7 @@ void listing_clear(struct listing *l);
 
 struct verify_result {
 	bool ok;
+	enum verify_hash hash; /* the listing's: what the files were compared by */
 	size_t missing, extra, different;
 	/* The first (in path order) VERIFY_FIRST paths of each kind; n_* say how many are set. */
 	char *first_missing[VERIFY_FIRST], *first_extra[VERIFY_FIRST],
@@ -158,7 +184,8 @@ struct verify_opts {
 	bool symlinks;
 };
 
-/* Compare a manifest with a parsed guest listing. Fills *res (clear it with
+/* Compare a manifest with a parsed guest listing, by the listing's hash (a manifest entry
+ * without an XXH3-128 differs from every XXH3-128 line). Fills *res (clear it with
  * verify_result_clear()). Never fails. */
 void manifest_verify(const struct manifest *m, const struct listing *l,
 		     const struct verify_opts *opts, struct verify_result *res);

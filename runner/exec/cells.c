@@ -192,7 +192,10 @@ void prepare_cell(struct exec *x, struct xcell *c)
 	}
 	/* the host capacity check (disk space, memory) goes here */
 	_cleanup_free_ char *err = NULL;
-	if (dataset_get(&c->spec, NULL, &c->dinfo, &c->man, &err) < 0) {
+	/* the XXH3-128s beside the SHA-256s: one more read of the dataset on the host, checked
+	 * against its SHA-256s, so that a guest with ferry-sum verifies at XXH3's speed */
+	if (dataset_get(&c->spec, NULL, &c->dinfo, &c->man, &err) < 0 ||
+	    dataset_add_xxh128(c->dinfo.dir, c->man, &err) < 0) {
 		fail_cell(x, c, ERROR_INFRA, err, NULL);
 		return;
 	}

@@ -211,6 +211,7 @@ static void ctx_for_run(struct exec *x, struct xcell *c, bool warmup)
 	ctx->warmup = warmup;
 	ctx->bytes = c->man->bytes;
 	ctx->files = c->man->files;
+	ctx->verify_hash = NULL;
 	ctx->timeout_ms = ns_to_ms(c->pc.run.timeout);
 }
 
@@ -289,6 +290,7 @@ int do_run(struct exec *x, struct xcell *c)
 	rr->bytes = c->ctx.bytes;
 	rr->files = c->ctx.files;
 	rr->integrity_ok = integrity_ok && failed < 0;
+	rr->verify_hash = c->ctx.verify_hash;
 	struct exec_time *tm = &x->res->time;
 	for (int i = 0; i < 3; i++)
 		if (!isnan(ph[i]))

@@ -99,8 +99,21 @@ static char *default_fixtures_dir(void)
 	return xasprintf("%s/guest", FERRY_DATADIR);
 }
 
+/* ferry-sum, the verify lister the guest carries (runner/guest/ferry-sum.c): the build tree's
+ * when this binary runs from the build tree it was built in, else the installed one. */
+static char *default_sum_path(void)
+{
+	_cleanup_free_ char *exe = realpath("/proc/self/exe", NULL);
+	_cleanup_free_ char *root = realpath(FERRY_BUILD_DIR, NULL);
+	size_t n = root ? strlen(root) : 0;
+	if (exe && root && strncmp(exe, root, n) == 0 && exe[n] == '/')
+		return xasprintf("%s/ferry-sum", root);
+	return xstrdup(FERRY_LIBEXECDIR "/ferry-sum");
+}
+
 /* The text the cache key hashes: every input that changes the output bytes. */
-static char *key_text(const struct build *b, const struct fixture *fx, int64_t mtime)
+static char *key_text(const struct build *b, const struct fixture *fx, const struct fixture *sum,
+		      int64_t mtime)
 {
 	char *t = xasprintf("ferry-guest format=%d\ncmdline=%s\nmtime=%lld\n", GUEST_FORMAT_VERSION,
 			    GUEST_CMDLINE, (long long)mtime);
@@ -118,6 +131,9 @@ static char *key_text(const struct build *b, const struct fixture *fx, int64_t m
 		free(t);
 		t = n;
 	}
+	char sumhex[SHA256_HEX];
+	sha256_buf_hex(sum->data, sum->len, sumhex);
+	guest_append(&t, "program ferry-sum %s\n", sumhex);
 	for (size_t i = 0; i < ELEMENTSOF(guest_modules_boot); i++)
 		guest_append(&t, "module boot %s\n", guest_modules_boot[i]);
 	for (size_t i = 0; i < ELEMENTSOF(guest_modules_later); i++)
@@ -168,7 +184,7 @@ static void remove_dir(const char *dir)
 }
 
 static int build_into(struct build *b, const char *dir, const char *key, const struct fixture *fx,
-		      int64_t mtime, char **err)
+		      const struct fixture *sum, int64_t mtime, char **err)
 {
 	static const char *const dirs[] = { "bin",  "dev",     "etc",      "lib64", "mnt",
 					    "proc", "root",    "run",      "sbin",  "sys",
@@ -203,6 +219,7 @@ static int build_into(struct build *b, const char *dir, const char *key, const s
 	for (size_t i = 0; i < ELEMENTSOF(guest_fixtures); i++)
 		guest_tree_add_file(&b->tree, guest_fixtures[i].path, guest_fixtures[i].mode,
 				    fx[i].data, fx[i].len);
+	guest_tree_add_file(&b->tree, "usr/bin/ferry-sum", 0755, sum->data, sum->len);
 
 	bool pvh;
 	_cleanup_free_ char *why = NULL;
@@ -247,6 +264,11 @@ static int build_into(struct build *b, const char *dir, const char *key, const s
 				      (json_int_t)isize, "sha256", isum, "entries",
 				      (json_int_t)b->tree.n, "mtime", (json_int_t)mtime));
 	json_object_set_new(m, "packages", pkgs);
+	char sumhex[SHA256_HEX];
+	sha256_buf_hex(sum->data, sum->len, sumhex);
+	json_object_set_new(m, "ferry_sum",
+			    json_pack("{s:s, s:I, s:s}", "path", "usr/bin/ferry-sum", "size",
+				      (json_int_t)sum->len, "sha256", sumhex));
 	json_object_set_new(m, "modules", json_incref(b->modules));
 	json_object_set_new(m, "modules_at_boot", json_incref(b->modules_boot));
 	json_object_set_new(m, "libraries", json_incref(b->libraries));
@@ -383,7 +405,10 @@ int guest_build(const struct guest_build_opts *opts, struct guest_files *out, bo
 	    opts->fixtures_dir ? xstrdup(opts->fixtures_dir) : default_fixtures_dir();
 	_cleanup_free_ char *guestdir = xasprintf("%s/guest", cache);
 	_cleanup_free_ char *debdir = xasprintf("%s/debs", guestdir);
+	_cleanup_free_ char *sumpath =
+	    opts->sum_path ? xstrdup(opts->sum_path) : default_sum_path();
 	struct fixture fx[ELEMENTSOF(guest_fixtures)] = { { 0 } };
+	struct fixture sum = { 0 };
 	struct build b = { .opts = opts };
 	int64_t mtime = source_date_epoch();
 	int r;
@@ -411,13 +436,16 @@ int guest_build(const struct guest_build_opts *opts, struct guest_files *out, bo
 			r = guest_err(err, -errno, "cannot read guest fixture '%s': %s", p,
 				      strerror(errno));
 	}
+	if (r >= 0 && !(sum.data = read_file(sumpath, &sum.len)))
+		r = guest_err(err, -errno, "cannot read the guest's verify lister '%s': %s",
+			      sumpath, strerror(errno));
 	if (r >= 0) {
 		build_progress(&b, "resolving packages with apt-cache");
 		r = resolve_packages(&b.pkgs, &b.kernel_pkg, err);
 	}
 	if (r >= 0) {
 		b.kver = xstrdup(b.kernel_pkg + strlen("linux-image-"));
-		_cleanup_free_ char *text = key_text(&b, fx, mtime);
+		_cleanup_free_ char *text = key_text(&b, fx, &sum, mtime);
 		char key[65];
 		sha256_buf_hex(text, strlen(text), key);
 		key[32] = '\0'; /* 128 bits name a cache entry well enough */
@@ -429,7 +457,7 @@ int guest_build(const struct guest_build_opts *opts, struct guest_files *out, bo
 			if (r >= 0)
 				r = guest_cache_build_dir(guestdir, &tmp, err);
 			if (r >= 0)
-				r = build_into(&b, tmp, key, fx, mtime, err);
+				r = build_into(&b, tmp, key, fx, &sum, mtime, err);
 			if (r >= 0 && dir_replace(tmp, dir, err) < 0)
 				r = -errno;
 			if (r < 0 && tmp)
@@ -444,6 +472,7 @@ int guest_build(const struct guest_build_opts *opts, struct guest_files *out, bo
 	}
 	for (size_t i = 0; i < ELEMENTSOF(guest_fixtures); i++)
 		free(fx[i].data);
+	free(sum.data);
 	build_clear(&b);
 	if (r < 0)
 		return r;

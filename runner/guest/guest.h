@@ -14,9 +14,9 @@
  *   CACHE/guest/.build-XXXXXX            a build in progress (mkdtemp: a name nobody can
  *                                        predict), renamed to <key> when complete
  * <key> is the SHA-256 of the inputs (first 32 hex digits): package names, versions and .deb
- * SHA-256s, the content of fixtures/guest/, the module lists, the kernel command line,
- * SOURCE_DATE_EPOCH (the initramfs mtimes, 0 when unset) and GUEST_FORMAT_VERSION; the same inputs
- * give the same bytes.
+ * SHA-256s, the content of fixtures/guest/ and of ferry-sum, the module lists, the kernel command
+ * line, SOURCE_DATE_EPOCH (the initramfs mtimes, 0 when unset) and GUEST_FORMAT_VERSION; the same
+ * inputs give the same bytes.
  *
  * CACHE/guest/.lock serialises builds; a new build removes unused .debs, build directories that
  * interrupted builds left, and older builds (all but the new one and the one `current` named
@@ -46,7 +46,9 @@
  * - The domain needs the agent channel (target name GUEST_AGENT_CHANNEL), a serial console on
  *   ttyS0 (the command line sends the console there) and 256 MiB of memory or more.
  * - Busybox applets are at their usual paths (/bin/sh, /bin/mount, /sbin/ip, wget, nc, ...),
- *   /mnt exists, / is the initramfs (tmpfs-backed, in guest RAM).
+ *   /usr/bin/ferry-sum lists a directory with XXH3-128 for verify (runner/guest/ferry-sum.c,
+ *   built with ferry, linked statically), /mnt exists, / is the initramfs (tmpfs-backed, in guest
+ * RAM).
  * - Finding a disk by its <serial>: virtio-blk in /sys/block/vdX/serial; SCSI (virtio-scsi, sata)
  *   in /sys/block/sdX/device/vpd_pg80 after a 4-byte header (ATA pads it with spaces to 20).
  */
@@ -101,7 +103,9 @@ struct guest_build_opts {
 	const char *cache_dir; /* NULL: guest_default_cache_dir() */
 	const char
 	    *fixtures_dir; /* init, inittab, fstab, ...; NULL: the source tree's fixtures/guest */
-	bool force;        /* rebuild even when the keyed output exists and is intact */
+	const char *sum_path; /* ferry-sum; NULL: the build tree's when this binary runs from it,
+				 else the installed one (FERRY_LIBEXECDIR) */
+	bool force;           /* rebuild even when the keyed output exists and is intact */
 	guest_progress_fn progress; /* may be NULL */
 	void *userdata;
 };

@@ -99,12 +99,17 @@ static const char *const host_programs[] = { "/usr/sbin/dropbear", "/usr/bin/dro
 					     "/usr/bin/dbclient", "/usr/bin/scp",
 					     "/usr/bin/rsync" };
 static const char *const host_lib_dirs[] = { "/usr/lib", "/usr/lib64" };
-#define N_HOST_BINDS (ELEMENTSOF(host_programs) + ELEMENTSOF(host_lib_dirs))
+/* and ferry-sum (the built-in guest's verify lister) at /usr/bin/ferry-sum, when given */
+#define SUM_PATH     "/usr/bin/ferry-sum"
+#define N_HOST_BINDS (ELEMENTSOF(host_programs) + ELEMENTSOF(host_lib_dirs) + 1)
 
 /* What the holder binds: host path and root path pairs, NULL where the host lacks it. */
-static void host_binds(const char *dir, char *src[N_HOST_BINDS], char *dst[N_HOST_BINDS])
+static void host_binds(const char *dir, const char *sum, char *src[N_HOST_BINDS],
+		       char *dst[N_HOST_BINDS])
 {
 	size_t n = 0;
+	src[n] = sum ? xstrdup(sum) : NULL;
+	dst[n++] = sum ? xasprintf("%s" SUM_PATH, dir) : NULL;
 	for (size_t i = 0; i < ELEMENTSOF(host_lib_dirs); i++, n++) {
 		bool have = access(host_lib_dirs[i], X_OK) == 0;
 		src[n] = have ? xstrdup(host_lib_dirs[i]) : NULL;
@@ -118,8 +123,11 @@ static void host_binds(const char *dir, char *src[N_HOST_BINDS], char *dst[N_HOS
 }
 
 /* The mount points of host_binds() in the root, and root's passwd entry (dropbear's login). */
-static int root_make_host(const char *dir, char **err)
+static int root_make_host(const char *dir, const char *sum, char **err)
 {
+	_cleanup_free_ char *sp = xasprintf("%s" SUM_PATH, dir);
+	if (sum && write_file_atomic(sp, "", 0, 0755, err) < 0)
+		return -1;
 	for (size_t i = 0; i < ELEMENTSOF(host_lib_dirs); i++) {
 		_cleanup_free_ char *p = xasprintf("%s%s", dir, host_lib_dirs[i]);
 		_cleanup_free_ char *l = xasprintf("%s/%s", dir, host_lib_dirs[i] + 5);
@@ -192,7 +200,7 @@ static int applet_links(int dfd)
 }
 
 /* The directories of the root, made on the host before the guest starts. */
-static int root_make(const char *dir, char **err)
+static int root_make(const char *dir, const char *sum, char **err)
 {
 	static const char *const dirs[] = { "bin", "usr/bin", "usr/sbin", "proc",      "dev", "tmp",
 					    "run", "mnt",     "etc",      "sys/block", "root" };
@@ -201,7 +209,7 @@ static int root_make(const char *dir, char **err)
 		if (mkdir_p(p, 0755, err) < 0)
 			return -1;
 	}
-	if (root_make_host(dir, err) < 0)
+	if (root_make_host(dir, sum, err) < 0)
 		return -1;
 	_cleanup_free_ char *bb = xasprintf("%s/usr/bin/busybox", dir);
 	_cleanup_close_ int fd = open(bb, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
@@ -280,7 +288,7 @@ static void root_free(struct fake_root *r)
 	free(r);
 }
 
-int fake_root_boot(const char *dir, struct fake_root **out, char **err)
+int fake_root_boot(const char *dir, const char *sum, struct fake_root **out, char **err)
 {
 	const char *why = fake_root_support();
 	if (why) {
@@ -291,7 +299,11 @@ int fake_root_boot(const char *dir, struct fake_root **out, char **err)
 		*err = xasprintf("fake guest: mkdir '%s': %s", dir, strerror(errno));
 		return -1;
 	}
-	if (applets_ready(err) < 0 || root_make(dir, err) < 0) {
+	if (sum && access(sum, X_OK) < 0) {
+		*err = xasprintf("fake guest: cannot use ferry-sum '%s': %s", sum, strerror(errno));
+		return -1;
+	}
+	if (applets_ready(err) < 0 || root_make(dir, sum, err) < 0) {
 		rm_tree(dir, NULL);
 		return -1;
 	}
@@ -300,7 +312,7 @@ int fake_root_boot(const char *dir, struct fake_root **out, char **err)
 	for (size_t i = 0; i < ELEMENTSOF(sub); i++)
 		paths[i] = xasprintf("%s/%s", dir, sub[i]);
 	char *src[N_HOST_BINDS], *dst[N_HOST_BINDS];
-	host_binds(dir, src, dst);
+	host_binds(dir, sum, src, dst);
 	int hold[2] = { -1, -1 }, st[2] = { -1, -1 };
 	pid_t pid = -1;
 	if (pipe2(hold, O_CLOEXEC) == 0 && pipe2(st, O_CLOEXEC) == 0)

@@ -37,8 +37,9 @@ struct fake_root;
 /* NULL when this host can run fake guests, else why not (a static string). */
 const char *fake_root_support(void);
 
-/* A new guest whose root is the new directory dir (it must not exist). 0 or -1 with *err. */
-int fake_root_boot(const char *dir, struct fake_root **out, char **err);
+/* A new guest whose root is the new directory dir (it must not exist), with the host's ferry-sum
+ * at sum (NULL: none) as its /usr/bin/ferry-sum. 0 or -1 with *err. */
+int fake_root_boot(const char *dir, const char *sum, struct fake_root **out, char **err);
 /* Kill every process of the guest, detach its disks, end its namespace, remove its root. */
 void fake_root_destroy(struct fake_root *r);
 /* The host path of the guest's root directory. */

@@ -536,7 +536,7 @@ int fake_real_boot(struct fake_machine *fm, struct fake_guest *g, const struct m
 	struct machine_fake *f = fm->f;
 	_cleanup_free_ char *name = xasprintf("guest-%u", g->number);
 	_cleanup_free_ char *dir = run_path(fm->run, "fake", name);
-	if (fake_root_boot(dir, &g->root, err) < 0)
+	if (fake_root_boot(dir, f->sum, &g->root, err) < 0)
 		return -1;
 	const struct method_boot_needs *n = c->needs;
 	int rc = f->hang ? fake_root_hang(g->root, f->hang, err) : 0;

@@ -58,6 +58,10 @@ struct machine_fake {
 	bool guests;
 	const char *hang;
 	const char *corrupt;
+	/* with guests: a host path of ferry-sum (the build tree's), bound at /usr/bin/ferry-sum in
+	 * every guest so that verify lists with XXH3-128 as in the built-in guest; NULL: guests
+	 * without it, which verify with SHA-256 */
+	const char *sum;
 	/* saved states (machine_config.restore), as libvirt's driver keeps them: the first boot of
 	 * a configuration that can be saved saves it ("save K"), and every guest of it, that one
 	 * included, is restored from it ("restore N K"); a configuration with a share, extra

@@ -275,9 +275,19 @@ int method_guest_timed_sh(struct method_ctx *ctx, const char *what, const char *
 	return 0;
 }
 
+/* FERRY_VERIFY_HASH=sha256: verify with SHA-256 even where the guest has ferry-sum. */
+static bool verify_sha256_forced(void)
+{
+	const char *e = getenv("FERRY_VERIFY_HASH");
+	return e && STREQ(e, "sha256");
+}
+
 int method_verify_dir(struct method_ctx *ctx, const char *dir, bool symlinks)
 {
-	_cleanup_free_ char *cmd = manifest_guest_command(dir, symlinks);
+	/* XXH3-128 where the guest has ferry-sum and the manifest has the XXH3-128s (always, from
+	 * the executor: dataset_add_xxh128()); SHA-256 otherwise, in the same guest command */
+	bool fast = manifest_has_xxh128(ctx->manifest) && !verify_sha256_forced();
+	_cleanup_free_ char *cmd = manifest_guest_command(dir, symlinks, fast);
 	_cleanup_free_ char *out = NULL;
 	if (method_guest_sh(ctx, "verify", cmd, &out) < 0)
 		return -1;
@@ -290,6 +300,7 @@ int method_verify_dir(struct method_ctx *ctx, const char *dir, bool symlinks)
 	struct verify_opts vo = { .symlinks = symlinks };
 	struct verify_result res = { 0 };
 	manifest_verify(ctx->manifest, &l, &vo, &res);
+	ctx->verify_hash = verify_hash_name(res.hash);
 	int rc = 0;
 	if (!res.ok)
 		rc = method_fail(ctx, ERROR_INTEGRITY, NULL, "%s", res.message);

@@ -148,6 +148,10 @@ struct method_ctx {
 	 * before prepare() and records it (with its own alloc_* and cpu_* metrics) in the run ----
 	 */
 	json_t *metrics;
+	/* ---- what verify compared by: "sha256" or "xxh128" (verify_hash_name()), set by
+	 * method_verify_dir(); NULL before it ran. The executor empties it before prepare() and
+	 * records it in the run ---- */
+	const char *verify_hash;
 
 	/* ---- what the method saw: (method) a JSON object or NULL, owned by the method (free it in
 	 * free_state()); the executor records a copy as the cell's "observed" after every run ----
@@ -319,7 +323,10 @@ int method_guest_timed_sh(struct method_ctx *ctx, const char *what, const char *
 /*
  * The default verification: list `dir` in the guest (manifest_guest_command()), compare with
  * ctx->manifest and fail with ERROR_INTEGRITY naming the first missing, extra or different
- * paths. symlinks: compare symbolic links too (off for vehicles that cannot carry them).
+ * paths. symlinks: compare symbolic links too (off for vehicles that cannot carry them). The
+ * files are compared by XXH3-128 where the guest has ferry-sum (the built-in guest) and the
+ * manifest has the XXH3-128s, else by SHA-256 (FERRY_VERIFY_HASH=sha256: always); which one
+ * goes to ctx->verify_hash.
  */
 int method_verify_dir(struct method_ctx *ctx, const char *dir, bool symlinks);
 

@@ -306,7 +306,7 @@ static int rd_error(struct reader *rd, const char *w, const json_t *e, struct re
 	return 0;
 }
 
-/* A run's "boot", "block", "fresh" and "metrics" (w: its place). */
+/* A run's "boot", "block", "fresh", "verify_hash" and "metrics" (w: its place). */
 static int rd_run_context(struct reader *rd, const char *w, const json_t *jr,
 			  struct result_run *run)
 {
@@ -328,6 +328,13 @@ static int rd_run_context(struct reader *rd, const char *w, const json_t *jr,
 		if (!f || (strcmp(f, "boot") != 0 && strcmp(f, "restore") != 0))
 			return fail(rd, w, "'fresh' must be \"boot\" or \"restore\"");
 		run->fresh = f[0] == 'b' ? "boot" : "restore";
+	}
+	const json_t *jh = get(jr, "verify_hash");
+	if (jh && !json_is_null(jh)) {
+		const char *h = json_string_value(jh);
+		if (!h || (strcmp(h, "sha256") != 0 && strcmp(h, "xxh128") != 0))
+			return fail(rd, w, "'verify_hash' must be \"sha256\" or \"xxh128\"");
+		run->verify_hash = h[0] == 's' ? "sha256" : "xxh128";
 	}
 	rd_object(rd, w, jr, "metrics", &run->metrics);
 	const char *mk;

@@ -133,6 +133,8 @@ static json_t *cell_to_json(const struct result_cell *c)
 			json_object_set_new(jr, "started", jtime(r->started_ms));
 		if (r->fresh)
 			json_object_set_new(jr, "fresh", json_string(r->fresh));
+		if (r->verify_hash)
+			json_object_set_new(jr, "verify_hash", json_string(r->verify_hash));
 		/* optional: only runs of a plan with blocks (run.boots) have one */
 		if (r->block > 0)
 			json_object_set_new(jr, "block", json_integer(r->block));

@@ -100,6 +100,10 @@ struct result_run {
 	/* how the run's guest started: "boot" or "restore" (run.fresh: from a saved state, or
 	 * booted where the configuration could not be saved), NULL when unknown (older files) */
 	const char *fresh;
+	/* what verify compared the landed files by: "sha256" (sha256sum in the guest) or "xxh128"
+	 * (the built-in guest's ferry-sum); NULL when no listing was compared (a method with its
+	 * own check, a run that failed before verify, older files) */
+	const char *verify_hash;
 	json_t *metrics;    /* method-reported metrics {"name": number} (owned), or NULL */
 	int64_t started_ms; /* wall clock when the run began (Unix ms; 0: unknown): the order of
 			     * runs across cells, e.g. under run.order interleaved */

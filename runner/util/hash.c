@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <fcntl.h>
 
+#include <xxhash.h>
+
 #include "cleanup.h"
 #include "util.h"
 
@@ -23,9 +25,9 @@ void sha256_hex(const unsigned char sha[SHA256_BYTES], char out[SHA256_HEX])
 	hex_encode(sha, SHA256_BYTES, out);
 }
 
-int sha256_parse(const char *hex, unsigned char out[SHA256_BYTES])
+static int hex_parse(const char *hex, unsigned char *out, int n)
 {
-	for (int i = 0; i < SHA256_BYTES; i++) {
+	for (int i = 0; i < n; i++) {
 		int hi = hex_digit_value(hex[2 * i]),
 		    lo = hi < 0 ? -1 : hex_digit_value(hex[2 * i + 1]);
 		if (hi < 0 || lo < 0)
@@ -33,6 +35,21 @@ int sha256_parse(const char *hex, unsigned char out[SHA256_BYTES])
 		out[i] = (unsigned char)(hi << 4 | lo);
 	}
 	return 0;
+}
+
+int sha256_parse(const char *hex, unsigned char out[SHA256_BYTES])
+{
+	return hex_parse(hex, out, SHA256_BYTES);
+}
+
+void xxh128_hex(const unsigned char x[XXH128_BYTES], char out[XXH128_HEX])
+{
+	hex_encode(x, XXH128_BYTES, out);
+}
+
+int xxh128_parse(const char *hex, unsigned char out[XXH128_BYTES])
+{
+	return hex_parse(hex, out, XXH128_BYTES);
 }
 
 static _noreturn_ void crypto_oom(void)
@@ -90,5 +107,44 @@ int sha256_file_hex(const char *path, char out[SHA256_HEX], uint64_t *size)
 	if (fd < 0 || sha256_fd(fd, md, size) < 0)
 		return -1;
 	sha256_hex(md, out);
+	return 0;
+}
+
+static void xxh3_freep(XXH3_state_t **s)
+{
+	XXH3_freeState(*s);
+}
+
+int sha256_xxh128_fd(int fd, unsigned char sha[SHA256_BYTES], unsigned char xxh[XXH128_BYTES],
+		     uint64_t *size)
+{
+	_cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	_cleanup_(xxh3_freep) XXH3_state_t *st = XXH3_createState();
+	unsigned char buf[1 << 16];
+	uint64_t total = 0;
+
+	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) || !st ||
+	    XXH3_128bits_reset(st) != XXH_OK)
+		crypto_oom();
+	for (;;) {
+		ssize_t r = read(fd, buf, sizeof(buf));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		if (!EVP_DigestUpdate(ctx, buf, (size_t)r) ||
+		    XXH3_128bits_update(st, buf, (size_t)r) != XXH_OK)
+			crypto_oom();
+		total += (uint64_t)r;
+	}
+	if (!EVP_DigestFinal_ex(ctx, sha, NULL))
+		crypto_oom();
+	XXH128_canonical_t c;
+	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(st));
+	memcpy(xxh, c.digest, XXH128_BYTES);
+	if (size)
+		*size = total;
 	return 0;
 }

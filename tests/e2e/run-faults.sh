@@ -2,8 +2,8 @@
 # Faults under `ferry run`: the domain destroyed mid-run, qemu-ga killed (and kept from
 # respawning), the guest's landing filesystem full: each fails only its own cell, with its
 # diagnostics, while the next cell runs (on a re-booted guest where the old one broke); a byte
-# flipped in the guest before verification is an integrity failure naming the file; nothing is
-# left behind.
+# flipped in the guest before verification is an integrity failure naming the file, whether
+# verify hashes with XXH3-128 (ferry-sum) or SHA-256; nothing is left behind.
 source "$(dirname "$0")/run-lib.sh"
 
 plan="$src/tests/e2e/plans/run-faults.yaml"
@@ -45,6 +45,19 @@ msg="$(query "$res2" "cells['$(cell a)']['errors'][0]['message']")"
 case "$msg" in *"1 different (f0002)"*) ;; *) fail "integrity message does not name f0002: $msg" ;; esac
 kind="$(query "$res2" "cells['$(cell a)']['errors'][0]['kind']")"
 [ "$kind" = integrity ] || fail "error kind $kind, expected integrity"
+# by XXH3-128 where the built-in guest carries ferry-sum (a guest built before it: SHA-256), and
+# by SHA-256 when FERRY_VERIFY_HASH says so: the flipped byte is caught and named either way
+if "$ferry" guest info --json | grep -q '"ferry_sum"'; then fast=xxh128; else fast=sha256; fi
+h="$(query "$res2" "cells['$(cell a)']['runs'][-1].get('verify_hash')")"
+[ "$h" = "$fast" ] || fail "corrupted run verified by $h, expected $fast"
+h="$(query "$res" "cells['$(cell d)']['runs'][-1].get('verify_hash')")"
+[ "$h" = "$fast" ] || fail "clean run verified by $h, expected $fast"
+res5="$work/corrupt-sha256.json"
+FERRY_VERIFY_HASH=sha256 FERRY_TEST_CORRUPT=f0002 run_ferry 1 "$plan" --results "$res5" --shard 1/4
+msg="$(query "$res5" "cells['$(cell a)']['errors'][0]['message']")"
+case "$msg" in *"1 different (f0002)"*) ;; *) fail "SHA-256: message does not name f0002: $msg" ;; esac
+h="$(query "$res5" "cells['$(cell a)']['runs'][-1].get('verify_hash')")"
+[ "$h" = sha256 ] || fail "FERRY_VERIFY_HASH=sha256: run verified by $h"
 
 # --fail-fast stops at the first failing cell: the rest stay pending (a later --resume runs them)
 res4="$work/failfast.json"

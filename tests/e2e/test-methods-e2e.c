@@ -181,7 +181,7 @@ static void fail_ctx(struct method_ctx *ctx, const char *phase)
 static bool verify_listing(struct vm *vm, const struct manifest *m, const char *landing,
 			   char **message)
 {
-	char *cmd = manifest_guest_command(landing, true);
+	char *cmd = manifest_guest_command(landing, true, false);
 	char *out = sh(vm, cmd);
 	struct listing l = { 0 };
 	char *err = NULL;

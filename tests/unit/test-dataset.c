@@ -702,7 +702,7 @@ static void test_listing_parse(void)
 	free(err);
 	listing_clear(&l);
 
-	char *cmd = manifest_guest_command("/mnt/it's", true);
+	char *cmd = manifest_guest_command("/mnt/it's", true, false);
 	g_assert_true(g_str_has_prefix(cmd, "cd -- '/mnt/it'\\''s' && find . -type f -exec "
 					    "sha256sum {} + && find . -type l"));
 	free(cmd);

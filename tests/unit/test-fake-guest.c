@@ -36,7 +36,7 @@ static struct fake_root *boot(void)
 	char *dir = g_build_filename(tmp_dir, "root", NULL);
 	struct fake_root *r = NULL;
 	char *err = NULL;
-	int rc = fake_root_boot(dir, &r, &err);
+	int rc = fake_root_boot(dir, NULL, &r, &err);
 	if (rc < 0)
 		g_test_message("boot: %s", err);
 	g_assert_cmpint(rc, ==, 0);

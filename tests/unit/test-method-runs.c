@@ -3,12 +3,14 @@
  * Every method run by the executor on the fake machine's guests over a local directory
  * (machine_fake.guests, fake-guest.h): the bytes really move into the guest and are verified
  * there. Per method: a clean run verifies; a byte flipped in the guest before verify is caught
- * (ERROR_INTEGRITY naming the path); a guest program that hangs ends the run at its timeout
- * (ERROR_TIMEOUT); and after that failed run the method's cleanup left nothing in the guest
- * (no mount, process, disk or file beyond the start state) and the run left nothing on the host
- * (no loop device, nothing in the run directory). Skipped, with the reason, where the host
- * cannot run fake guests (fake_root_support()) or a cell cannot run on them (the cell's skip
- * reason). The test runs in a network namespace of its own (loopback only).
+ * (ERROR_INTEGRITY naming the path); both in a guest with ferry-sum (the built-in guest's
+ * XXH3-128 lister: the run says it verified by "xxh128") and in one without (SHA-256); a guest
+ * program that hangs ends the run at its timeout (ERROR_TIMEOUT); and after that failed run the
+ * method's cleanup left nothing in the guest (no mount, process, disk or file beyond the start
+ * state) and the run left nothing on the host (no loop device, nothing in the run directory).
+ * Skipped, with the reason, where the host cannot run fake guests (fake_root_support()) or a cell
+ * cannot run on them (the cell's skip reason). The test runs in a network namespace of its own
+ * (loopback only).
  */
 #include <glib.h>
 #include <glib/gstdio.h>
@@ -100,8 +102,23 @@ static void assert_host_clean(void)
 	g_dir_close(sys);
 }
 
-/* Runs the case's one cell once; returns the cell (t is the caller's to clear). */
-static struct result_cell *run_case(struct fake_run *t, const struct mcase *c, unsigned timeout_ms)
+/* The build tree's ferry-sum, which a guest of run_case() gets with `sum` (a path of tmp_dir's
+ * lifetime). */
+static char *sum_path;
+
+/* What the case's clean or corrupted run says it verified by: NULL for a method with its own
+ * check (block), else xxh128 in a guest with ferry-sum and sha256 in one without. */
+static const char *expected_hash(const struct mcase *c, bool sum)
+{
+	if (strstr(c->method, "type: block"))
+		return NULL;
+	return sum ? "xxh128" : "sha256";
+}
+
+/* Runs the case's one cell once, in guests with ferry-sum when `sum`; returns the cell (t is the
+ * caller's to clear). */
+static struct result_cell *run_case_sum(struct fake_run *t, const struct mcase *c,
+					unsigned timeout_ms, bool sum)
 {
 	char *text = g_strdup_printf("%smethods: {m: %s}\nmatrix: {disk: [%s], method: [m]}\n"
 				     "run: {repeat: 1, vm: per-cell}\n",
@@ -113,11 +130,17 @@ static struct result_cell *run_case(struct fake_run *t, const struct mcase *c, u
 	t->fake.guests = true;
 	t->fake.hang = c->hang;
 	t->fake.corrupt = c->corrupt;
+	t->fake.sum = sum ? sum_path : NULL;
 	fake_run_exec(t);
 	g_assert_cmpuint(t->fake.live, ==, 0);
 	assert_host_clean();
 	g_assert_cmpuint(t->r->n_cells, ==, 1);
 	return &t->r->cells[0];
+}
+
+static struct result_cell *run_case(struct fake_run *t, const struct mcase *c, unsigned timeout_ms)
+{
+	return run_case_sum(t, c, timeout_ms, true);
 }
 
 /* The cell's skip reason as the test's, when it was skipped. */
@@ -151,19 +174,18 @@ static void assert_guest_clean(const struct fake_run *t)
 	g_free(line);
 }
 
-static void check_clean(const struct mcase *c)
+static void check_clean_sum(const struct mcase *c, bool sum)
 {
-	if (skip_unless_case_supported(c))
-		return;
 	struct fake_run t;
 	struct mcase clean = *c;
 	clean.hang = clean.corrupt = NULL;
-	struct result_cell *cell = run_case(&t, &clean, 0);
+	struct result_cell *cell = run_case_sum(&t, &clean, 0, sum);
 	if (!skipped(cell)) {
 		log_errors(cell);
 		g_assert_cmpint(cell->status, ==, STATUS_PASSED);
 		g_assert_cmpuint(cell->n_runs, ==, 1);
 		g_assert_true(cell->runs[0].integrity_ok);
+		g_assert_cmpstr(cell->runs[0].verify_hash, ==, expected_hash(c, sum));
 		g_assert_cmpuint(cell->runs[0].files, >, 0);
 		for (size_t i = 0; c->guest_timed && c->guest_timed[i]; i++) {
 			/* a figure of the guest's own clock: there, positive, and not more than the
@@ -180,21 +202,30 @@ static void check_clean(const struct mcase *c)
 	fake_run_clear(&t);
 }
 
-static void check_corrupt(const struct mcase *base)
+static void check_clean(const struct mcase *c)
 {
-	if (skip_unless_case_supported(base))
+	if (skip_unless_case_supported(c))
 		return;
+	check_clean_sum(c, true);
+	check_clean_sum(c, false);
+}
+
+static void check_corrupt_sum(const struct mcase *base, bool sum)
+{
 	struct mcase c = *base;
 	c.hang = NULL;
 	if (!c.corrupt)
 		c.corrupt = "*";
 	struct fake_run t;
-	struct result_cell *cell = run_case(&t, &c, 0);
+	struct result_cell *cell = run_case_sum(&t, &c, 0, sum);
 	if (!skipped(cell)) {
 		log_errors(cell);
 		g_assert_cmpuint(cell->n_errors, ==, 1);
 		g_assert_cmpint(cell->errors[0].kind, ==, ERROR_INTEGRITY);
 		g_assert_cmpint(cell->errors[0].phase, ==, PHASE_VERIFY);
+		g_assert_cmpuint(cell->n_runs, ==, 1);
+		g_assert_false(cell->runs[0].integrity_ok);
+		g_assert_cmpstr(cell->runs[0].verify_hash, ==, expected_hash(&c, sum));
 		/* the message names what was flipped: the file's path below the landing place,
 		 * or the device */
 		const char *line = strstr(t.fake.log, "corrupt ");
@@ -208,6 +239,14 @@ static void check_corrupt(const struct mcase *base)
 		g_free(what);
 	}
 	fake_run_clear(&t);
+}
+
+static void check_corrupt(const struct mcase *base)
+{
+	if (skip_unless_case_supported(base))
+		return;
+	check_corrupt_sum(base, true);
+	check_corrupt_sum(base, false);
 }
 
 static void check_hang(const struct mcase *base)
@@ -458,6 +497,8 @@ int main(int argc, char **argv)
 	g_test_init(&argc, &argv, NULL);
 	own_network();
 	tmp_dir = fake_dir_make("ferry-test-method-runs");
+	sum_path = g_build_filename(g_getenv("FERRY_BUILD_DIR") ? g_getenv("FERRY_BUILD_DIR") : ".",
+				    "ferry-sum", NULL);
 	CASES(ADD)
 	g_test_add_func("/method-runs/disk-image/in-place/clean", test_in_place);
 	g_test_add_func("/method-runs/disk-image/in-place/hang", test_in_place_hang);
@@ -467,5 +508,6 @@ int main(int argc, char **argv)
 	LINK_CASES(LINK_ADD)
 	int rc = g_test_run();
 	fake_dir_remove(tmp_dir);
+	g_free(sum_path);
 	return rc;
 }
