@@ -708,6 +708,131 @@ static void test_listing_parse(void)
 	free(cmd);
 }
 
+/* ferry-sum's listing of dir (the build tree's ferry-sum, run with dir as its working directory).
+ */
+static char *ferry_sum_of(const char *dir)
+{
+	char *sum = g_build_filename(
+	    g_getenv("FERRY_BUILD_DIR") ? g_getenv("FERRY_BUILD_DIR") : ".", "ferry-sum", NULL);
+	char *argv[] = { sum, (char *)"-l", NULL };
+	char *out = NULL, *errout = NULL;
+	int status = -1;
+	GError *e = NULL;
+	g_assert_true(
+	    g_spawn_sync(dir, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &errout, &status, &e));
+	g_assert_no_error(e);
+	g_assert_cmpint(status, ==, 0);
+	g_free(errout);
+	g_free(sum);
+	return out;
+}
+
+/*
+ * Verify by XXH3-128 (issue 29): dataset_add_xxh128() gives every file its XXH3-128 from the same
+ * read as a SHA-256 that must match; ferry-sum's listing of the tree verifies against it; a
+ * flipped byte is "different", naming the file; a manifest without XXH3-128s never passes an
+ * XXH3-128 listing; a listing mixing both hashes is refused; and a file whose bytes changed since
+ * the manifest (same size) is refused before anything is compared.
+ */
+static void test_verify_xxh128(void)
+{
+	char *base = tmpdir(), *d = xasprintf("%s/x", base);
+	struct dataset_spec spec = { .files = 6,
+				     .size_min = 100,
+				     .size_max = 70000,
+				     .dist = DATASET_DIST_UNIFORM,
+				     .depth = 1,
+				     .fanout = 2,
+				     .seed = 5 };
+	struct manifest *m = gen(&spec, d);
+	g_assert_false(manifest_has_xxh128(m));
+	char *err = NULL;
+	g_assert_cmpint(dataset_add_xxh128(d, m, &err), ==, 0);
+	g_assert_true(manifest_has_xxh128(m));
+
+	char *fast = ferry_sum_of(d);
+	struct verify_result r;
+	verify_text(m, fast, true, &r);
+	g_assert_true(r.ok);
+	g_assert_cmpint(r.hash, ==, VERIFY_HASH_XXH128);
+	g_assert_cmpstr(verify_hash_name(r.hash), ==, "xxh128");
+	verify_result_clear(&r);
+
+	/* the SHA-256 listing of the same tree still verifies */
+	char *slow = listing_of(m);
+	verify_text(m, slow, true, &r);
+	g_assert_true(r.ok);
+	g_assert_cmpint(r.hash, ==, VERIFY_HASH_SHA256);
+	verify_result_clear(&r);
+
+	/* a flipped byte in the landed copy */
+	const struct manifest_entry *victim = NULL;
+	for (size_t i = 0; i < m->n && !victim; i++)
+		if (m->entries[i].type == MANIFEST_FILE)
+			victim = &m->entries[i];
+	char *copy = xasprintf("%s/copy", base);
+	char *cmd = g_strdup_printf("cp -a '%s' '%s'", d, copy);
+	g_assert_cmpint(system(cmd), ==, 0);
+	char *vp = xasprintf("%s/%s", copy, victim->path);
+	int fd = open(vp, O_RDWR);
+	unsigned char c;
+	g_assert_cmpint(pread(fd, &c, 1, 0), ==, 1);
+	c ^= 0x01;
+	g_assert_cmpint(pwrite(fd, &c, 1, 0), ==, 1);
+	close(fd);
+	char *bad = ferry_sum_of(copy);
+	verify_text(m, bad, true, &r);
+	g_assert_false(r.ok);
+	g_assert_cmpuint(r.different, ==, 1);
+	g_assert_cmpstr(r.first_different[0], ==, victim->path);
+	verify_result_clear(&r);
+
+	/* a manifest without the XXH3-128s: every file of an XXH3-128 listing differs */
+	char *yd = xasprintf("%s/y", base);
+	struct manifest *plain = gen(&spec, yd);
+	verify_text(plain, fast, true, &r);
+	g_assert_false(r.ok);
+	g_assert_cmpuint(r.different, ==, spec.files);
+	verify_result_clear(&r);
+
+	/* one listing, one hash */
+	char *mixed = g_strconcat(fast, slow, NULL);
+	struct listing l = { 0 };
+	g_assert_cmpint(listing_parse(mixed, strlen(mixed), &l, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "a sha256 line in a xxh128 listing"));
+	free(err);
+	err = NULL;
+	listing_clear(&l);
+
+	/* the command: ferry-sum where the guest has it, else the SHA-256 finds */
+	char *gc = manifest_guest_command("/mnt/l", true, true);
+	g_assert_cmpstr(gc, ==,
+			"cd -- '/mnt/l' && if command -v ferry-sum >/dev/null 2>&1; then "
+			"ferry-sum -l; else find . -type f -exec sha256sum {} + && find . -type l "
+			"-exec sh -c 'for l; do printf \"symlink %s\\t%s\\n\" \"$(readlink "
+			"\"$l\")\" \"$l\"; done' sh {} +; fi");
+	free(gc);
+
+	/* the host's file changed since the manifest (same size): refused */
+	char *zd = xasprintf("%s/z", base);
+	struct manifest *m2 = gen(&spec, zd);
+	char *zp = xasprintf("%s/%s", zd, victim->path);
+	fd = open(zp, O_RDWR);
+	g_assert_cmpint(pread(fd, &c, 1, 0), ==, 1);
+	c ^= 0x01;
+	g_assert_cmpint(pwrite(fd, &c, 1, 0), ==, 1);
+	close(fd);
+	g_assert_cmpint(dataset_add_xxh128(zd, m2, &err), ==, -1);
+	g_assert_nonnull(strstr(err, "changed since its manifest"));
+	g_assert_nonnull(strstr(err, victim->path));
+	free(err);
+
+	free(zd), free(zp), free(yd), free(vp), free(copy), free(d);
+	g_free(cmd), g_free(mixed), g_free(fast), g_free(slow), g_free(bad);
+	manifest_free(m), manifest_free(plain), manifest_free(m2);
+	rmtree(base);
+}
+
 static void test_manifest_roundtrip(void)
 {
 	char *d = tmpdir();
@@ -926,6 +1051,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/dataset/verify", test_verify);
 	g_test_add_func("/dataset/verify-symlinks", test_verify_symlinks);
 	g_test_add_func("/dataset/listing-parse", test_listing_parse);
+	g_test_add_func("/dataset/verify-xxh128", test_verify_xxh128);
 	g_test_add_func("/dataset/manifest-roundtrip", test_manifest_roundtrip);
 	g_test_add_func("/dataset/parse-size", test_parse_size);
 	return g_test_run();

@@ -68,6 +68,39 @@ static void test_version_1(void)
 	g_assert_cmpuint(back->n_cells, ==, 8);
 }
 
+/* A run's verify_hash (issue 29): absent in older files (NULL), written and read back, and a value
+ * other than sha256 or xxh128 refused, naming the key. */
+static void test_verify_hash(void)
+{
+	const char *src = g_getenv("FERRY_SOURCE_DIR");
+	g_assert_nonnull(src);
+	_cleanup_free_ char *path = xasprintf("%s/tests/golden/results-v1.json", src);
+	_cleanup_free_ char *err = NULL;
+	_cleanup_(results_freep) struct results *r = results_read(path, &err);
+	g_assert_nonnull(r);
+	for (size_t i = 0; i < r->n_cells; i++)
+		for (size_t j = 0; j < r->cells[i].n_runs; j++)
+			g_assert_null(r->cells[i].runs[j].verify_hash);
+	r->cells[0].runs[0].verify_hash = "xxh128";
+	r->cells[0].runs[1].verify_hash = "sha256";
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	g_assert_cmpint(results_dump(r, f, &err), ==, 0);
+	fclose(f);
+	_cleanup_(results_freep) struct results *back = results_parse(text, len, &err);
+	g_assert_null(err);
+	g_assert_cmpstr(back->cells[0].runs[0].verify_hash, ==, "xxh128");
+	g_assert_cmpstr(back->cells[0].runs[1].verify_hash, ==, "sha256");
+	g_assert_null(back->cells[0].runs[2].verify_hash);
+	char *at = strstr(text, "\"verify_hash\": \"xxh128\"");
+	g_assert_nonnull(at);
+	memcpy(at + strlen("\"verify_hash\": \""), "md5sum", 6);
+	g_assert_null(results_parse(text, len, &err));
+	g_assert_nonnull(strstr(err, "'verify_hash' must be \"sha256\" or \"xxh128\""));
+	free(text);
+}
+
 static void test_resume_check(void)
 {
 	_cleanup_(results_freep) struct results *was = two_cells("aaaa");
@@ -175,6 +208,7 @@ int main(int argc, char **argv)
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/results-reader/resume-check", test_resume_check);
 	g_test_add_func("/results-reader/version-1", test_version_1);
+	g_test_add_func("/results-reader/verify-hash", test_verify_hash);
 	g_test_add_func("/results-reader/limits", test_limits);
 	g_test_add_func("/results-reader/dump-matches-tree", test_dump_matches_tree);
 	return g_test_run();
