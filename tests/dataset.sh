@@ -73,14 +73,14 @@ name: too-big
 vms:
   huge: {guest: builtin, vcpus: 1, memory: 4TiB, accel: tcg}
 disks:
-  ram: {kind: tmpfs, size: 64MiB}
+  big: {kind: image, size: 16TiB}
 datasets:
-  vast: {files: 16, size: 1TiB}
+  vast: {files: 8, size: 1TiB}
 methods:
   ch: {type: channel, archive: tar}
 matrix:
   vm: [huge]
-  disk: [ram]
+  disk: [big]
   dataset: [vast]
   method: [ch]
 YAML
@@ -91,7 +91,7 @@ FERRY_CACHE_DIR="$tmp/capcache" FERRY_RUN_DIR="$tmp/runs" "$FERRY" run --connect
 [ "$rc" = 3 ] || fail "a run that cannot fit exited $rc, not 3: $(cat "$tmp/err")"
 grep -qF "not enough disk space on the filesystem of '$tmp/capcache'" "$tmp/err" ||
 	fail "no disk space message: $(cat "$tmp/err")"
-grep -qF "datasets to generate 16TiB" "$tmp/err" || fail "no dataset figure: $(cat "$tmp/err")"
+grep -qF "datasets to generate 8TiB" "$tmp/err" || fail "no dataset figure: $(cat "$tmp/err")"
 grep -qF "not enough memory" "$tmp/err" || fail "no memory message: $(cat "$tmp/err")"
 grep -qF -- "--no-capacity-check" "$tmp/err" || fail "no override named: $(cat "$tmp/err")"
 [ -z "$(ls -A "$tmp/runs")" ] || fail "a refused run left a run directory"
@@ -99,7 +99,8 @@ grep -qF -- "--no-capacity-check" "$tmp/err" || fail "no override named: $(cat "
 	fail "a refused run generated data"
 
 # block stages its stream in a tmpfs of at most 90% of the guest's RAM: a dataset larger
-# than that is refused before anything runs, naming the cell, the VM and the key to raise
+# than that is a plan that cannot run (exit 2, as validate says), refused before anything runs,
+# naming the cell, the VM and the key to raise
 cat >"$tmp/stage.yaml" <<'YAML'
 ferry: 1
 name: stage-too-big
@@ -121,12 +122,17 @@ YAML
 rc=0
 FERRY_CACHE_DIR="$tmp/capcache" FERRY_RUN_DIR="$tmp/runs" "$FERRY" run --connect test:///default \
 	"$tmp/stage.yaml" >"$tmp/out" 2>"$tmp/err" || rc=$?
-[ "$rc" = 3 ] || fail "a block cell the guest cannot stage exited $rc, not 3: $(cat "$tmp/err")"
+[ "$rc" = 2 ] || fail "a block cell the guest cannot stage exited $rc, not 2: $(cat "$tmp/err")"
 grep -qF "cell 'vm=small,disk=img,dataset=one,method=raw': method 'raw' (type block) stages the dataset's 300MiB in the guest's RAM, and vm 'small' has 256MiB of memory" \
 	"$tmp/err" || fail "no guest RAM message: $(cat "$tmp/err")"
 grep -qF "raise vms.small.memory" "$tmp/err" || fail "no key to raise: $(cat "$tmp/err")"
 grep -qF "roomy" "$tmp/err" && fail "the cell that fits was named: $(cat "$tmp/err")"
 [ -z "$(ls -A "$tmp/runs")" ] || fail "a refused run left a run directory"
+rc=0
+"$FERRY" validate "$tmp/stage.yaml" >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" = 2 ] && grep -qF "cell 'vm=small,disk=img,dataset=one,method=raw': method 'raw' (type block) stages" \
+	"$tmp/err" || fail "validate of a block cell the guest cannot stage: rc $rc: $(cat "$tmp/err")"
+grep -q '^ok:' "$tmp/out" && fail "validate printed ok for a plan that cannot fit"
 
 # dataset gen checks the disk it writes to, before it writes
 rc=0

@@ -122,5 +122,47 @@ for c in cells:
 ' "$p"
 done
 
+# study scale: validate refuses a setting whose data cannot land in its guest, naming the cell,
+# what it needs and the key to raise, and accepts the settings each plan documents (issue 26)
+fits() { # description, expected status (0 or 2), text the error must hold, plan, options...
+	local d="$1" want="$2" text="$3" plan="$4"; shift 4
+	n=$((n + 1))
+	local rc=0 err
+	err="$("$ferry" validate "$@" "$plan" 2>&1 >/dev/null)" || rc=$?
+	if [ "$rc" = "$want" ] && { [ -z "$text" ] || [[ "$err" == *"$text"* ]]; }; then
+		echo "ok $n - $d"
+	else
+		echo "not ok $n - $d"; echo "# exit $rc, wanted $want: $err"
+		failed=$((failed + 1))
+	fi
+}
+copy_scale=(--var FERRY_COPY_SCALE=1048576)
+fits "copy-methods at the study's size on a 1 GiB guest: refused" 2 \
+	"stages the dataset's 10GiB in the guest's RAM, and vm 'small' has 1GiB of memory" \
+	plans/copy-methods.yaml "${copy_scale[@]}" --var FERRY_COPY_DISK=16GiB
+fits "copy-methods at the study's size on 16 GiB of ext4: too few inodes" 2 \
+	"the dataset has 1048577 files and directories, and the ext4 ferry makes on disk 'sparse' has 1048565 inodes" \
+	plans/copy-methods.yaml "${copy_scale[@]}" --var FERRY_COPY_DISK=16GiB \
+	--var FERRY_COPY_MEM=15GiB --var FERRY_COPY_RAM=13GiB
+fits "copy-methods at the study's size in a 512 MiB tmpfs: refused" 2 \
+	"the dataset takes 12GiB, and disk 'ram' (a tmpfs) holds 512MiB" \
+	plans/copy-methods.yaml "${copy_scale[@]}" --var FERRY_COPY_DISK=20GiB --var FERRY_COPY_MEM=15GiB
+fits "copy-methods at the study's documented settings: valid" 0 "" plans/copy-methods.yaml \
+	"${copy_scale[@]}" --var FERRY_COPY_DISK=20GiB --var FERRY_COPY_MEM=15GiB --var FERRY_COPY_RAM=13GiB
+bus_scale=(--var FERRY_BUS_SIZE=1GiB --var FERRY_BUS_SMALL=256MiB --var FERRY_BUS_DISK=2GiB)
+fits "disk-bus-cache: block cannot stage 1 GiB in a 1 GiB guest" 2 \
+	"(type block) stages the dataset's 1GiB in the guest's RAM" \
+	plans/disk-bus-cache.yaml "${bus_scale[@]}"
+fits "disk-bus-cache at the study's documented settings: valid" 0 "" plans/disk-bus-cache.yaml \
+	"${bus_scale[@]}" --var FERRY_BUS_MEM=2GiB
+fits "shares at the study's documented settings: valid" 0 "" plans/shares.yaml \
+	--var FERRY_SHARES_SCALE=104857 --var FERRY_SHARES_DISK=4GiB
+fits "network-queues: 1,000 files of 10 MiB do not fit its 4 GiB tmpfs" 2 \
+	"the dataset takes 9.8GiB, and disk 'ram' (a tmpfs) holds 4GiB" \
+	plans/network-queues.yaml --var FERRY_NET_FILE_SIZE=10MiB
+for p in plans/*.yaml; do
+	fits "$p at its default scale: valid" 0 "" "$p"
+done
+
 echo "1..$n"
 [ "$failed" -eq 0 ]

@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <string.h>
 
+#include "capacity-plan.h"
 #include "cli.h"
 #include "commands.h"
 #include "keys.h"
@@ -162,11 +163,11 @@ const struct cli_command cli_validate = {
 	.operands = "PLAN...",
 	.operand = CLI_PLAN,
 	.summary = "check plan files without running anything",
-	.about = "Check plan files (syntax, keys, values, names, the matrix) without running\n"
-		 "anything. Prints 'ok: PLAN (N cells)' for each valid plan. Exit status 0 when\n"
-		 "every plan is valid, 2 otherwise. A plan reads only FERRY_* variables and\n"
-		 "writes reports only below the working directory unless --allow-env, --var or\n"
-		 "--allow-output allow more.",
+	.about = "Check plan files (syntax, keys, values, names, the matrix, whether every\n"
+		 "cell's data fits its guest) without running anything. Prints 'ok: PLAN (N\n"
+		 "cells)' for each valid plan. Exit status 0 when every plan is valid, 2\n"
+		 "otherwise. A plan reads only FERRY_* variables and writes reports only below\n"
+		 "the working directory unless --allow-env, --var or --allow-output allow more.",
 	.opts = (const struct cli_option *const[]){ cli_plan_options, NULL },
 	.run = cmd_validate,
 };
@@ -189,6 +190,12 @@ static int cmd_validate(int argc, char **argv)
 		_cleanup_(plan_freep) struct plan *p = NULL;
 		_cleanup_(matrix_freep) struct matrix *m = plan_args_load(argv[i], &pa, &p);
 		if (!m) {
+			status = EXIT_PLAN;
+			continue;
+		}
+		_cleanup_free_ char *fit = NULL;
+		if (capacity_plan_guests(p, m, &fit) < 0) {
+			errorf("%s: %s", argv[i], fit);
 			status = EXIT_PLAN;
 			continue;
 		}

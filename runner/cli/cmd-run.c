@@ -418,6 +418,10 @@ static int run_prepare(struct run_args *a, const struct plan *p, const struct ma
 		/* disk space and memory before anything is generated or booted (ferry(1) CAPACITY)
 		 */
 		_cleanup_free_ char *cache = dataset_cache_dir(), *cerr = NULL;
+		if (capacity_plan_guests(p, m, &cerr) < 0) {
+			errorf("%s (--no-capacity-check runs anyway)", cerr);
+			return EXIT_PLAN;
+		}
 		if (capacity_plan(p, m, cache, run_base_dir(), &cerr) < 0) {
 			errorf("%s (--no-capacity-check runs anyway)", cerr);
 			return EXIT_INFRA;

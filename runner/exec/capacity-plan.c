@@ -3,6 +3,7 @@
  */
 #include "capacity-plan.h"
 
+#include <inttypes.h>
 #include <unistd.h>
 
 #include "capacity.h"
@@ -34,10 +35,6 @@ struct plan_needs {
 	size_t n_seen;
 	struct turns *turns;
 	size_t n_turns;
-	/* the first cell whose method stages more in the guest's RAM than its VM can hold
-	   (ram_first.id NULL: none), and how much */
-	struct plan_cell ram_first;
-	uint64_t ram_need;
 };
 
 /* A dataset counts once, and only when it is generated into a cache that does not hold it. */
@@ -82,34 +79,134 @@ static void add_cell_files(struct plan_needs *pn, const struct plan_cell *c, uin
 		pn->cell_max = need;
 }
 
-/* What the cell's method stages in the guest's RAM (method_needs.guest_ram_bytes) against the
- * staging tmpfs its VM's memory allows: the first cell short of it is kept for the message. */
-static void add_cell_guest_ram(struct plan_needs *pn, const struct plan_cell *c, uint64_t data)
+/* ---- whether each cell's data fits its guest: the plan alone decides (validate checks it) ---- */
+
+/*
+ * What vm_target_create()'s `mke2fs -t ext4 -m 0` leaves of `size` bytes for files: the inode
+ * tables (a 256-byte inode per 16 KiB, per 4 KiB below 512 MiB: mke2fs.conf's "small"), the
+ * journal (ext2fs_default_journal_size(), in 4 KiB blocks) and 1/64 for bitmaps, group
+ * descriptors and slack; and its inodes, less the 11 ext4 reserves.
+ */
+static void ext4_room(uint64_t size, uint64_t *bytes, uint64_t *inodes)
 {
-	const struct method_ops *ops = method_of(c->method);
-	if (pn->ram_first.id || !ops || !ops->needs.guest_ram_bytes)
-		return;
-	uint64_t need = ops->needs.guest_ram_bytes(c->method, data);
-	if (need > c->vm->memory / 100 * METHOD_GUEST_STAGE_PCT) {
-		pn->ram_first = *c;
-		pn->ram_need = need;
-	}
+	static const struct {
+		uint64_t below, journal; /* filesystem blocks, journal blocks */
+	} j[] = { { 2048, 0 },
+		  { 32768, 1024 },
+		  { 256 << 10, 4096 },
+		  { 512 << 10, 8192 },
+		  { 4096 << 10, 16384 },
+		  { 8192 << 10, 32768 },
+		  { 16384 << 10, 65536 },
+		  { 32768 << 10, 131072 },
+		  { UINT64_MAX, 262144 } };
+	uint64_t blocks = size / 4096, journal = 0;
+	for (size_t i = 0; i < ELEMENTSOF(j); i++)
+		if (blocks < j[i].below) {
+			journal = j[i].journal;
+			break;
+		}
+	uint64_t n = size / (size < (UINT64_C(512) << 20) ? 4096 : 16384);
+	uint64_t meta = n * 256 + journal * 4096 + size / 64;
+	*bytes = meta < size ? size - meta : 0;
+	*inodes = n > 11 ? n - 11 : 0;
 }
 
-/* The message for a cell whose guest cannot stage its data, or NULL. */
-static char *guest_ram_error(const struct plan_needs *pn)
+/* A fit's refusal: "cell 'ID': WHAT needs NEED and HAS holds ROOM: FIX". */
+static char *fit_error(const struct plan_cell *c, const char *what, uint64_t need, const char *has,
+		       uint64_t room, const char *fix)
 {
-	if (!pn->ram_first.id)
-		return NULL;
-	const struct plan_cell *c = &pn->ram_first;
-	_cleanup_free_ char *need = format_size(pn->ram_need), *mem = format_size(c->vm->memory),
-			    *cap = human_size(c->vm->memory / 100 * METHOD_GUEST_STAGE_PCT);
-	return xasprintf(
-	    "cell '%s': method '%s' (type %s) stages the dataset's %s in the guest's "
-	    "RAM, and vm '%s' has %s of memory, of which a staging tmpfs takes at most "
-	    "%s (%d%%): raise vms.%s.memory or use a smaller dataset",
-	    c->id, c->method->e.name, method_of(c->method)->name, need, c->vm->e.name, mem, cap,
-	    METHOD_GUEST_STAGE_PCT, c->vm->e.name);
+	_cleanup_free_ char *n = human_size(need), *r = human_size(room);
+	return xasprintf("cell '%s': %s %s, and %s %s: %s", c->id, what, n, has, r, fix);
+}
+
+/* Why the cell's data cannot land in its guest, or NULL: the dataset on the target disk (a
+ * tmpfs's size, the ext4 that ferry makes on an image, or the raw device the method writes)
+ * and what the method stages in the guest's RAM beside a tmpfs target (method_needs). */
+static char *cell_fit(const struct plan_cell *c, uint64_t data, uint64_t files, uint64_t inodes)
+{
+	const struct method_ops *ops = method_of(c->method);
+	const struct plan_disk *d = c->disk;
+	const char *vm = c->vm->e.name, *dn = d->e.name;
+	uint64_t stage = ops && ops->needs.guest_ram_bytes
+			     ? ops->needs.guest_ram_bytes(c->method, data, files)
+			     : 0;
+	uint64_t ram = c->vm->memory / 100 * METHOD_GUEST_STAGE_PCT;
+	_cleanup_free_ char *disk_fix =
+	    xasprintf("raise disks.%s.size or use a smaller dataset", dn);
+	_cleanup_free_ char *mem_fix =
+	    xasprintf("raise vms.%s.memory or use a smaller dataset", vm);
+	_cleanup_free_ char *has = NULL;
+	if (d->kind == PLAN_DISK_TMPFS) {
+		has = xasprintf("disk '%s' (a tmpfs) holds", dn);
+		if (data > d->size)
+			return fit_error(c, "the dataset takes", data, has, d->size, disk_fix);
+		free(has);
+		has = xasprintf("vm '%s' gives tmpfs at most %d%% of its memory,", vm,
+				METHOD_GUEST_STAGE_PCT);
+		if (data > ram - (stage < ram ? stage : ram))
+			return fit_error(c,
+					 stage ? "the dataset on a tmpfs disk and what the method "
+						 "stages in RAM take"
+					       : "the dataset on a tmpfs disk takes",
+					 data + stage, has, ram, mem_fix);
+	} else if (ops && ops->needs.target_raw) {
+		has = xasprintf("disk '%s' holds", dn);
+		if (data > d->size)
+			return fit_error(c, "the method writes the dataset's stream of", data, has,
+					 d->size, disk_fix);
+	} else if (d->filesystem == PLAN_DISK_FS_EXT4) {
+		uint64_t room, n_inodes;
+		ext4_room(d->size, &room, &n_inodes);
+		has = xasprintf("the ext4 ferry makes on disk '%s' holds", dn);
+		if (data > room)
+			return fit_error(c, "the dataset takes", data, has, room, disk_fix);
+		if (inodes > n_inodes) {
+			_cleanup_free_ char *h =
+			    xasprintf("the ext4 ferry makes on disk '%s' has", dn);
+			return xasprintf("cell '%s': the dataset has %" PRIu64
+					 " files and directories, and %s %" PRIu64 " inodes: %s",
+					 c->id, inodes, h, n_inodes, disk_fix);
+		}
+	}
+	if (stage > ram) {
+		_cleanup_free_ char *need = human_size(stage), *mem = human_size(c->vm->memory),
+				    *cap = human_size(ram);
+		return xasprintf("cell '%s': method '%s' (type %s) stages the dataset's %s in the "
+				 "guest's RAM, and vm '%s' has %s of memory, of which a staging "
+				 "tmpfs takes at most %s (%d%%): %s",
+				 c->id, c->method->e.name, ops->name, need, vm, mem, cap,
+				 METHOD_GUEST_STAGE_PCT, mem_fix);
+	}
+	return NULL;
+}
+
+int capacity_plan_guests(const struct plan *p, const struct matrix *m, char **err)
+{
+	size_t n = matrix_n_cells(m), refused = 0;
+	char *first = NULL;
+	for (size_t i = 0; i < n; i++) {
+		struct plan_cell c;
+		plan_cell(p, m, i, &c);
+		struct dataset_spec s;
+		dataset_spec_from_plan(c.dataset, &s);
+		if (s.path) /* a host folder: its size is known when it is scanned, at run time */
+			continue;
+		char *why =
+		    cell_fit(&c, capacity_dataset_bytes(&s), s.files, capacity_dataset_inodes(&s));
+		if (why && !refused++)
+			first = why;
+		else
+			free(why);
+	}
+	if (!refused)
+		return 0;
+	*err = refused == 1
+		   ? first
+		   : xasprintf("%s (and %zu more cells that do not fit)", first, refused - 1);
+	if (refused > 1)
+		free(first);
+	return -1;
 }
 
 /*
@@ -172,9 +269,7 @@ int capacity_plan(const struct plan *p, const struct matrix *m, const char *cach
 		add_dataset(&pn, c.dataset, &s, cache_dir, data, data_inodes);
 		add_cell_files(&pn, &c, data, data_inodes);
 		add_cell_memory(&pn, &c);
-		add_cell_guest_ram(&pn, &c, data);
 	}
-	char *ram_err = guest_ram_error(&pn);
 	const char *mem_what;
 	uint64_t mem_max = memory_need(&pn, &mem_what);
 	free(pn.turns);
@@ -197,15 +292,5 @@ int capacity_plan(const struct plan *p, const struct matrix *m, const char *cach
 		space[n_space].inodes_known = capacity_fs_inodes(run_root, &space[n_space].inodes);
 		n_space++;
 	}
-	char *short_err = NULL;
-	int rc = capacity_check(needs, ELEMENTSOF(needs), space, n_space, &short_err);
-	if (!ram_err) {
-		*err = short_err;
-		return rc;
-	}
-	*err = rc < 0 ? xasprintf("%s; %s", ram_err, short_err) : ram_err;
-	if (rc < 0)
-		free(ram_err);
-	free(short_err);
-	return -1;
+	return capacity_check(needs, ELEMENTSOF(needs), space, n_space, err);
 }

@@ -203,11 +203,26 @@ static int af_cleanup(struct method_ctx *ctx)
 	return 0;
 }
 
+/* With archive:, the archive in the guest's /tmp (RAM) until finalize unpacks it: at most the
+ * files' bytes (each rounded up to 4 KiB in `data`, past tar's 512), a 512-byte header for each
+ * and the archive's end (a compressed archive of incompressible data is not larger). */
+static uint64_t af_guest_ram_bytes(const struct plan_method *m, uint64_t data, uint64_t files)
+{
+	uint64_t headers, need;
+	if (m->archive.format == PLAN_ARCHIVE_NONE)
+		return 0;
+	if (!mul_u64(files, 512, &headers) || !add_u64(data, headers, &need) ||
+	    !add_u64(need, 10240, &need))
+		return UINT64_MAX;
+	return need;
+}
+
 const struct method_ops method_agentfile = {
 	.name = "agent-file",
 	.summary = "guest agent file writes",
 	.options = &af_keys,
 	.archive = true,
+	.needs = { .guest_ram_bytes = af_guest_ram_bytes },
 	.supports = af_supports,
 	.transfer = af_transfer,
 	.finalize = af_finalize,

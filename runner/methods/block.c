@@ -141,9 +141,10 @@ static char *block_supports(const struct method_ctx *ctx)
 }
 
 /* The stream staged in the guest's tmpfs: the dataset's file bytes, concatenated. */
-static uint64_t block_guest_ram_bytes(const struct plan_method *m, uint64_t data)
+static uint64_t block_guest_ram_bytes(const struct plan_method *m, uint64_t data, uint64_t files)
 {
 	(void)m;
+	(void)files;
 	return data;
 }
 
@@ -345,7 +346,8 @@ const struct method_ops method_block = {
 	.options = &block_keys,
 	.needs = { .disk_kinds = 1u << PLAN_DISK_IMAGE,
 		   .disk_why = "writes a raw device",
-		   .guest_ram_bytes = block_guest_ram_bytes },
+		   .guest_ram_bytes = block_guest_ram_bytes,
+		   .target_raw = true },
 	.rules = block_rules,
 	.n_rules = ELEMENTSOF(block_rules),
 	.supports = block_supports,

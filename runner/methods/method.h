@@ -211,8 +211,12 @@ struct method_needs {
 	bool run_dir_files;
 	/* The bytes the method stages in the guest's RAM, in a tmpfs of at most
 	 * METHOD_GUEST_STAGE_PCT percent of it, for one cell whose dataset has `data` bytes (the
-	 * capacity check refuses a cell whose VM's memory cannot hold them); NULL: nothing. */
-	uint64_t (*guest_ram_bytes)(const struct plan_method *m, uint64_t data);
+	 * capacity check refuses a cell whose VM's memory cannot hold them); `files` is its number
+	 * of files; NULL: nothing. */
+	uint64_t (*guest_ram_bytes)(const struct plan_method *m, uint64_t data, uint64_t files);
+	/* It writes the dataset's bytes to the raw target device, not into its filesystem: the
+	 * target holds them when its size does (the capacity check). */
+	bool target_raw;
 };
 
 /* The share of a guest's RAM a method's staging tmpfs may take (`mount -t tmpfs -o size=N%`). */
