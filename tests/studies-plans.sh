@@ -103,13 +103,24 @@ assert combos["fresh"] == combos["reuse"], combos
 assert {a for _, a in combos["fresh"]} >= {"sparse", "full"}, combos
 ' plans/disk-allocation.yaml
 
-# network-queues: the queue counts on the private network, one dataset for all
-check "network-queues: every vm on the private network, queues 1, 2, 4 and e1000" '
+# network-queues: the queue counts on the private network, one dataset for the network cells;
+# VM to VM (study 003's own copy): 1,000 files of 1 KB into receivers q1 and q4 from a sender
+# whose NIC is a separate axis (1 and 4 queues), per file (scp) and as one stream (tar)
+check "network-queues: every vm on the private network, queues 1, 2, 4 and e1000; vm2vm into q1 and q4" '
 nics = {c["vm"]["name"]: c["vm"]["nic"] for c in cells}
 assert all(n["backend"] == "private" for n in nics.values()), nics
 assert sorted(n["queues"] for k, n in nics.items() if n["model"] == "virtio") == [1, 2, 4], nics
-assert len({c["dataset"]["name"] for c in cells}) == 1
-assert next(c for c in cells)["dataset"]["files"] == 1000
+net = [c for c in cells if c["method"]["type"] == "network"]
+assert len({c["dataset"]["name"] for c in net}) == 1
+assert net[0]["dataset"]["files"] == 1000
+v2v = [c for c in cells if c["method"]["type"] == "vm2vm"]
+assert {c["vm"]["name"] for c in v2v} == {"q1", "q4"}, v2v
+assert {(c["dataset"]["files"], c["dataset"]["size"]["min"], c["dataset"]["size"]["max"]) for c in v2v} == {(1000, "1KB", "1KB")}, v2v
+assert {c["method"]["tool"] for c in v2v} == {"scp", "tar"}
+senders = {c["method"]["from"] for c in v2v}
+assert len(senders) == 2, senders
+for c in v2v:
+    assert sum(1 for d in v2v if d["method"]["name"] == c["method"]["name"]) == 2, c["id"]
 ' plans/network-queues.yaml
 
 # ordering: a study plan that asks for interleaving gets it (vm shared: the cells sharing a VM
