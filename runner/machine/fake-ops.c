@@ -9,7 +9,10 @@
  * guest shares the host's network (its private address is 127.0.0.1, where it also reaches
  * the host), so a port the guest listens on is one on the host's loopback; a share is a bind
  * mount. The target disk is a raw ext4 image on a loop device whatever the plan's format, bus or
- * cache (the fake measures nothing), or a tmpfs.
+ * cache (the fake measures nothing), or a tmpfs. So every guest is as on a private network
+ * (nic backend private, which the fake takes for vm2vm and network cells): its address and the
+ * host's are the loopback, and the host's sockets reach it directly (no forwarded port,
+ * whatever the backend).
  */
 #include "fake-int.h"
 
@@ -685,10 +688,12 @@ char *fake_real_supports(struct fake_machine *fm, const struct plan_cell *pc)
 {
 	(void)fm;
 	/* guests share the host's network (a test's own namespace, loopback only): two of them
-	   reach each other there as on a private network, but the host's servers of the network
-	   and smb methods would not be the private network's */
+	   reach each other there as on a private network, and so do the network method's sender
+	   and its guest (its address and the host's are the loopback: machine_net_socket() above);
+	   smb's servers would not be the private network's (smb's supports() skips it here) */
 	if (pc->vm->nic.backend == PLAN_NIC_PRIVATE &&
-	    method_of(pc->method) != method_find_name("vm2vm"))
+	    method_of(pc->method) != method_find_name("vm2vm") &&
+	    method_of(pc->method) != method_find_name("network"))
 		return xstrdup("the fake machine's guests share the host's network: no private "
 			       "network");
 	if (pc->disk && pc->disk->kind == PLAN_DISK_IMAGE &&

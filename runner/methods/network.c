@@ -109,9 +109,44 @@ static void streams_zip(const struct rule_subject *s, struct rule_out *o)
 			       n);
 }
 
+/*
+ * A pull has the guest connect to the host's sender, and a guest on QEMU user networking reaches
+ * nothing of the host: ferry runs its slirp restricted (vm.h, VM_USER_NETDEV), since otherwise
+ * the guest's 10.0.2.2 is the host's 127.0.0.1 and every local service. A forward the guest
+ * could connect out through (guestfwd) is no way either: QEMU would have to spawn a program
+ * (libvirt's seccomp sandbox forbids it) or carry one connection at a time through a chardev
+ * made at boot. So such a cell is skipped, with the ways that do run.
+ */
+static void pull_user_net(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct plan_nic *n = &s->vm->nic;
+	if (OPTS(s->method)->direction != NET_PULL || n->backend != PLAN_NIC_USER || n->network ||
+	    n->bridge)
+		return;
+#define PULL_USER_WHY                                                                              \
+	"network: 'direction: pull' has the guest connect to the host, and a guest on QEMU user "  \
+	"networking reaches nothing of the host (ferry restricts it: otherwise 10.0.2.2 is the "   \
+	"host's 127.0.0.1): use 'direction: push' (the host connects in through a forwarded port)"
+	if (s->vm->guest == PLAN_GUEST_BUILTIN)
+		plan_rule_fail(o, "method",
+			       PULL_USER_WHY ", or put vm '%s' on ferry's private network "
+					     "('nic: {backend: private}')",
+			       s->vm->e.name);
+	else
+		plan_rule_fail(o, "method",
+			       PULL_USER_WHY
+			       " (ferry's private network, 'nic: {backend: private}', "
+			       "takes the built-in guest only)");
+#undef PULL_USER_WHY
+}
+
 static const struct plan_rule net_rules[] = {
 	{ "method.streams-zip", RULE_METHOD, RULE_ERROR, 0, "network streams above 1 with zip",
 	  streams_zip },
+	{ "cell.network-pull-user", RULE_CELL, RULE_SKIP, 0,
+	  "network direction pull on QEMU user networking (the guest reaches nothing of the "
+	  "host there)",
+	  pull_user_net },
 };
 
 struct network_state {

@@ -5,9 +5,11 @@
  * add_devices (whose boot needs become the VM configuration), then per run prepare, transfer,
  * finalize, the verification (the method's own or the guest listing against the manifest) and
  * cleanup. Two tiny datasets (8 x 1 MiB, 500 x 4 KiB in 5 directories), two runs each; the
- * median phase times are printed as test messages. Two guests in all: one with the read-only
- * share, the channel port, a NIC and a raw target disk, one with the writable share staging
- * (share move and packed shares). Skips with the reason when libvirtd or the guest is missing.
+ * median phase times are printed as test messages. Three guests in all: one with the read-only
+ * share, the channel port, a NIC on user networking and a raw target disk, one with the writable
+ * share staging (share move and packed shares), and one on ferry's private network for the
+ * network pulls (on user networking the guest reaches nothing of the host: a pull is skipped
+ * there). Skips with the reason when libvirtd or the guest is missing.
  */
 #include <glib.h>
 #include <glib/gstdio.h>
@@ -51,13 +53,15 @@ static struct {
 	struct run *run;
 	struct ds ds[2];
 	struct plan_vm vm;
+	struct plan_vm vm_private; /* vm on ferry's private network (nic backend private) */
 	struct plan_disk tmpfs, image;
 	struct disk_config target;
 	struct vm *a; /* read-only share, channel, NIC, target disk */
 	struct vm *b; /* writable share staging */
+	struct vm *c; /* a NIC on the private network */
 	/* the libvirt machine the methods reach a and b through (machine_libvirt_guest_wrap) */
 	struct machine *m;
-	struct machine_guest *ga, *gb;
+	struct machine_guest *ga, *gb, *gc;
 	char *target_dev;
 } t;
 
@@ -92,7 +96,7 @@ static char *sh(struct vm *vm, const char *line)
  * carries the target disk, whose host cache the block method evicts (machine_evict_target()). */
 static struct machine_guest *guest_of(struct vm *vm)
 {
-	struct machine_guest **g = vm == t.a ? &t.ga : &t.gb;
+	struct machine_guest **g = vm == t.a ? &t.ga : vm == t.b ? &t.gb : &t.gc;
 	if (!*g)
 		*g = machine_libvirt_guest_wrap(t.m, vm, vm == t.a ? &t.target : NULL,
 						vm == t.a ? t.target_dev : NULL);
@@ -132,7 +136,9 @@ static void free_needs(struct method_boot_needs *n)
 	memset(n, 0, sizeof(*n));
 }
 
-static struct vm *boot(const struct method_boot_needs *n, bool with_target)
+/* A guest with what n needs, its NIC (when n asks for one) on nic. */
+static struct vm *boot_nic(const struct method_boot_needs *n, bool with_target,
+			   enum nic_backend nic)
 {
 	struct vm_config c;
 	vm_config_init(&c);
@@ -140,7 +146,7 @@ static struct vm *boot(const struct method_boot_needs *n, bool with_target)
 	c.initrd = t.guest.initramfs;
 	c.cmdline = t.guest.cmdline;
 	c.accel = VM_ACCEL_TCG;
-	c.nic.backend = n->nic ? NIC_BACKEND_USER : NIC_BACKEND_NONE;
+	c.nic.backend = n->nic ? nic : NIC_BACKEND_NONE;
 	c.share =
 	    (struct share_config){ n->share_dir, n->share_tag, n->share_mode, n->share_readonly };
 	c.channels = (const char *const *)n->channels;
@@ -155,6 +161,11 @@ static struct vm *boot(const struct method_boot_needs *n, bool with_target)
 		die("boot: %s", err);
 	g_test_message("boot: %.0f ms", vm_boot_ms(vm));
 	return vm;
+}
+
+static struct vm *boot(const struct method_boot_needs *n, bool with_target)
+{
+	return boot_nic(n, with_target, NIC_BACKEND_USER);
 }
 
 static double median2(const double *v, size_t n)
@@ -211,6 +222,8 @@ static void run_method(struct vm *vm, const struct plan_method *m, const struct 
 	struct plan_cell cell;
 	struct method_ctx ctx;
 	ctx_init(&ctx, &cell, m, disk, ds);
+	if (vm == t.c)
+		cell.vm = &t.vm_private;
 	char *why = ops->supports ? ops->supports(&ctx) : NULL;
 	if (why)
 		die("%s: unexpected skip: %s", m->e.name, why);
@@ -328,6 +341,8 @@ static void test_supports(void)
 	} cases[] = {
 		{ method("c-zstd", "channel"), &t.tmpfs, "cannot decompress zstd" },
 		{ method("c-lz4", "network"), &t.tmpfs, "cannot decompress lz4" },
+		/* a pull on user networking: the guest reaches nothing of the host */
+		{ method("n-pull", "network"), &t.tmpfs, "'nic: {backend: private}'" },
 		{ method("c-zipxz", "channel"), &t.tmpfs, "stored and deflated" },
 		{ method("c-tgz", "channel"), &t.tmpfs, NULL },
 		/* virtiofs: a skip only on a machine without virtiofsd (none: no machine) */
@@ -340,10 +355,11 @@ static void test_supports(void)
 	};
 	cases[0].m.archive = (struct plan_archive){ 0, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_ZSTD, 0 };
 	cases[1].m.archive = (struct plan_archive){ 0, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_LZ4, 0 };
-	cases[2].m.archive = (struct plan_archive){ 0, PLAN_ARCHIVE_ZIP, PLAN_COMPRESS_XZ, 0 };
-	cases[3].m.archive = (struct plan_archive){ 0, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_GZIP, 0 };
-	set_opt(&cases[4].m, "driver", "virtiofs");
-	set_opt(&cases[7].m, "block_size", "1000");
+	set_opt(&cases[1].m, "direction", "push");
+	cases[3].m.archive = (struct plan_archive){ 0, PLAN_ARCHIVE_ZIP, PLAN_COMPRESS_XZ, 0 };
+	cases[4].m.archive = (struct plan_archive){ 0, PLAN_ARCHIVE_TAR, PLAN_COMPRESS_GZIP, 0 };
+	set_opt(&cases[5].m, "driver", "virtiofs");
+	set_opt(&cases[8].m, "block_size", "1000");
 	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
 		struct plan_cell cell;
 		struct method_ctx ctx;
@@ -431,6 +447,18 @@ static void test_channel(void)
 	run_method(t.a, &zip, &t.tmpfs, &t.ds[1]);
 }
 
+/* The guest on ferry's private network, with only its NIC (the network pulls; the landing is
+ * in the guest's RAM). */
+static void boot_c(void)
+{
+	if (t.c)
+		return;
+	struct method_boot_needs n = { .nic = true };
+	t.c = boot_nic(&n, false, NIC_BACKEND_PRIVATE);
+	t.vm_private = t.vm;
+	t.vm_private.nic.backend = PLAN_NIC_PRIVATE;
+}
+
 static void test_network(void)
 {
 	if (!need())
@@ -442,13 +470,16 @@ static void test_network(void)
 	struct plan_method push = method("net-push-pax-xz", "network");
 	set_opt(&push, "direction", "push");
 	push.archive = (struct plan_archive){ 0, PLAN_ARCHIVE_PAX, PLAN_COMPRESS_XZ, 1 };
+	/* push through the forwarded port on user networking (a), pull on the private network
+	   (c): a's guest cannot connect out to the host (test_supports has the skip) */
+	boot_c();
 	for (int d = 0; d < 2; d++) {
-		run_method(t.a, &pull, &t.tmpfs, &t.ds[d]);
+		run_method(t.c, &pull, &t.tmpfs, &t.ds[d]);
 		run_method(t.a, &push, &t.tmpfs, &t.ds[d]);
 	}
 	/* one wget process per file: ~9 s for 500 small files under TCG, so the large set only
 	   (methods-run.sh pulls a tree with awkward names file by file) */
-	run_method(t.a, &files, &t.tmpfs, &t.ds[0]);
+	run_method(t.c, &files, &t.tmpfs, &t.ds[0]);
 }
 
 static void test_share_copy(void)
@@ -617,9 +648,11 @@ int main(int argc, char **argv)
 	int r = g_test_run();
 	machine_libvirt_guest_unwrap(t.ga);
 	machine_libvirt_guest_unwrap(t.gb);
+	machine_libvirt_guest_unwrap(t.gc);
 	machine_close(t.m);
 	vm_destroy(t.a);
 	vm_destroy(t.b);
+	vm_destroy(t.c);
 	run_close(t.run, NULL);
 	if (t.conn)
 		virConnectClose(t.conn);

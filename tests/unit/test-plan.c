@@ -751,11 +751,17 @@ static void check_rules_cases(struct plan_cell *cell, struct plan_method *m,
 		enum plan_archive_format format;
 		enum plan_compression compression;
 		bool image_disk;
-		const char *reason; /* substring; NULL: none */
+		const char *reason;    /* substring; NULL: none */
+		const char *direction; /* network's, or NULL */
 	} cases[] = {
 		{ "channel", PLAN_ARCHIVE_TAR, PLAN_COMPRESS_ZSTD, false,
 		  "busybox cannot decompress zstd" },
-		{ "network", PLAN_ARCHIVE_TAR, PLAN_COMPRESS_LZ4, false, "cannot decompress lz4" },
+		{ "network", PLAN_ARCHIVE_TAR, PLAN_COMPRESS_LZ4, false, "cannot decompress lz4",
+		  "push" },
+		/* a pull on user networking, where the guest reaches nothing of the host */
+		{ "network", PLAN_ARCHIVE_TAR, PLAN_COMPRESS_GZIP, false,
+		  "or put vm 'v' on ferry's private network ('nic: {backend: private}')", "pull" },
+		{ "network", PLAN_ARCHIVE_TAR, PLAN_COMPRESS_GZIP, false, NULL, "push" },
 		{ "channel", PLAN_ARCHIVE_ZIP, PLAN_COMPRESS_XZ, false, "stored and deflated" },
 		{ "channel", PLAN_ARCHIVE_TAR, PLAN_COMPRESS_GZIP, false, NULL },
 		{ "share", PLAN_ARCHIVE_NONE, PLAN_COMPRESS_NONE, false, NULL },
@@ -767,6 +773,8 @@ static void check_rules_cases(struct plan_cell *cell, struct plan_method *m,
 	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
 		g_assert_cmpint(plan_method_init(m, "m", cases[i].type), ==, 0);
 		m->archive = (struct plan_archive){ 0, cases[i].format, cases[i].compression, 0 };
+		if (cases[i].direction)
+			set_opt(m, "direction", cases[i].direction);
 		cell->disk = cases[i].image_disk ? image : tmpfs;
 		char *why = plan_rules_skip(NULL, cell);
 		if (cases[i].reason) {
@@ -823,6 +831,23 @@ static void test_rules(void)
 	g_assert_nonnull(strstr(why, "are not supported"));
 	free(why);
 	vm.nic.network = NULL;
+	/* a pull on user networking: skipped, the ways that run named (the private network takes
+	   the built-in guest only); on the private network it runs */
+	why = plan_rules_skip(NULL, &cell);
+	g_assert_nonnull(why);
+	g_assert_nonnull(strstr(why, "use 'direction: push'"));
+	g_assert_nonnull(strstr(why, "'nic: {backend: private}')"));
+	free(why);
+	vm.guest = PLAN_GUEST_DEBIAN;
+	why = plan_rules_skip(NULL, &cell);
+	g_assert_nonnull(why);
+	g_assert_nonnull(strstr(why, "use 'direction: push'"));
+	g_assert_nonnull(strstr(why, "takes the built-in guest only"));
+	free(why);
+	vm.guest = PLAN_GUEST_BUILTIN;
+	vm.nic.backend = PLAN_NIC_PRIVATE;
+	g_assert_null(plan_rules_skip(NULL, &cell));
+	vm.nic.backend = PLAN_NIC_USER;
 	/* a Windows guest (refused by validate; a hand-built cell is skipped) */
 	g_assert_cmpint(plan_method_init(&m, "m", "share"), ==, 0);
 	set_opt(&m, "driver", "virtiofs");
