@@ -14,8 +14,10 @@
 
 enum nic_model { NIC_MODEL_VIRTIO, NIC_MODEL_E1000 };
 enum nic_backend {
-	NIC_BACKEND_NONE,     /* no network interface at all */
-	NIC_BACKEND_USER,     /* QEMU user networking (slirp): the default */
+	NIC_BACKEND_NONE, /* no network interface at all */
+	/* QEMU user networking (slirp), the default, restricted: the guest reaches nothing of the
+	 * host (no 10.0.2.2 -> 127.0.0.1); the host reaches the guest's ports it forwards */
+	NIC_BACKEND_USER,
 	NIC_BACKEND_NETWORK,  /* a libvirt network named by source */
 	NIC_BACKEND_BRIDGE,   /* a host bridge named by source */
 	NIC_BACKEND_ETHERNET, /* a tap libvirt creates (source: its name, or NULL for vnetN) */

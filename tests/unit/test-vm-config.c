@@ -68,6 +68,24 @@ static double xn(struct parsed *p, const char *expr)
 		g_free(got_);                                                                      \
 	} while (0)
 
+/* The n-th argument (from 1) in <qemu:commandline>, and all of them joined with spaces. */
+#define QEMU_CL     "/domain/*[local-name()='commandline']"
+#define QEMU_ARG(n) "string(" QEMU_CL "/*[local-name()='arg'][" #n "]/@value)"
+static char *qemu_args(struct parsed *p)
+{
+	GString *s = g_string_new(NULL);
+	double n = xn(p, "count(" QEMU_CL "/*[local-name()='arg'])");
+	for (int i = 1; i <= (int)n; i++) {
+		char *e =
+		    g_strdup_printf("string(" QEMU_CL "/*[local-name()='arg'][%d]/@value)", i);
+		char *v = xs(p, e);
+		g_string_append_printf(s, "%s%s", i > 1 ? " " : "", v);
+		g_free(v);
+		g_free(e);
+	}
+	return g_string_free(s, FALSE);
+}
+
 static void builtin(struct vm_config *c)
 {
 	vm_config_init(c);
@@ -253,9 +271,10 @@ static void test_builtin_xml(void)
 		 "/run/x/logs/c.log");
 	assert_x(&p, "string(/domain/devices/channel[@type='unix']/target/@name)",
 		 "org.qemu.guest_agent.0");
-	assert_x(&p, "string(/domain/devices/interface/@type)", "user");
-	assert_x(&p, "string(/domain/devices/interface/model/@type)", "virtio");
-	g_assert_cmpfloat(xn(&p, "count(/domain/devices/interface/driver)"), ==, 0);
+	/* the NIC on user networking is QEMU's restricted slirp, not libvirt's interface
+	   (test_user_nic_xml) */
+	g_assert_cmpfloat(xn(&p, "count(/domain/devices/interface)"), ==, 0);
+	assert_x(&p, QEMU_ARG(2), "user,id=ferrynet0,restrict=on");
 	g_assert_cmpfloat(xn(&p, "count(/domain/devices/disk)"), ==, 0);
 	g_assert_cmpfloat(xn(&p, "count(/domain/devices/filesystem)"), ==, 0);
 	parsed_free(&p);
@@ -495,15 +514,26 @@ static void test_nic_share_channels_xml(void)
 		assert_x(&p, "string(/domain/os/type/@machine)", "q35");
 		assert_x(&p, "string(/domain/memory)", "1048576");
 		assert_x(&p, "string(/domain/vcpu)", "2");
-		/* q35: a root port per PCIe device (scsi, serial, NIC, share) + spares for
-		 * hot-plug, each with its own index */
+		/* q35: a root port per PCIe device (scsi, serial, NIC libvirt knows, share) +
+		 * spares for hot-plug, each with its own index (the user NIC brings its own) */
+		unsigned ports = 3 + (nics[i].backend != NIC_BACKEND_USER) + VM_Q35_SPARE_PORTS;
 		g_assert_cmpfloat(
 		    xn(&p, "count(/domain/devices/controller[@model='pcie-root-port'])"), ==,
-		    4 + VM_Q35_SPARE_PORTS);
+		    ports);
 		g_assert_cmpfloat(
 		    xn(&p,
 		       "count(/domain/devices/controller[@model='pcie-root-port'][@index > 0])"),
-		    ==, 4 + VM_Q35_SPARE_PORTS);
+		    ==, ports);
+		if (nics[i].backend == NIC_BACKEND_USER) {
+			g_assert_cmpfloat(xn(&p, "count(/domain/devices/interface)"), ==, 0);
+			assert_x(&p, QEMU_ARG(6),
+				 "e1000,netdev=ferrynet0,id=ferrynic0,bus=ferrynicport0,addr=0x0");
+			parsed_free(&p);
+			define_on_test_driver(xml, "n");
+			free(xml);
+			continue;
+		}
+		assert_x(&p, "count(" QEMU_CL ")", "0");
 		assert_x(&p, "string(/domain/devices/interface/@type)", nics[i].type);
 		assert_x(&p, "string(/domain/devices/interface/model/@type)",
 			 nic_model_names[nics[i].model]);
@@ -530,7 +560,7 @@ static void test_nic_share_channels_xml(void)
 			 "unix");
 		assert_x(&p, "string(/domain/devices/channel[3]/target/@name)", "org.ferry.ctl");
 		parsed_free(&p);
-		if (nics[i].backend == NIC_BACKEND_USER || nics[i].backend == NIC_BACKEND_ETHERNET)
+		if (nics[i].backend == NIC_BACKEND_ETHERNET)
 			define_on_test_driver(xml, "n");
 		free(xml);
 	}
@@ -541,8 +571,64 @@ static void test_nic_share_channels_xml(void)
 	char *xml = vm_domain_xml(&c, "nonic", false, "/l", &err);
 	struct parsed p = parse(xml);
 	g_assert_cmpfloat(xn(&p, "count(/domain/devices/interface)"), ==, 0);
+	g_assert_cmpfloat(xn(&p, "count(" QEMU_CL ")"), ==, 0);
 	parsed_free(&p);
 	free(xml);
+}
+
+/*
+ * The NIC on user networking (issue 24 class 7): QEMU's slirp with restrict=on, so the guest
+ * reaches nothing of the host's loopback, and the NIC on a PCI slot libvirt never allocates
+ * (pc: pci.0's last; q35: a root port of its own on pcie.0), in the one <qemu:commandline> that
+ * also carries a restore's -incoming; libvirt gets no <interface>, and its q35 root ports do
+ * not count the NIC.
+ */
+static void test_user_nic_xml(void)
+{
+	static const char netdev[] = "-netdev user,id=ferrynet0,restrict=on";
+	static const struct {
+		enum vm_machine machine;
+		enum nic_model model;
+		const char *device;
+	} cases[] = {
+		{ VM_MACHINE_PC, NIC_MODEL_VIRTIO,
+		  "-device virtio-net-pci,netdev=ferrynet0,id=ferrynic0,bus=pci.0,addr=0x1f" },
+		{ VM_MACHINE_PC, NIC_MODEL_E1000,
+		  "-device e1000,netdev=ferrynet0,id=ferrynic0,bus=pci.0,addr=0x1f" },
+		{ VM_MACHINE_Q35, NIC_MODEL_VIRTIO,
+		  "-device pcie-root-port,id=ferrynicport0,bus=pcie.0,addr=0x1c,chassis=254 "
+		  "-device "
+		  "virtio-net-pci,netdev=ferrynet0,id=ferrynic0,bus=ferrynicport0,addr=0x0" },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		for (int restore = 0; restore < 2; restore++) {
+			struct vm_config c;
+			builtin(&c);
+			c.machine = cases[i].machine;
+			c.nic.model = cases[i].model;
+			/* only its presence matters to the XML (vm-save.c loads it) */
+			c.restore = restore ? (const struct vm_saved *)&c : NULL;
+			char *err = NULL;
+			char *xml = vm_domain_xml(&c, "u", false, NULL, &err);
+			g_assert_null(err);
+			struct parsed p = parse(xml);
+			g_assert_cmpfloat(xn(&p, "count(/domain/devices/interface)"), ==, 0);
+			g_assert_cmpfloat(xn(&p, "count(" QEMU_CL ")"), ==, 1);
+			assert_x(&p, "namespace-uri(" QEMU_CL ")",
+				 "http://libvirt.org/schemas/domain/qemu/1.0");
+			char *want = g_strdup_printf("%s %s%s", netdev, cases[i].device,
+						     restore ? " -incoming defer" : "");
+			char *got = qemu_args(&p);
+			g_assert_cmpstr(got, ==, want);
+			g_free(got);
+			g_free(want);
+			g_assert_cmpfloat(
+			    xn(&p, "count(/domain/devices/controller[@model='pcie-root-port'])"),
+			    ==, c.machine == VM_MACHINE_Q35 ? 2 + VM_Q35_SPARE_PORTS : 0);
+			parsed_free(&p);
+			free(xml);
+		}
+	}
 }
 
 /* A virtiofs share: shared memory backing, the vhost-user-fs device with its virtiofsd, never
@@ -574,10 +660,12 @@ static void test_virtiofs_xml(void)
 		assert_x(&p, "string(/domain/devices/filesystem/source/@dir)", "/srv/data");
 		assert_x(&p, "string(/domain/devices/filesystem/target/@dir)", "fs0");
 		g_assert_cmpfloat(xn(&p, "count(/domain/devices/filesystem/readonly)"), ==, 0);
-		if (q35) /* the vhost-user-fs device takes a root port like 9p's */
+		/* the vhost-user-fs device takes a root port like 9p's (besides virtio-serial's
+		   and virtio-scsi's; the user NIC brings its own) */
+		if (q35)
 			g_assert_cmpfloat(
 			    xn(&p, "count(/domain/devices/controller[@model='pcie-root-port'])"),
-			    ==, 4 + VM_Q35_SPARE_PORTS);
+			    ==, 3 + VM_Q35_SPARE_PORTS);
 		parsed_free(&p);
 		free(xml);
 
@@ -1053,6 +1141,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/vm/xml/disks", test_disks_xml);
 	g_test_add_func("/vm/xml/nic-share-channels", test_nic_share_channels_xml);
 	g_test_add_func("/vm/xml/nic-private", test_nic_private_xml);
+	g_test_add_func("/vm/xml/user-nic", test_user_nic_xml);
 	g_test_add_func("/vm/xml/virtiofs", test_virtiofs_xml);
 	g_test_add_func("/vm/xml/image", test_image_xml);
 	g_test_add_func("/vm/xml/kernel-image", test_kernel_image_xml);

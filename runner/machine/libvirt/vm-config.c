@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * VM configurations without a hypervisor (vm.h): the enum names, defaults, validation of what
- * libvirt/QEMU refuse, and the domain and disk XML (libxml2 tree API). The lifecycle (boot,
- * hot-plug, destroy) is in vm.c.
+ * VM configurations without a hypervisor (vm.h): the enum names, defaults, and the domain and
+ * disk XML (libxml2 tree API). What libvirt/QEMU refuse is refused first in vm-validate.c; the
+ * lifecycle (boot, hot-plug, destroy) is in vm.c.
  */
 #include "vm.h"
 
@@ -14,7 +14,6 @@
 
 #include "cleanup.h"
 #include "config.h"
-#include "plan-limits.h"
 #include "util.h"
 
 const char *const vm_machine_names[] = { "pc", "q35", NULL };
@@ -97,221 +96,6 @@ const char *vm_virtiofsd_path(void)
 	else
 		free(p);
 	return path;
-}
-
-/* ---- validation ---- */
-
-static bool serial_ok(const char *s)
-{
-	size_t n = strlen(s);
-	if (n == 0 || n > DISK_SERIAL_MAX)
-		return false;
-	for (const char *p = s; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		      (*p >= '0' && *p <= '9') || *p == '_' || *p == '.' || *p == '+' || *p == '-'))
-			return false;
-	return true;
-}
-
-int vm_disk_validate(const struct disk_config *d, enum vm_machine machine, bool hotplug, char **why)
-{
-	if (d->kind == DISK_KIND_TMPFS)
-		return 0;
-	const char *bus = disk_bus_names[d->bus];
-	bool ata = d->bus == DISK_BUS_SATA || d->bus == DISK_BUS_IDE;
-	if (d->bus == DISK_BUS_IDE && machine == VM_MACHINE_Q35) {
-		*why = xstrdup("bus 'ide' does not exist on machine 'q35' (use 'sata', or machine "
-			       "'pc')");
-		return -1;
-	}
-	if (ata && hotplug) {
-		*why = xasprintf("bus '%s' cannot be hot-plugged (QEMU: the bus does not support "
-				 "hotplugging): attach it at boot, or use 'virtio' or 'scsi'",
-				 bus);
-		return -1;
-	}
-	if (ata && d->readonly) {
-		*why = xasprintf("read-only '%s' disks are not supported by QEMU (use 'virtio' or "
-				 "'scsi')",
-				 bus);
-		return -1;
-	}
-	if (d->io == DISK_IO_NATIVE && d->cache != DISK_CACHE_NONE &&
-	    d->cache != DISK_CACHE_DIRECTSYNC) {
-		*why = xasprintf("io 'native' needs cache 'none' or 'directsync', not '%s' "
-				 "(libvirt and QEMU refuse native I/O without O_DIRECT)",
-				 disk_cache_names[d->cache]);
-		return -1;
-	}
-	if (d->serial && !serial_ok(d->serial)) {
-		*why =
-		    xasprintf("disk serial '%s' must be 1 to %d characters of A-Z a-z 0-9 _ . + -",
-			      d->serial, DISK_SERIAL_MAX);
-		return -1;
-	}
-	if (!d->path && d->size == 0) {
-		*why = xstrdup("a disk image needs a size");
-		return -1;
-	}
-	if (d->size % 512 != 0) {
-		*why = xasprintf("disk size %llu is not a multiple of 512 bytes",
-				 (unsigned long long)d->size);
-		return -1;
-	}
-	return 0;
-}
-
-/* The NIC's backend, model and queues. */
-static int nic_validate(const struct vm_config *c, char **why)
-{
-	const struct nic_config *n = &c->nic;
-	if (n->backend == NIC_BACKEND_NONE)
-		return 0;
-	if (n->queues > 1 && n->backend == NIC_BACKEND_USER) {
-		*why = xstrdup("nic queues > 1 need a tap backend: libvirt refuses multiqueue "
-			       "on user networking (name a network or bridge)");
-		return -1;
-	}
-	if (n->queues > 1 && n->model != NIC_MODEL_VIRTIO) {
-		*why = xasprintf("nic queues > 1 need model 'virtio', not '%s'",
-				 nic_model_names[n->model]);
-		return -1;
-	}
-	if (n->queues > 256) {
-		*why = xstrdup("nic queues must be at most 256");
-		return -1;
-	}
-	if (n->backend == NIC_BACKEND_PRIVATE && c->image) {
-		*why = xstrdup("nic backend 'private' needs the built-in guest (ferry sets "
-			       "the guest's address on the private network itself)");
-		return -1;
-	}
-	if ((n->backend == NIC_BACKEND_NETWORK || n->backend == NIC_BACKEND_BRIDGE) &&
-	    (!n->source || !*n->source)) {
-		*why = xasprintf("nic backend '%s' needs a name", nic_backend_names[n->backend]);
-		return -1;
-	}
-	return 0;
-}
-
-/* The shared folder: an absolute directory, a tag, what virtiofs needs. */
-static int share_validate(const struct share_config *s, char **why)
-{
-	if (!s->host_dir)
-		return 0;
-	if (s->host_dir[0] != '/') {
-		*why = xasprintf("share directory '%s' must be an absolute path", s->host_dir);
-		return -1;
-	}
-	if (!s->tag || !*s->tag || strlen(s->tag) > 31) {
-		*why = xstrdup("a share needs a mount tag of 1 to 31 characters");
-		return -1;
-	}
-	if (s->driver != SHARE_DRIVER_VIRTIOFS)
-		return 0;
-	/* libvirt 9.0: "virtiofs does not yet support read-only mode" */
-	if (s->readonly) {
-		*why = xstrdup("a virtiofs share cannot be read-only (mount it read-only in the "
-			       "guest instead)");
-		return -1;
-	}
-	if (s->mode != SHARE_MODE_PASSTHROUGH) {
-		*why = xstrdup("a virtiofs share needs accessmode passthrough");
-		return -1;
-	}
-	if (!s->virtiofsd || s->virtiofsd[0] != '/') {
-		*why = xstrdup("a virtiofs share needs the absolute path of virtiofsd");
-		return -1;
-	}
-	return 0;
-}
-
-/* The channel names: allowed characters, not the agent's, each once. */
-static int channels_validate(const struct vm_config *c, char **why)
-{
-	for (size_t i = 0; i < c->n_channels; i++) {
-		if (!c->channels[i] || !*c->channels[i] ||
-		    STREQ(c->channels[i], "org.qemu.guest_agent.0")) {
-			*why = xasprintf("channel name '%s' is empty or taken by the guest agent",
-					 c->channels[i] ? c->channels[i] : "");
-			return -1;
-		}
-		if (strspn(c->channels[i], "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-					   "0123456789._-") != strlen(c->channels[i])) {
-			*why = xasprintf("channel name '%s' may hold only A-Z a-z 0-9 . _ -",
-					 c->channels[i]);
-			return -1;
-		}
-		for (size_t j = 0; j < i; j++)
-			if (STREQ(c->channels[i], c->channels[j])) {
-				*why = xasprintf("channel '%s' is named twice", c->channels[i]);
-				return -1;
-			}
-	}
-	return 0;
-}
-
-/* The boot-time disks: each valid with its image, serials once, room on the IDE bus. */
-static int disks_validate(const struct vm_config *c, char **why)
-{
-	unsigned ide = c->seed && c->machine == VM_MACHINE_PC; /* the seed's CD-ROM */
-	for (size_t i = 0; i < c->n_disks; i++) {
-		const struct disk_config *d = &c->disks[i];
-		_cleanup_free_ char *w = NULL;
-		if (vm_disk_validate(d, c->machine, false, &w) < 0) {
-			*why = xasprintf("disk %zu: %s", i + 1, w);
-			return -1;
-		}
-		if (d->kind == DISK_KIND_IMAGE && !d->path) {
-			*why = xasprintf("disk %zu: a boot-time disk needs its image path", i + 1);
-			return -1;
-		}
-		if (d->kind == DISK_KIND_IMAGE && d->bus == DISK_BUS_IDE)
-			ide++;
-		for (size_t j = 0; j < i && d->serial; j++)
-			if (c->disks[j].serial && STREQ(c->disks[j].serial, d->serial)) {
-				*why = xasprintf("disk serial '%s' is used twice", d->serial);
-				return -1;
-			}
-	}
-	if (ide > 4) {
-		*why = xstrdup("machine 'pc' has room for 4 ide disks (a seed takes one)");
-		return -1;
-	}
-	return 0;
-}
-
-int vm_config_validate(const struct vm_config *c, char **why)
-{
-	if (c->vcpus < 1 || c->vcpus > PLAN_VCPUS_MAX) {
-		*why =
-		    xasprintf("vcpus must be between 1 and %u, not %u", PLAN_VCPUS_MAX, c->vcpus);
-		return -1;
-	}
-	if (c->memory < PLAN_MEMORY_MIN || c->memory % (1u << 20) != 0) {
-		*why = xstrdup("memory must be at least 64 MiB and a multiple of 1 MiB");
-		return -1;
-	}
-	if (!c->image && !c->kernel) {
-		*why = xstrdup("a VM needs a kernel (the built-in guest) or an image");
-		return -1;
-	}
-	if ((c->initrd || c->cmdline) && !c->kernel) {
-		*why = xstrdup("an initrd or a kernel command line needs a kernel");
-		return -1;
-	}
-	if (c->seed && !c->image) {
-		*why = xstrdup("a NoCloud seed goes with an image guest");
-		return -1;
-	}
-	if (c->kernel && !c->image && !c->initrd) {
-		*why = xstrdup("the built-in guest needs an initramfs with its kernel");
-		return -1;
-	}
-	if (nic_validate(c, why) < 0 || share_validate(&c->share, why) < 0 ||
-	    channels_validate(c, why) < 0 || disks_validate(c, why) < 0)
-		return -1;
-	return 0;
 }
 
 /* Append name to the comma-separated list *s unless it is there already. */
@@ -447,16 +231,33 @@ static void add_channel(xmlNodePtr devices, const char *name)
 	prop(t, "name", name);
 }
 
+/* The domain's <qemu:commandline> (libvirt's QEMU namespace), made at the first use. */
+static xmlNodePtr qemu_commandline(xmlNodePtr dom)
+{
+	static const char ns[] = "http://libvirt.org/schemas/domain/qemu/1.0";
+	xmlNsPtr q = xmlSearchNsByHref(dom->doc, dom, BAD_CAST ns);
+	if (!q)
+		q = xmlNewNs(dom, BAD_CAST ns, BAD_CAST "qemu");
+	for (xmlNodePtr n = dom->children; n; n = n->next)
+		if (n->ns == q && xmlStrEqual(n->name, BAD_CAST "commandline"))
+			return n;
+	return xmlNewChild(dom, q, BAD_CAST "commandline", NULL);
+}
+
+/* One argument on QEMU's command line. */
+static void qemu_arg(xmlNodePtr cl, const char *value)
+{
+	prop(xmlNewChild(cl, cl->ns, BAD_CAST "arg", NULL), "value", value);
+}
+
 /* QEMU waits for the saved state as an incoming migration (vm-save.c): `-incoming defer`
  * through libvirt's QEMU namespace. libvirt starts the domain as usual; the loaded guest stays
  * paused (it was saved paused) until vm_incoming() resumes it. */
 static void add_incoming(xmlNodePtr dom)
 {
-	xmlNsPtr q =
-	    xmlNewNs(dom, BAD_CAST "http://libvirt.org/schemas/domain/qemu/1.0", BAD_CAST "qemu");
-	xmlNodePtr cl = xmlNewChild(dom, q, BAD_CAST "commandline", NULL);
-	prop(xmlNewChild(cl, q, BAD_CAST "arg", NULL), "value", "-incoming");
-	prop(xmlNewChild(cl, q, BAD_CAST "arg", NULL), "value", "defer");
+	xmlNodePtr cl = qemu_commandline(dom);
+	qemu_arg(cl, "-incoming");
+	qemu_arg(cl, "defer");
 }
 
 /* The domain's identity and size: type, name, ferry's owner marker, memory, vCPUs. */
@@ -564,11 +365,14 @@ static void xml_controllers(xmlNodePtr dev, const struct vm_config *c)
 		/*
 		 * q35 hot-plugs into empty PCIe root ports only, and libvirt fills the ports it is
 		 * given with boot-time devices first: one port per PCIe device (virtio-scsi,
-		 * virtio-serial, NIC, share, virtio disks) plus VM_Q35_SPARE_PORTS for hot-plug
-		 * (a virtio-scsi controller hot-plugged later takes the port left for it).
+		 * virtio-serial, a NIC libvirt knows, share, virtio disks) plus VM_Q35_SPARE_PORTS
+		 * for hot-plug (a virtio-scsi controller hot-plugged later takes the port left for
+		 * it). The NIC on user networking brings a root port of its own (xml_user_nic()).
 		 */
-		unsigned ports = 2 + VM_Q35_SPARE_PORTS + (c->nic.backend != NIC_BACKEND_NONE) +
-				 (c->share.host_dir != NULL) + (c->image != NULL);
+		unsigned ports =
+		    2 + VM_Q35_SPARE_PORTS +
+		    (c->nic.backend != NIC_BACKEND_NONE && c->nic.backend != NIC_BACKEND_USER) +
+		    (c->share.host_dir != NULL) + (c->image != NULL);
 		for (size_t i = 0; i < c->n_disks; i++)
 			ports += c->disks[i].kind == DISK_KIND_IMAGE &&
 				 (c->disks[i].bus == DISK_BUS_VIRTIO);
@@ -637,44 +441,66 @@ static void xml_disks(xmlNodePtr dev, xmlNodePtr os, const struct vm_config *c)
 	}
 }
 
-/* The network interface, when there is one. 0, or -1 with *err. */
+/*
+ * The NIC on user networking: QEMU's slirp with restrict=on and the NIC on a PCI slot of its
+ * own, in <qemu:commandline> (vm.h, VM_USER_NETDEV). Same model as libvirt's interface would
+ * have; queues above 1 were refused (nic_validate()); the MAC is QEMU's default, alone on its
+ * slirp network.
+ */
+static void xml_user_nic(xmlNodePtr dom, const struct vm_config *c)
+{
+	xmlNodePtr cl = qemu_commandline(dom);
+	qemu_arg(cl, "-netdev");
+	qemu_arg(cl, "user,id=" VM_USER_NETDEV ",restrict=on");
+	if (c->machine == VM_MACHINE_Q35) {
+		qemu_arg(cl, "-device");
+		qemu_arg(cl, VM_USER_PORT_Q35);
+	}
+	_cleanup_free_ char *dev =
+	    xasprintf("%s,netdev=" VM_USER_NETDEV ",id=" VM_USER_NIC ",%s",
+		      c->nic.model == NIC_MODEL_E1000 ? "e1000" : "virtio-net-pci",
+		      c->machine == VM_MACHINE_Q35 ? VM_USER_NIC_Q35 : VM_USER_NIC_PC);
+	qemu_arg(cl, "-device");
+	qemu_arg(cl, dev);
+}
+
+/* The network interface on a tap, a libvirt network or a bridge (user networking:
+ * xml_user_nic()). 0, or -1 with *err. */
 static int xml_nic(xmlNodePtr dev, const struct vm_config *c, char **err)
 {
 	char num[32];
 	const struct nic_config *n = &c->nic;
-	if (n->backend != NIC_BACKEND_NONE) {
-		static const char *const iftype[] = { "",       "user",     "network",
-						      "bridge", "ethernet", "ethernet" };
-		xmlNodePtr nif = add(dev, "interface", NULL);
-		prop(nif, "type", iftype[n->backend]);
-		if (n->backend == NIC_BACKEND_NETWORK)
-			prop(add(nif, "source", NULL), "network", n->source);
-		else if (n->backend == NIC_BACKEND_BRIDGE)
-			prop(add(nif, "source", NULL), "bridge", n->source);
-		else if (n->backend == NIC_BACKEND_ETHERNET && n->source)
-			prop(add(nif, "target", NULL), "dev", n->source);
-		if (n->backend == NIC_BACKEND_PRIVATE) {
-			/* ferry's own tap (netns.h): libvirt opens it, never configures it */
-			if (!n->source) {
-				*err = xstrdup("a private NIC needs its tap");
-				return -1;
-			}
-			xmlNodePtr t = add(nif, "target", NULL);
-			prop(t, "dev", n->source);
-			prop(t, "managed", "no");
+	if (n->backend == NIC_BACKEND_NONE || n->backend == NIC_BACKEND_USER)
+		return 0;
+	static const char *const iftype[] = { "", "", "network", "bridge", "ethernet", "ethernet" };
+	xmlNodePtr nif = add(dev, "interface", NULL);
+	prop(nif, "type", iftype[n->backend]);
+	if (n->backend == NIC_BACKEND_NETWORK)
+		prop(add(nif, "source", NULL), "network", n->source);
+	else if (n->backend == NIC_BACKEND_BRIDGE)
+		prop(add(nif, "source", NULL), "bridge", n->source);
+	else if (n->backend == NIC_BACKEND_ETHERNET && n->source)
+		prop(add(nif, "target", NULL), "dev", n->source);
+	if (n->backend == NIC_BACKEND_PRIVATE) {
+		/* ferry's own tap (netns.h): libvirt opens it, never configures it */
+		if (!n->source) {
+			*err = xstrdup("a private NIC needs its tap");
+			return -1;
 		}
-		prop(add(nif, "model", NULL), "type", nic_model_names[n->model]);
-		bool priv_virtio =
-		    n->backend == NIC_BACKEND_PRIVATE && n->model == NIC_MODEL_VIRTIO;
-		if (n->queues > 1 || priv_virtio) {
-			xmlNodePtr drv = add(nif, "driver", NULL);
-			/* explicit on the private network: the results say which back end ran */
-			if (priv_virtio)
-				prop(drv, "name", n->vhost ? "vhost" : "qemu");
-			if (n->queues > 1) {
-				snprintf(num, sizeof(num), "%u", n->queues);
-				prop(drv, "queues", num);
-			}
+		xmlNodePtr t = add(nif, "target", NULL);
+		prop(t, "dev", n->source);
+		prop(t, "managed", "no");
+	}
+	prop(add(nif, "model", NULL), "type", nic_model_names[n->model]);
+	bool priv_virtio = n->backend == NIC_BACKEND_PRIVATE && n->model == NIC_MODEL_VIRTIO;
+	if (n->queues > 1 || priv_virtio) {
+		xmlNodePtr drv = add(nif, "driver", NULL);
+		/* explicit on the private network: the results say which back end ran */
+		if (priv_virtio)
+			prop(drv, "name", n->vhost ? "vhost" : "qemu");
+		if (n->queues > 1) {
+			snprintf(num, sizeof(num), "%u", n->queues);
+			prop(drv, "queues", num);
 		}
 	}
 	return 0;
@@ -748,6 +574,8 @@ char *vm_domain_xml(const struct vm_config *c, const char *name, bool kvm, const
 		add_channel(dev, c->channels[i]);
 	if (xml_nic(dev, c, err) < 0)
 		return NULL;
+	if (c->nic.backend == NIC_BACKEND_USER)
+		xml_user_nic(dom, c);
 	xml_share(dev, c);
 	prop(add(dev, "memballoon", NULL), "model", "none");
 	if (c->restore)

@@ -264,18 +264,13 @@ int vm_nic_device(struct vm *vm, char **dev, char **err)
 
 int vm_hostfwd_add(struct vm *vm, int host_port, int guest_port, char **err)
 {
-	_cleanup_free_ char *alias = NULL;
-	if (live_xpath(vm, "string(/domain/devices/interface[@type='user'][1]/alias/@name)", &alias,
-		       err) < 0)
-		return -1;
-	if (!*alias) {
+	if (!vm->user_nic) {
 		*err = xasprintf("domain '%s' has no user-networking NIC to forward a port to",
 				 vm->name);
 		return -1;
 	}
-	/* libvirt names the QEMU netdev of NIC alias "netN" "hostnetN" */
 	_cleanup_free_ char *cmd =
-	    xasprintf("hostfwd_add host%s tcp:127.0.0.1:%d-:%d", alias, host_port, guest_port);
+	    xasprintf("hostfwd_add " VM_USER_NETDEV " tcp:127.0.0.1:%d-:%d", host_port, guest_port);
 	_cleanup_free_ char *reply = NULL;
 	if (virDomainQemuMonitorCommand(vm->dom, cmd, &reply, VIR_DOMAIN_QEMU_MONITOR_COMMAND_HMP) <
 	    0) {

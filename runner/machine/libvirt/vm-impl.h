@@ -34,6 +34,7 @@ struct vm {
 	char *tap;        /* private NIC: ferry's tap (netns.h), removed with the domain */
 	char *guest_addr; /* private NIC: the guest's address there */
 	bool no_vhost;    /* private virtio NIC without vhost-net */
+	bool user_nic;    /* a NIC on user networking: VM_USER_NETDEV (vm.h) */
 	struct attached *att;
 	size_t n_att, cap_att;
 	/* a remote host (hoststore.h): the console log is a run volume there, and so are the

@@ -383,6 +383,7 @@ static void vm_guest_facts(struct vm *vm, const struct vm_config *c, const struc
 {
 	vm->no_vhost = cc->nic.backend == NIC_BACKEND_PRIVATE &&
 		       cc->nic.model == NIC_MODEL_VIRTIO && !cc->nic.vhost;
+	vm->user_nic = cc->nic.backend == NIC_BACKEND_USER;
 	vm->machine = c->machine;
 	vm->os = c->os;
 	vm->kvm = kvm;

@@ -92,6 +92,24 @@ const char *vm_virtiofsd_path(void);
 /* Empty PCIe root ports a q35 domain gets for hot-plugged virtio disks. */
 #define VM_Q35_SPARE_PORTS 8
 
+/*
+ * The NIC on user networking is not libvirt's <interface type='user'>: libvirt 9.0 cannot make
+ * its slirp restricted (`restrict=on`, which leaves the guest no way to the host's loopback:
+ * without it the guest's 10.0.2.2 is the host's 127.0.0.1, every local service included), so
+ * the domain gets QEMU's own -netdev user,restrict=on and the NIC's -device through libvirt's
+ * QEMU namespace (<qemu:commandline>). libvirt does not know that device's PCI slot, so it is
+ * one libvirt's allocation never reaches: on pc the last slot of pci.0 (libvirt fills pci.0
+ * from slot 2 up, hot-plugged devices too), on q35 a root port of ferry's own on pcie.0 (libvirt
+ * puts its root ports from slot 1 up, and hot-plugs only into the ports it knows). The host
+ * still connects into the guest through forwards (vm_hostfwd_add()) on VM_USER_NETDEV.
+ */
+#define VM_USER_NETDEV   "ferrynet0"
+#define VM_USER_NIC      "ferrynic0"
+#define VM_USER_NIC_PC   "bus=pci.0,addr=0x1f"
+#define VM_USER_PORT     "ferrynicport0"
+#define VM_USER_PORT_Q35 "pcie-root-port,id=" VM_USER_PORT ",bus=pcie.0,addr=0x1c,chassis=254"
+#define VM_USER_NIC_Q35  "bus=" VM_USER_PORT ",addr=0x0"
+
 /* Defaults: 1 vCPU, 256 MiB, pc, bios, auto, linux, virtio NIC on user networking, no disks. */
 void vm_config_init(struct vm_config *c);
 
@@ -305,6 +323,7 @@ bool vm_vhost_net_available(void);
 int vm_nic_device(struct vm *vm, char **dev, char **err);
 /*
  * Forward 127.0.0.1:host_port on the host to guest_port in a guest on user networking (QEMU
- * HMP hostfwd_add through libvirt-qemu), so the host can connect into the guest.
+ * HMP hostfwd_add on VM_USER_NETDEV through libvirt-qemu), so the host can connect into the
+ * guest. The only way in: the guest cannot connect out to the host.
  */
 int vm_hostfwd_add(struct vm *vm, int host_port, int guest_port, char **err);
