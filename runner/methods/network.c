@@ -2,9 +2,9 @@
 /*
  * network: over the VM's NIC, on one of two backends (the vm's `nic: backend`):
  *
- * user (the default): QEMU user networking maps the guest's 10.0.2.2 to the host's 127.0.0.1:
- *   only loopback traffic on the host, never another address. A push goes through a forwarded
- *   port (QEMU HMP hostfwd_add through libvirt) per stream.
+ * user (the default): QEMU user networking, restricted (vm.h, VM_USER_NETDEV): the guest reaches
+ *   nothing of the host, so a pull is skipped there (rule cell.network-pull-user). A push goes
+ *   through a forwarded port on 127.0.0.1 (QEMU HMP hostfwd_add through libvirt) per stream.
  * private: the guest's tap lives in the run's network namespace and the sender's
  *   sockets are created in there (machine_net_socket()): the server listens on the namespace's
  * bridge address (10.0.2.2 again, so the guest side is the same), a push connects to the guest's
@@ -83,8 +83,9 @@ static const struct key_def net_defs[] = {
 	  .offset = offsetof(struct net_opts, direction),
 	  .def = "pull",
 	  .values = (const char *const[]){ "pull", "push", NULL },
-	  .help = "pull: the guest fetches from a host sender; push: the host connects in "
-		  "(through a forwarded port on user networking)" },
+	  .help = "pull: the guest fetches from a host sender (backend private only: on user "
+		  "networking the guest reaches nothing of the host, and the cell is skipped); "
+		  "push: the host connects in (through a forwarded port on user networking)" },
 	{ .name = "streams",
 	  .type = KEY_UINT,
 	  .offset = offsetof(struct net_opts, streams),

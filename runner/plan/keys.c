@@ -44,9 +44,10 @@ static const struct key_def nic_defs[] = {
 	  .offset = FIELD(plan_nic, backend),
 	  .def = "user",
 	  .values = V("user", "private"),
-	  .help = "user: QEMU user networking (no setup); private: a tap on a network namespace "
-		  "ferry creates for the run and removes after it (nothing on the host's own "
-		  "network); the network method sends from inside it" },
+	  .help = "user: QEMU user networking (no setup), restricted: the guest reaches nothing "
+		  "of the host, the host reaches the guest through forwarded ports; private: a tap "
+		  "on a network namespace ferry creates for the run and removes after it (nothing "
+		  "on the host's own network); the network method sends from inside it" },
 	{ .name = "network",
 	  .type = KEY_STRING,
 	  .offset = FIELD(plan_nic, network),
