@@ -75,29 +75,7 @@ void sha256_buf_hex(const void *data, size_t len, char out[SHA256_HEX])
 
 int sha256_fd(int fd, unsigned char out[SHA256_BYTES], uint64_t *size)
 {
-	_cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	unsigned char buf[1 << 16];
-	uint64_t total = 0;
-
-	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL))
-		crypto_oom();
-	for (;;) {
-		ssize_t r = read(fd, buf, sizeof(buf));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -1;
-		if (r == 0)
-			break;
-		if (!EVP_DigestUpdate(ctx, buf, (size_t)r))
-			crypto_oom();
-		total += (uint64_t)r;
-	}
-	if (!EVP_DigestFinal_ex(ctx, out, NULL))
-		crypto_oom();
-	if (size)
-		*size = total;
-	return 0;
+	return sha256_xxh128_fd(fd, out, NULL, size);
 }
 
 int sha256_file_hex(const char *path, char out[SHA256_HEX], uint64_t *size)
@@ -119,12 +97,12 @@ int sha256_xxh128_fd(int fd, unsigned char sha[SHA256_BYTES], unsigned char xxh[
 		     uint64_t *size)
 {
 	_cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	_cleanup_(xxh3_freep) XXH3_state_t *st = XXH3_createState();
+	_cleanup_(xxh3_freep) XXH3_state_t *st = xxh ? XXH3_createState() : NULL;
 	unsigned char buf[1 << 16];
 	uint64_t total = 0;
 
-	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) || !st ||
-	    XXH3_128bits_reset(st) != XXH_OK)
+	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) ||
+	    (xxh && (!st || XXH3_128bits_reset(st) != XXH_OK)))
 		crypto_oom();
 	for (;;) {
 		ssize_t r = read(fd, buf, sizeof(buf));
@@ -135,15 +113,17 @@ int sha256_xxh128_fd(int fd, unsigned char sha[SHA256_BYTES], unsigned char xxh[
 		if (r == 0)
 			break;
 		if (!EVP_DigestUpdate(ctx, buf, (size_t)r) ||
-		    XXH3_128bits_update(st, buf, (size_t)r) != XXH_OK)
+		    (st && XXH3_128bits_update(st, buf, (size_t)r) != XXH_OK))
 			crypto_oom();
 		total += (uint64_t)r;
 	}
 	if (!EVP_DigestFinal_ex(ctx, sha, NULL))
 		crypto_oom();
-	XXH128_canonical_t c;
-	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(st));
-	memcpy(xxh, c.digest, XXH128_BYTES);
+	if (xxh) {
+		XXH128_canonical_t c;
+		XXH128_canonicalFromHash(&c, XXH3_128bits_digest(st));
+		memcpy(xxh, c.digest, XXH128_BYTES);
+	}
 	if (size)
 		*size = total;
 	return 0;

@@ -40,7 +40,8 @@ int sha256_file_hex(const char *path, char out[SHA256_HEX], uint64_t *size);
 void xxh128_hex(const unsigned char x[XXH128_BYTES], char out[XXH128_HEX]);
 /* Parse the 32 hex digits hex starts with; 0, or -1 when they are not hex digits. */
 int xxh128_parse(const char *hex, unsigned char out[XXH128_BYTES]);
-/* SHA-256 and XXH3-128 (canonical) of everything read from fd, in one pass; *size (may be NULL)
- * gets the byte count. Returns 0, or -1 with errno set (a read error). */
+/* SHA-256 and XXH3-128 (canonical; xxh NULL: SHA-256 only, as sha256_fd()) of everything read
+ * from fd, in one pass; *size (may be NULL) gets the byte count. Returns 0, or -1 with errno set (a
+ * read error). */
 int sha256_xxh128_fd(int fd, unsigned char sha[SHA256_BYTES], unsigned char xxh[XXH128_BYTES],
 		     uint64_t *size);
