@@ -215,7 +215,17 @@ void run_blocks(struct exec *x)
 		_cleanup_free_ const struct result_cell **cells = NULL;
 		size_t n = live_cells(x, &cells);
 		d->halfwidth = n ? design_halfwidth(x->r, cells, n) : NAN;
-		d->stop = (int)design_stop(&rule, b, secs(now_ns() - t0), d->halfwidth);
+		double elapsed = secs(now_ns() - t0);
+		d->stop = (int)design_stop(&rule, b, elapsed, d->halfwidth);
+		/* the precision the run has bought so far, by ferry's own rule (bench/precision.sh
+		   reads the curve of half-width against time from these lines) */
+		if (x->o->verbose && isfinite(d->halfwidth))
+			progress_line(x->o,
+				      "block %u: widest half-width %.1f%% after %.1f s of blocks",
+				      b, 100 * d->halfwidth, elapsed);
+		else if (x->o->verbose)
+			progress_line(x->o, "block %u: no half-width yet after %.1f s of blocks", b,
+				      elapsed);
 		if (n == 0 && d->stop == STATS_CONTINUE)
 			d->stop = STATS_STOP_MAX; /* every cell failed: nothing left to add */
 		if (d->stop != STATS_CONTINUE)
