@@ -638,11 +638,14 @@ static int flip_image(const char *path, char **err)
 void fake_real_corrupt(struct fake_machine *fm, struct fake_guest *g, const char *path)
 {
 	_cleanup_free_ char *full = NULL, *err = NULL;
-	if (STREQ(path, "*")) {
-		/* the first regular file below the landing place, in name order */
-		if (guest_sh(g, "find " MACHINE_LANDING " -type f | sort | head -n 1", &full,
-			     &err) < 0 ||
-		    !*full) {
+	size_t len = strlen(path);
+	if (STREQ(path, "*") || (path[0] == '/' && len > 2 && STREQ(path + len - 2, "/*"))) {
+		/* the first regular file below the landing place (or below the folder an absolute
+		 * path ending in "*" names), in name order */
+		_cleanup_free_ char *dir =
+		    STREQ(path, "*") ? xstrdup(MACHINE_LANDING) : xstrndup(path, len - 2);
+		_cleanup_free_ char *find = xasprintf("find '%s' -type f | sort | head -n 1", dir);
+		if (guest_sh(g, find, &full, &err) < 0 || !*full) {
 			fake_logf(fm->f, "corrupt %u *: no file: %s", g->number, err ? err : "");
 			return;
 		}

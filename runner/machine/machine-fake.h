@@ -53,8 +53,9 @@ struct machine_fake {
 	uint64_t host_memory;
 	/* guests over directories (above); in them, hang names a guest program (e.g. "tar") that
 	 * never returns, and corrupt a guest path (relative: below the landing place; "*": the
-	 * first regular file there in name order; "target": the target device, on its medium) whose
-	 * first byte is flipped before every verify */
+	 * first regular file there in name order; an absolute path whose last part is "*": the
+	 * first below that folder; "target": the target device, on its medium) whose first byte
+	 * is flipped before every verify */
 	bool guests;
 	const char *hang;
 	const char *corrupt;

@@ -350,6 +350,10 @@ struct machine_ops {
 	 * machine cannot (machine_evict_target() says so). */
 	int (*evict_target)(struct machine *m, struct machine_guest *g, uint64_t *resident,
 			    char **err);
+	/* Drop guest g's page cache and the host's, as machine_reset() does for run.caches drop:
+	 * for a method whose untimed work before its timed copy filled them (guest-copy's read
+	 * direction). 0, or -1 with *err. May be NULL: the machine cannot. */
+	int (*drop_caches)(struct machine *m, struct machine_guest *g, char **err);
 	/* Pause guest g: its vCPUs stop, its memory (and page cache) stays, so it takes no CPU
 	 * while another guest of an interleaved unit measures (ferry(1) run.order). 0, or -1 with
 	 * *err. May be NULL: the machine cannot; the executor then boots a guest per run. */
@@ -474,6 +478,14 @@ static inline int machine_evict_target(struct machine *m, struct machine_guest *
 		return -1;
 	}
 	return m->ops->evict_target(m, g, resident, err);
+}
+static inline int machine_drop_caches(struct machine *m, struct machine_guest *g, char **err)
+{
+	if (!m || !m->ops->drop_caches || !g) {
+		*err = xstrdup("this machine cannot drop the caches");
+		return -1;
+	}
+	return m->ops->drop_caches(m, g, err);
 }
 static inline bool machine_can_suspend(struct machine *m)
 {

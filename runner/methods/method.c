@@ -26,7 +26,8 @@
 	X(block, "block")                                                                          \
 	X(null, "null")                                                                            \
 	X(ssh, "ssh")                                                                              \
-	X(vm2vm, "vm2vm")
+	X(vm2vm, "vm2vm")                                                                          \
+	X(guest_copy, "guest-copy")
 
 #define DECLARE(sym, name) extern const struct method_ops method_##sym;
 METHOD_REGISTRY(DECLARE)

@@ -45,10 +45,12 @@
 	X(GUEST_WRITE_TIME, "guest_write_time", TIME, RUN, false,                                 \
 	  "seconds of the method's write step on the guest's own clock (CLOCK_MONOTONIC read in "  \
 	  "the guest right before and after the command; no agent round trip or host polling): "   \
-	  "block: the direct-I/O dd with fsync; in-guest: the copy onto the target with its sync") \
+	  "block: the direct-I/O dd with fsync; guest-copy write: the copy onto the target with "  \
+	  "its sync")                                                                              \
 	X(GUEST_READ_TIME, "guest_read_time", TIME, RUN, false,                                   \
 	  "seconds of the method's read step on the guest's own clock (block: the direct-I/O "     \
-	  "read-back; in-guest: the copy back from the target)")                                   \
+	  "read-back; guest-copy read: the copy from the target onto the source disk with its "    \
+	  "sync)")                                                                                 \
 	X(GUEST_WRITE_THROUGHPUT, "guest_write_throughput", RATE, RUN, true,                      \
 	  "payload bytes over guest_write_time (block: a study's dd MB/s with direct I/O, timed "   \
 	  "in the guest)")                                                                         \

@@ -515,6 +515,15 @@ static int lv_reset(struct machine *m, struct machine_guest *mg, const struct ma
 	return rc;
 }
 
+static int lv_drop_caches(struct machine *m, struct machine_guest *mg, char **err)
+{
+	(void)m;
+	if (guest_sh((struct lv_guest *)mg, DROP_CMD, err) < 0)
+		return -1;
+	drop_host_caches();
+	return 0;
+}
+
 static void lv_destroy(struct machine *m, struct machine_guest *mg)
 {
 	(void)m;
@@ -720,6 +729,7 @@ static const struct machine_ops libvirt_ops = {
 	.sample = machine_libvirt_sample,
 	.reclaim = lv_reclaim,
 	.evict_target = lv_evict_target,
+	.drop_caches = lv_drop_caches,
 	.hook = lv_hook,
 	.alive = lv_alive,
 	.close = lv_close,
