@@ -54,5 +54,5 @@ study disk-bus-cache guest_read_throughput --var FERRY_BUS_SIZE=2MiB --var FERRY
 	--var FERRY_BUS_DISK=16MiB
 study disk-allocation alloc_growth --var FERRY_ALLOC_TREE="$tree" --var FERRY_ALLOC_DISK=64MiB
 study copy-methods "" --var FERRY_COPY_SCALE=16 --var FERRY_COPY_DISK=64MiB
-study shares "" --var FERRY_SHARES_SCALE=16 --var FERRY_SHARES_DISK=64MiB
+study shares "" --var FERRY_SHARES_DISK=64MiB
 study network-queues "" --var FERRY_NET_FILE_SIZE=1KiB --var FERRY_V2V_FILES=50
