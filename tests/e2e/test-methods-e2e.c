@@ -13,14 +13,11 @@
  */
 #include <glib.h>
 #include <glib/gstdio.h>
-#include <signal.h>
 #include <string.h>
-
-#include <libxml/parser.h>
 
 #include "agent.h"
 #include "dataset.h"
-#include "fs.h"
+#include "e2e-host.h"
 #include "guest.h"
 #include "machine-libvirt.h"
 #include "machine.h"
@@ -46,11 +43,7 @@ struct ds {
 };
 
 static struct {
-	char *skip;
-	char *base;
-	struct guest_files guest;
-	virConnectPtr conn;
-	struct run *run;
+	struct e2e_host h; /* root, guest, libvirtd, run directory, run (e2e-host.h) */
 	struct ds ds[2];
 	struct plan_vm vm;
 	struct plan_vm vm_private; /* vm on ferry's private network (nic backend private) */
@@ -60,7 +53,6 @@ static struct {
 	struct vm *b; /* writable share staging */
 	struct vm *c; /* a NIC on the private network */
 	/* the libvirt machine the methods reach a and b through (machine_libvirt_guest_wrap) */
-	struct machine *m;
 	struct machine_guest *ga, *gb, *gc;
 	char *target_dev;
 } t;
@@ -69,18 +61,14 @@ static struct {
 #define die(...)                                                                                   \
 	do {                                                                                       \
 		char *msg_ = g_strdup_printf(__VA_ARGS__);                                         \
-		run_close(t.run, NULL);                                                            \
-		t.run = NULL;                                                                      \
+		run_close(t.h.run, NULL);                                                          \
+		t.h.run = NULL;                                                                    \
 		g_error("%s", msg_);                                                               \
 	} while (0)
 
 static bool need(void)
 {
-	if (t.skip) {
-		g_test_skip(t.skip);
-		return false;
-	}
-	return true;
+	return e2e_host_need(&t.h);
 }
 
 static char *sh(struct vm *vm, const char *line)
@@ -98,7 +86,7 @@ static struct machine_guest *guest_of(struct vm *vm)
 {
 	struct machine_guest **g = vm == t.a ? &t.ga : vm == t.b ? &t.gb : &t.gc;
 	if (!*g)
-		*g = machine_libvirt_guest_wrap(t.m, vm, vm == t.a ? &t.target : NULL,
+		*g = machine_libvirt_guest_wrap(t.h.m, vm, vm == t.a ? &t.target : NULL,
 						vm == t.a ? t.target_dev : NULL);
 	return *g;
 }
@@ -120,8 +108,8 @@ static void ctx_init(struct method_ctx *ctx, struct plan_cell *cell, const struc
 	ctx->spec = &ds->spec;
 	ctx->dataset_dir = ds->info.dir;
 	ctx->manifest = ds->m;
-	ctx->run = t.run;
-	ctx->machine = t.m;
+	ctx->run = t.h.run;
+	ctx->machine = t.h.m;
 	ctx->timeout_ms = EXEC_TIMEOUT_MS;
 	ctx->err.kind = ERROR_INFRA;
 }
@@ -142,9 +130,9 @@ static struct vm *boot_nic(const struct method_boot_needs *n, bool with_target,
 {
 	struct vm_config c;
 	vm_config_init(&c);
-	c.kernel = t.guest.kernel;
-	c.initrd = t.guest.initramfs;
-	c.cmdline = t.guest.cmdline;
+	c.kernel = t.h.guest.kernel;
+	c.initrd = t.h.guest.initramfs;
+	c.cmdline = t.h.guest.cmdline;
 	c.accel = VM_ACCEL_TCG;
 	c.nic.backend = n->nic ? nic : NIC_BACKEND_NONE;
 	c.share =
@@ -157,7 +145,7 @@ static struct vm *boot_nic(const struct method_boot_needs *n, bool with_target,
 	}
 	struct vm *vm = NULL;
 	char *err = NULL;
-	if (vm_boot(t.run, t.conn, &c, BOOT_TIMEOUT_MS, &vm, &err) < 0)
+	if (vm_boot(t.h.run, t.h.conn, &c, BOOT_TIMEOUT_MS, &vm, &err) < 0)
 		die("boot: %s", err);
 	g_test_message("boot: %.0f ms", vm_boot_ms(vm));
 	return vm;
@@ -234,7 +222,7 @@ static void run_method(struct vm *vm, const struct plan_method *m, const struct 
 		ctx.target_dev = t.target_dev;
 		ctx.target_disk = &t.target;
 	}
-	char *cell_dir = run_path(t.run, "cells", m->e.name);
+	char *cell_dir = run_path(t.h.run, "cells", m->e.name);
 	g_mkdir_with_parents(cell_dir, 0755);
 	ctx.cell_dir = cell_dir;
 	double ph[4][RUNS];
@@ -331,7 +319,7 @@ static void set_opt(struct plan_method *m, const char *key, const char *text)
 static void test_supports(void)
 {
 	if (!t.ds[0].m) {
-		g_test_skip(t.skip);
+		g_test_skip(t.h.skip);
 		return;
 	}
 	struct {
@@ -347,7 +335,7 @@ static void test_supports(void)
 		{ method("c-tgz", "channel"), &t.tmpfs, NULL },
 		/* virtiofs: a skip only on a machine without virtiofsd (none: no machine) */
 		{ method("s-virtiofs", "share"), &t.tmpfs,
-		  machine_has_virtiofs(t.m) ? NULL : "needs virtiofsd" },
+		  machine_has_virtiofs(t.h.m) ? NULL : "needs virtiofsd" },
 		{ method("s-9p", "share"), &t.tmpfs, NULL },
 		{ method("b-tmpfs", "block"), &t.tmpfs, "not tmpfs" },
 		{ method("b-odd", "block"), &t.image, "multiple of 512" },
@@ -560,14 +548,6 @@ static void test_block(void)
 	method_error_clear(&ctx.err);
 }
 
-static void on_abort(int sig)
-{
-	signal(SIGABRT, SIG_DFL);
-	run_close(t.run, NULL);
-	t.run = NULL;
-	raise(sig);
-}
-
 static void setup(void)
 {
 	char *err = NULL;
@@ -577,10 +557,9 @@ static void setup(void)
 	t.tmpfs.kind = PLAN_DISK_TMPFS;
 	t.image.kind = PLAN_DISK_IMAGE;
 	t.image.size = TARGET_SIZE;
-	/* datasets first: the skip-reason checks need only them */
-	t.base = g_dir_make_tmp("ferry-e2e-methods-XXXXXX", NULL);
-	g_chmod(t.base, 0755);
-	char *cache = g_build_filename(t.base, "cache", NULL);
+	e2e_host_open(&t.h, "methods", "qemu:///system", E2E_MACHINE);
+	/* datasets also when the tests skip: the skip-reason checks need only them */
+	char *cache = g_build_filename(t.h.base, "cache", NULL);
 	t.ds[0] = (struct ds){ .name = "8x1MiB" };
 	t.ds[0].spec = (struct dataset_spec){ .files = 8, .size_min = 1 << 20, .seed = 1 };
 	t.ds[1] = (struct ds){ .name = "500x4KiB" };
@@ -595,32 +574,8 @@ static void setup(void)
 			g_error("dataset: %s", err);
 	}
 	g_free(cache);
-	if (guest_locate(NULL, &t.guest, &err) < 0) {
-		t.skip = g_strdup_printf("the built-in guest is not built: %s", err);
-		free(err);
+	if (t.h.skip)
 		return;
-	}
-	if (getuid() != 0) {
-		t.skip = g_strdup("needs root (qemu:///system)");
-		return;
-	}
-	t.conn = vm_connect("qemu:///system", &err);
-	if (!t.conn) {
-		t.skip = g_strdup_printf("libvirtd is not reachable: %s", err);
-		free(err);
-		return;
-	}
-	char *runs = g_build_filename(t.base, "runs", NULL);
-	g_mkdir(runs, 0755);
-	g_setenv("FERRY_RUN_DIR", runs, TRUE);
-	g_free(runs);
-	t.run = run_open(&err);
-	if (!t.run)
-		g_error("%s", err);
-	t.m = machine_libvirt_open(t.run, "qemu:///system", NULL, &err);
-	if (!t.m)
-		g_error("%s", err);
-	signal(SIGABRT, on_abort);
 	t.target = (struct disk_config){ .kind = DISK_KIND_IMAGE,
 					 .format = DISK_FORMAT_RAW,
 					 .size = TARGET_SIZE,
@@ -628,7 +583,7 @@ static void setup(void)
 					 .cache = DISK_CACHE_NONE,
 					 .io = DISK_IO_NATIVE,
 					 .serial = TARGET_SERIAL };
-	char *img = run_path(t.run, "disks", "target.raw");
+	char *img = run_path(t.h.run, "disks", "target.raw");
 	t.target.path = img;
 	if (vm_image_create(&t.target, img, &err) < 0)
 		g_error("%s", err);
@@ -649,24 +604,15 @@ int main(int argc, char **argv)
 	machine_libvirt_guest_unwrap(t.ga);
 	machine_libvirt_guest_unwrap(t.gb);
 	machine_libvirt_guest_unwrap(t.gc);
-	machine_close(t.m);
 	vm_destroy(t.a);
 	vm_destroy(t.b);
 	vm_destroy(t.c);
-	run_close(t.run, NULL);
-	if (t.conn)
-		virConnectClose(t.conn);
 	for (int d = 0; d < 2; d++) {
 		dataset_info_clear(&t.ds[d].info);
 		manifest_free(t.ds[d].m);
 	}
-	if (t.base)
-		rm_tree(t.base, NULL);
-	g_free(t.base);
-	g_free(t.skip);
 	free(t.target_dev);
 	free((char *)t.target.path);
-	guest_files_clear(&t.guest);
-	xmlCleanupParser();
+	e2e_host_close(&t.h);
 	return r;
 }

@@ -16,16 +16,13 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <libxml/parser.h>
-
 #include "agent.h"
-#include "fs.h"
+#include "e2e-host.h"
 #include "guest.h"
 #include "machine-libvirt.h"
 #include "machine.h"
@@ -40,12 +37,7 @@
 #define SECRET          "ferry-class7-secret-3f9c1d"
 
 static struct {
-	char *skip;
-	char *base;
-	struct guest_files guest;
-	virConnectPtr conn;
-	struct run *run;
-	struct machine *m;
+	struct e2e_host h; /* root, guest, libvirtd, run directory, run (e2e-host.h) */
 	/* the host's loopback server */
 	int lfd, port;
 	pthread_t thread;
@@ -104,14 +96,14 @@ static char *attack_command(void)
 /* The host puts bytes into the guest through a forwarded port (machine_guest_hostfwd). */
 static void check_way_in(struct vm *vm)
 {
-	struct machine_guest *g = machine_libvirt_guest_wrap(t.m, vm, NULL, NULL);
+	struct machine_guest *g = machine_libvirt_guest_wrap(t.h.m, vm, NULL, NULL);
 	int hport = 0;
 	char *err = NULL;
 	int fd = loopback_socket(false, &hport, &err);
 	g_assert_cmpint(fd, >=, 0);
 	close(fd);
 	struct machine_err e = { 0 };
-	if (machine_guest_hostfwd(t.m, g, hport, GUEST_PORT, &e) < 0)
+	if (machine_guest_hostfwd(t.h.m, g, hport, GUEST_PORT, &e) < 0)
 		g_error("hostfwd: %s", e.msg);
 	/* the listener in the background, its output nowhere but the file (the agent's command
 	   returns at once) */
@@ -142,21 +134,19 @@ static void check_way_in(struct vm *vm)
 
 static void attack(enum vm_machine machine)
 {
-	if (t.skip) {
-		g_test_skip(t.skip);
+	if (!e2e_host_need(&t.h))
 		return;
-	}
 	struct vm_config c;
 	vm_config_init(&c);
-	c.kernel = t.guest.kernel;
-	c.initrd = t.guest.initramfs;
-	c.cmdline = t.guest.cmdline;
+	c.kernel = t.h.guest.kernel;
+	c.initrd = t.h.guest.initramfs;
+	c.cmdline = t.h.guest.cmdline;
 	c.accel = VM_ACCEL_TCG;
 	c.machine = machine;
 	c.nic.backend = NIC_BACKEND_USER;
 	struct vm *vm = NULL;
 	char *err = NULL;
-	if (vm_boot(t.run, t.conn, &c, BOOT_TIMEOUT_MS, &vm, &err) < 0)
+	if (vm_boot(t.h.run, t.h.conn, &c, BOOT_TIMEOUT_MS, &vm, &err) < 0)
 		g_error("boot: %s", err);
 	/* the guest's network is up as before: eth0 at 10.0.2.15, the route via 10.0.2.2 */
 	char *ip = sh(vm, "ip -4 addr show eth0; ip route");
@@ -190,50 +180,17 @@ static void test_q35(void)
 	attack(VM_MACHINE_Q35);
 }
 
-static void on_abort(int sig)
-{
-	signal(SIGABRT, SIG_DFL);
-	run_close(t.run, NULL);
-	t.run = NULL;
-	raise(sig);
-}
-
 static void setup(void)
 {
 	char *err = NULL;
 	t.lfd = -1;
-	if (getuid() != 0) {
-		t.skip = g_strdup("needs root (qemu:///system)");
+	e2e_host_open(&t.h, "net-guard", "qemu:///system", E2E_MACHINE);
+	if (t.h.skip)
 		return;
-	}
-	if (guest_locate(NULL, &t.guest, &err) < 0) {
-		t.skip = g_strdup_printf("the built-in guest is not built: %s", err);
-		free(err);
-		return;
-	}
-	t.conn = vm_connect("qemu:///system", &err);
-	if (!t.conn) {
-		t.skip = g_strdup_printf("libvirtd is not reachable: %s", err);
-		free(err);
-		return;
-	}
-	t.base = g_dir_make_tmp("ferry-e2e-net-guard-XXXXXX", NULL);
-	g_chmod(t.base, 0755);
-	char *runs = g_build_filename(t.base, "runs", NULL);
-	g_mkdir(runs, 0755);
-	g_setenv("FERRY_RUN_DIR", runs, TRUE);
-	g_free(runs);
-	t.run = run_open(&err);
-	if (!t.run)
-		g_error("%s", err);
-	t.m = machine_libvirt_open(t.run, "qemu:///system", NULL, &err);
-	if (!t.m)
-		g_error("%s", err);
 	t.lfd = loopback_socket(true, &t.port, &err);
 	if (t.lfd < 0)
 		g_error("%s", err);
 	g_assert_cmpint(pthread_create(&t.thread, NULL, serve, NULL), ==, 0);
-	signal(SIGABRT, on_abort);
 }
 
 int main(int argc, char **argv)
@@ -249,15 +206,6 @@ int main(int argc, char **argv)
 		pthread_join(t.thread, NULL);
 		close(t.lfd);
 	}
-	machine_close(t.m);
-	run_close(t.run, NULL);
-	if (t.conn)
-		virConnectClose(t.conn);
-	if (t.base)
-		rm_tree(t.base, NULL);
-	g_free(t.base);
-	g_free(t.skip);
-	guest_files_clear(&t.guest);
-	xmlCleanupParser();
+	e2e_host_close(&t.h);
 	return r;
 }

@@ -12,7 +12,6 @@
  */
 #include <glib.h>
 #include <glib/gstdio.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -20,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "e2e-host.h"
 #include "guest.h"
 #include "run.h"
 #include "util.h"
@@ -32,11 +32,7 @@
 #define KEEP_S 20
 
 static struct {
-	char *skip;
-	char *base;
-	struct guest_files guest;
-	virConnectPtr conn;
-	struct run *run;
+	struct e2e_host h; /* root, guest, libvirtd, run directory, run (e2e-host.h) */
 } t;
 
 static char *sh(struct vm *vm, const char *line)
@@ -51,9 +47,9 @@ static char *sh(struct vm *vm, const char *line)
 static void base_config(struct vm_config *c)
 {
 	vm_config_init(c);
-	c->kernel = t.guest.kernel;
-	c->initrd = t.guest.initramfs;
-	c->cmdline = t.guest.cmdline;
+	c->kernel = t.h.guest.kernel;
+	c->initrd = t.h.guest.initramfs;
+	c->cmdline = t.h.guest.cmdline;
 	c->accel = VM_ACCEL_TCG;
 	c->genid = true;
 }
@@ -76,10 +72,8 @@ static void check_fresh(struct vm *vm)
 
 static void test_save_restore(void)
 {
-	if (t.skip) {
-		g_test_skip(t.skip);
+	if (!e2e_host_need(&t.h))
 		return;
-	}
 	struct vm_config c;
 	base_config(&c);
 	c.nic.backend = NIC_BACKEND_NONE;
@@ -87,10 +81,10 @@ static void test_save_restore(void)
 	g_assert_nonnull(vm_restore_unsupported(&c, true));
 	struct vm *vm = NULL;
 	char *err = NULL;
-	if (vm_boot(t.run, t.conn, &c, BOOT_TIMEOUT_MS, &vm, &err) < 0)
+	if (vm_boot(t.h.run, t.h.conn, &c, BOOT_TIMEOUT_MS, &vm, &err) < 0)
 		g_error("%s", err);
 	free(sh(vm, "echo 'written before the save' > /ferry-saved-marker"));
-	char *path = run_path(t.run, "saved", "state.save");
+	char *path = run_path(t.h.run, "saved", "state.save");
 	struct vm_saved *s = NULL;
 	if (vm_save(vm, path, &s, &err) < 0)
 		g_error("%s", err);
@@ -100,8 +94,8 @@ static void test_save_restore(void)
 
 	c.restore = s;
 	struct vm *a = NULL, *b = NULL;
-	if (vm_boot(t.run, t.conn, &c, BOOT_TIMEOUT_MS, &a, &err) < 0 ||
-	    vm_boot(t.run, t.conn, &c, BOOT_TIMEOUT_MS, &b, &err) < 0)
+	if (vm_boot(t.h.run, t.h.conn, &c, BOOT_TIMEOUT_MS, &a, &err) < 0 ||
+	    vm_boot(t.h.run, t.h.conn, &c, BOOT_TIMEOUT_MS, &b, &err) < 0)
 		g_error("%s", err);
 	g_assert_cmpstr(vm_name(a), !=, vm_name(b));
 	char ua[VIR_UUID_STRING_BUFLEN], ub[VIR_UUID_STRING_BUFLEN];
@@ -119,7 +113,7 @@ static void test_save_restore(void)
 	vm_destroy(a);
 	vm_destroy(b);
 	for (const char *n = na; n; n = n == na ? nb : NULL) {
-		virDomainPtr d = virDomainLookupByName(t.conn, n);
+		virDomainPtr d = virDomainLookupByName(t.h.conn, n);
 		g_assert_null(d);
 	}
 	g_free(na);
@@ -130,39 +124,9 @@ static void test_save_restore(void)
 	free(path);
 }
 
-static void on_abort(int sig)
-{
-	signal(SIGABRT, SIG_DFL);
-	run_close(t.run, NULL);
-	t.run = NULL;
-	raise(sig);
-}
-
 static void setup(void)
 {
-	char *err = NULL;
-	if (guest_locate(NULL, &t.guest, &err) < 0) {
-		t.skip = g_strdup_printf("the built-in guest is not built: %s", err);
-		free(err);
-		return;
-	}
-	if (getuid() != 0) {
-		t.skip = g_strdup("needs root (qemu:///system, libvirt's save files)");
-		return;
-	}
-	t.conn = vm_connect("qemu:///system", &err);
-	if (!t.conn) {
-		t.skip = g_strdup_printf("libvirtd is not reachable: %s", err);
-		free(err);
-		return;
-	}
-	t.base = g_dir_make_tmp("ferry-e2e-restore-XXXXXX", NULL);
-	g_chmod(t.base, 0755);
-	g_setenv("FERRY_RUN_DIR", t.base, TRUE);
-	t.run = run_open(&err);
-	if (!t.run)
-		g_error("%s", err);
-	signal(SIGABRT, on_abort);
+	e2e_host_open(&t.h, "restore", "qemu:///system, libvirt's save files", 0);
 }
 
 int main(int argc, char **argv)
@@ -172,13 +136,6 @@ int main(int argc, char **argv)
 	setup();
 	g_test_add_func("/restore-e2e/save-restore", test_save_restore);
 	int r = g_test_run();
-	run_close(t.run, NULL);
-	if (t.conn)
-		virConnectClose(t.conn);
-	guest_files_clear(&t.guest);
-	if (t.base)
-		g_rmdir(t.base);
-	g_free(t.base);
-	g_free(t.skip);
+	e2e_host_close(&t.h);
 	return r;
 }

@@ -17,16 +17,13 @@
 #include <glib/gstdio.h>
 #include <grp.h>
 #include <pwd.h>
-#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <libxml/parser.h>
-
 #include "agent.h"
 #include "dataset.h"
-#include "fs.h"
+#include "e2e-host.h"
 #include "guest.h"
 #include "machine-libvirt.h"
 #include "machine.h"
@@ -42,12 +39,7 @@
 #define MNT             "/mnt/ferry-share"
 
 static struct {
-	char *skip;
-	char *base;
-	struct guest_files guest;
-	virConnectPtr conn;
-	struct run *run;
-	struct machine *m;
+	struct e2e_host h; /* root, guest, libvirtd, run directory, run (e2e-host.h) */
 	struct plan_vm vm;
 	struct plan_disk tmpfs;
 	struct plan_dataset pds;
@@ -144,12 +136,10 @@ static bool process_names(const char *path)
 
 static void attack(const char *driver)
 {
-	if (t.skip) {
-		g_test_skip(t.skip);
+	if (!e2e_host_need(&t.h))
 		return;
-	}
 	bool vfs = !strcmp(driver, "virtiofs");
-	if (vfs && !machine_has_virtiofs(t.m)) {
+	if (vfs && !machine_has_virtiofs(t.h.m)) {
 		g_test_skip("no virtiofsd on this host (or ferry-virtiofsd not built)");
 		return;
 	}
@@ -168,8 +158,8 @@ static void attack(const char *driver)
 				  .pds = &t.pds,
 				  .dataset_dir = t.info.dir,
 				  .manifest = t.man,
-				  .run = t.run,
-				  .machine = t.m,
+				  .run = t.h.run,
+				  .machine = t.h.m,
 				  .timeout_ms = EXEC_TIMEOUT_MS };
 	const struct method_ops *ops = method_find_name("share");
 	struct method_boot_needs n = { 0 };
@@ -177,15 +167,15 @@ static void attack(const char *driver)
 		g_error("share: %s", ctx.err.message);
 	struct vm_config c;
 	vm_config_init(&c);
-	c.kernel = t.guest.kernel;
-	c.initrd = t.guest.initramfs;
-	c.cmdline = t.guest.cmdline;
+	c.kernel = t.h.guest.kernel;
+	c.initrd = t.h.guest.initramfs;
+	c.cmdline = t.h.guest.cmdline;
 	c.accel = VM_ACCEL_TCG;
 	c.nic.backend = NIC_BACKEND_NONE;
 	c.share = (struct share_config){ n.share_dir,      n.share_tag,    n.share_mode,
 					 n.share_readonly, n.share_driver, vm_virtiofsd_path() };
 	struct vm *vm = NULL;
-	if (vm_boot(t.run, t.conn, &c, BOOT_TIMEOUT_MS, &vm, &err) < 0)
+	if (vm_boot(t.h.run, t.h.conn, &c, BOOT_TIMEOUT_MS, &vm, &err) < 0)
 		g_error("boot: %s", err);
 	/* the staged cell directory: the one directory below the share's root */
 	char *cell_dir = NULL;
@@ -250,14 +240,6 @@ static void test_virtiofs(void)
 	attack("virtiofs");
 }
 
-static void on_abort(int sig)
-{
-	signal(SIGABRT, SIG_DFL);
-	run_close(t.run, NULL);
-	t.run = NULL;
-	raise(sig);
-}
-
 static void setup(void)
 {
 	char *err = NULL;
@@ -265,41 +247,14 @@ static void setup(void)
 	t.vm.os = PLAN_OS_LINUX;
 	t.vm.vcpus = 1;
 	t.tmpfs.kind = PLAN_DISK_TMPFS;
-	t.base = g_dir_make_tmp("ferry-e2e-share-guard-XXXXXX", NULL);
-	g_chmod(t.base, 0755);
-	char *cache = g_build_filename(t.base, "cache", NULL);
+	e2e_host_open(&t.h, "share-guard", "qemu:///system", E2E_MACHINE);
+	char *cache = g_build_filename(t.h.base, "cache", NULL);
 	struct dataset_spec spec = { .files = 2, .size_min = 4096, .size_max = 4096, .seed = 1 };
 	t.pds.e.name = (char *)"two";
 	struct dataset_get_opts o = { .cache_dir = cache };
 	if (dataset_get(&spec, &o, &t.info, &t.man, &err) < 0)
 		g_error("dataset: %s", err);
 	g_free(cache);
-	if (getuid() != 0) {
-		t.skip = g_strdup("needs root (qemu:///system)");
-		return;
-	}
-	if (guest_locate(NULL, &t.guest, &err) < 0) {
-		t.skip = g_strdup_printf("the built-in guest is not built: %s", err);
-		free(err);
-		return;
-	}
-	t.conn = vm_connect("qemu:///system", &err);
-	if (!t.conn) {
-		t.skip = g_strdup_printf("libvirtd is not reachable: %s", err);
-		free(err);
-		return;
-	}
-	char *runs = g_build_filename(t.base, "runs", NULL);
-	g_mkdir(runs, 0755);
-	g_setenv("FERRY_RUN_DIR", runs, TRUE);
-	g_free(runs);
-	t.run = run_open(&err);
-	if (!t.run)
-		g_error("%s", err);
-	t.m = machine_libvirt_open(t.run, "qemu:///system", NULL, &err);
-	if (!t.m)
-		g_error("%s", err);
-	signal(SIGABRT, on_abort);
 }
 
 int main(int argc, char **argv)
@@ -310,17 +265,8 @@ int main(int argc, char **argv)
 	g_test_add_func("/share-guard-e2e/9p", test_9p);
 	g_test_add_func("/share-guard-e2e/virtiofs", test_virtiofs);
 	int r = g_test_run();
-	machine_close(t.m);
-	run_close(t.run, NULL);
-	if (t.conn)
-		virConnectClose(t.conn);
 	dataset_info_clear(&t.info);
 	manifest_free(t.man);
-	if (t.base)
-		rm_tree(t.base, NULL);
-	g_free(t.base);
-	g_free(t.skip);
-	guest_files_clear(&t.guest);
-	xmlCleanupParser();
+	e2e_host_close(&t.h);
 	return r;
 }

@@ -23,6 +23,7 @@
 #include <openssl/evp.h>
 
 #include "agent.h"
+#include "e2e-host.h"
 #include "guest.h"
 #include "proc.h"
 #include "run.h"
@@ -34,32 +35,24 @@
 #define EXEC_TIMEOUT_MS 60000
 
 static struct {
-	char *skip; /* why every test skips, or NULL */
-	char *base; /* FERRY_RUN_DIR for this test */
-	struct guest_files guest;
-	virConnectPtr conn;
-	struct run *run;
-	struct vm *a;  /* shared guest: exec, files, hot-plug, 9p */
-	struct vm *b;  /* boot-time sata + ide disks, multi-queue NIC */
-	char *netns;   /* the namespace holding guest b's tap, or NULL */
-	char *mq_skip; /* why the multi-queue check skips */
+	struct e2e_host h; /* root, guest, libvirtd, run directory, run (e2e-host.h) */
+	struct vm *a;      /* shared guest: exec, files, hot-plug, 9p */
+	struct vm *b;      /* boot-time sata + ide disks, multi-queue NIC */
+	char *netns;       /* the namespace holding guest b's tap, or NULL */
+	char *mq_skip;     /* why the multi-queue check skips */
 } t;
 
 static bool need(void)
 {
-	if (t.skip) {
-		g_test_skip(t.skip);
-		return false;
-	}
-	return true;
+	return e2e_host_need(&t.h);
 }
 
 static void base_config(struct vm_config *c)
 {
 	vm_config_init(c);
-	c->kernel = t.guest.kernel;
-	c->initrd = t.guest.initramfs;
-	c->cmdline = t.guest.cmdline;
+	c->kernel = t.h.guest.kernel;
+	c->initrd = t.h.guest.initramfs;
+	c->cmdline = t.h.guest.cmdline;
 	c->accel = VM_ACCEL_TCG;
 }
 
@@ -81,7 +74,7 @@ static void test_boot_exec(void)
 	base_config(&c);
 	/* q35 here (PCIe native hot-plug), pc for the second guest (ACPI hot-plug, ide) */
 	c.machine = VM_MACHINE_Q35;
-	char *share = run_path(t.run, "share", "hello.txt");
+	char *share = run_path(t.h.run, "share", "hello.txt");
 	g_assert_true(g_file_set_contents(share, "hello through 9p\n", -1, NULL));
 	g_chmod(share, 0644);
 	char *dir = g_path_get_dirname(share);
@@ -90,7 +83,7 @@ static void test_boot_exec(void)
 	c.channels = channels;
 	c.n_channels = 1;
 	char *err = NULL;
-	if (vm_boot(t.run, t.conn, &c, BOOT_TIMEOUT_MS, &t.a, &err) < 0)
+	if (vm_boot(t.h.run, t.h.conn, &c, BOOT_TIMEOUT_MS, &t.a, &err) < 0)
 		g_error("boot: %s", err);
 	g_test_message("boot to agent ready: %.0f ms on %s", vm_boot_ms(t.a), vm_accel_used(t.a));
 	g_assert_cmpstr(vm_accel_used(t.a), ==, "tcg");
@@ -169,7 +162,7 @@ static void test_push_sha256(void)
 	for (size_t i = 0; i < len; i++)
 		data[i] = (guint8)g_rand_int(rnd);
 	g_rand_free(rnd);
-	char *host = run_path(t.run, "tmp", "push.bin");
+	char *host = run_path(t.h.run, "tmp", "push.bin");
 	g_assert_true(g_file_set_contents(host, (const char *)data, (gssize)len, NULL));
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned mdlen;
@@ -229,7 +222,8 @@ static void test_hotplug(void)
 {
 	if (!need() || !t.a)
 		return;
-	char *p1 = run_path(t.run, "disks", "hv.raw"), *p2 = run_path(t.run, "disks", "hs.qcow2");
+	char *p1 = run_path(t.h.run, "disks", "hv.raw"),
+	     *p2 = run_path(t.h.run, "disks", "hs.qcow2");
 	struct disk_config v = { .format = DISK_FORMAT_RAW,
 				 .size = 32 << 20,
 				 .bus = DISK_BUS_VIRTIO,
@@ -270,7 +264,7 @@ static void test_allocation(void)
 	uint64_t allocated[3];
 	for (int a = DISK_ALLOC_SPARSE; a <= DISK_ALLOC_FULL; a++) {
 		char *name = g_strdup_printf("alloc-%s.raw", disk_alloc_names[a]);
-		char *path = run_path(t.run, "disks", name);
+		char *path = run_path(t.h.run, "disks", name);
 		char *serial = g_strdup_printf("ferry-%s", disk_alloc_names[a]);
 		struct disk_config d = { .format = DISK_FORMAT_RAW,
 					 .allocation = a,
@@ -298,7 +292,7 @@ static void test_allocation(void)
 	g_assert_cmpuint(allocated[DISK_ALLOC_FULL], >=, size);
 
 	/* qcow2 full preallocation allocates the data clusters too */
-	char *q = run_path(t.run, "disks", "full.qcow2");
+	char *q = run_path(t.h.run, "disks", "full.qcow2");
 	struct disk_config d = { .format = DISK_FORMAT_QCOW2,
 				 .allocation = DISK_ALLOC_FULL,
 				 .size = size };
@@ -409,7 +403,7 @@ static char *xml_set(const char *xml, const char *xpath, const char *attr, const
 /* What vm_*_validate refuses, libvirt/QEMU refuse too: send it past validation and see. */
 static void expect_create_refused(const char *xml, const char *what)
 {
-	virDomainPtr d = virDomainCreateXML(t.conn, xml, 0);
+	virDomainPtr d = virDomainCreateXML(t.h.conn, xml, 0);
 	if (d) {
 		virDomainDestroy(d);
 		virDomainFree(d);
@@ -422,7 +416,7 @@ static void test_libvirt_agrees(void)
 {
 	if (!need() || !t.a)
 		return;
-	char *path = run_path(t.run, "disks", "refused.raw");
+	char *path = run_path(t.h.run, "disks", "refused.raw");
 	struct disk_config d = { .format = DISK_FORMAT_RAW,
 				 .size = 8 << 20,
 				 .serial = "ferry-no",
@@ -512,7 +506,7 @@ static char *prepare_netns(void)
 		return why;
 	}
 	t.netns = name;
-	run_defer(t.run, netns_delete, xstrdup(name));
+	run_defer(t.h.run, netns_delete, xstrdup(name));
 	return NULL;
 }
 
@@ -520,8 +514,8 @@ static void test_ata_boot_disks(void)
 {
 	if (!need())
 		return;
-	char *ps = run_path(t.run, "disks", "sata.raw"),
-	     *pi = run_path(t.run, "disks", "ide.qcow2");
+	char *ps = run_path(t.h.run, "disks", "sata.raw"),
+	     *pi = run_path(t.h.run, "disks", "ide.qcow2");
 	struct disk_config disks[] = {
 		{ .format = DISK_FORMAT_RAW,
 		  .allocation = DISK_ALLOC_FALLOC,
@@ -549,7 +543,7 @@ static void test_ata_boot_disks(void)
 	if (!t.mq_skip) {
 		c.nic = (struct nic_config){ NIC_MODEL_VIRTIO, 4, NIC_BACKEND_ETHERNET, NULL };
 	}
-	if (vm_boot(t.run, t.conn, &c, BOOT_TIMEOUT_MS, &t.b, &err) < 0)
+	if (vm_boot(t.h.run, t.h.conn, &c, BOOT_TIMEOUT_MS, &t.b, &err) < 0)
 		g_error("boot: %s", err);
 	g_test_message("second guest: boot to agent ready %.0f ms", vm_boot_ms(t.b));
 	for (size_t i = 0; i < ELEMENTSOF(disks); i++) {
@@ -568,7 +562,7 @@ static void test_ata_boot_disks(void)
 		free(dev);
 	}
 	/* hot-plug on 'pc' goes through ACPI (acpiphp), not PCIe */
-	char *pv = run_path(t.run, "disks", "pc-hotplug.raw");
+	char *pv = run_path(t.h.run, "disks", "pc-hotplug.raw");
 	struct disk_config v = { .format = DISK_FORMAT_RAW,
 				 .size = 8 << 20,
 				 .bus = DISK_BUS_VIRTIO,
@@ -675,7 +669,7 @@ static void test_image_overlay(void)
 {
 	if (!need())
 		return;
-	char *image = g_build_filename(t.base, "user-image.qcow2", NULL);
+	char *image = g_build_filename(t.h.base, "user-image.qcow2", NULL);
 	struct disk_config d = { .format = DISK_FORMAT_QCOW2, .size = 16 << 20 };
 	char *err = NULL;
 	g_assert_cmpint(vm_image_create(&d, image, &err), ==, 0);
@@ -685,11 +679,11 @@ static void test_image_overlay(void)
 	c.image = image;
 	c.accel = VM_ACCEL_TCG;
 	c.nic.backend = NIC_BACKEND_NONE;
-	char *dir = g_build_filename(run_dir(t.run), "overlays", NULL);
+	char *dir = g_build_filename(run_dir(t.h.run), "overlays", NULL);
 	struct overlay_watch w = { .dir = dir };
 	GThread *th = g_thread_new("overlay-watch", overlay_watcher, &w);
 	struct vm *vm = NULL;
-	g_assert_cmpint(vm_boot(t.run, t.conn, &c, 3000, &vm, &err), ==, -1);
+	g_assert_cmpint(vm_boot(t.h.run, t.h.conn, &c, 3000, &vm, &err), ==, -1);
 	g_atomic_int_set(&w.stop, 1);
 	g_thread_join(th);
 	g_assert_null(vm);
@@ -723,7 +717,7 @@ static void test_boot_failure_console(void)
 {
 	if (!need())
 		return;
-	char *junk = run_path(t.run, "tmp", "not-an-initramfs");
+	char *junk = run_path(t.h.run, "tmp", "not-an-initramfs");
 	g_assert_true(g_file_set_contents(junk, "this is not a cpio archive\n", -1, NULL));
 	g_chmod(junk, 0644);
 	struct vm_config c;
@@ -732,7 +726,7 @@ static void test_boot_failure_console(void)
 	c.nic.backend = NIC_BACKEND_NONE;
 	struct vm *vm = NULL;
 	char *err = NULL;
-	g_assert_cmpint(vm_boot(t.run, t.conn, &c, BOOT_TIMEOUT_MS, &vm, &err), ==, -1);
+	g_assert_cmpint(vm_boot(t.h.run, t.h.conn, &c, BOOT_TIMEOUT_MS, &vm, &err), ==, -1);
 	g_test_message("%s", err);
 	g_assert_nonnull(strstr(err, "stopped before its guest agent answered"));
 	g_assert_nonnull(strstr(err, "serial console (last lines):"));
@@ -768,14 +762,14 @@ static void test_doctor_reap(void)
 		c.owner_pid = 2147483646;
 		char *xml = vm_domain_xml(&c, i == 0 ? stale : lookalike, false, NULL, &err);
 		g_assert_nonnull(xml);
-		d[i] = virDomainCreateXML(t.conn, xml, 0);
+		d[i] = virDomainCreateXML(t.h.conn, xml, 0);
 		if (!d[i])
 			g_error("%s", virGetLastErrorMessage());
 		/* should the reap fail (or wrongly succeed), the test's own run removes them */
-		vm_own_domain(t.run, t.conn, i == 0 ? stale : lookalike);
+		vm_own_domain(t.h.run, t.h.conn, i == 0 ? stale : lookalike);
 		free(xml);
 	}
-	char *dir = g_build_filename(t.base, "20000101T000000-2147483646", "logs", NULL);
+	char *dir = g_build_filename(t.h.runs, "20000101T000000-2147483646", "logs", NULL);
 	g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
 
 	char *argv[] = { (char *)ferry, (char *)"doctor", (char *)"--reap", NULL };
@@ -821,7 +815,7 @@ static void test_sigint_cleanup(void)
 	bool seen = false;
 	for (int i = 0; i < 600 && !seen; i++) {
 		virDomainPtr *doms = NULL;
-		int n = virConnectListAllDomains(t.conn, &doms, 0);
+		int n = virConnectListAllDomains(t.h.conn, &doms, 0);
 		for (int j = 0; j < n; j++) {
 			long p = 0;
 			if (run_parse_domain_name(virDomainGetName(doms[j]), NULL, &p) &&
@@ -846,7 +840,7 @@ static void test_sigint_cleanup(void)
 	g_assert_true(WIFEXITED(status));
 	g_assert_cmpint(WEXITSTATUS(status), ==, 130);
 	virDomainPtr *doms = NULL;
-	int n = virConnectListAllDomains(t.conn, &doms, 0);
+	int n = virConnectListAllDomains(t.h.conn, &doms, 0);
 	for (int j = 0; j < n; j++) {
 		long p = 0;
 		g_assert_false(run_parse_domain_name(virDomainGetName(doms[j]), NULL, &p) &&
@@ -855,7 +849,7 @@ static void test_sigint_cleanup(void)
 	}
 	free(doms);
 	/* its run directory (named after its pid) is gone too */
-	GDir *dir = g_dir_open(t.base, 0, NULL);
+	GDir *dir = g_dir_open(t.h.runs, 0, NULL);
 	const char *e;
 	char *suffix = g_strdup_printf("-%ld", (long)pid);
 	while ((e = g_dir_read_name(dir)))
@@ -887,16 +881,16 @@ static void test_destroy_mid_exec(void)
 	free(err);
 
 	/* nothing of the run is left: no domain named after it, no run directory */
-	char *prefix = g_strdup_printf("ferry-%s-", run_id(t.run));
-	char *dir = g_strdup(run_dir(t.run));
+	char *prefix = g_strdup_printf("ferry-%s-", run_id(t.h.run));
+	char *dir = g_strdup(run_dir(t.h.run));
 	/* closing the run first is fine: it destroys guest b, and vm_destroy then only frees */
-	g_assert_cmpint(run_close(t.run, &err), ==, 0);
-	t.run = NULL;
+	g_assert_cmpint(run_close(t.h.run, &err), ==, 0);
+	t.h.run = NULL;
 	vm_destroy(t.a);
 	vm_destroy(t.b);
 	t.a = t.b = NULL;
 	virDomainPtr *doms = NULL;
-	int n = virConnectListAllDomains(t.conn, &doms, 0);
+	int n = virConnectListAllDomains(t.h.conn, &doms, 0);
 	g_assert_cmpint(n, >=, 0);
 	for (int i = 0; i < n; i++) {
 		g_assert_false(g_str_has_prefix(virDomainGetName(doms[i]), prefix));
@@ -913,46 +907,11 @@ static void test_destroy_mid_exec(void)
 	g_free(dir);
 }
 
-/*
- * A failed assertion aborts: destroy this run's domains and remove its directory before dying
- * (best effort, test only: ferry itself leaves crash leftovers to `ferry doctor --reap`).
- */
-static void on_abort(int sig)
-{
-	signal(SIGABRT, SIG_DFL);
-	run_close(t.run, NULL);
-	t.run = NULL;
-	raise(sig);
-}
-
 static void setup(void)
 {
-	char *err = NULL;
-	if (guest_locate(NULL, &t.guest, &err) < 0) {
-		t.skip = g_strdup_printf("the built-in guest is not built: %s", err);
-		free(err);
-		return;
-	}
-	if (getuid() != 0) {
-		t.skip = g_strdup("needs root (qemu:///system, network namespaces)");
-		return;
-	}
-	t.conn = vm_connect("qemu:///system", &err);
-	if (!t.conn) {
-		t.skip = g_strdup_printf("libvirtd is not reachable: %s", err);
-		free(err);
-		return;
-	}
-	/* QEMU runs as libvirt-qemu: the run directory's parents must be traversable */
-	t.base = g_dir_make_tmp("ferry-e2e-vm-XXXXXX", NULL);
-	g_chmod(t.base, 0755);
-	g_setenv("FERRY_RUN_DIR", t.base, TRUE);
+	e2e_host_open(&t.h, "vm", "qemu:///system, network namespaces", 0);
 	/* the user image of test_image_overlay is made here: allowed as a user allows theirs */
-	g_setenv("FERRY_ALLOW_INPUT", t.base, TRUE);
-	t.run = run_open(&err);
-	if (!t.run)
-		g_error("%s", err);
-	signal(SIGABRT, on_abort);
+	g_setenv("FERRY_ALLOW_INPUT", t.h.base, TRUE);
 }
 
 int main(int argc, char **argv)
@@ -978,16 +937,8 @@ int main(int argc, char **argv)
 	int r = g_test_run();
 	vm_destroy(t.a);
 	vm_destroy(t.b);
-	run_close(t.run, NULL);
-	if (t.conn)
-		virConnectClose(t.conn);
-	if (t.base)
-		g_rmdir(t.base);
-	g_free(t.base);
-	g_free(t.skip);
 	g_free(t.mq_skip);
 	g_free(t.netns);
-	guest_files_clear(&t.guest);
-	xmlCleanupParser();
+	e2e_host_close(&t.h);
 	return r;
 }
