@@ -35,7 +35,7 @@ def main(d):
     walls = {}
     for row in (d / "walls").read_text().splitlines():
         kind, rnd, wall, load = row.split()
-        walls[(kind, rnd)] = (float(wall), load)
+        walls[(kind, rnd)] = (float(wall) if wall != "?" else float("nan"), load)
     reach = {k: {t: [] for t in TARGETS} for k in ("boot", "restore")}
     finals = {"boot": [], "restore": []}
     for (kind, rnd), (wall, load) in sorted(walls.items(), key=lambda kv: (kv[0][1], kv[0][0])):
