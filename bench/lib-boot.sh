@@ -50,3 +50,12 @@ boot_stats() {
 boot_load() {
 	cut -d' ' -f1-3 /proc/loadavg
 }
+
+# quickstart_plan FILE RUN: the quickstart's vms, disks, datasets, methods and matrix, unchanged,
+# with the run section RUN (a flow mapping, e.g. "{boots: {min: 3, max: 3}, fresh: boot}") and no
+# report section; validated. $here is the checkout.
+quickstart_plan() {
+	{ sed '/^run:/,$d; /^report:/,$d' "$here/plans/quickstart.yaml"
+	  printf 'run: %s\n' "$2"; } >"$1"
+	"${bin:-$here/build/ferry}" validate "$1" >/dev/null
+}

@@ -45,10 +45,8 @@ boot_workdir
 out="${keep:-$work/out}"
 mkdir -p "$out"
 for kind in boot restore; do
-	{ sed '/^run:/,$d; /^report:/,$d' "$here/plans/quickstart.yaml"
-	  printf 'run: {boots: {min: 3, max: %s}, runs_per_boot: 1, until: 5%%, budget: %s, timeout: 5m, fresh: %s}\n' \
-		"$max" "$budget" "$kind"; } >"$work/$kind.yaml"
-	"$bin" validate "$work/$kind.yaml" >/dev/null
+	quickstart_plan "$work/$kind.yaml" \
+		"{boots: {min: 3, max: $max}, runs_per_boot: 1, until: 5%, budget: $budget, timeout: 5m, fresh: $kind}"
 done
 # one KIND ROUND: one invocation, its results, its log, and its wall time as ferry reports it
 # (the time spent waiting for the lock is not the run's)

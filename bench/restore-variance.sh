@@ -39,10 +39,8 @@ boot_workdir
 out="${keep:-$work/out}"
 mkdir -p "$out"
 for kind in boot restore; do
-	{ sed '/^run:/,$d; /^report:/,$d' "$here/plans/quickstart.yaml"
-	  printf 'run: {boots: {min: %s, max: %s}, runs_per_boot: 1, timeout: 5m, fresh: %s}\n' \
-		"$boots" "$boots" "$kind"; } >"$work/$kind.yaml"
-	"$bin" validate "$work/$kind.yaml" >/dev/null
+	quickstart_plan "$work/$kind.yaml" \
+		"{boots: {min: $boots, max: $boots}, runs_per_boot: 1, timeout: 5m, fresh: $kind}"
 done
 # one KIND ROUND: one invocation; its results and the guests' start times (KIND seconds) kept
 one() {
