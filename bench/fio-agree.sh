@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# Does ferry's guest-timed block figure agree with fio's? (issue 26: a peer's figure.) On the
+# Debian guest (`ferry guest build debian`, which carries fio), the same kind of device (a raw,
+# fully allocated virtio-blk image, host cache none, io threads, machine pc, 2 vCPUs, 1 GiB),
+# direct I/O and 1 MiB requests one at a time:
+#   ferry: `ferry run` of a one-cell plan, the block method (dd oflag=direct, then iflag=direct
+#          after the host's and guest's caches are dropped); its guest_write_throughput and
+#          guest_read_throughput (the guest's own clock around the dd commands);
+#   fio:   the same guest booted by this script as a transient libvirt domain (no NIC) with the
+#          same target disk; fio --direct=1 --bs=1M --ioengine=psync --rw=write --end_fsync=1,
+#          then the guest's caches dropped, --rw=read; its bw_bytes.
+# Each round boots one guest for ferry and one for fio, alternately (interleaved, so the host's
+# drift hits both alike); the script prints each round's four figures, then per direction the
+# median of each, their ratio ferry/fio and whether it is within 15%, and the load average
+# before and after. Nothing here is a test: no threshold decides an exit status.
+#
+# Usage: bench/fio-agree.sh [--n N] [--size SIZE]
+#   N rounds (default 5), SIZE of the stream (default 64MiB; the target disk is twice that).
+#   FERRY (default build/ferry) is the binary, FERRY_CACHE_DIR the cache with the Debian guest.
+# Hold /work/e2e.lock (or the like) around it on a shared machine: other guests skew it.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+prog=fio-agree.sh
+. "$here/bench/lib-boot.sh"
+bin="${FERRY:-$here/build/ferry}"
+n=5
+size=64MiB
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--n) n="$2"; shift 2 ;;
+	--size) size="$2"; shift 2 ;;
+	-h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+	*) echo "$prog: unknown argument '$1'" >&2; exit 2 ;;
+	esac
+done
+[[ "$n" =~ ^[1-9][0-9]?$ ]] || { echo "$prog: --n wants 1 to 99" >&2; exit 2; }
+[[ "$size" =~ ^[1-9][0-9]{0,4}MiB$ ]] || { echo "$prog: --size wants NMiB" >&2; exit 2; }
+[ -x "$bin" ] || { echo "$prog: no ferry at '$bin'" >&2; exit 2; }
+mib="${size%MiB}"
+bytes=$((mib * 1048576))
+mapfile -t deb < <("$bin" guest path debian) || exit 2
+[ "${#deb[@]}" = 3 ] || { echo "$prog: no Debian guest (ferry guest build debian)" >&2; exit 2; }
+cmdline="$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["cmdline"])' \
+	"$(dirname "${deb[2]}")/manifest.json")"
+
+boot_workdir
+dom="ferry-fio-agree-$$"
+# the fio guest dies with the script, whatever ends it (boot_workdir's trap removes $work)
+trap 'virsh -q -c qemu:///system destroy "$dom" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+cat >"$work/ferry.yaml" <<PLAN
+ferry: 1
+name: bench-fio-agree
+vms:
+  d: {guest: debian, machine: pc, vcpus: 2, memory: 1GiB, accel: tcg, boot_timeout: 5m}
+disks:
+  raw: {format: raw, allocation: full, size: $((mib * 2))MiB, bus: virtio, cache: none, io: threads}
+datasets:
+  stream: {files: 1, size: $size, content: random, seed: 33}
+methods:
+  dd: {type: block, block_size: 1MiB, queue_depth: 1}
+run: {repeat: 1, vm: per-cell, caches: drop, timeout: 10m}
+PLAN
+
+# ferry_once -> "WRITE READ" in bytes/s, the guest-timed figures of one run in one boot
+ferry_once() {
+	env FERRY_RUN_DIR="$work/runs" "$bin" run --quiet --results "$work/r.json" \
+		"$work/ferry.yaml" >/dev/null 2>"$work/ferry.err" || {
+		echo "$prog: ferry run failed:" >&2; cat "$work/ferry.err" >&2; return 1; }
+	python3 - "$work/r.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+runs = [x for x in r["cells"][0]["runs"] if not x["warmup"] and x["integrity_ok"]]
+m = runs[-1]["metrics"]
+print(m["guest_write_throughput"], m["guest_read_throughput"])
+PY
+	rm -f "$work/r.json"
+}
+
+qga() { virsh -q -c qemu:///system qemu-agent-command "$dom" "$1" --timeout 600; }
+
+# gexec PROGRAM ARGS... -> the program's standard output in the fio guest; fails on a non-zero exit
+gexec() {
+	local req pid st
+	req="$(python3 -c 'import json, sys; print(json.dumps({"execute": "guest-exec",
+		"arguments": {"path": sys.argv[1], "arg": sys.argv[2:], "capture-output": True}}))' "$@")"
+	pid="$(qga "$req" | python3 -c 'import json, sys; print(json.load(sys.stdin)["return"]["pid"])')"
+	for ((t = 0; t < 6000; t++)); do
+		st="$(qga "{\"execute\": \"guest-exec-status\", \"arguments\": {\"pid\": $pid}}")"
+		python3 - "$st" <<'PY' && return 0
+import base64, json, sys
+r = json.loads(sys.argv[1])["return"]
+if not r["exited"]:
+    sys.exit(2)
+sys.stdout.write(base64.b64decode(r.get("out-data", "")).decode())
+if r.get("exitcode") != 0:
+    sys.stderr.write(base64.b64decode(r.get("err-data", "")).decode())
+    sys.exit(1)
+PY
+		[ $? = 2 ] || return 1
+		sleep 0.1
+	done
+	echo "$prog: guest command $1 did not end" >&2
+	return 1
+}
+
+# fio_once -> "WRITE READ" in bytes/s: fio in a fresh boot of the Debian guest, same disk kind
+fio_once() {
+	rm -f "$work/root.qcow2" "$work/target.raw"
+	qemu-img create -q -f qcow2 -b "${deb[2]}" -F qcow2 "$work/root.qcow2"
+	fallocate -l $((bytes * 2)) "$work/target.raw"
+	chmod 0666 "$work/root.qcow2" "$work/target.raw"
+	cat >"$work/dom.xml" <<XML
+<domain type='qemu'>
+  <name>$dom</name>
+  <memory unit='MiB'>1024</memory>
+  <vcpu>2</vcpu>
+  <os><type arch='x86_64' machine='pc'>hvm</type><kernel>${deb[0]}</kernel>
+    <initrd>${deb[1]}</initrd><cmdline>$cmdline</cmdline></os>
+  <devices>
+    <disk type='file' device='disk'><driver name='qemu' type='qcow2'/>
+      <source file='$work/root.qcow2'/><target dev='vda' bus='virtio'/></disk>
+    <disk type='file' device='disk'><driver name='qemu' type='raw' cache='none' io='threads'/>
+      <source file='$work/target.raw'/><target dev='vdb' bus='virtio'/></disk>
+    <channel type='unix'><target type='virtio' name='org.qemu.guest_agent.0'/></channel>
+    <console type='pty'/>
+  </devices>
+</domain>
+XML
+	virsh -q -c qemu:///system create "$work/dom.xml" >/dev/null
+	local ok=0
+	for ((t = 0; t < 300; t++)); do
+		qga '{"execute": "guest-ping"}' >/dev/null 2>&1 && { ok=1; break; }
+		sleep 1
+	done
+	[ "$ok" = 1 ] || { echo "$prog: the fio guest's agent did not answer in 300 s" >&2; return 1; }
+	# the device the target is: the disk of the size we made (vda is the root)
+	local dev=/dev/vdb common w r
+	common=(--filename="$dev" --bs=1M --ioengine=psync --iodepth=1 --direct=1 --size="$bytes"
+		--output-format=json)
+	sync; echo 3 >/proc/sys/vm/drop_caches
+	gexec /bin/sh -c 'sync; echo 3 > /proc/sys/vm/drop_caches' >/dev/null
+	w="$(gexec /usr/bin/fio --name=w --rw=write --end_fsync=1 "${common[@]}" |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["jobs"][0]["write"]["bw_bytes"])')"
+	sync; echo 3 >/proc/sys/vm/drop_caches
+	gexec /bin/sh -c 'sync; echo 3 > /proc/sys/vm/drop_caches' >/dev/null
+	r="$(gexec /usr/bin/fio --name=r --rw=read "${common[@]}" |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["jobs"][0]["read"]["bw_bytes"])')"
+	virsh -q -c qemu:///system destroy "$dom" >/dev/null
+	echo "$w $r"
+}
+
+load0="$(boot_load)"
+echo "$prog: $n rounds, $size stream, ferry $bin, Debian guest ${deb[2]}" >&2
+: >"$work/rows"
+for ((i = 1; i <= n; i++)); do
+	a="$(ferry_once)" || exit 1
+	b="$(fio_once)" || exit 1
+	read -r fw fr <<<"$a"
+	read -r xw xr <<<"$b"
+	echo "$fw $fr $xw $xr" >>"$work/rows"
+	awk -v i="$i" -v n="$n" -v l="$(cut -d' ' -f1 /proc/loadavg)" '{
+		printf "round %d/%d: write ferry %.1f fio %.1f MB/s (x%.2f), read ferry %.1f fio %.1f MB/s (x%.2f), load %s\n",
+			i, n, $1/1e6, $3/1e6, $1/$3, $2/1e6, $4/1e6, $2/$4, l }' <<<"$fw $fr $xw $xr"
+done
+load1="$(boot_load)"
+for col in 1:write 2:read; do
+	k="${col%%:*}"
+	f="$(awk -v k="$k" '{print $k}' "$work/rows" | boot_stats)"
+	x="$(awk -v k="$k" '{print $(k + 2)}' "$work/rows" | boot_stats)"
+	read -r fm fmin fmax <<<"$f"
+	read -r xm xmin xmax <<<"$x"
+	awk -v d="${col#*:}" -v fm="$fm" -v fmin="$fmin" -v fmax="$fmax" -v xm="$xm" -v xmin="$xmin" \
+		-v xmax="$xmax" -v n="$n" 'BEGIN {
+		q = fm / xm; within = (q >= 0.85 && q <= 1.15) ? "within 15%" : "NOT within 15%"
+		printf "%s, n=%d each: ferry median %.1f MB/s (%.1f-%.1f), fio median %.1f MB/s (%.1f-%.1f): ferry/fio x%.2f, %s\n",
+			d, n, fm/1e6, fmin/1e6, fmax/1e6, xm/1e6, xmin/1e6, xmax/1e6, q, within }'
+done
+echo "load (1/5/15 min) before: $load0; after: $load1"
