@@ -120,6 +120,23 @@ assert combos["fresh"] == combos["reuse"], combos
 assert {a for _, a in combos["fresh"]} >= {"sparse", "full"}, combos
 ' plans/disk-allocation.yaml
 
+# disk-allocation is study 001's procedure: the copies run inside the guest, disk to disk, in both
+# directions (write onto the target, read back from it), of a dd-made file of zeros and one of
+# random bytes (equal bytes) and of a real tree, onto dynamic and fixed disks, first write and
+# rewrite (issue 26)
+check "disk-allocation: guest-copy write and read, dd zeros vs random at equal bytes and a real tree" '
+gc = [c for c in cells if c["method"]["type"] == "guest-copy"]
+assert len(gc) == len(cells), [c["id"] for c in cells if c not in gc]
+assert {c["method"]["direction"] for c in gc} == {"write", "read"}
+ds = {c["dataset"]["name"]: c["dataset"] for c in gc}
+files = [d for d in ds.values() if "path" not in d]
+assert sorted(d["content"] for d in files) == ["random", "zeros"], files
+assert len({(d["files"], d["size"]["max"]) for d in files}) == 1 and files[0]["files"] == 1, files
+assert any("path" in d for d in ds.values()), ds
+combos = {(c["method"]["direction"], c["dataset"]["name"], c["disk"]["allocation"], c["run"]["disk"]) for c in gc}
+assert len(combos) == 2 * len(ds) * 2 * 2, sorted(combos)
+' plans/disk-allocation.yaml
+
 # network-queues: the queue counts on the private network, one dataset for the network cells;
 # VM to VM (study 003's own copy): 1,000 files of 1 KB into receivers q1 and q4 from a sender
 # whose NIC is a separate axis (1 and 4 queues), per file (scp) and as one stream (tar)
@@ -188,6 +205,12 @@ fits "shares at the study's documented settings: valid" 0 "" plans/shares.yaml \
 fits "network-queues: 1,000 files of 10 MiB do not fit its 4 GiB tmpfs" 2 \
 	"the dataset takes 9.8GiB, and disk 'ram' (a tmpfs) holds 4GiB" \
 	plans/network-queues.yaml --var FERRY_NET_FILE_SIZE=10MiB
+alloc_scale=(--var FERRY_ALLOC_FILE=1GB --var FERRY_ALLOC_TREE=/usr/lib)
+fits "disk-allocation: a 1 GB dd file does not fit the ext4 of a 512 MiB disk" 2 \
+	"the dataset takes 953.7MiB, and the ext4 ferry makes on disk 'first' holds 480MiB" \
+	plans/disk-allocation.yaml "${alloc_scale[@]}"
+fits "disk-allocation at the study's documented settings: valid" 0 "" plans/disk-allocation.yaml \
+	"${alloc_scale[@]}" --var FERRY_ALLOC_DISK=8GiB
 for p in plans/*.yaml; do
 	fits "$p at its default scale: valid" 0 "" "$p"
 done

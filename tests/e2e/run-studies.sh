@@ -52,7 +52,21 @@ PY
 
 study disk-bus-cache guest_read_throughput --var FERRY_BUS_SIZE=2MiB --var FERRY_BUS_SMALL=256KiB \
 	--var FERRY_BUS_DISK=16MiB
-study disk-allocation alloc_growth --var FERRY_ALLOC_TREE="$tree" --var FERRY_ALLOC_DISK=64MiB
+study disk-allocation alloc_growth --var FERRY_ALLOC_TREE="$tree" --var FERRY_ALLOC_DISK=64MiB \
+	--var FERRY_ALLOC_FILE=1MiB
+# study 001's copies inside the guest: write cells timed onto the target, read cells back from it,
+# each on the guest's clock; the dd files are 1 MiB each
+"$py" - "$work/disk-allocation/r.json" <<'PY' || fail "disk-allocation: a copy not timed in the guest or not of the dataset"
+import json, sys
+r = json.load(open(sys.argv[1]))
+for c in r["cells"]:
+    x = [x for x in c["runs"] if not x["warmup"]][0]
+    m = "guest_write_time" if c["axes"]["method"] == "write" else "guest_read_time"
+    assert x["metrics"].get(m, 0) > 0, (c["id"], x["metrics"])
+    if c["axes"]["dataset"] in ("zeros", "random"):
+        assert (x["files"], x["bytes"]) == (1, 1 << 20), (c["id"], x["files"], x["bytes"])
+    print("# %s: transfer %.3f s, %s %.3f s" % (c["id"], x["phases"]["transfer"], m, x["metrics"][m]))
+PY
 study copy-methods "" --var FERRY_COPY_SCALE=16 --var FERRY_COPY_DISK=64MiB
 study shares "" --var FERRY_SHARES_DISK=64MiB
 study network-queues "" --var FERRY_NET_FILE_SIZE=1KiB --var FERRY_V2V_FILES=50
