@@ -23,6 +23,7 @@
 #include "devices.h"
 #include "methods/method.h"
 #include "plan.h"
+#include "proc.h"
 #include "results.h"
 #include "run.h"
 
@@ -289,6 +290,14 @@ struct machine_guest_ops {
 	 */
 	int (*net_run)(struct machine *m, const char *const *argv, char **out,
 		       struct machine_err *e);
+	/*
+	 * proc_spawn(argv, o, r) on the host inside the run's private network: a client that
+	 * reaches the guests of net_guest_addr there (ssh, with a stdin pipe and a timeout). -1
+	 * with *e when it could not be started or ran past o->timeout_ms (e->msg says which); its
+	 * exit status is r's.
+	 */
+	int (*net_spawn)(struct machine *m, const char *const *argv, const struct proc_opts *o,
+			 struct proc_result *r, struct machine_err *e);
 	/* Why the guest's NIC moves packets without the host kernel's vhost-net (e.g. the host
 	 * has no /dev/vhost-net), or NULL when it uses it (static string). */
 	const char *(*nic_no_vhost_reason)(struct machine *m, struct machine_guest *g);
@@ -698,6 +707,19 @@ static inline int machine_net_run(struct machine *m, const char *const *argv, ch
 		return machine_err_set(e, MACHINE_ERR_UNSUPPORTED,
 				       "this machine cannot run a program in a private network");
 	return m->ops->guest->net_run(m, argv, out, e);
+}
+static inline bool machine_can_net_spawn(struct machine *m)
+{
+	return m && m->ops->guest && m->ops->guest->net_spawn;
+}
+static inline int machine_net_spawn(struct machine *m, const char *const *argv,
+				    const struct proc_opts *o, struct proc_result *r,
+				    struct machine_err *e)
+{
+	if (!machine_can_net_spawn(m))
+		return machine_err_set(e, MACHINE_ERR_UNSUPPORTED,
+				       "this machine cannot run a program in a private network");
+	return m->ops->guest->net_spawn(m, argv, o, r, e);
 }
 static inline const char *machine_guest_nic_no_vhost_reason(struct machine *m,
 							    struct machine_guest *g)

@@ -14,9 +14,10 @@
  * SSH_GUEST_PORT and waits until it listens. The client trusts exactly that host key (its own
  * known_hosts, StrictHostKeyChecking=yes) and reads no user or system configuration (-F
  * /dev/null). The connection: 127.0.0.1 through QEMU user networking's forwarded port
- * (hostfwd, once per guest), or the guest's address where the machine puts the guest on the
- * host's loopback (the fake machine). A guest on ferry's private network is not reached yet:
- * such a cell is skipped (supports()).
+ * (hostfwd, once per guest); the guest's address where the machine puts the guest on the
+ * host's loopback (the fake machine); or, for a guest on ferry's private network, the guest's
+ * address there, with the client (and rsync's ssh) run inside the run's network namespace
+ * (machine_net_spawn: `ip netns exec`), the only place that address is reached from.
  * transfer: the tool's command on the host, from its start to its end (the handshake included,
  * as a user's copy pays it); finalize: `sync` in the guest. cleanup: the server is killed, the
  * guest's key files and /run/ferry-ssh removed, the host's keys deleted: no key outlives a run.
@@ -93,12 +94,12 @@ static char *ssh_supports(const struct method_ctx *ctx)
 	char *why = plan_rules_skip(ctx->plan, ctx->cell);
 	if (why)
 		return why;
-	/* the client reaches the guest through user networking's forward on 127.0.0.1 */
-	if (ctx->cell->vm->nic.backend == PLAN_NIC_PRIVATE)
+	/* on ferry's private network the client runs inside the run's namespace */
+	if (ctx->cell->vm->nic.backend == PLAN_NIC_PRIVATE && ctx->machine &&
+	    !machine_can_net_spawn(ctx->machine))
 		return xstrdup(
-		    "ssh: reaches the guest's server through user networking's forwarded "
-		    "port; a vm on ferry's private network (nic backend private) is not "
-		    "reached yet");
+		    "ssh: this machine cannot run the host's ssh client in ferry's private "
+		    "network (nic backend private): use user networking");
 	static const char *const need[] = { "ssh", "ssh-keygen" };
 	for (size_t i = 0; i < ELEMENTSOF(need); i++)
 		if (!have_program(need[i]))
@@ -247,16 +248,21 @@ static int route(struct method_ctx *ctx, struct ssh_state *s)
 {
 	const char *addr = machine_guest_net_addr(ctx->machine, ctx->guest);
 	if (addr) {
-		if (strncmp(addr, "127.", 4) != 0)
-			return method_fail(ctx, ERROR_INFRA, NULL,
-					   "ssh: the guest is on ferry's private network (%s), "
-					   "which the host's ssh client does not reach: use user "
-					   "networking",
-					   addr);
+		/* the fake machine's guests are on the host's loopback; a guest on the private
+		   network is reached from inside the run's namespace (machine_net_spawn) */
+		s->in_netns = strncmp(addr, "127.", 4) != 0;
+		if (s->in_netns && !machine_can_net_spawn(ctx->machine))
+			return method_fail(
+			    ctx, ERROR_INFRA, NULL,
+			    "ssh: the guest is on ferry's private network (%s), "
+			    "where this machine cannot run the host's ssh client: use "
+			    "user networking",
+			    addr);
 		s->addr = addr;
 		s->port = SSH_GUEST_PORT;
 		return 0;
 	}
+	s->in_netns = false;
 	s->addr = "127.0.0.1";
 	if (s->fwd_guest && STREQ(s->fwd_guest, ctx->guest->name)) {
 		s->port = s->fwd_port;
@@ -371,7 +377,18 @@ static int run_client(struct method_ctx *ctx, const char *const *argv, int stdin
 				     .stdin_fd = stdin_fd };
 	struct proc_result r;
 	_cleanup_free_ char *err = NULL;
-	if (proc_spawn(argv, &o, &r, &err) < 0) {
+	const struct ssh_state *s = ctx->state;
+	int started;
+	if (s && s->in_netns) {
+		_cleanup_(machine_err_clear) struct machine_err e = { 0 };
+		started = machine_net_spawn(ctx->machine, argv, &o, &r, &e);
+		if (started < 0)
+			err = e.msg ? xstrdup(e.msg)
+				    : xstrdup("cannot run it in the private network");
+	} else {
+		started = proc_spawn(argv, &o, &r, &err);
+	}
+	if (started < 0) {
 		proc_result_clear(&r);
 		bool timeout = err && strstr(err, "did not finish");
 		return method_fail(ctx, timeout ? ERROR_TIMEOUT : ERROR_INFRA, NULL, "ssh: %s: %s",

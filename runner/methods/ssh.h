@@ -23,6 +23,7 @@ struct ssh_state {
 	const char *listen_addr; /* the guest's address it listens on (static); NULL: all */
 	int64_t server;          /* guest pid of the server, 0: none */
 	bool guest_files;        /* keys pushed into the guest */
+	bool in_netns;           /* the client runs in the run's private network (ssh.c) */
 };
 
 static inline int ssh_listen_port(const struct ssh_state *s)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The ssh method end to end under TCG (tests/e2e/plans/run-ssh.yaml): scp, rsync and tar over ssh
 # into the built-in guest's dropbear through user networking's forwarded port, and scp and tar
-# with a named cipher; every cell passes with its run verified in the guest (the landing
+# with a named cipher, and scp, rsync and tar into a guest on ferry's private network, where the
+# host's client runs inside the run's network namespace; every cell passes with its run verified in the guest (the landing
 # directory hashed against the dataset's manifest), and every tool moved the dataset's bytes.
 # Nothing is left behind: no domain, no run directory (the keys the run made live in it), no ssh
 # client of the run on the host, no namespace of the run. In the guest, each cell's cleanup kills
@@ -31,8 +32,10 @@ validate "$res"
 bad="$(query "$res" '[(i, c["status"], c.get("skip_reason"), c.get("errors")) for i, c in cells.items() if c["status"] != "passed" or not (
 	len([x for x in c["runs"] if not x["warmup"] and x["integrity_ok"]]) == 1)]')"
 [ "$bad" = "[]" ] || fail "cells not passed with a verified run: $bad"
-[ "$(query "$res" 'len(r["cells"])')" = 5 ] || fail "expected 5 cells"
-grep -q "1 boot" "$work/log" || fail "expected the cells to share one boot"
+[ "$(query "$res" 'len(r["cells"])')" = 8 ] || fail "expected 8 cells"
+[ "$(query "$res" 'sorted(c["id"].split(",")[0] for c in r["cells"] if "tiny-priv" in c["id"])')" = "['vm=tiny-priv', 'vm=tiny-priv', 'vm=tiny-priv']" ] ||
+	fail "expected 3 cells on the private network"
+grep -q "2 boots" "$work/log" || fail "expected the cells of each vm to share one boot"
 # every tool moved the dataset's bytes and files (24 files of 1-256 KiB)
 bytes="$(query "$res" 'sorted({c["runs"][0]["bytes"] for c in r["cells"]})')"
 [ "$(query "$res" 'len({c["runs"][0]["bytes"] for c in r["cells"]})')" = 1 ] || fail "tools moved different bytes: $bytes"
@@ -53,4 +56,4 @@ for c in r["cells"]:
     x = [x for x in c["runs"] if not x["warmup"]][0]
     print("| %s | %.3f | %.3f |" % (c["id"].split("method=")[1], x["phases"]["transfer"], x["total"]))
 PY
-echo "ok: scp, rsync and tar over ssh, scp with aes128-ctr and tar with chacha20-poly1305 into dropbear, every run verified; nothing left behind"
+echo "ok: scp, rsync and tar over ssh, scp with aes128-ctr and tar with chacha20-poly1305 into dropbear, and the three tools on the private network, every run verified; nothing left behind"

@@ -283,6 +283,16 @@ static int lv_net_run(struct machine *m, const char *const *argv, char **out, st
 	return netns_run(ns, argv, out, &err) < 0 ? fail(e, MACHINE_ERR_FAILED, err) : 0;
 }
 
+static int lv_net_spawn(struct machine *m, const char *const *argv, const struct proc_opts *o,
+			struct proc_result *r, struct machine_err *e)
+{
+	struct netns *ns = netns_find(((struct lv_machine *)m)->run);
+	if (!ns)
+		return machine_err_set(e, MACHINE_ERR_FAILED, "the run has no private network");
+	char *err = NULL;
+	return netns_spawn(ns, argv, o, r, &err) < 0 ? fail(e, MACHINE_ERR_FAILED, err) : 0;
+}
+
 static const char *lv_nic_no_vhost_reason(struct machine *m, struct machine_guest *g)
 {
 	return vm_nic_no_vhost_reason(vm_of(g));
@@ -319,6 +329,7 @@ const struct machine_guest_ops machine_libvirt_guest_ops = {
 	.net_socket = lv_net_socket,
 	.net_host_addr = lv_net_host_addr,
 	.net_run = lv_net_run,
+	.net_spawn = lv_net_spawn,
 	.nic_no_vhost_reason = lv_nic_no_vhost_reason,
 	.has_virtiofs = lv_has_virtiofs,
 	.share_maps_links = lv_share_maps_links,

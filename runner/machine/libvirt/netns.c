@@ -215,19 +215,42 @@ int netns_host_addr(struct netns *ns, unsigned index, char **addr, char **err)
 	return 0;
 }
 
-int netns_run(const struct netns *ns, const char *const *argv, char **out, char **err)
+/* "ip netns exec NAME argv...": full has room for n entries; -1 with *err when argv is longer */
+static int in_netns(const struct netns *ns, const char *const *argv, const char **full, size_t n,
+		    char **err)
 {
-	const char *full[32] = { "ip", "netns", "exec", ns->name };
-	size_t n = 4;
+	size_t k = 0;
+	full[k++] = "ip";
+	full[k++] = "netns";
+	full[k++] = "exec";
+	full[k++] = ns->name;
 	for (size_t i = 0; argv[i]; i++) {
-		if (n + 1 >= ELEMENTSOF(full)) {
+		if (k + 1 >= n) {
 			*err = xasprintf("'%s': too many arguments", argv[0]);
 			return -1;
 		}
-		full[n++] = argv[i];
+		full[k++] = argv[i];
 	}
-	full[n] = NULL;
+	full[k] = NULL;
+	return 0;
+}
+
+int netns_run(const struct netns *ns, const char *const *argv, char **out, char **err)
+{
+	const char *full[32];
+	if (in_netns(ns, argv, full, ELEMENTSOF(full), err) < 0)
+		return -1;
 	return proc_run(full, out, err);
+}
+
+int netns_spawn(const struct netns *ns, const char *const *argv, const struct proc_opts *o,
+		struct proc_result *r, char **err)
+{
+	const char *full[80];
+	*r = (struct proc_result){ 0 };
+	if (in_netns(ns, argv, full, ELEMENTSOF(full), err) < 0)
+		return -1;
+	return proc_spawn(full, o, r, err);
 }
 
 /* ---- sockets inside the namespace ---- */

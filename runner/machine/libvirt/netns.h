@@ -28,6 +28,7 @@
 
 #include <stdbool.h>
 
+#include "proc.h"
 #include "run.h"
 
 #define NETNS_BRIDGE      "ferrybr0"
@@ -65,6 +66,10 @@ int netns_host_addr(struct netns *ns, unsigned index, char **addr, char **err);
 /* Run argv (argv[0] looked up in PATH) inside the namespace (`ip netns exec`) and wait for it:
  * proc_run()'s contract. A program that puts itself into the background stays in there. */
 int netns_run(const struct netns *ns, const char *const *argv, char **out, char **err);
+/* proc_spawn() of argv (at most 75 arguments) inside the namespace, with its stdin, timeout and
+ * split output (a client that must reach the guests: ssh) */
+int netns_spawn(const struct netns *ns, const char *const *argv, const struct proc_opts *o,
+		struct proc_result *r, char **err);
 
 /* A socket (socket(2) arguments) created inside the namespace. Returns the fd or -1 with *err. */
 int netns_socket(const struct netns *ns, int domain, int type, char **err);
