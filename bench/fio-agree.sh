@@ -8,7 +8,9 @@
 #          guest_read_throughput (the guest's own clock around the dd commands);
 #   fio:   the same guest booted by this script as a transient libvirt domain (no NIC) with the
 #          same target disk; fio --direct=1 --bs=1M --ioengine=psync --rw=write --end_fsync=1,
-#          then the guest's caches dropped, --rw=read; its bw_bytes.
+#          then the guest's caches dropped, --rw=read; its bw_bytes. In the same boot, ferry's
+#          own dd commands (a tmpfs staging file, conv=fsync; iflag=direct), timed by dd itself
+#          and by ferry's guest clock around them, so that a gap shows where it comes from.
 # Each round boots one guest for ferry and one for fio, alternately (interleaved, so the host's
 # drift hits both alike); the script prints each round's four figures, then per direction the
 # median of each, their ratio ferry/fio and whether it is within 15%, and the load average
@@ -30,7 +32,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--n) n="$2"; shift 2 ;;
 	--size) size="$2"; shift 2 ;;
-	-h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,22p' "$0"; exit 0 ;;
 	*) echo "$prog: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
@@ -138,7 +140,8 @@ XML
 	done
 	[ "$ok" = 1 ] || { echo "$prog: the fio guest's agent did not answer in 300 s" >&2; return 1; }
 	# the device the target is: the disk of the size we made (vda is the root)
-	local dev=/dev/vdb common w r
+	dev=/dev/vdb
+	local common w r
 	common=(--filename="$dev" --bs=1M --ioengine=psync --iodepth=1 --direct=1 --size="$bytes"
 		--output-format=json)
 	sync; echo 3 >/proc/sys/vm/drop_caches
@@ -149,8 +152,31 @@ XML
 	gexec /bin/sh -c 'sync; echo 3 > /proc/sys/vm/drop_caches' >/dev/null
 	r="$(gexec /usr/bin/fio --name=r --rw=read "${common[@]}" |
 		python3 -c 'import json, sys; print(json.load(sys.stdin)["jobs"][0]["read"]["bw_bytes"])')"
+	# in the same boot, ferry's own dd commands (block.c, queue depth 1) from a tmpfs staging
+	# file, timed twice: by dd itself (its "copied, S s") and by ferry's guest clock around
+	# them (method.c: /proc/timer_list read by awk before and after): which part of a gap to
+	# fio is dd, and which is the clock
+	local dd
+	dd="$(gexec /bin/sh -c "$(guest_dd_script)")"
 	virsh -q -c qemu:///system destroy "$dom" >/dev/null
-	echo "$w $r"
+	echo "$w $r $dd"
+}
+
+# guest_dd_script -> a guest shell script printing "DDW DDR CLW CLR" in bytes/s
+guest_dd_script() {
+	cat <<SH
+ns() { awk '/^now at /{print \$3; exit}' /proc/timer_list; }
+secs() { sed -n 's/.* copied, \([0-9.]*\) s.*/\1/p'; }
+head -c $bytes /dev/urandom >/dev/shm/stage
+sync; echo 3 >/proc/sys/vm/drop_caches
+t0=\$(ns); (dd if=/dev/shm/stage of=$dev bs=1M count=$mib iflag=fullblock oflag=direct conv=sync,notrunc,fsync 2>/dev/shm/w.err); t1=\$(ns)
+sync; echo 3 >/proc/sys/vm/drop_caches
+t2=\$(ns); (dd if=$dev of=/dev/null bs=1M count=$mib iflag=direct 2>/dev/shm/r.err); t3=\$(ns)
+w=\$(secs </dev/shm/w.err); r=\$(secs </dev/shm/r.err)
+rm -f /dev/shm/stage /dev/shm/w.err /dev/shm/r.err
+awk -v b=$bytes -v w="\$w" -v r="\$r" -v a=\$t0 -v c=\$t1 -v d=\$t2 -v e=\$t3 \
+	'BEGIN { printf "%.0f %.0f %.0f %.0f\\n", b / w, b / r, b / ((c - a) / 1e9), b / ((e - d) / 1e9) }'
+SH
 }
 
 load0="$(boot_load)"
@@ -160,11 +186,11 @@ for ((i = 1; i <= n; i++)); do
 	a="$(ferry_once)" || exit 1
 	b="$(fio_once)" || exit 1
 	read -r fw fr <<<"$a"
-	read -r xw xr <<<"$b"
-	echo "$fw $fr $xw $xr" >>"$work/rows"
+	read -r xw xr dw dr cw cr <<<"$b"
+	echo "$fw $fr $xw $xr $dw $dr $cw $cr" >>"$work/rows"
 	awk -v i="$i" -v n="$n" -v l="$(cut -d' ' -f1 /proc/loadavg)" '{
-		printf "round %d/%d: write ferry %.1f fio %.1f MB/s (x%.2f), read ferry %.1f fio %.1f MB/s (x%.2f), load %s\n",
-			i, n, $1/1e6, $3/1e6, $1/$3, $2/1e6, $4/1e6, $2/$4, l }' <<<"$fw $fr $xw $xr"
+		printf "round %d/%d: write ferry %.1f fio %.1f MB/s (x%.2f) [fio boot: dd %.1f, ferry clock %.1f], read ferry %.1f fio %.1f MB/s (x%.2f) [fio boot: dd %.1f, ferry clock %.1f], load %s\n",
+			i, n, $1/1e6, $3/1e6, $1/$3, $5/1e6, $7/1e6, $2/1e6, $4/1e6, $2/$4, $6/1e6, $8/1e6, l }' <<<"$fw $fr $xw $xr $dw $dr $cw $cr"
 done
 load1="$(boot_load)"
 for col in 1:write 2:read; do
@@ -173,6 +199,10 @@ for col in 1:write 2:read; do
 	x="$(awk -v k="$k" '{print $(k + 2)}' "$work/rows" | boot_stats)"
 	read -r fm fmin fmax <<<"$f"
 	read -r xm xmin xmax <<<"$x"
+	dmed="$(awk -v k="$k" '{print $(k + 4)}' "$work/rows" | boot_stats | cut -d' ' -f1)"
+	cmed="$(awk -v k="$k" '{print $(k + 6)}' "$work/rows" | boot_stats | cut -d' ' -f1)"
+	awk -v d="${col#*:}" -v dm="$dmed" -v cm="$cmed" 'BEGIN {
+		printf "%s, in the fio boots: dd'"'"'s own figure median %.1f MB/s, ferry'"'"'s clock around the same dd %.1f MB/s\n", d, dm/1e6, cm/1e6 }'
 	awk -v d="${col#*:}" -v fm="$fm" -v fmin="$fmin" -v fmax="$fmax" -v xm="$xm" -v xmin="$xmin" \
 		-v xmax="$xmax" -v n="$n" 'BEGIN {
 		q = fm / xm; within = (q >= 0.85 && q <= 1.15) ? "within 15%" : "NOT within 15%"
