@@ -220,13 +220,17 @@ int method_guest_sh(struct method_ctx *ctx, const char *what, const char *cmd, c
 }
 
 /*
- * The guest's CLOCK_MONOTONIC in nanoseconds as a shell function: the kernel's /proc/timer_list
- * ("now at N nsecs"; busybox date has no %N), else date +%s%N (a format: %% doubled) (coreutils;
- * the realtime clock).
+ * The guest's CLOCK_MONOTONIC in nanoseconds as a shell function that sets ferry_t: the kernel's
+ * /proc/timer_list ("now at N nsecs", its third line; busybox date has no %N), else date +%s%N
+ * (a format: %% doubled) (coreutils; the realtime clock). The file is read with the shell's own
+ * read, in the shell itself: a reading that started a process (awk in $(...), as it did) put
+ * that process's start inside the timed interval, which on the Debian guest under TCG took most
+ * of a 16 MiB dd's time (bench/RESULTS-fio-agree.md: ferry's MB/s 0.34-0.42 of dd's own).
  */
 #define GUEST_CLOCK_FN                                                                             \
-	"ferry_ns() { t=$(awk '/^now at /{print $3; exit}' /proc/timer_list 2>/dev/null); "        \
-	"case \"$t\" in ''|*[!0-9]*) t=$(date +%%s%%N 2>/dev/null);; esac; echo \"$t\"; }; "
+	"ferry_ns() { ferry_t=; while read -r a b c d; do if [ \"$a $b\" = 'now at' ]; then "      \
+	"ferry_t=$c; break; fi; done 2>/dev/null </proc/timer_list; case \"$ferry_t\" in "         \
+	"''|*[!0-9]*) ferry_t=$(date +%%s%%N 2>/dev/null);; esac; }; "
 #define GUEST_CLOCK_MARK "ferry-guest-clock "
 
 /* The guest's two clock readings at the end of out (taken off it): seconds between them. */
@@ -259,8 +263,8 @@ int method_guest_timed_sh(struct method_ctx *ctx, const char *what, const char *
 			  double *seconds)
 {
 	_cleanup_free_ char *wrapped =
-	    xasprintf(GUEST_CLOCK_FN "t0=$(ferry_ns); (%s); r=$?; t1=$(ferry_ns); echo; "
-				     "echo \"" GUEST_CLOCK_MARK "$t0 $t1\"; exit $r",
+	    xasprintf(GUEST_CLOCK_FN "ferry_ns; t0=$ferry_t; (%s); r=$?; ferry_ns; echo; "
+				     "echo \"" GUEST_CLOCK_MARK "$t0 $ferry_t\"; exit $r",
 		      cmd);
 	_cleanup_free_ char *o = NULL;
 	if (method_guest_sh(ctx, what, wrapped, &o) < 0)
