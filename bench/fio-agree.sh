@@ -154,7 +154,7 @@ XML
 		python3 -c 'import json, sys; print(json.load(sys.stdin)["jobs"][0]["read"]["bw_bytes"])')"
 	# in the same boot, ferry's own dd commands (block.c, queue depth 1) from a tmpfs staging
 	# file, timed twice: by dd itself (its "copied, S s") and by ferry's guest clock around
-	# them (method.c: /proc/timer_list read by awk before and after): which part of a gap to
+	# them (method.c: /proc/timer_list read by the shell's read before and after): which part of a gap to
 	# fio is dd, and which is the clock
 	local dd
 	dd="$(gexec /bin/sh -c "$(guest_dd_script)")"
@@ -165,13 +165,13 @@ XML
 # guest_dd_script -> a guest shell script printing "DDW DDR CLW CLR" in bytes/s
 guest_dd_script() {
 	cat <<SH
-ns() { awk '/^now at /{print \$3; exit}' /proc/timer_list; }
+ns() { t=; while read -r a b c d; do if [ "\$a \$b" = 'now at' ]; then t=\$c; break; fi; done </proc/timer_list; }
 secs() { sed -n 's/.* copied, \([0-9.]*\) s.*/\1/p'; }
 head -c $bytes /dev/urandom >/dev/shm/stage
 sync; echo 3 >/proc/sys/vm/drop_caches
-t0=\$(ns); (dd if=/dev/shm/stage of=$dev bs=1M count=$mib iflag=fullblock oflag=direct conv=sync,notrunc,fsync 2>/dev/shm/w.err); t1=\$(ns)
+ns; t0=\$t; (dd if=/dev/shm/stage of=$dev bs=1M count=$mib iflag=fullblock oflag=direct conv=sync,notrunc,fsync 2>/dev/shm/w.err); ns; t1=\$t
 sync; echo 3 >/proc/sys/vm/drop_caches
-t2=\$(ns); (dd if=$dev of=/dev/null bs=1M count=$mib iflag=direct 2>/dev/shm/r.err); t3=\$(ns)
+ns; t2=\$t; (dd if=$dev of=/dev/null bs=1M count=$mib iflag=direct 2>/dev/shm/r.err); ns; t3=\$t
 w=\$(secs </dev/shm/w.err); r=\$(secs </dev/shm/r.err)
 rm -f /dev/shm/stage /dev/shm/w.err /dev/shm/r.err
 awk -v b=$bytes -v w="\$w" -v r="\$r" -v a=\$t0 -v c=\$t1 -v d=\$t2 -v e=\$t3 \
