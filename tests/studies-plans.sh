@@ -16,7 +16,8 @@ check() { # description, python program over the expansion, plan, ferry options.
 import json, sys
 cells = json.load(sys.stdin)['cells']
 def size(v):
-    units = {'B': 1, 'KiB': 1 << 10, 'MiB': 1 << 20, 'GiB': 1 << 30, 'TiB': 1 << 40}
+    units = {'B': 1, 'KiB': 1 << 10, 'MiB': 1 << 20, 'GiB': 1 << 30, 'TiB': 1 << 40,
+             'KB': 10**3, 'MB': 10**6, 'GB': 10**9, 'TB': 10**12}
     for u in sorted(units, key=len, reverse=True):
         if v.endswith(u):
             return float(v[: -len(u)]) * units[u]
@@ -66,10 +67,23 @@ for c in cells:
 vals = set(by.values())
 assert len(by) == 2 and len(vals) == 1, by
 '
-for scale in "" 1048576; do
-	check "copy-methods: few-large and many-small hold equal bytes${scale:+ (FERRY_COPY_SCALE=$scale)}" \
-		"$shapes" plans/copy-methods.yaml ${scale:+--var FERRY_COPY_SCALE=$scale}
-done
+copy_study=(--var FERRY_COPY_LARGE=1GB --var FERRY_COPY_FILES=10000 --var FERRY_COPY_SMALL=1MB)
+check "copy-methods: few-large and many-small hold equal bytes" "$shapes" plans/copy-methods.yaml
+check "copy-methods: equal bytes at the study's shapes too" "$shapes" plans/copy-methods.yaml \
+	"${copy_study[@]}"
+# study 000's shapes exactly: 10 files of 1 GB, and 10,000 of 1 MB (the plan's old study setting
+# made 1,048,576 files of 10 KiB, a shape the study never had)
+check "copy-methods: the study's shapes (10 x 1 GB, 10,000 x 1 MB)" '
+shapes = {(c["dataset"]["name"], c["dataset"]["files"], ds_bytes(c)) for c in cells}
+assert shapes == {("few-large", 10, 10**10), ("many-small", 10000, 10**10)}, shapes
+' plans/copy-methods.yaml "${copy_study[@]}"
+# study 000's remoting (Copy-Item -ToSession, and Copy-Item-Compress): ssh per file and one tar
+# stream, on both shapes, in the same guest as the other methods (ferry's private network)
+check "copy-methods: ssh scp and tar beside the other methods, on the private network" '
+ssh = {(c["method"]["tool"], c["dataset"]["name"]) for c in cells if c["method"]["type"] == "ssh"}
+assert ssh == {(t, d) for t in ("scp", "tar") for d in ("few-large", "many-small")}, ssh
+assert len({c["vm"]["name"] for c in cells}) == 1
+' plans/copy-methods.yaml
 for zeros in "" 00 000; do
 	check "shares: one-big and many hold equal bytes${zeros:+ (FERRY_SHARES_ZEROS=$zeros)}" \
 		"$shapes" plans/shares.yaml ${zeros:+--var FERRY_SHARES_ZEROS=$zeros}
@@ -181,19 +195,19 @@ fits() { # description, expected status (0 or 2), text the error must hold, plan
 		failed=$((failed + 1))
 	fi
 }
-copy_scale=(--var FERRY_COPY_SCALE=1048576)
+copy_docs=(--var FERRY_COPY_DISK=16GiB --var FERRY_COPY_MEM=15GiB --var FERRY_COPY_RAM=13GiB)
 fits "copy-methods at the study's size on a 1 GiB guest: refused" 2 \
-	"stages the dataset's 10GiB in the guest's RAM, and vm 'small' has 1GiB of memory" \
-	plans/copy-methods.yaml "${copy_scale[@]}" --var FERRY_COPY_DISK=16GiB
-fits "copy-methods at the study's size on 16 GiB of ext4: too few inodes" 2 \
-	"the dataset has 1048577 files and directories, and the ext4 ferry makes on disk 'sparse' has 1048565 inodes" \
-	plans/copy-methods.yaml "${copy_scale[@]}" --var FERRY_COPY_DISK=16GiB \
+	"stages the dataset's 9.3GiB in the guest's RAM, and vm 'small' has 1GiB of memory" \
+	plans/copy-methods.yaml "${copy_study[@]}" --var FERRY_COPY_DISK=16GiB
+fits "copy-methods at the study's size on 8 GiB of ext4: refused" 2 \
+	"the dataset takes 9.3GiB, and the ext4 ferry makes on disk 'sparse' holds 7.7GiB" \
+	plans/copy-methods.yaml "${copy_study[@]}" --var FERRY_COPY_DISK=8GiB \
 	--var FERRY_COPY_MEM=15GiB --var FERRY_COPY_RAM=13GiB
 fits "copy-methods at the study's size in a 512 MiB tmpfs: refused" 2 \
-	"the dataset takes 12GiB, and disk 'ram' (a tmpfs) holds 512MiB" \
-	plans/copy-methods.yaml "${copy_scale[@]}" --var FERRY_COPY_DISK=20GiB --var FERRY_COPY_MEM=15GiB
+	"the dataset takes 9.3GiB, and disk 'ram' (a tmpfs) holds 512MiB" \
+	plans/copy-methods.yaml "${copy_study[@]}" --var FERRY_COPY_DISK=16GiB --var FERRY_COPY_MEM=15GiB
 fits "copy-methods at the study's documented settings: valid" 0 "" plans/copy-methods.yaml \
-	"${copy_scale[@]}" --var FERRY_COPY_DISK=20GiB --var FERRY_COPY_MEM=15GiB --var FERRY_COPY_RAM=13GiB
+	"${copy_study[@]}" "${copy_docs[@]}"
 bus_scale=(--var FERRY_BUS_SIZE=1GiB --var FERRY_BUS_SMALL=256MiB --var FERRY_BUS_DISK=2GiB)
 fits "disk-bus-cache: block cannot stage 1 GiB in a 1 GiB guest" 2 \
 	"(type block) stages the dataset's 1GiB in the guest's RAM" \

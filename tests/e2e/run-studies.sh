@@ -67,6 +67,6 @@ for c in r["cells"]:
         assert (x["files"], x["bytes"]) == (1, 1 << 20), (c["id"], x["files"], x["bytes"])
     print("# %s: transfer %.3f s, %s %.3f s" % (c["id"], x["phases"]["transfer"], m, x["metrics"][m]))
 PY
-study copy-methods "" --var FERRY_COPY_SCALE=16 --var FERRY_COPY_DISK=64MiB
+study copy-methods "" --var FERRY_COPY_LARGE=16KiB --var FERRY_COPY_FILES=16 --var FERRY_COPY_DISK=64MiB
 study shares "" --var FERRY_SHARES_DISK=64MiB
 study network-queues "" --var FERRY_NET_FILE_SIZE=1KiB --var FERRY_V2V_FILES=50
