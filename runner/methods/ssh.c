@@ -375,7 +375,7 @@ static int run_client(struct method_ctx *ctx, const char *const *argv, int stdin
 	const struct proc_opts o = { .split_stderr = true,
 				     .timeout_ms = ctx->timeout_ms,
 				     .stdin_fd = stdin_fd };
-	struct proc_result r;
+	struct proc_result r = { 0 }; /* cleared below also when it never started */
 	_cleanup_free_ char *err = NULL;
 	const struct ssh_state *s = ctx->state;
 	int started;
