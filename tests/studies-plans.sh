@@ -219,6 +219,8 @@ fits "shares at the study's documented settings: valid" 0 "" plans/shares.yaml \
 fits "network-queues: 1,000 files of 10 MiB do not fit its 4 GiB tmpfs" 2 \
 	"the dataset takes 9.8GiB, and disk 'ram' (a tmpfs) holds 4GiB" \
 	plans/network-queues.yaml --var FERRY_NET_FILE_SIZE=10MiB
+fits "network-queues at the study's file size (about 1 KB): valid" 0 "" plans/network-queues.yaml \
+	--var FERRY_NET_FILE_SIZE=1KB
 alloc_scale=(--var FERRY_ALLOC_FILE=1GB --var FERRY_ALLOC_TREE=/usr/lib)
 fits "disk-allocation: a 1 GB dd file does not fit the ext4 of a 512 MiB disk" 2 \
 	"the dataset takes 953.7MiB, and the ext4 ferry makes on disk 'first' holds 480MiB" \
