@@ -7,6 +7,8 @@
 # lock for itself (the machine is shared). Then every ordered pair is gated with `ferry compare`
 # and the figures are printed.
 #   bash bench/gate/gate.sh run OUTDIR K [MS CELL]    measure K runs (clean, or slowed)
+#   bash bench/gate/gate.sh alt OUTDIR K S MS CELL    K clean and S slowed runs, interleaved
+#                                                     (the slowed ones spread evenly among them)
 #   bash bench/gate/gate.sh eval OUTDIR [COMPARE-OPTIONS...]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,22 +18,40 @@ lock=${FERRY_LOCK:-/work/e2e.lock}
 cmd=$1 out=$2
 shift 2
 mkdir -p "$out"
+one() { # kind ms cell: one run and its confirmation material, numbered after those in $out
+	local kind=$1 ms=$2 cell=$3 n
+	n=$(ls "$out" | grep -c "^$kind-[0-9]*\.json$" || true)
+	n=$((n + 1))
+	(
+		[ -n "$ms" ] && export FERRY_TEST_FAULT="slow=$ms@$cell"
+		flock "$lock" bash -c '
+			"$0" run -q "$1" --results "$2/$3-$4.json" 2>>"$2/log" || true
+			"$0" run -q "$1" --var FERRY_GATE_BOOTS=3 --results "$2/$3-$4.confirm.json" 2>>"$2/log" || true
+		' "$ferry" "$plan" "$out" "$kind" "$n"
+	)
+	echo "$(date -u +%T) $kind-$n done (load $(cut -d' ' -f1-3 /proc/loadavg))"
+}
 case $cmd in
+alt)
+	k=$1 s=$2 ms=$3 cell=$4
+	# run i (0-based) of K+S is slowed when it is the first to pass the next multiple of
+	# (K+S)/S: with K=6, S=3 the order is c s c c s c c s c
+	t=$((k + s)) done_s=0
+	for i in $(seq 0 $((t - 1))); do
+		if [ $(((i + 1) * s)) -ge $(((done_s + 1) * t - t / 2)) ] && [ "$done_s" -lt "$s" ]; then
+			one slow "$ms" "$cell"
+			done_s=$((done_s + 1))
+		else
+			one clean "" ""
+		fi
+	done
+	;;
 run)
 	k=$1 ms=${2:-} cell=${3:-}
 	kind=clean
 	[ -n "$ms" ] && kind=slow
 	for i in $(seq 1 "$k"); do
-		n=$(ls "$out" | grep -c "^$kind-[0-9]*\.json$" || true)
-		n=$((n + 1))
-		(
-			[ -n "$ms" ] && export FERRY_TEST_FAULT="slow=$ms@$cell"
-			flock "$lock" bash -c '
-				"$0" run -q "$1" --results "$2/$3-$4.json" 2>>"$2/log" || true
-				"$0" run -q "$1" --var FERRY_GATE_BOOTS=3 --results "$2/$3-$4.confirm.json" 2>>"$2/log" || true
-			' "$ferry" "$plan" "$out" "$kind" "$n"
-		)
-		echo "$(date -u +%T) $kind-$n done (load $(cut -d' ' -f1-3 /proc/loadavg))"
+		one "$kind" "$ms" "$cell"
 	done
 	;;
 eval)
