@@ -75,9 +75,11 @@ void cmp_canary(struct comparison *cmp, const struct samples *a, const struct sa
 /* A regressed gated row when the canary moved: withheld (inconclusive, with a note). */
 void cmp_canary_apply(const struct comparison *cmp, struct cmp_row *row);
 /* A regressed gated row checked against its rerun b (NULL: the rerun has no such cell) with
- * the same baseline samples a: stays regressed only when the rerun is regressed too. */
+ * the same baseline samples a: stays regressed only when the rerun's own change is a slowdown
+ * of at least the threshold and `pooled` (the new side's samples and the rerun's) is still
+ * regressed. */
 void cmp_confirm_apply(struct cmp_row *row, const struct samples *a, const struct samples *b,
-		       double confidence);
+		       const struct samples *pooled, double confidence);
 
 /* A cell of the new file with the cells it pairs with. */
 struct pair {

@@ -105,15 +105,19 @@ static void confirm_row(struct cmp_row *row, const struct pair *pairs, size_t n_
 	const struct result_cell *rc = results_find_cell(confirm, row->cell);
 	struct metric_ref m;
 	cmp_metric_ref(row->metric, &m);
-	struct samples a = { 0 }, b = { 0 };
+	struct samples a = { 0 }, b = { 0 }, both = { 0 };
 	for (size_t f = 0; pr && f < n_used; f++)
 		if (pr->base[f])
 			cmp_samples_add(&a, pr->base[f], f, &m);
-	if (rc)
+	if (rc) {
 		cmp_samples_add(&b, rc, n_used + 1, &m);
-	cmp_confirm_apply(row, &a, rc ? &b : NULL, confidence);
+		cmp_samples_add(&both, row->cand, n_used, &m);
+		cmp_samples_add(&both, rc, n_used + 1, &m);
+	}
+	cmp_confirm_apply(row, &a, rc ? &b : NULL, &both, confidence);
 	cmp_samples_free(&a);
 	cmp_samples_free(&b);
+	cmp_samples_free(&both);
 }
 
 /* The noise floor of a row: of its own time, or of the total for a rate (metrics of other
@@ -249,27 +253,42 @@ static void pair_rows(struct rows_ctx *x, const struct pair *pr)
 	}
 }
 
-/* The verdict of every row: Benjamini-Hochberg over every tested row, one family per
- * direction, then the rule, the floor, the canary and the confirmation; counts the verdicts. */
-static void decide_rows(struct rows_ctx *x)
+/* Benjamini-Hochberg at level q over the rows whose gated flag is `gated` (the others' p is
+ * left out), one family per direction; sets their sig_worse and sig_better. */
+static void bh_family(struct comparison *cmp, bool gated, double q)
 {
-	struct comparison *cmp = x->cmp;
-	const struct compare_opts *o = x->o;
-	double q = 1 - x->confidence;
 	_cleanup_free_ double *pw = xcalloc(cmp->n_rows + 1, sizeof(double));
 	_cleanup_free_ double *pb = xcalloc(cmp->n_rows + 1, sizeof(double));
 	_cleanup_free_ bool *rw = xcalloc(cmp->n_rows + 1, sizeof(bool));
 	_cleanup_free_ bool *rb = xcalloc(cmp->n_rows + 1, sizeof(bool));
 	for (size_t i = 0; i < cmp->n_rows; i++) {
-		pw[i] = cmp->rows[i].p_worse;
-		pb[i] = cmp->rows[i].p_better;
+		bool in = cmp->rows[i].gated == gated;
+		pw[i] = in ? cmp->rows[i].p_worse : NAN;
+		pb[i] = in ? cmp->rows[i].p_better : NAN;
 	}
 	stats_bh(pw, cmp->n_rows, q, rw);
 	stats_bh(pb, cmp->n_rows, q, rb);
+	for (size_t i = 0; i < cmp->n_rows; i++)
+		if (cmp->rows[i].gated == gated) {
+			cmp->rows[i].sig_worse = rw[i];
+			cmp->rows[i].sig_better = rb[i];
+		}
+}
+
+/* The verdict of every row: Benjamini-Hochberg, then the rule, the floor, the canary and the
+ * confirmation; counts the verdicts. The gated rows (the metrics that can fail the run) are one
+ * family and the reported rows another: the gate's false alarms are controlled over the
+ * hypotheses it acts on, and twenty reported phases and rates do not dilute the power of the
+ * one total the user asked to gate on. */
+static void decide_rows(struct rows_ctx *x)
+{
+	struct comparison *cmp = x->cmp;
+	const struct compare_opts *o = x->o;
+	double q = 1 - x->confidence;
+	bh_family(cmp, true, q);
+	bh_family(cmp, false, q);
 	for (size_t i = 0; i < cmp->n_rows; i++) {
 		struct cmp_row *row = &cmp->rows[i];
-		row->sig_worse = rw[i];
-		row->sig_better = rb[i];
 		if (!isnan(row->p_worse))
 			cmp_row_verdict(row, &x->work[i], o->rule, x->confidence);
 		free(x->work[i].sa);
