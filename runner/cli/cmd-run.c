@@ -85,7 +85,7 @@ static const struct cli_option run_options[] = {
 	  .arg = "N",
 	  .value = CLI_WORD,
 	  .help = "with a baseline: rerun a suspected regression's cells in N new blocks and fail "
-		  "only when the rerun regressed too; 0 or 3 to 20 (default: the plan's "
+		  "only when the rerun agrees; 0 or 3 to 20 (default: the plan's "
 		  "regression.confirm)" },
 	CLI_END,
 };

@@ -64,7 +64,7 @@ struct run_baseline {
 	size_t n_gate;
 	/* confirm > 0: a gated regression reruns its cells in that many new blocks through
 	 * rerun() (a results file the caller frees, NULL when it could not run), and stands only
-	 * when the rerun regressed too */
+	 * when the rerun agrees */
 	unsigned confirm;
 	struct results *(*rerun)(void *ud, const char *const *cells, size_t n, unsigned blocks);
 	void *rerun_ud;

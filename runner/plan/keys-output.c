@@ -155,7 +155,7 @@ static const struct key_def regression_defs[] = {
 	  .def = "0",
 	  .max = 20,
 	  .help = "on a suspected regression, rerun the flagged cells in this many new blocks and "
-		  "fail only when the rerun regressed too (--confirm overrides it); 0: no rerun, "
+		  "fail only when the rerun agrees (its own change a slowdown past the threshold, and the boots of both still regressed) (--confirm overrides it); 0: no rerun, "
 		  "else at least 3 (a rerun of fewer blocks cannot be tested)" },
 };
 const struct key_table plan_regression_keys = {

@@ -81,7 +81,8 @@ struct compare_opts {
 	const char *const *gate;
 	size_t n_gate;
 	/* The rerun of the new file's flagged cells (`--confirm`), or NULL: a regression of a
-	 * gated metric stands only when the rerun's cell against the same baseline regressed too.
+	 * gated metric stands only when the rerun agrees (its own change against the same
+	 * baseline a slowdown past the threshold, and both runs' boots together still regressed).
 	 */
 	const struct results *confirm;
 };
