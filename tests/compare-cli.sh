@@ -193,6 +193,50 @@ r = [x for x in d["rows"] if x["cell"] == "dataset=d0,method=m" and x["metric"] 
 assert r["verdict"] == "regressed", r
 print("ok: the gated total is its own family")
 PY
+# a control cell: the host's moment moves every cell of a run (here all 40% slower, one run of
+# identical code): without a control the gate fails, judged by the ratio to the control cell in
+# the same blocks it does not; and a cell 20% slower in a run made when the host was 25% faster
+# (every cell faster, so its own time fell) fails only with the control
+"$py" - base.json moment.json masked.json <<'PY'
+import json, sys
+def scaled(f, cell_factor):
+    r = json.load(open(sys.argv[1]))
+    for c in r["cells"]:
+        k = cell_factor(c["id"])
+        for x in c["runs"]:
+            x["block"] = x["boot"]
+            x["total"] *= k
+            x["phases"] = dict(x["phases"], transfer=x["total"])
+    json.dump(r, open(f, "w"))
+    return r
+b = json.load(open(sys.argv[1]))
+for c in b["cells"]:
+    for x in c["runs"]:
+        x["block"] = x["boot"]
+json.dump(b, open("base-blocks.json", "w"))
+scaled(sys.argv[2], lambda cid: 1.4)
+scaled(sys.argv[3], lambda cid: 0.75 * (1.2 if cid == "dataset=d1,method=m" else 1))
+PY
+expect 1 base-blocks.json moment.json
+expect 0 base-blocks.json moment.json --control dataset=d2 --markdown -
+grep -q 'relative to the control cell dataset=d2,method=m in the same blocks (5 and 5 blocks)' out ||
+	fail "the control's note is missing: $(grep -m1 control out)"
+expect 0 base-blocks.json masked.json
+expect 1 base-blocks.json masked.json --control dataset=d2 --json masked-cmp.json
+"$py" - masked-cmp.json <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+bad = {(x["cell"], x["metric"]) for x in d["rows"] if x["verdict"] == "regressed" and x["gated"]}
+assert bad == {("dataset=d1,method=m", "total")}, bad
+print("ok: the control finds a slowdown the host's moment hid")
+PY
+expect 2 base-blocks.json moment.json --control dataset=none
+grep -q "the control 'dataset=none' matches 0 cells present in both files; it must name exactly one" err ||
+	fail "an unmatched control: $(cat err)"
+expect 2 base-blocks.json moment.json --control method=m
+grep -q "matches 3 cells" err || fail "an ambiguous control: $(cat err)"
+expect 2 base-blocks.json moment.json --control bogus
+grep -q "invalid control 'bogus'" err || fail "a malformed control: $(cat err)"
 # a rerun of 2 boots cannot be tested: the regression is not confirmed, and the report says why
 "$py" - slow.json slow2.json <<'PY'
 import json, sys

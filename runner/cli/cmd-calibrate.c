@@ -159,6 +159,7 @@ static int calibrate_compare(const struct plan *p, const struct gate_metrics *g,
 		.rule = (enum cmp_rule)p->regression.rule,
 		.gate = g->n ? (const char *const *)g->v : (const char *const *)p->regression.gate,
 		.n_gate = g->n ? g->n : p->regression.n_gate,
+		.control = p->regression.control,
 	};
 	struct tally t = { 0 };
 	int rc = EXIT_OK;

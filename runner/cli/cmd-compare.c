@@ -77,6 +77,13 @@ static const struct cli_option compare_options[] = {
 	  .value = CLI_WORD,
 	  .help = "the metrics whose regression fails (exit 1), default total; the others are "
 		  "reported, never fatal" },
+	{ .name = "control",
+	  .id = 'K',
+	  .arg = "AXIS=VALUE,...",
+	  .value = CLI_WORD,
+	  .help = "a cell of both files that the change does not touch: the gated times of the "
+		  "other cells are judged by their ratio to it in the same blocks, which cancels "
+		  "the host's moment" },
 	{ .name = "confirm-with",
 	  .id = 'C',
 	  .arg = "FILE",
@@ -296,18 +303,29 @@ static struct results **read_all(const struct strv *paths)
 /* The rerun of the cells whose gated metric regressed (run_baseline.confirm), or NULL. */
 static struct results *confirm_rerun(const struct comparison *cmp, const struct run_baseline *b)
 {
-	_cleanup_free_ const char **cells = xcalloc(cmp->n_rows + 1, sizeof(*cells));
+	_cleanup_free_ const char **cells = xcalloc(cmp->n_rows + 2, sizeof(*cells));
 	size_t n = 0;
+	bool control = false;
 	for (size_t i = 0; i < cmp->n_rows; i++) {
 		const struct cmp_row *row = &cmp->rows[i];
 		if (row->verdict == CMP_REGRESSED && row->gated &&
-		    (!n || !STREQ(cells[n - 1], row->cell)))
+		    (!n || !STREQ(cells[n - 1], row->cell))) {
 			cells[n++] = row->cell;
+			control |= row->controlled;
+		}
 	}
+	/* a row judged relative to the control is confirmed relative to it: the rerun runs the
+	 * control in the same blocks (it is not counted among the suspected cells) */
+	size_t suspected = n;
+	bool listed = false;
+	for (size_t i = 0; i < n && control; i++)
+		listed |= STREQ(cells[i], cmp->control_cell);
+	if (control && !listed)
+		cells[n++] = cmp->control_cell;
 	fprintf(stderr,
 		"ferry: suspected regression in %zu cell%s: rerunning %s in %u new block%s to "
 		"confirm it\n",
-		n, n == 1 ? "" : "s", n == 1 ? "it" : "them", b->confirm,
+		suspected, suspected == 1 ? "" : "s", suspected == 1 ? "it" : "them", b->confirm,
 		b->confirm == 1 ? "" : "s");
 	struct results *rerun = b->rerun(b->rerun_ud, cells, n, b->confirm);
 	if (!rerun)
@@ -343,6 +361,7 @@ int compare_run_results(struct results *r, const struct run_baseline *b)
 		.window = b->window ? b->window : 1,
 		.gate = b->gate,
 		.n_gate = b->n_gate,
+		.control = b->control,
 	};
 	_cleanup_free_ char *err = NULL;
 	struct comparison *cmp =
@@ -495,6 +514,7 @@ static int compare_option(struct compare_args *a, int c)
 		a->window_set = true;
 		return -1;
 	case 'g': return gate_metrics_parse("--gate", optarg, &a->gate) < 0 ? EXIT_PLAN : -1;
+	case 'K': a->o.control = optarg; return -1;
 	case 'C': {
 		_cleanup_free_ char *err = NULL;
 		results_free(a->confirm);

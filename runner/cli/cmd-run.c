@@ -493,6 +493,7 @@ static int run_compare_baselines(const struct run_args *a, const struct plan *p,
 		.gate = a->gate.n ? (const char *const *)a->gate.v
 				  : (const char *const *)p->regression.gate,
 		.n_gate = a->gate.n ? a->gate.n : p->regression.n_gate,
+		.control = p->regression.control,
 		.confirm = a->confirm >= 0 ? (unsigned)a->confirm : (unsigned)p->regression.confirm,
 		.rerun = gate_rerun,
 	};

@@ -62,6 +62,7 @@ struct run_baseline {
 	const char *markdown;         /* the comparison's Markdown, or NULL */
 	const char *const *gate;      /* the metrics that fail (compare_opts.gate) */
 	size_t n_gate;
+	const char *control; /* compare_opts.control, or NULL */
 	/* confirm > 0: a gated regression reruns its cells in that many new blocks through
 	 * rerun() (a results file the caller frees, NULL when it could not run), and stands only
 	 * when the rerun agrees */

@@ -18,6 +18,39 @@ void pl_add_ref(struct ctx *c, enum plan_axis axis, const char *name, const yaml
 	c->refs[c->n_refs++] = (struct ref){ axis, xstrdup(name), pl_node_pos(c, n), matrix };
 }
 
+/* regression.control: AXIS=VALUE,... of the matrix's axes, each value an entry of its section
+ * (resolved with the other references). */
+static void control_refs(struct ctx *c, const char *sel, const yaml_node_t *n)
+{
+	_cleanup_free_ char *dup = xstrdup(sel);
+	size_t items = 0;
+	for (char *sv = NULL, *t = strtok_r(dup, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
+		char *eq = strchr(t, '=');
+		items++;
+		if (!eq || eq == t || !eq[1]) {
+			pl_err_node(c, n,
+				    "regression.control '%s': expected AXIS=VALUE[,AXIS=VALUE...], "
+				    "for example dataset=small",
+				    sel);
+			return;
+		}
+		*eq = '\0';
+		int a = 0;
+		while (a < PLAN_N_AXES && !STREQ(plan_axis_name((enum plan_axis)a), t))
+			a++;
+		if (a == PLAN_N_AXES) {
+			pl_err_node(c, n,
+				    "regression.control: unknown axis '%s' (expected vm, disk, "
+				    "dataset or method)",
+				    t);
+			return;
+		}
+		pl_add_ref(c, (enum plan_axis)a, eq + 1, n, false);
+	}
+	if (!items)
+		pl_err_node(c, n, "regression.control is empty: name a cell as AXIS=VALUE,...");
+}
+
 /* The vms a method entry's own options name (KEY_VM_PRIVATE), resolved once every file is read
  * (check_refs in plan.c). */
 static void method_vm_refs(struct ctx *c, const struct plan_method *m, const yaml_node_t *map)
@@ -231,6 +264,8 @@ void pl_check_entry(struct ctx *c, const struct key_table *t, void *obj, const y
 				    "unknown gate metric '%s' (expected total, throughput, "
 				    "files_per_s, phase.NAME or a metric of ferry(1) METRICS)",
 				    rg->gate[i]);
+		if (rg->control)
+			control_refs(c, rg->control, pl_lookup(c, map, "control", NULL));
 		if (rg->confirm > 0 && rg->confirm < PLAN_CONFIRM_MIN)
 			pl_err_node(c, pl_lookup(c, map, "confirm", NULL),
 				    "regression.confirm %" PRIu64

@@ -155,8 +155,15 @@ static const struct key_def regression_defs[] = {
 	  .def = "0",
 	  .max = 20,
 	  .help = "on a suspected regression, rerun the flagged cells in this many new blocks and "
-		  "fail only when the rerun agrees (its own change a slowdown past the threshold, and the boots of both still regressed) (--confirm overrides it); 0: no rerun, "
+		  "fail only when the rerun agrees (its own change a slowdown past the threshold, "
+		  "and the boots of both still regressed) (--confirm overrides it); 0: no rerun, "
 		  "else at least 3 (a rerun of fewer blocks cannot be tested)" },
+	{ .name = "control",
+	  .type = KEY_STRING,
+	  .offset = FIELD(plan_regression, control),
+	  .help = "a cell the change under test does not touch, as AXIS=VALUE,... (for example "
+		  "dataset=small): the gated times of the other cells are judged by their ratio "
+		  "to it in the same blocks, which cancels the host's moment (docs/gate.md)" },
 };
 const struct key_table plan_regression_keys = {
 	.name = "regression",

@@ -85,7 +85,8 @@ void cmp_canary(struct comparison *cmp, const struct samples *a, const struct sa
 
 void cmp_canary_apply(const struct comparison *cmp, struct cmp_row *row)
 {
-	if (!cmp->canary_moved || !row->gated || row->verdict != CMP_REGRESSED)
+	/* a row judged relative to the control cell has the host's moment cancelled already */
+	if (!cmp->canary_moved || !row->gated || row->verdict != CMP_REGRESSED || row->controlled)
 		return;
 	/* the least slowdown the row shows, in time's terms (a rate falls as its time grows): when
 	 * it is beyond the most the host slowed down, the host does not explain it */

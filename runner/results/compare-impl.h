@@ -81,6 +81,11 @@ void cmp_canary_apply(const struct comparison *cmp, struct cmp_row *row);
 void cmp_confirm_apply(struct cmp_row *row, const struct samples *a, const struct samples *b,
 		       const struct samples *pooled, double confidence);
 
+/* Whether `where` is AXIS=VALUE[,AXIS=VALUE...]. */
+bool cmp_where_valid(const char *where);
+/* Whether every AXIS=VALUE of `where` is an axis of c (NULL: every cell). */
+bool cmp_where_matches(const char *where, const struct result_cell *c);
+
 /* A cell of the new file with the cells it pairs with. */
 struct pair {
 	const struct result_cell *cand;

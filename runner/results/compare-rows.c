@@ -11,8 +11,20 @@
 
 /* ---- thresholds -------------------------------------------------------------------------- */
 
-/* Whether every AXIS=VALUE of `where` is an axis of c. */
-static bool where_matches(const char *where, const struct result_cell *c)
+bool cmp_where_valid(const char *where)
+{
+	_cleanup_free_ char *dup = xstrdup(where);
+	size_t n = 0;
+	for (char *sv = NULL, *t = strtok_r(dup, ",", &sv); t; t = strtok_r(NULL, ",", &sv)) {
+		char *eq = strchr(t, '=');
+		if (!eq || eq == t || !eq[1])
+			return false;
+		n++;
+	}
+	return n > 0;
+}
+
+bool cmp_where_matches(const char *where, const struct result_cell *c)
 {
 	if (!where)
 		return true;
@@ -37,7 +49,7 @@ static double threshold_for(const struct compare_opts *o, double def, const stru
 	double t = def;
 	for (size_t i = 0; i < o->n_thresholds; i++) {
 		const struct cmp_threshold *th = &o->thresholds[i];
-		if ((!th->metric || STREQ(th->metric, metric)) && where_matches(th->where, c))
+		if ((!th->metric || STREQ(th->metric, metric)) && cmp_where_matches(th->where, c))
 			t = th->value;
 	}
 	return t;
@@ -92,34 +104,6 @@ static size_t pair_metrics(const struct pair *pr, size_t n_used, const struct re
 
 #define MAX_METRICS 64
 
-/* A regressed gated row against the rerun's cell of the same id (compare_opts.confirm). */
-static void confirm_row(struct cmp_row *row, const struct pair *pairs, size_t n_pairs,
-			size_t n_used, const struct results *confirm, double confidence)
-{
-	if (!row->gated || row->verdict != CMP_REGRESSED)
-		return;
-	const struct pair *pr = NULL;
-	for (size_t i = 0; i < n_pairs && !pr; i++)
-		if (pairs[i].cand == row->cand)
-			pr = &pairs[i];
-	const struct result_cell *rc = results_find_cell(confirm, row->cell);
-	struct metric_ref m;
-	cmp_metric_ref(row->metric, &m);
-	struct samples a = { 0 }, b = { 0 }, both = { 0 };
-	for (size_t f = 0; pr && f < n_used; f++)
-		if (pr->base[f])
-			cmp_samples_add(&a, pr->base[f], f, &m);
-	if (rc) {
-		cmp_samples_add(&b, rc, n_used + 1, &m);
-		cmp_samples_add(&both, row->cand, n_used, &m);
-		cmp_samples_add(&both, rc, n_used + 1, &m);
-	}
-	cmp_confirm_apply(row, &a, rc ? &b : NULL, &both, confidence);
-	cmp_samples_free(&a);
-	cmp_samples_free(&b);
-	cmp_samples_free(&both);
-}
-
 /* The noise floor of a row: of its own time, or of the total for a rate (metrics of other
  * units have none). */
 static void row_floor(struct cmp_row *row, const struct metric_ref *m,
@@ -162,6 +146,7 @@ static void canary(struct comparison *cmp, const struct pair *pairs, size_t n_pa
 /* What building the rows reads, and the rows' work space (one row_work per row). */
 struct rows_ctx {
 	struct comparison *cmp;
+	const struct pair *control; /* the control cell's pair (compare_opts.control), or NULL */
 	const struct pair *pairs;
 	size_t n_pairs, n_used;
 	const struct results *cand;
@@ -170,6 +155,112 @@ struct rows_ctx {
 	struct row_work *work;
 	size_t cap;
 };
+
+/* ---- the control cell (compare_opts.control) ------------------------------------------- */
+
+struct keyed {
+	uint64_t key;
+	double v;
+};
+
+static int cmp_keyed(const void *a, const void *b)
+{
+	const struct keyed *x = a, *y = b;
+	return (x->key > y->key) - (x->key < y->key);
+}
+
+/* The mean log value of metric m in each block of cell c (from file number `file`; a run
+ * without blocks counts by its boot), sorted by block into *out (caller frees). */
+static size_t block_means(const struct result_cell *c, size_t file, const struct metric_ref *m,
+			  struct keyed **out)
+{
+	struct keyed *a = xcalloc(c->n_runs + 1, sizeof(*a));
+	size_t n = 0, k = 0;
+	for (size_t i = 0; i < c->n_runs; i++) {
+		const struct result_run *run = &c->runs[i];
+		double x = cmp_measured(run) ? cmp_run_value(run, m) : NAN;
+		if (!(x > 0) || !isfinite(x))
+			continue;
+		int64_t b = run->block > 0 ? run->block : run->boot > 0 ? run->boot : 0;
+		a[n++] = (struct keyed){ ((uint64_t)file << 40) | (uint64_t)b, log(x) };
+	}
+	qsort(a, n, sizeof(*a), cmp_keyed);
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		double sum = 0;
+		for (; j < n && a[j].key == a[i].key; j++)
+			sum += a[j].v;
+		a[k++] = (struct keyed){ a[i].key, sum / (double)(j - i) };
+		i = j;
+	}
+	*out = a;
+	return k;
+}
+
+/* Adds to s, for each block in which both cell c and the control k ran, the log of the ratio of
+ * their means in that block: what the block's moment did to both cancels. */
+static void add_ratios(struct samples *s, const struct result_cell *c, const struct result_cell *k,
+		       size_t file, const struct metric_ref *m)
+{
+	_cleanup_free_ struct keyed *a = NULL;
+	_cleanup_free_ struct keyed *b = NULL;
+	size_t na = block_means(c, file, m, &a), nb = block_means(k, file, m, &b);
+	for (size_t i = 0, j = 0; i < na && j < nb;) {
+		if (a[i].key != b[j].key) {
+			a[i].key < b[j].key ? i++ : j++;
+			continue;
+		}
+		if (s->n == s->cap) {
+			s->cap = s->cap ? 2 * s->cap : 16;
+			s->v = xrealloc(s->v, s->cap * sizeof(*s->v));
+			s->raw = xrealloc(s->raw, s->cap * sizeof(*s->raw));
+			s->boot = xrealloc(s->boot, s->cap * sizeof(*s->boot));
+		}
+		s->v[s->n] = a[i].v - b[j].v;
+		s->raw[s->n] = exp(a[i].v - b[j].v);
+		s->boot[s->n] = a[i].key;
+		s->n++;
+		i++, j++;
+	}
+}
+
+/* Whether a row of pair pr and metric m is judged relative to the control: a gated time (the
+ * total or a phase) of another cell. */
+static bool controls(const struct pair *ctl, const struct pair *pr, const struct cmp_row *row,
+		     const struct metric_ref *m)
+{
+	return ctl && pr != ctl && row->gated && (m->metric == METRIC_TOTAL || m->phase >= 0);
+}
+
+/* The row's test redone on its ratio to the control cell, block by block, when each side has 3
+ * blocks in which both ran; else the plain test stands, with a note. */
+static void control_test(const struct rows_ctx *x, const struct pair *pr,
+			 const struct metric_ref *m, struct cmp_row *row, struct row_work *w)
+{
+	const struct pair *k = x->control;
+	struct samples ra = { 0 }, rb = { 0 };
+	for (size_t f = 0; f < x->n_used; f++)
+		if (pr->base[f] && k->base[f])
+			add_ratios(&ra, pr->base[f], k->base[f], f, m);
+	add_ratios(&rb, pr->cand, k->cand, x->n_used, m);
+	if (ra.n >= 3 && rb.n >= 3) {
+		free(w->sa);
+		free(w->sb);
+		*w = (struct row_work){ 0 };
+		cmp_row_test(row, w, &ra, &rb, x->confidence);
+		row->controlled = true;
+		cmp_row_note(row,
+			     "relative to the control cell %s in the same blocks (%zu and %zu "
+			     "blocks)",
+			     k->cand->id, ra.n, rb.n);
+	} else
+		cmp_row_note(row,
+			     "not relative to the control cell %s: it ran beside this cell in %zu "
+			     "and %zu blocks, and a test needs 3 a side",
+			     k->cand->id, ra.n, rb.n);
+	cmp_samples_free(&ra);
+	cmp_samples_free(&rb);
+}
 
 /* The metrics that may fail the comparison: the options', or `total`. */
 static void gate_init(struct comparison *cmp, const struct compare_opts *o)
@@ -216,13 +307,16 @@ static void add_row(struct rows_ctx *x, const struct pair *pr, const struct metr
 		.mde = NAN,
 		.more_boots = -1,
 		.verdict = CMP_INCONCLUSIVE,
-		.gated = cmp_gated(x->o, m->name),
+		/* the control measures the host's moment, not the change: reported, never fatal */
+		.gated = cmp_gated(x->o, m->name) && pr != x->control,
 		.confirm_change = NAN,
 		.confirm_low = NAN,
 		.confirm_high = NAN,
 	};
 	row_floor(row, m, (const struct result_cell *const *)pr->base, x->n_used);
 	*w = (struct row_work){ 0 };
+	if (pr == x->control && m->metric == METRIC_TOTAL)
+		cmp_row_note(row, "the control cell: the host's moment, reported, never fatal");
 	if (m->metric < 0 && !desc)
 		cmp_row_note(row, "the new file does not describe this metric: taken as "
 				  "lower is better");
@@ -231,8 +325,11 @@ static void add_row(struct rows_ctx *x, const struct pair *pr, const struct metr
 			     "fewer than 3 measured runs on a side (baseline %zu, new %zu): no "
 			     "verdict",
 			     a->n, b->n);
-	else
+	else {
 		cmp_row_test(row, w, a, b, x->confidence);
+		if (controls(x->control, pr, row, m))
+			control_test(x, pr, m, row, w);
+	}
 }
 
 /* The rows of one pair: one per metric that either side measured (always the first, total). */
@@ -251,6 +348,49 @@ static void pair_rows(struct rows_ctx *x, const struct pair *pr)
 		cmp_samples_free(&a);
 		cmp_samples_free(&b);
 	}
+}
+
+/* A regressed gated row against the rerun's cell of the same id (compare_opts.confirm); a row
+ * judged relative to the control cell is confirmed on its ratios to the control in the rerun
+ * too. */
+static void confirm_row(const struct rows_ctx *x, struct cmp_row *row,
+			const struct results *confirm)
+{
+	if (!row->gated || row->verdict != CMP_REGRESSED)
+		return;
+	const struct pair *pr = NULL;
+	for (size_t i = 0; i < x->n_pairs && !pr; i++)
+		if (x->pairs[i].cand == row->cand)
+			pr = &x->pairs[i];
+	const struct result_cell *rc = results_find_cell(confirm, row->cell);
+	const struct pair *k = row->controlled ? x->control : NULL;
+	const struct result_cell *rk = k ? results_find_cell(confirm, k->cand->id) : NULL;
+	struct metric_ref m;
+	cmp_metric_ref(row->metric, &m);
+	struct samples a = { 0 }, b = { 0 }, both = { 0 };
+	for (size_t f = 0; pr && f < x->n_used; f++) {
+		if (!pr->base[f])
+			continue;
+		if (k && k->base[f])
+			add_ratios(&a, pr->base[f], k->base[f], f, &m);
+		else if (!k)
+			cmp_samples_add(&a, pr->base[f], f, &m);
+	}
+	if (rc && k && rk) {
+		add_ratios(&b, rc, rk, x->n_used + 1, &m);
+		add_ratios(&both, row->cand, k->cand, x->n_used, &m);
+		add_ratios(&both, rc, rk, x->n_used + 1, &m);
+	} else if (rc && !k) {
+		cmp_samples_add(&b, rc, x->n_used + 1, &m);
+		cmp_samples_add(&both, row->cand, x->n_used, &m);
+		cmp_samples_add(&both, rc, x->n_used + 1, &m);
+	}
+	if (rc && k && !rk)
+		cmp_row_note(row, "the rerun has no runs of the control cell %s", k->cand->id);
+	cmp_confirm_apply(row, &a, rc && (!k || rk) ? &b : NULL, &both, x->confidence);
+	cmp_samples_free(&a);
+	cmp_samples_free(&b);
+	cmp_samples_free(&both);
 }
 
 /* Benjamini-Hochberg at level q over the rows whose gated flag is `gated` (the others' p is
@@ -296,8 +436,7 @@ static void decide_rows(struct rows_ctx *x)
 		cmp_floor_apply(row);
 		cmp_canary_apply(cmp, row);
 		if (o->confirm)
-			confirm_row(row, x->pairs, x->n_pairs, x->n_used, o->confirm,
-				    x->confidence);
+			confirm_row(x, row, o->confirm);
 		cmp->counts[row->verdict]++;
 	}
 }
@@ -335,6 +474,9 @@ void cmp_build_rows(struct comparison *cmp, const struct pair *pairs, size_t n_p
 		.def_thr = def_thr,
 		.confidence = confidence,
 	};
+	for (size_t i = 0; i < n_pairs && cmp->control_cell; i++)
+		if (STREQ(pairs[i].cand->id, cmp->control_cell))
+			x.control = &pairs[i];
 	gate_init(cmp, o);
 	canary(cmp, pairs, n_pairs, n_used);
 	for (size_t i = 0; i < n_pairs; i++)

@@ -440,6 +440,35 @@ static size_t pair_cells(struct comparison *cmp, struct base_index *bi, const st
 	return n_pairs;
 }
 
+/* The control cell (compare_opts.control): AXIS=VALUE,... that names exactly one cell present on
+ * both sides. Sets cmp->control_cell; -1 with *err otherwise. */
+static int control_check(struct comparison *cmp, const char *sel, const struct pair *pairs,
+			 size_t n_pairs, char **err)
+{
+	if (!cmp_where_valid(sel)) {
+		*err = xasprintf("invalid control '%s': expected AXIS=VALUE[,AXIS=VALUE...], e.g. "
+				 "dataset=small",
+				 sel);
+		return -1;
+	}
+	size_t n = 0;
+	const struct pair *found = NULL;
+	for (size_t i = 0; i < n_pairs; i++)
+		if (cmp_where_matches(sel, pairs[i].cand)) {
+			n++;
+			found = &pairs[i];
+		}
+	if (n != 1) {
+		*err =
+		    xasprintf("the control '%s' matches %zu cells present in both files; it must "
+			      "name exactly one",
+			      sel, n);
+		return -1;
+	}
+	cmp->control_cell = xstrdup(found->cand->id);
+	return 0;
+}
+
 struct comparison *compare_results(const struct results *const *base, size_t n_base,
 				   const struct results *cand, const struct compare_opts *o,
 				   char **err)
@@ -468,6 +497,14 @@ struct comparison *compare_results(const struct results *const *base, size_t n_b
 	_cleanup_free_ struct pair *pairs = xcalloc(cand->n_cells + 1, sizeof(*pairs));
 	size_t n_pairs = pair_cells(cmp, bi, cand, o, pairs);
 	cmp->refused = diffs_refuse(cmp);
+	if (o->control && control_check(cmp, o->control, pairs, n_pairs, err) < 0) {
+		for (size_t i = 0; i < n_pairs; i++)
+			free(pairs[i].base);
+		for (size_t f = 0; f < cmp->n_used; f++)
+			base_index_free(&bi[f]);
+		comparison_free(cmp);
+		return NULL;
+	}
 
 	if (!cmp->refused)
 		cmp_build_rows(cmp, pairs, n_pairs, cmp->n_used, cand, o, def_thr, confidence);
@@ -500,6 +537,7 @@ void comparison_free(struct comparison *c)
 	for (size_t i = 0; i < c->n_gate; i++)
 		free(c->gate[i]);
 	free(c->gate);
+	free(c->control_cell);
 	free(c);
 }
 

@@ -67,6 +67,10 @@ int cmp_threshold_parse(const char *text, struct cmp_threshold *t, char **err);
 void cmp_threshold_clear(struct cmp_threshold *t);
 
 struct compare_opts {
+	/* AXIS=VALUE,... naming one cell of both sides, or NULL: the gated time rows of the
+	 * other cells are judged relative to it, block by block (its time in the same blocks
+	 * cancels the host's moment: docs/gate.md) */
+	const char *control;
 	double threshold;  /* default minimum relative change (fraction); 0: 0.05 */
 	double confidence; /* 0: 0.95 */
 	enum cmp_rule rule;
@@ -127,7 +131,8 @@ struct cmp_row {
 	 * for a rate), and that time's baseline median: a change under floor / floor_time is no
 	 * regression or improvement. */
 	double floor, floor_time;
-	bool withheld; /* would be regressed, but the drift canary says the host moved */
+	bool withheld;   /* would be regressed, but the drift canary says the host moved */
+	bool controlled; /* the test is of the ratio to the control cell (compare_opts.control) */
 	/* a suspected regression of a gated metric rerun (compare_opts.confirm): the rerun's
 	 * change with its bounds against the same baseline (NAN: not rerun), and its verdict */
 	double confirm_change, confirm_low, confirm_high;
@@ -162,6 +167,7 @@ struct comparison {
 	size_t canary_boots_base, canary_boots_cand;
 	bool canary_moved;
 	bool confirm_given; /* compare_opts.confirm was set */
+	char *control_cell; /* the id of the control cell (compare_opts.control), or NULL */
 	char **gate;        /* the gate's metrics (compare_opts.gate, or "total") */
 	size_t n_gate;
 };
