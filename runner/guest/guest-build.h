@@ -90,16 +90,20 @@ static const char *const guest_modules_later[] = {
  * Programs of Debian packages the guest carries besides busybox and qemu-ga, each with the
  * shared libraries it needs: the ssh method's server (dropbear; dropbearconvert reads the
  * OpenSSH-format host key the host makes per run), vm2vm's client in the sender (dbclient), the
- * remote ends of `scp -O` (scp -t) and of rsync over ssh (rsync --server).
+ * remote ends of `scp -O` (scp -t) and of rsync over ssh (rsync --server), and coreutils' dd at
+ * /usr/bin/dd (dest; the block method's timed dd: it reports its bytes and seconds, which
+ * Debian's busybox dd does not, and /bin/dd stays busybox's applet).
  */
 static const struct guest_tool {
 	const char *package, *path;
+	const char *dest; /* where in the guest (NULL: path) */
 } guest_tools[] = {
-	{ "dropbear-bin", "usr/sbin/dropbear" },
-	{ "dropbear-bin", "usr/bin/dropbearconvert" },
-	{ "dropbear-bin", "usr/bin/dbclient" },
-	{ "openssh-client", "usr/bin/scp" },
-	{ "rsync", "usr/bin/rsync" },
+	{ "dropbear-bin", "usr/sbin/dropbear", NULL },
+	{ "dropbear-bin", "usr/bin/dropbearconvert", NULL },
+	{ "dropbear-bin", "usr/bin/dbclient", NULL },
+	{ "openssh-client", "usr/bin/scp", NULL },
+	{ "rsync", "usr/bin/rsync", NULL },
+	{ "coreutils", "bin/dd", "usr/bin/dd" },
 };
 
 /* Whether a package holds shared libraries the guest's programs may need: Debian names them

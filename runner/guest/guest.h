@@ -46,9 +46,10 @@
  * - The domain needs the agent channel (target name GUEST_AGENT_CHANNEL), a serial console on
  *   ttyS0 (the command line sends the console there) and 256 MiB of memory or more.
  * - Busybox applets are at their usual paths (/bin/sh, /bin/mount, /sbin/ip, wget, nc, ...),
- *   /usr/bin/ferry-sum lists a directory with XXH3-128 for verify (runner/guest/ferry-sum.c,
- *   built with ferry, linked statically), /mnt exists, / is the initramfs (tmpfs-backed, in guest
- * RAM).
+ *   coreutils' dd at /usr/bin/dd (busybox's shell runs its own applet for a bare `dd`: call
+ *   it by its path), /usr/bin/ferry-sum lists a directory with XXH3-128 for verify
+ *   (runner/guest/ferry-sum.c, built with ferry, linked statically), /mnt exists, / is the
+ *   initramfs (tmpfs-backed, in guest RAM).
  * - Finding a disk by its <serial>: virtio-blk in /sys/block/vdX/serial; SCSI (virtio-scsi, sata)
  *   in /sys/block/sdX/device/vpd_pg80 after a 4-byte header (ATA pads it with spaces to 20).
  */
@@ -60,7 +61,7 @@
 #include <sys/types.h>
 
 /* Bump when the layout or content rules of the built guest change: it is part of the cache key. */
-#define GUEST_FORMAT_VERSION 7
+#define GUEST_FORMAT_VERSION 8
 
 /* The virtio-serial channel name qemu-ga listens on inside the guest. */
 #define GUEST_AGENT_CHANNEL "org.qemu.guest_agent.0"

@@ -352,9 +352,10 @@ static bool listed(json_t *a, const char *name)
 	return false;
 }
 
-/* path (of package p) into the tree at the same path, with the libraries it needs (DT_NEEDED,
- * transitively) and its dynamic loader. */
-static int add_elf(struct build *b, const struct pkg *p, const char *path, char **err)
+/* path (of package p) into the tree at `at` (NULL: the same path), with the libraries it needs
+ * (DT_NEEDED, transitively) and its dynamic loader. */
+static int add_elf(struct build *b, const struct pkg *p, const char *path, const char *at,
+		   char **err)
 {
 	unsigned char *data;
 	size_t len;
@@ -362,7 +363,7 @@ static int add_elf(struct build *b, const struct pkg *p, const char *path, char 
 
 	if (r < 0)
 		return r;
-	tree_add_file_take(&b->tree, path, 0755, data, len);
+	tree_add_file_take(&b->tree, at ? at : path, 0755, data, len);
 	const char *name = strrchr(path, '/') + 1;
 	_cleanup_free_ char *interp = elf_interp(data, len);
 	if (!interp)
@@ -431,7 +432,7 @@ static int add_elf(struct build *b, const struct pkg *p, const char *path, char 
 
 int add_agent(struct build *b, const struct pkg *qga, char **err)
 {
-	return add_elf(b, qga, "usr/sbin/qemu-ga", err);
+	return add_elf(b, qga, "usr/sbin/qemu-ga", NULL, err);
 }
 
 int add_tools(struct build *b, char **err)
@@ -441,7 +442,7 @@ int add_tools(struct build *b, char **err)
 		if (!p)
 			return guest_err(err, -ENOENT, "package '%s' was not resolved",
 					 guest_tools[i].package);
-		int r = add_elf(b, p, guest_tools[i].path, err);
+		int r = add_elf(b, p, guest_tools[i].path, guest_tools[i].dest, err);
 		if (r < 0)
 			return r;
 	}
