@@ -5,7 +5,7 @@
 # direct I/O and 1 MiB requests one at a time:
 #   ferry: `ferry run` of a one-cell plan, the block method (dd oflag=direct, then iflag=direct
 #          after the host's and guest's caches are dropped); its guest_write_throughput and
-#          guest_read_throughput (the guest's own clock around the dd commands);
+#          guest_read_throughput (dd's own figure: the bytes and seconds dd reports);
 #   fio:   the same guest booted by this script as a transient libvirt domain (no NIC) with the
 #          same target disk; fio --direct=1 --bs=1M --ioengine=psync --rw=write --end_fsync=1,
 #          then the guest's caches dropped, --rw=read; its bw_bytes. In the same boot, ferry's

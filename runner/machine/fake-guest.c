@@ -90,14 +90,15 @@ char *fake_host_path(const struct fake_root *r, const char *p)
 /*
  * Programs of the host the guest runs as its own, where the host has them: the ssh method's
  * server (dropbear, dropbearconvert: Debian's dropbear-bin), vm2vm's client (dbclient, the same
- * package) and the remote ends of scp -O and rsync over ssh, as the built-in guest carries them.
+ * package), the remote ends of scp -O and rsync over ssh, and coreutils' dd at /usr/bin/dd (the
+ * block method's timed dd), as the built-in guest carries them.
  * Each is bound read-only at its own path, with the host's /usr/lib and /usr/lib64 (their libraries
  * and the dynamic loader) read-only under /usr of the root and /lib, /lib64 linking there, as on a
  * merged-/usr Debian.
  */
 static const char *const host_programs[] = { "/usr/sbin/dropbear", "/usr/bin/dropbearconvert",
-					     "/usr/bin/dbclient", "/usr/bin/scp",
-					     "/usr/bin/rsync" };
+					     "/usr/bin/dbclient",  "/usr/bin/scp",
+					     "/usr/bin/rsync",     "/usr/bin/dd" };
 static const char *const host_lib_dirs[] = { "/usr/lib", "/usr/lib64" };
 /* and ferry-sum (the built-in guest's verify lister) at /usr/bin/ferry-sum, when given */
 #define SUM_PATH     "/usr/bin/ferry-sum"

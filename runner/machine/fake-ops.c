@@ -543,6 +543,23 @@ int fake_real_boot(struct fake_machine *fm, struct fake_guest *g, const struct m
 		return -1;
 	const struct method_boot_needs *n = c->needs;
 	int rc = f->hang ? fake_root_hang(g->root, f->hang, err) : 0;
+	if (rc == 0 && f->dd_report) {
+		/* a script of the root's own, bound over the host's dd in its place (one mount
+		 * for another: the guest's start state is unchanged), or at its path where the
+		 * host has no dd to bind */
+		_cleanup_free_ char *report = shell_quote(f->dd_report);
+		_cleanup_free_ char *script =
+		    xasprintf("#!/bin/sh\n/usr/bin/busybox dd \"$@\" 2>/dev/null || exit\nprintf "
+			      "'%%s' %s >&2\n",
+			      report);
+		_cleanup_free_ char *q = shell_quote(script);
+		_cleanup_free_ char *cmd = xasprintf(
+		    "printf '%%s' %s >/etc/ferry-fake-dd && chmod 0755 /etc/ferry-fake-dd && "
+		    "if umount /usr/bin/dd 2>/dev/null; then mount --bind /etc/ferry-fake-dd "
+		    "/usr/bin/dd; else cp /etc/ferry-fake-dd /usr/bin/dd; fi",
+		    q);
+		rc = guest_sh(g, cmd, NULL, err);
+	}
 	if (rc == 0 && n && n->share_dir)
 		rc = fake_root_share(g->root, n->share_tag, n->share_dir, err);
 	for (size_t i = 0; rc == 0 && n && i < n->n_disks; i++) {

@@ -59,6 +59,10 @@ struct machine_fake {
 	bool guests;
 	const char *hang;
 	const char *corrupt;
+	/* with guests: the guest's /usr/bin/dd (the host's coreutils dd, as the built-in guest
+	 * carries it) replaced by busybox's dd, which moves the bytes, followed by this text on its
+	 * standard error in place of a report of its own (NULL: the real dd) */
+	const char *dd_report;
 	/* with guests: a host path of ferry-sum (the build tree's), bound at /usr/bin/ferry-sum in
 	 * every guest so that verify lists with XXH3-128 as in the built-in guest; NULL: guests
 	 * without it, which verify with SHA-256 */

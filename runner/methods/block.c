@@ -2,7 +2,7 @@
 /*
  * block: raw device throughput, for disk bus and cache comparisons. The dataset's file bytes,
  * concatenated in manifest order, are written to the raw target device with direct I/O and read
- * back with direct I/O (busybox dd, oflag/iflag=direct).
+ * back with direct I/O (GNU dd, oflag/iflag=direct).
  *
  * Untimed (before_phase, in no phase and no total), so that the bus and cache are what is timed:
  *   before the write: unmount the target (the executor re-creates its filesystem before the
@@ -21,22 +21,25 @@
  *   end (so the host cache mode counts: writeback flushes to the host disk on the guest's
  *   flush, unsafe ignores flushes and leaves the bytes in host RAM); the last block is padded
  *   with zeros. queue_depth > 1 splits the device range into that many slices written by
- *   parallel dd processes: busybox dd has one request in flight, so the queue depth is the
- *   number of writers.
+ *   parallel dd processes: dd has one request in flight, so the queue depth is the number of
+ *   writers.
  * finalize: read the written blocks back with direct I/O (the same slices).
  * metrics: write_throughput = stream bytes / seconds of the transfer's dd command (as the host
  *   sees the guest command: direct I/O and the final fsync included, the zero padding of the
  *   last block not counted); read_throughput = stream bytes / seconds of the read-back.
- *   guest_write_time / guest_read_time: the same dd commands on the guest's own clock
- *   (method_guest_timed_sh: CLOCK_MONOTONIC read in the guest around them), without the agent's
- *   round trip and the host's 2-64 ms polling of the command's status; guest_write_throughput
- *   and guest_read_throughput are the stream bytes over those: a study's "dd MB/s with direct
- *   I/O", timed in the guest.
+ *   guest_write_time / guest_read_time: the seconds dd itself reports for the same commands
+ *   (GNU coreutils' dd, BLOCK_DD; its clock starts after its files are open and stops after the
+ *   fsync, so neither the agent's round trip, the host's 2-64 ms polling, the shell nor dd's own
+ *   process start and exit are in it; with queue_depth > 1, the slowest writer's); and
+ *   guest_write_throughput / guest_read_throughput are the bytes dd reports (the padded last
+ *   block included; all writers' summed) over those seconds: the study's "dd MB/s with direct
+ *   I/O", dd's own figure. A dd whose report is missing or unparsable fails the run.
  * verify (the method's own): read back once more and compare the SHA-256 of the stream's bytes
  *   with the host's; the executor's file listing does not apply to a raw device.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -222,27 +225,114 @@ static int block_before_phase(struct method_ctx *ctx, enum result_phase p)
 }
 
 /*
- * The shell command running `queue_depth` dd processes over disjoint block ranges and failing
- * when any fails. fmt gets (skip/seek start, count) per slice.
+ * dd as block runs it for a timed command: GNU coreutils' dd at BLOCK_DD, whose report on its
+ * standard error says the bytes it copied and the seconds it took (method_dd_report()), in the C
+ * locale (its decimal point). The Debian guest has it there as coreutils installs it; the built-in
+ * guest carries coreutils' dd at that path beside busybox (whose shell would run its own dd
+ * applet for a bare `dd`, and Debian's busybox dd reports no time).
  */
-static char *sliced(const struct method_ctx *ctx, uint64_t nblocks, const char *fmt)
+#define BLOCK_DD    "/usr/bin/dd"
+#define REPORT_MARK "ferry-dd "
+
+/* Blocks per slice: queue_depth slices (fewer when there are fewer blocks), the last shorter. */
+static uint64_t slice_blocks(const struct method_ctx *ctx, uint64_t nblocks)
 {
 	uint64_t qd = OPTS(ctx)->queue_depth ? OPTS(ctx)->queue_depth : 1;
 	if (qd > nblocks)
 		qd = nblocks ? nblocks : 1;
-	uint64_t per = (nblocks + qd - 1) / qd;
+	return (nblocks + qd - 1) / qd;
+}
+
+/*
+ * The shell command running `queue_depth` dd processes over disjoint block ranges and failing
+ * when any fails. fmt gets (skip/seek start, count) per slice and ends with its standard error
+ * redirected to STAGE_DIR/dd.START (start is the slice's first block: unique). After the last
+ * one ends, every slice's report follows on standard output (on failure: on standard error) as
+ * "ferry-dd START" and the lines dd printed. *nslices gets the number of slices.
+ */
+static char *sliced(const struct method_ctx *ctx, uint64_t nblocks, const char *fmt,
+		    uint64_t *nslices)
+{
+	uint64_t per = slice_blocks(ctx, nblocks);
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	fputs("p=; ", f);
+	fputs("rm -f " STAGE_DIR "/dd.*; p=; ", f);
+	*nslices = 0;
 	for (uint64_t start = 0; start < nblocks; start += per) {
 		uint64_t count = nblocks - start < per ? nblocks - start : per;
 		fprintf(f, fmt, (unsigned long long)start, (unsigned long long)count);
 		fputs(" & p=\"$p $!\"; ", f);
+		(*nslices)++;
 	}
-	fputs("r=0; for x in $p; do wait $x || r=1; done; exit $r", f);
+	fputs("r=0; for x in $p; do wait $x || r=1; done; o=1; [ $r = 0 ] || o=2; "
+	      "for f in " STAGE_DIR "/dd.*; do [ -e \"$f\" ] || continue; "
+	      "echo \"" REPORT_MARK "${f##*.}\"; cat \"$f\"; rm -f \"$f\"; done >&$o; exit $r",
+	      f);
 	fclose(f);
 	return buf;
+}
+
+/*
+ * dd's own figures from the output of a sliced() command: every slice's report parsed, the
+ * bytes summed and the slowest slice's seconds, as fio sums a group's bytes over its longest
+ * job's run time. Each slice must have reported exactly count x block_size bytes (the last
+ * block padded): a missing, unparsable or short report fails the run, naming it.
+ */
+static int dd_figures(struct method_ctx *ctx, const char *what, const char *out, uint64_t nslices,
+		      uint64_t nblocks, uint64_t *bytes, double *seconds)
+{
+	uint64_t bs = OPTS(ctx)->block_size;
+	uint64_t per = slice_blocks(ctx, nblocks);
+	if (nslices == 0) { /* an empty stream: no dd ran, nothing to time */
+		*bytes = 0;
+		*seconds = NAN;
+		return 0;
+	}
+	uint64_t seen = 0, total = 0;
+	double slowest = 0;
+	const char *p = out ? out : "";
+	while ((p = strstr(p, REPORT_MARK))) {
+		if (p != out && p[-1] != '\n') {
+			p++;
+			continue;
+		}
+		char *end = NULL;
+		unsigned long long start = strtoull(p + strlen(REPORT_MARK), &end, 10);
+		const char *body = end + strspn(end, "\n");
+		const char *next = body;
+		while ((next = strstr(next, REPORT_MARK)) && next[-1] != '\n')
+			next++;
+		_cleanup_free_ char *text =
+		    xstrndup(body, next ? (size_t)(next - body) : strlen(body));
+		uint64_t b = 0;
+		double s = 0;
+		_cleanup_free_ char *err = NULL;
+		if (method_dd_report(text, &b, &s, &err) < 0)
+			return method_fail(ctx, ERROR_INFRA, NULL,
+					   "%s: the dd of blocks %llu on: %s", what, start, err);
+		uint64_t count = nblocks - start < per ? nblocks - start : per;
+		if (start >= nblocks || b != count * bs)
+			return method_fail(
+			    ctx, ERROR_INFRA, NULL,
+			    "%s: the dd of blocks %llu on reported %llu bytes copied, "
+			    "not the %llu of its %llu blocks",
+			    what, start, (unsigned long long)b, (unsigned long long)(count * bs),
+			    (unsigned long long)count);
+		seen++;
+		total += b;
+		if (s > slowest)
+			slowest = s;
+		p = next ? next : body + strlen(body);
+	}
+	if (seen != nslices)
+		return method_fail(ctx, ERROR_INFRA, NULL,
+				   "%s: %llu of %llu dd processes left a report of their bytes and "
+				   "seconds",
+				   what, (unsigned long long)seen, (unsigned long long)nslices);
+	*bytes = total;
+	*seconds = slowest;
+	return 0;
 }
 
 static int block_transfer(struct method_ctx *ctx)
@@ -251,18 +341,24 @@ static int block_transfer(struct method_ctx *ctx)
 	unsigned long long bs = (unsigned long long)OPTS(ctx)->block_size;
 	_cleanup_free_ char *dev = shell_quote(ctx->target_dev);
 	/* a slice's skip (staged file) and seek (device) are the same block number */
-	_cleanup_free_ char *fmt = xasprintf("dd if=" STAGE_FILE " of=%s bs=%llu skip=%%1$llu "
-					     "seek=%%1$llu count=%%2$llu iflag=fullblock "
-					     "oflag=direct conv=sync,notrunc,fsync 2>/dev/null",
-					     dev, bs);
-	_cleanup_free_ char *cmd = sliced(ctx, s->nblocks, fmt);
+	_cleanup_free_ char *fmt =
+	    xasprintf("LC_ALL=C " BLOCK_DD " if=" STAGE_FILE " of=%s bs=%llu skip=%%1$llu "
+		      "seek=%%1$llu count=%%2$llu iflag=fullblock oflag=direct "
+		      "conv=sync,notrunc,fsync 2>" STAGE_DIR "/dd.%%1$llu",
+		      dev, bs);
+	uint64_t nslices = 0;
+	_cleanup_free_ char *cmd = sliced(ctx, s->nblocks, fmt, &nslices);
 	uint64_t t0 = now_ns();
-	double guest_s = 0;
-	if (method_guest_timed_sh(ctx, "block: write", cmd, NULL, &guest_s) < 0)
+	_cleanup_free_ char *out = NULL;
+	if (method_guest_sh(ctx, "block: write", cmd, &out) < 0)
 		return -1;
 	method_rate(ctx, "write_throughput", s->bytes, (double)(now_ns() - t0) / 1e9);
-	method_metric(ctx, "guest_write_time", guest_s);
-	method_rate(ctx, "guest_write_throughput", s->bytes, guest_s);
+	uint64_t dd_bytes = 0;
+	double dd_s = 0;
+	if (dd_figures(ctx, "block: write", out, nslices, s->nblocks, &dd_bytes, &dd_s) < 0)
+		return -1;
+	method_metric(ctx, "guest_write_time", dd_s);
+	method_rate(ctx, "guest_write_throughput", dd_bytes, dd_s);
 	return 0;
 }
 
@@ -271,17 +367,23 @@ static int block_finalize(struct method_ctx *ctx)
 	struct block_state *s = state(ctx);
 	unsigned long long bs = (unsigned long long)OPTS(ctx)->block_size;
 	_cleanup_free_ char *dev = shell_quote(ctx->target_dev);
-	_cleanup_free_ char *fmt = xasprintf("dd if=%s of=/dev/null bs=%llu skip=%%1$llu "
-					     "count=%%2$llu iflag=direct 2>/dev/null",
-					     dev, bs);
-	_cleanup_free_ char *cmd = sliced(ctx, s->nblocks, fmt);
+	_cleanup_free_ char *fmt =
+	    xasprintf("LC_ALL=C " BLOCK_DD " if=%s of=/dev/null bs=%llu skip=%%1$llu "
+		      "count=%%2$llu iflag=direct 2>" STAGE_DIR "/dd.%%1$llu",
+		      dev, bs);
+	uint64_t nslices = 0;
+	_cleanup_free_ char *cmd = sliced(ctx, s->nblocks, fmt, &nslices);
 	uint64_t t0 = now_ns();
-	double guest_s = 0;
-	if (method_guest_timed_sh(ctx, "block: read back", cmd, NULL, &guest_s) < 0)
+	_cleanup_free_ char *out = NULL;
+	if (method_guest_sh(ctx, "block: read back", cmd, &out) < 0)
 		return -1;
 	method_rate(ctx, "read_throughput", s->bytes, (double)(now_ns() - t0) / 1e9);
-	method_metric(ctx, "guest_read_time", guest_s);
-	method_rate(ctx, "guest_read_throughput", s->bytes, guest_s);
+	uint64_t dd_bytes = 0;
+	double dd_s = 0;
+	if (dd_figures(ctx, "block: read back", out, nslices, s->nblocks, &dd_bytes, &dd_s) < 0)
+		return -1;
+	method_metric(ctx, "guest_read_time", dd_s);
+	method_rate(ctx, "guest_read_throughput", dd_bytes, dd_s);
 	return 0;
 }
 

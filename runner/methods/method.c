@@ -280,6 +280,95 @@ int method_guest_timed_sh(struct method_ctx *ctx, const char *what, const char *
 	return 0;
 }
 
+/* One line of dd's report: "N byte[s] [(...)] copied, S s|seconds, ..." (method.h). */
+static bool dd_report_line(const char *l, size_t len, uint64_t *bytes, double *seconds)
+{
+	_cleanup_free_ char *line = xstrndup(l, len);
+	const char *p = line;
+	if (*p < '0' || *p > '9')
+		return false;
+	errno = 0;
+	char *end = NULL;
+	unsigned long long b = strtoull(p, &end, 10);
+	if (errno)
+		return false;
+	p = end;
+	if (strncmp(p, " bytes", 6) == 0)
+		p += 6;
+	else if (strncmp(p, " byte", 5) == 0)
+		p += 5;
+	else
+		return false;
+	if (strncmp(p, " (", 2) == 0) {
+		const char *c = strchr(p, ')');
+		if (!c)
+			return false;
+		p = c + 1;
+	}
+	if (strncmp(p, " copied, ", 9) != 0)
+		return false;
+	p += 9;
+	/* the seconds: digits, a decimal point and an exponent only (a locale's decimal comma,
+	 * "Infinity" or "inf" is no figure) */
+	size_t n = strspn(p, "0123456789.eE+-");
+	if (n == 0 || (p[n] != ' ' && p[n] != ','))
+		return false;
+	_cleanup_free_ char *num = xstrndup(p, n);
+	errno = 0;
+	double s = strtod(num, &end);
+	if (errno || *end || !isfinite(s))
+		return false;
+	p += n;
+	if (strncmp(p, " s,", 3) != 0 && strncmp(p, " seconds,", 9) != 0)
+		return false;
+	*bytes = b;
+	*seconds = s;
+	return true;
+}
+
+int method_dd_report(const char *text, uint64_t *bytes, double *seconds, char **err)
+{
+	bool found = false;
+	uint64_t b = 0;
+	double s = 0;
+	for (const char *l = text ? text : ""; *l;) {
+		size_t len = strcspn(l, "\n");
+		uint64_t lb;
+		double ls;
+		if (dd_report_line(l, len, &lb, &ls)) {
+			found = true;
+			b = lb;
+			s = ls;
+		}
+		l += len + (l[len] == '\n');
+	}
+	if (!found) {
+		_cleanup_free_ char *t = xstrndup(text ? text : "", 300);
+		for (char *c = t; *c; c++) /* the guest's text: one printable line */
+			if (*c == '\n')
+				*c = '|';
+			else if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
+				*c = '?';
+		/* the records and nothing else: what Debian's busybox dd prints */
+		bool records = text && strstr(text, "records out") && !strstr(text, "copied");
+		*err = xasprintf("dd printed no \"N bytes ... copied, S s\" line on its standard "
+				 "error%s: '%s'",
+				 records ? " (busybox's dd, built without its third status line, "
+					   "prints only the records)"
+					 : "",
+				 t);
+		return -1;
+	}
+	if (!(s > 0)) {
+		*err = xasprintf("dd reported %llu bytes copied in %g s: no time to divide by",
+				 (unsigned long long)b, s);
+		return -1;
+	}
+	*bytes = b;
+	*seconds = s;
+	return 0;
+}
+
 /* FERRY_VERIFY_HASH=sha256: verify with SHA-256 even where the guest has ferry-sum. */
 static bool verify_sha256_forced(void)
 {

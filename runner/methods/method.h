@@ -325,6 +325,19 @@ int method_guest_timed_sh(struct method_ctx *ctx, const char *what, const char *
 			  double *seconds);
 
 /*
+ * dd's own report of what it copied and how long it took, from the standard error of one dd
+ * process: the byte count and the seconds of its last "N bytes ... copied, S s, R/s" line.
+ * GNU coreutils prints "16777216 bytes (17 MB, 16 MiB) copied, 0.0523 s, 321 MB/s" (also "1 byte
+ * copied, ..." and "512 bytes copied, ..." without the parenthesis, and S as %g, e.g.
+ * "9.6283e-05"; run it under LC_ALL=C for the decimal point); busybox built with
+ * FEATURE_DD_THIRD_STATUS_LINE prints "16777216 bytes (16.0MB) copied, 0.052300 seconds,
+ * 320.8MB/s". Debian's busybox is built without that line and prints only the records, which is
+ * no report: -1. 0 with *bytes and *seconds (positive and finite), or -1 with *err saying what
+ * is missing or wrong.
+ */
+int method_dd_report(const char *text, uint64_t *bytes, double *seconds, char **err);
+
+/*
  * The default verification: list `dir` in the guest (manifest_guest_command()), compare with
  * ctx->manifest and fail with ERROR_INTEGRITY naming the first missing, extra or different
  * paths. symlinks: compare symbolic links too (off for vehicles that cannot carry them). The

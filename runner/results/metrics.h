@@ -43,19 +43,19 @@
 	  "payload bytes over the time the method's read took (block: the direct-I/O read-back; "  \
 	  "disk-image in_place: reading every file of the mounted image)")                         \
 	X(GUEST_WRITE_TIME, "guest_write_time", TIME, RUN, false,                                 \
-	  "seconds of the method's write step on the guest's own clock (CLOCK_MONOTONIC read in "  \
-	  "the guest right before and after the command; no agent round trip or host polling): "   \
-	  "block: the direct-I/O dd with fsync; guest-copy write: the copy onto the target with "  \
-	  "its sync")                                                                              \
+	  "seconds of the method's write step timed in the guest, without the agent's round "     \
+	  "trip or the host's polling: block: the seconds dd itself reports for its direct-I/O "  \
+	  "write with fsync (the slowest writer's); guest-copy write: the copy onto the target "  \
+	  "with its sync, on the guest's CLOCK_MONOTONIC read right before and after it")         \
 	X(GUEST_READ_TIME, "guest_read_time", TIME, RUN, false,                                   \
-	  "seconds of the method's read step on the guest's own clock (block: the direct-I/O "     \
-	  "read-back; guest-copy read: the copy from the target onto the source disk with its "    \
-	  "sync)")                                                                                 \
+	  "seconds of the method's read step timed in the guest (block: the seconds dd reports "  \
+	  "for the direct-I/O read-back; guest-copy read: the copy from the target onto the "     \
+	  "source disk with its sync, on the guest's clock)")                                      \
 	X(GUEST_WRITE_THROUGHPUT, "guest_write_throughput", RATE, RUN, true,                      \
-	  "payload bytes over guest_write_time (block: a study's dd MB/s with direct I/O, timed "   \
-	  "in the guest)")                                                                         \
+	  "bytes over guest_write_time (block: dd's own figure, the bytes it reports over its "    \
+	  "seconds: a study's dd MB/s with direct I/O)")                                           \
 	X(GUEST_READ_THROUGHPUT, "guest_read_throughput", RATE, RUN, true,                        \
-	  "payload bytes over guest_read_time")                                                    \
+	  "bytes over guest_read_time (block: dd's own figure for the read-back)")                 \
 	X(ALLOC_BEFORE, "alloc_before", SIZE, RUN, false,                                          \
 	  "host bytes allocated by the target image (st_blocks x 512) before prepare")             \
 	X(ALLOC_AFTER, "alloc_after", SIZE, RUN, false,                                            \

@@ -13,6 +13,7 @@
  * (loopback only).
  */
 #include <glib.h>
+#include <math.h>
 #include <glib/gstdio.h>
 #include <net/if.h>
 #include <sched.h>
@@ -358,6 +359,155 @@ static const struct mcase gc_read_tar = { "{type: guest-copy, direction: read, t
 					  gc_read_timed,
 					  gc_phases };
 
+/*
+ * block's guest-timed figures are dd's own report (method_dd_report()), not a clock around the
+ * command: with the guest's /usr/bin/dd printing a report the test chose (busybox's dd moves the
+ * bytes, machine_fake.dd_report), guest_write_time and guest_read_time are exactly its seconds
+ * and the throughputs its bytes over them (not its rounded rate); with queue_depth 2, the bytes
+ * of both writers over the slower one's seconds (each writer prints the same report here). A
+ * report that is missing (busybox's two record lines), garbage, or of the wrong byte count fails
+ * the run with a message naming it. The stream is 2 MiB: two blocks of 1 MiB.
+ */
+static struct result_cell *run_dd_report(struct fake_run *t, const char *method, const char *report)
+{
+	char *text = g_strdup_printf("ferry: 1\nname: m\nvms: {v: {guest: builtin}}\n"
+				     "disks: {i: {format: raw, size: 64MiB}}\n"
+				     "datasets: {s: {files: 1, size: 2MiB, seed: 3}}\n"
+				     "methods: {m: %s}\nmatrix: {disk: [i], method: [m]}\n"
+				     "run: {repeat: 1, vm: per-cell}\n",
+				     method);
+	fake_run_init(t, tmp_dir, text, NULL);
+	g_free(text);
+	t->p->run.timeout = 60000 * MS;
+	t->fake.guests = true;
+	t->fake.sum = sum_path;
+	t->fake.dd_report = report;
+	fake_run_exec(t);
+	g_assert_cmpuint(t->fake.live, ==, 0);
+	assert_host_clean();
+	g_assert_cmpuint(t->r->n_cells, ==, 1);
+	return &t->r->cells[0];
+}
+
+static void check_dd_figures(const char *method, const char *report, double seconds, double bytes)
+{
+	if (skip_unless_supported())
+		return;
+	struct fake_run t;
+	struct result_cell *cell = run_dd_report(&t, method, report);
+	if (!skipped(cell)) {
+		log_errors(cell);
+		g_assert_cmpint(cell->status, ==, STATUS_PASSED);
+		g_assert_true(cell->runs[0].integrity_ok);
+		json_t *m = cell->runs[0].metrics;
+		static const char *const times[] = { "guest_write_time", "guest_read_time" };
+		static const char *const rates[] = { "guest_write_throughput",
+						     "guest_read_throughput" };
+		for (size_t i = 0; i < 2; i++) {
+			g_test_message("%s = %g, %s = %g", times[i],
+				       json_number_value(json_object_get(m, times[i])), rates[i],
+				       json_number_value(json_object_get(m, rates[i])));
+			g_assert_cmpfloat(json_number_value(json_object_get(m, times[i])), ==,
+					  seconds);
+			g_assert_cmpfloat(json_number_value(json_object_get(m, rates[i])), ==,
+					  bytes / seconds);
+		}
+		assert_guest_clean(&t);
+	}
+	fake_run_clear(&t);
+}
+
+static void test_dd_gnu(void)
+{
+	check_dd_figures("{type: block}",
+			 "2+0 records in\n2+0 records out\n2097152 bytes (2.1 MB, 2.0 MiB) copied, "
+			 "0.5 s, 4.2 MB/s\n",
+			 0.5, 2097152);
+}
+
+/* %g seconds, as GNU dd prints a short time */
+static void test_dd_gnu_exp(void)
+{
+	check_dd_figures("{type: block}",
+			 "2+0 records in\n2+0 records out\n2097152 bytes (2.1 MB, 2.0 MiB) copied, "
+			 "6.25e-05 s, 33.6 GB/s\n",
+			 6.25e-05, 2097152);
+}
+
+static void test_dd_busybox(void)
+{
+	check_dd_figures("{type: block}",
+			 "2+0 records in\n2+0 records out\n2097152 bytes (2.0MB) copied, 0.250000 "
+			 "seconds, 8.0MB/s\n",
+			 0.25, 2097152);
+}
+
+/* two writers of one block each: both reports' bytes over the slower's seconds */
+static void test_dd_qd2(void)
+{
+	check_dd_figures("{type: block, queue_depth: 2}",
+			 "1+0 records in\n1+0 records out\n1048576 bytes (1.0 MB, 1.0 MiB) copied, "
+			 "0.5 s, 2.1 MB/s\n",
+			 0.5, 2097152);
+}
+
+static void check_dd_refused(const char *report, const char *want)
+{
+	if (skip_unless_supported())
+		return;
+	struct fake_run t;
+	struct result_cell *cell = run_dd_report(&t, "{type: block}", report);
+	if (!skipped(cell)) {
+		log_errors(cell);
+		g_assert_cmpint(cell->status, ==, STATUS_ERROR);
+		g_assert_cmpuint(cell->n_errors, ==, 1);
+		g_assert_cmpint(cell->errors[0].phase, ==, PHASE_TRANSFER);
+		g_assert_nonnull(
+		    strstr(cell->errors[0].message, "block: write: the dd of blocks 0 on"));
+		g_assert_nonnull(strstr(cell->errors[0].message, want));
+		/* no guess in its place */
+		g_assert_null(json_object_get(cell->runs[0].metrics, "guest_write_throughput"));
+		g_assert_null(json_object_get(cell->runs[0].metrics, "guest_write_time"));
+		g_assert_false(isnan(cell->runs[0].phase[PHASE_CLEANUP]));
+		assert_guest_clean(&t);
+	}
+	fake_run_clear(&t);
+}
+
+/* Debian's busybox dd: the records only */
+static void test_dd_missing(void)
+{
+	check_dd_refused("2+0 records in\n2+0 records out\n",
+			 "dd printed no \"N bytes ... copied, S s\" line on its standard error "
+			 "(busybox's dd, built without its third status line, prints only the "
+			 "records): '2+0 records in|2+0 records out|'");
+}
+
+static void test_dd_garbage(void)
+{
+	check_dd_refused("dd: warning: something odd\nfast, 3 GB/s\n",
+			 "dd printed no \"N bytes ... copied, S s\" line");
+}
+
+/* a locale's decimal comma is no figure (block runs dd under LC_ALL=C) */
+static void test_dd_comma(void)
+{
+	check_dd_refused("2097152 bytes (2,1 MB, 2,0 MiB) copied, 0,5 s, 4,2 MB/s\n",
+			 "dd printed no \"N bytes ... copied, S s\" line");
+}
+
+static void test_dd_zero_time(void)
+{
+	check_dd_refused("2097152 bytes (2.1 MB, 2.0 MiB) copied, 0 s, Infinity B/s\n",
+			 "dd reported 2097152 bytes copied in 0 s: no time to divide by");
+}
+
+static void test_dd_short(void)
+{
+	check_dd_refused("1048576 bytes (1.0 MB, 1.0 MiB) copied, 0.5 s, 2.1 MB/s\n",
+			 "reported 1048576 bytes copied, not the 2097152 of its 2 blocks");
+}
+
 #define CASES(X)                                                                                   \
 	X("agent-file/files", agent_files)                                                         \
 	X("agent-file/tar", agent_tar)                                                             \
@@ -580,6 +730,15 @@ int main(int argc, char **argv)
 	g_test_add_func("/method-runs/disk-image/in-place/clean", test_in_place);
 	g_test_add_func("/method-runs/disk-image/in-place/hang", test_in_place_hang);
 	g_test_add_func("/method-runs/null/clean", test_null);
+	g_test_add_func("/method-runs/block/dd-report/gnu", test_dd_gnu);
+	g_test_add_func("/method-runs/block/dd-report/gnu-exponent", test_dd_gnu_exp);
+	g_test_add_func("/method-runs/block/dd-report/busybox", test_dd_busybox);
+	g_test_add_func("/method-runs/block/dd-report/qd2", test_dd_qd2);
+	g_test_add_func("/method-runs/block/dd-report/missing", test_dd_missing);
+	g_test_add_func("/method-runs/block/dd-report/garbage", test_dd_garbage);
+	g_test_add_func("/method-runs/block/dd-report/comma", test_dd_comma);
+	g_test_add_func("/method-runs/block/dd-report/zero-time", test_dd_zero_time);
+	g_test_add_func("/method-runs/block/dd-report/short", test_dd_short);
 	g_test_add_func("/method-runs/guest-copy/drops", test_gc_drops);
 	g_test_add_func("/method-runs/path-links/vfat", test_links_vfat);
 	g_test_add_func("/method-runs/path-links/scp", test_links_scp);

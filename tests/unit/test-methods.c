@@ -504,6 +504,83 @@ static void test_share_modes(void)
 	g_free(src), g_free(runs), g_free(base);
 }
 
+/* dd's own report (method_dd_report()): GNU coreutils' and busybox's formats as they print them,
+ * and no figure from anything else */
+static void test_dd_report(void)
+{
+	static const struct {
+		const char *text;
+		uint64_t bytes;
+		double seconds;
+	} good[] = {
+		/* GNU coreutils 9.1, as this host's dd printed them */
+		{ "4+0 records in\n4+0 records out\n4194304 bytes (4.2 MB, 4.0 MiB) copied, "
+		  "0.00728117 s, 576 MB/s\n",
+		  4194304, 0.00728117 },
+		{ "1+0 records in\n1+0 records out\n1 byte copied, 0.000121941 s, 8.2 kB/s\n", 1,
+		  0.000121941 },
+		{ "1+0 records in\n1+0 records out\n512 bytes copied, 0.00014232 s, 3.6 MB/s\n",
+		  512, 0.00014232 },
+		{ "1+0 records in\n1+0 records out\n1000 bytes (1.0 kB) copied, 9.6283e-05 s, 10.4 "
+		  "MB/s\n",
+		  1000, 9.6283e-05 },
+		{ "1100+0 records in\n1100+0 records out\n1153433600 bytes (1.2 GB, 1.1 GiB) "
+		  "copied, "
+		  "0.0511917 s, 22.5 GB/s",
+		  1153433600, 0.0511917 },
+		/* busybox with FEATURE_DD_THIRD_STATUS_LINE (dd_output_status(): "%f seconds") */
+		{ "16+0 records in\n16+0 records out\n16777216 bytes (16.0MB) copied, 0.052300 "
+		  "seconds, "
+		  "320.8MB/s\n",
+		  16777216, 0.0523 },
+		/* a progress line before the last: the last counts */
+		{ "1048576 bytes (1.0 MB, 1.0 MiB) copied, 1 s, 1.0 MB/s\n2097152 bytes (2.1 MB, "
+		  "2.0 "
+		  "MiB) copied, 2.5 s, 839 kB/s\n",
+		  2097152, 2.5 },
+	};
+	for (size_t i = 0; i < G_N_ELEMENTS(good); i++) {
+		uint64_t b = 0;
+		double s = 0;
+		char *err = NULL;
+		g_assert_cmpint(method_dd_report(good[i].text, &b, &s, &err), ==, 0);
+		g_assert_cmpuint(b, ==, good[i].bytes);
+		g_assert_cmpfloat(s, ==, good[i].seconds);
+	}
+	static const struct {
+		const char *text, *want;
+	} bad[] = {
+		/* Debian's busybox dd: the records only */
+		{ "4+0 records in\n4+0 records out\n", "busybox's dd, built without its third" },
+		{ "", "dd printed no" },
+		{ NULL, "dd printed no" },
+		{ "garbage\n\x01\xff 12 bytes\n", "dd printed no" },
+		{ "dd: error writing '/dev/vdb': No space left on device\n", "No space left" },
+		{ "4194304 bytes (4,2 MB, 4,0 MiB) copied, 0,00728117 s, 576 MB/s\n",
+		  "dd printed no" },
+		{ "4194304 bytes copied, Infinity s, 0 B/s\n", "dd printed no" },
+		{ "4194304 bytes copied, nan s, 0 B/s\n", "dd printed no" },
+		{ "4194304 bytes copied, 0 s, Infinity B/s\n", "in 0 s: no time to divide by" },
+		{ "4194304 bytes copied, -1 s, 1 B/s\n", "no time to divide by" },
+		{ "4194304 bytes copied 0.5 s\n", "dd printed no" },
+		{ "4194304 bytes (4.2 MB copied, 0.5 s, 8 MB/s\n", "dd printed no" },
+		{ "99999999999999999999999 bytes copied, 0.5 s, 8 MB/s\n", "dd printed no" },
+		{ " 4194304 bytes copied, 0.5 s, 8 MB/s\n", "dd printed no" },
+		{ "4194304 bytes copied, 0.5 ms, 8 MB/s\n", "dd printed no" },
+	};
+	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+		uint64_t b = 7;
+		double s = 7;
+		char *err = NULL;
+		g_assert_cmpint(method_dd_report(bad[i].text, &b, &s, &err), ==, -1);
+		g_test_message("%s", err);
+		g_assert_nonnull(strstr(err, bad[i].want));
+		g_assert_cmpuint(b, ==, 7);
+		g_assert_cmpfloat(s, ==, 7);
+		free(err);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -521,5 +598,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/methods/stream-zip", test_stream_zip);
 	g_test_add_func("/methods/stream-pax", test_stream_pax);
 	g_test_add_func("/methods/share-modes", test_share_modes);
+	g_test_add_func("/methods/dd-report", test_dd_report);
 	return g_test_run();
 }
