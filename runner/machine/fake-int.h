@@ -85,6 +85,9 @@ void fake_real_leftovers(struct fake_machine *fm, struct fake_guest *g);
  * "*": the first regular file there in name order; "target": the target disk's device,
  * flipped on its medium) and log it ("corrupt N PATH"). */
 void fake_real_corrupt(struct fake_machine *fm, struct fake_guest *g, const char *path);
+/* Run the shell command cmd in the guest as the fake's own (no hung programs) and log it
+ * ("sh N", with the error when it failed). */
+void fake_real_sh(struct fake_machine *fm, struct fake_guest *g, const char *cmd);
 /* Why the fake guest cannot run the cell pc (NULL: it can). */
 char *fake_real_supports(struct fake_machine *fm, const struct plan_cell *pc);
 

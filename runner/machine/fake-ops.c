@@ -688,6 +688,13 @@ void fake_real_corrupt(struct fake_machine *fm, struct fake_guest *g, const char
 		  rc < 0 ? err : "");
 }
 
+void fake_real_sh(struct fake_machine *fm, struct fake_guest *g, const char *cmd)
+{
+	_cleanup_free_ char *err = NULL;
+	int rc = guest_sh(g, cmd, NULL, &err);
+	fake_logf(fm->f, "sh %u%s%s", g->number, rc < 0 ? ": " : "", rc < 0 ? err : "");
+}
+
 static bool host_has_fs(const char *fs)
 {
 	_cleanup_free_ char *line = NULL;

@@ -336,6 +336,8 @@ static void fake_hook(struct machine *m, struct machine_guest *g, const struct m
 		fake_logf(f, "run %s #%u%s", w->cell, w->run_index, w->warmup ? " (warmup)" : "");
 	if (w->point == MACHINE_BEFORE_VERIFY && fg && fg->root && f->corrupt)
 		fake_real_corrupt((struct fake_machine *)m, fg, f->corrupt);
+	if (w->point == MACHINE_BEFORE_VERIFY && fg && fg->root && f->before_verify_sh)
+		fake_real_sh((struct fake_machine *)m, fg, f->before_verify_sh);
 	if (w->point == MACHINE_BEFORE_TRANSFER && f->hang_cell && STREQ(f->hang_cell, w->cell) &&
 	    w->run_index == f->hang_run) {
 		fake_logf(f, "hang %s #%u", w->cell, w->run_index);

@@ -63,6 +63,9 @@ struct machine_fake {
 	 * carries it) replaced by busybox's dd, which moves the bytes, followed by this text on its
 	 * standard error in place of a report of its own (NULL: the real dd) */
 	const char *dd_report;
+	/* with guests: a shell command the fake runs in the guest before every verify (as its
+	 * own: no hung programs), logged as "sh N" */
+	const char *before_verify_sh;
 	/* with guests: a host path of ferry-sum (the build tree's), bound at /usr/bin/ferry-sum in
 	 * every guest so that verify lists with XXH3-128 as in the built-in guest; NULL: guests
 	 * without it, which verify with SHA-256 */

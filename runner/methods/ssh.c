@@ -21,6 +21,10 @@
  * transfer: the tool's command on the host, from its start to its end (the handshake included,
  * as a user's copy pays it); finalize: `sync` in the guest. cleanup: the server is killed, the
  * guest's key files and /run/ferry-ssh removed, the host's keys deleted: no key outlives a run.
+ * The cleanup then checks in the guest that the server's process and its listener are gone and
+ * no key file is left (a run that leaves one fails at cleanup, naming it), and records which
+ * server ran and that the check passed in the cell's observed.ssh ({"server": "sshd" or
+ * "dropbear", "cleanup_checked": true}).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -238,9 +242,15 @@ int ssh_start_server(struct method_ctx *ctx, struct ssh_state *s)
 	    "i=0; while ! grep -qi ':%04X 0\\{8,32\\}:0000 0A' /proc/net/tcp /proc/net/tcp6 "
 	    "2>/dev/null; do if [ $i -ge 300 ]; then echo 'the ssh server did not listen on port "
 	    "%d within 30 s:' >&2; tail -5 " SSH_GUEST_DIR "/log >&2; exit 1; fi; sleep 0.1; "
-	    "i=$((i+1)); done",
+	    "i=$((i+1)); done; if [ -x /usr/sbin/sshd ]; then echo sshd; else echo dropbear; fi",
 	    port, port);
-	return method_guest_sh(ctx, "ssh: the guest's server", wait, NULL);
+	_cleanup_free_ char *out = NULL;
+	if (method_guest_sh(ctx, "ssh: the guest's server", wait, &out) < 0)
+		return -1;
+	/* the server SSH_SERVER_CMD chose, by the same test */
+	free(s->server_name);
+	s->server_name = xstrndup(out, strcspn(out, "\n"));
+	return 0;
 }
 
 /* Where the client connects: the machine's loopback address of the guest, or a forward. */
@@ -565,34 +575,74 @@ static void remove_keys(struct ssh_state *s)
 	s->keydir = NULL;
 }
 
-void ssh_stop_server(struct method_ctx *ctx, struct ssh_state *s)
+/*
+ * The cleanup's guest command: the server killed before it (guestproc_kill), root's
+ * authorized_keys removed where the start copied it there, the key directory removed; then
+ * checked, waiting at most 5 s for the server to go: no process left in the key directory (the
+ * server started there, and sshd's per-connection children inherit it: SSH_SERVER_CMD), nothing
+ * listening on its port, the key directory, sshd's /run/sshd and a copied authorized_keys gone.
+ * Prints "gone" when all of that holds, else says on stderr what is left and fails. Format: the
+ * port twice.
+ */
+#define SSH_CLEANUP_CMD                                                                            \
+	"c=; [ -e " SSH_GUEST_DIR "/.copied ] && c=1; if [ -n \"$c\" ]; then rm -f "               \
+	"/root/.ssh/authorized_keys; fi; if [ -e " SSH_GUEST_DIR "/.made ]; then rmdir "           \
+	"/root/.ssh; fi; rm -rf " SSH_GUEST_DIR " /run/sshd; left=; i=0; while :; do left=; "      \
+	"if ls -l /proc/[0-9]*/cwd 2>/dev/null | grep -q -- '-> " SSH_GUEST_DIR "'; then "         \
+	"left=\"$left, a process in " SSH_GUEST_DIR "\"; fi; "                                     \
+	"if grep -qi ':%04X 0\\{8,32\\}:0000 0A' /proc/net/tcp /proc/net/tcp6 2>/dev/null; then "  \
+	"left=\"$left, a listener on port %d\"; fi; [ -z \"$left\" ] || [ $i -ge 50 ] && break; "  \
+	"sleep 0.1; i=$((i+1)); done; for f in " SSH_GUEST_DIR " /run/sshd; do [ -e $f ] && "      \
+	"left=\"$left, $f\"; done; if [ -n \"$c\" ] && [ -e /root/.ssh/authorized_keys ]; then "   \
+	"left=\"$left, /root/.ssh/authorized_keys\"; fi; if [ -n \"$left\" ]; then echo "          \
+	"\"the guest's ssh server left${left#,}\" >&2; exit 1; fi; echo gone"
+
+int ssh_stop_server(struct method_ctx *ctx, struct ssh_state *s, bool *checked)
 {
+	int rc = 0;
+	if (checked)
+		*checked = false;
 	if (ctx->guest && !run_interrupted()) {
 		if (s->server)
 			guestproc_kill(ctx, s->server);
-		if (s->guest_files &&
-		    method_guest_sh(ctx, "ssh: cleanup",
-				    "if [ -e " SSH_GUEST_DIR "/.copied ]; then rm -f "
-				    "/root/.ssh/authorized_keys; fi; if [ -e " SSH_GUEST_DIR
-				    "/.made ]; "
-				    "then rmdir /root/.ssh; fi; rm -rf " SSH_GUEST_DIR " /run/sshd",
-				    NULL) < 0)
-			method_error_clear(&ctx->err);
+		if (s->guest_files || s->server) {
+			int port = ssh_listen_port(s);
+			_cleanup_free_ char *cmd = xasprintf(SSH_CLEANUP_CMD, port, port);
+			_cleanup_free_ char *out = NULL;
+			rc = method_guest_sh(ctx, "ssh: cleanup", cmd, &out);
+			if (rc == 0 && checked)
+				*checked = true;
+		}
 	}
 	s->server = 0;
 	s->guest_files = false;
+	free(s->server_name);
+	s->server_name = NULL;
 	remove_keys(s);
+	return rc;
 }
 
 static int ssh_cleanup(struct method_ctx *ctx)
 {
-	ssh_stop_server(ctx, state(ctx));
-	return 0;
+	struct ssh_state *s = state(ctx);
+	_cleanup_free_ char *server = s->server_name ? xstrdup(s->server_name) : NULL;
+	bool checked = false;
+	int rc = ssh_stop_server(ctx, s, &checked);
+	if (checked && server) {
+		/* which server ran, and that the check found it gone with its keys */
+		if (!ctx->observed)
+			ctx->observed = json_object();
+		json_object_set_new(ctx->observed, "ssh",
+				    json_pack("{s:s,s:b}", "server", server, "cleanup_checked", 1));
+	}
+	return rc;
 }
 
 void ssh_state_clear(struct ssh_state *s)
 {
 	remove_keys(s);
+	free(s->server_name);
+	s->server_name = NULL;
 	free(s->fwd_guest);
 	s->fwd_guest = NULL;
 }
@@ -603,6 +653,8 @@ static void ssh_free_state(struct method_ctx *ctx)
 		ssh_state_clear(ctx->state);
 	free(ctx->state);
 	ctx->state = NULL;
+	json_decref(ctx->observed);
+	ctx->observed = NULL;
 }
 
 const struct method_ops method_ssh = {

@@ -24,6 +24,7 @@ struct ssh_state {
 	int64_t server;          /* guest pid of the server, 0: none */
 	bool guest_files;        /* keys pushed into the guest */
 	bool in_netns;           /* the client runs in the run's private network (ssh.c) */
+	char *server_name;       /* "sshd" or "dropbear": the server started, NULL: none */
 };
 
 static inline int ssh_listen_port(const struct ssh_state *s)
@@ -41,8 +42,10 @@ int ssh_make_keys(struct method_ctx *ctx, struct ssh_state *s);
  * dropbear) on ssh_listen_port(s) (of listen_addr when set) and wait until it listens. Fails ctx.
  */
 int ssh_start_server(struct method_ctx *ctx, struct ssh_state *s);
-/* Kill the server, remove the guest's key files and the host's keys (a cleanup: no error; the
- * guest is left alone after an interrupt). */
-void ssh_stop_server(struct method_ctx *ctx, struct ssh_state *s);
+/* Kill the server, remove the guest's key files and the host's keys, and check in the guest
+ * that the server's process, its listener and the key files are gone (the guest is left alone
+ * after an interrupt). 0, or -1 with ctx's error naming what is left; the host's keys are
+ * removed either way. *checked (may be NULL): whether the guest was checked and found clean. */
+int ssh_stop_server(struct method_ctx *ctx, struct ssh_state *s, bool *checked);
 /* Remove the host's keys and free what s holds (not s). */
 void ssh_state_clear(struct ssh_state *s);

@@ -344,7 +344,7 @@ static int vm2vm_verify(struct method_ctx *ctx)
 static int vm2vm_cleanup(struct method_ctx *ctx)
 {
 	struct vm2vm_state *s = state(ctx);
-	ssh_stop_server(ctx, &s->ssh);
+	int rc = ssh_stop_server(ctx, &s->ssh, NULL);
 	struct machine_guest *sender = machine_peer(ctx->machine, ctx->guest);
 	if (s->sender_files && sender && !run_interrupted()) {
 		_cleanup_(machine_err_clear) struct machine_err e = { 0 };
@@ -352,7 +352,7 @@ static int vm2vm_cleanup(struct method_ctx *ctx)
 				       NULL, &e);
 	}
 	s->sender_files = false;
-	return 0;
+	return rc;
 }
 
 static void vm2vm_free_state(struct method_ctx *ctx)

@@ -508,6 +508,72 @@ static void test_dd_short(void)
 			 "reported 1048576 bytes copied, not the 2097152 of its 2 blocks");
 }
 
+/*
+ * ssh's cleanup checks that what it started is gone, and says what is not: here a process left
+ * running in the server's key directory (as a server that outlived its kill would be) fails the
+ * run at cleanup, naming it; a clean run records which server ran and that the check passed
+ * (observed.ssh).
+ */
+static void test_ssh_left(void)
+{
+	if (skip_unless_case_supported(&ssh_scp))
+		return;
+	struct fake_run t;
+	struct mcase c = ssh_scp;
+	c.hang = c.corrupt = NULL;
+	char *text = g_strdup_printf("%svms: {v: {guest: builtin}}\nmethods: {m: %s}\n"
+				     "matrix: {disk: [%s], method: [m]}\n"
+				     "run: {repeat: 1, vm: per-cell}\n",
+				     plan_head, c.method, c.disk);
+	fake_run_init(&t, tmp_dir, text, NULL);
+	g_free(text);
+	t.p->run.timeout = 60000 * MS;
+	t.fake.guests = true;
+	t.fake.sum = sum_path;
+	/* a session of its own, waited for (field 6 of its stat is its session): the fake ends
+	 * what a command leaves in its process group */
+	t.fake.before_verify_sh =
+	    "cd /run/ferry-ssh && { setsid sleep 600 </dev/null >/dev/null 2>&1 & } && "
+	    "while read -r a b c d e f g </proc/$!/stat && [ \"$f\" != $! ]; do sleep 0.01; done";
+	fake_run_exec(&t);
+	g_assert_cmpuint(t.fake.live, ==, 0);
+	assert_host_clean();
+	struct result_cell *cell = &t.r->cells[0];
+	if (!skipped(cell)) {
+		log_errors(cell);
+		g_assert_cmpint(cell->status, ==, STATUS_ERROR);
+		g_assert_cmpuint(cell->n_errors, ==, 1);
+		g_assert_cmpint(cell->errors[0].phase, ==, PHASE_CLEANUP);
+		g_assert_nonnull(strstr(cell->errors[0].message, "ssh: cleanup"));
+		g_assert_nonnull(cell->errors[0].agent_message);
+		g_assert_nonnull(strstr(cell->errors[0].agent_message,
+					"the guest's ssh server left a process in /run/ferry-ssh"));
+		g_assert_null(json_object_get(cell->observed, "ssh"));
+	}
+	fake_run_clear(&t);
+}
+
+static void test_ssh_observed(void)
+{
+	if (skip_unless_case_supported(&ssh_tar))
+		return;
+	struct fake_run t;
+	struct mcase c = ssh_tar;
+	c.hang = c.corrupt = NULL;
+	struct result_cell *cell = run_case(&t, &c, 0);
+	if (!skipped(cell)) {
+		log_errors(cell);
+		g_assert_cmpint(cell->status, ==, STATUS_PASSED);
+		json_t *o = json_object_get(cell->observed, "ssh");
+		g_assert_nonnull(o);
+		/* the fake guest has the host's dropbear and no sshd */
+		g_assert_cmpstr(json_string_value(json_object_get(o, "server")), ==, "dropbear");
+		g_assert_true(json_is_true(json_object_get(o, "cleanup_checked")));
+		assert_guest_clean(&t);
+	}
+	fake_run_clear(&t);
+}
+
 #define CASES(X)                                                                                   \
 	X("agent-file/files", agent_files)                                                         \
 	X("agent-file/tar", agent_tar)                                                             \
@@ -730,6 +796,8 @@ int main(int argc, char **argv)
 	g_test_add_func("/method-runs/disk-image/in-place/clean", test_in_place);
 	g_test_add_func("/method-runs/disk-image/in-place/hang", test_in_place_hang);
 	g_test_add_func("/method-runs/null/clean", test_null);
+	g_test_add_func("/method-runs/ssh/cleanup-left", test_ssh_left);
+	g_test_add_func("/method-runs/ssh/cleanup-observed", test_ssh_observed);
 	g_test_add_func("/method-runs/block/dd-report/gnu", test_dd_gnu);
 	g_test_add_func("/method-runs/block/dd-report/gnu-exponent", test_dd_gnu_exp);
 	g_test_add_func("/method-runs/block/dd-report/busybox", test_dd_busybox);
