@@ -10,7 +10,9 @@
 #          same target disk; fio --direct=1 --bs=1M --ioengine=psync --rw=write --end_fsync=1,
 #          then the guest's caches dropped, --rw=read; its bw_bytes. In the same boot, ferry's
 #          own dd commands (a tmpfs staging file, conv=fsync; iflag=direct), timed by dd itself
-#          and by ferry's guest clock around them, so that a gap shows where it comes from.
+#          (what ferry now reports) and by a shell clock around them (/proc/timer_list read by
+#          the shell, what ferry reported before: "shell clock"), so that a gap shows where it
+#          comes from.
 # Each round boots one guest for ferry and one for fio, alternately (interleaved, so the host's
 # drift hits both alike); the script prints each round's four figures, then per direction the
 # median of each, their ratio ferry/fio and whether it is within 15%, and the load average
@@ -32,7 +34,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--n) n="$2"; shift 2 ;;
 	--size) size="$2"; shift 2 ;;
-	-h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,24p' "$0"; exit 0 ;;
 	*) echo "$prog: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
@@ -189,7 +191,7 @@ for ((i = 1; i <= n; i++)); do
 	read -r xw xr dw dr cw cr <<<"$b"
 	echo "$fw $fr $xw $xr $dw $dr $cw $cr" >>"$work/rows"
 	awk -v i="$i" -v n="$n" -v l="$(cut -d' ' -f1 /proc/loadavg)" '{
-		printf "round %d/%d: write ferry %.1f fio %.1f MB/s (x%.2f) [fio boot: dd %.1f, ferry clock %.1f], read ferry %.1f fio %.1f MB/s (x%.2f) [fio boot: dd %.1f, ferry clock %.1f], load %s\n",
+		printf "round %d/%d: write ferry %.1f fio %.1f MB/s (x%.2f) [fio boot: dd %.1f, shell clock %.1f], read ferry %.1f fio %.1f MB/s (x%.2f) [fio boot: dd %.1f, shell clock %.1f], load %s\n",
 			i, n, $1/1e6, $3/1e6, $1/$3, $5/1e6, $7/1e6, $2/1e6, $4/1e6, $2/$4, $6/1e6, $8/1e6, l }' <<<"$fw $fr $xw $xr $dw $dr $cw $cr"
 done
 load1="$(boot_load)"
@@ -202,7 +204,7 @@ for col in 1:write 2:read; do
 	dmed="$(awk -v k="$k" '{print $(k + 4)}' "$work/rows" | boot_stats | cut -d' ' -f1)"
 	cmed="$(awk -v k="$k" '{print $(k + 6)}' "$work/rows" | boot_stats | cut -d' ' -f1)"
 	awk -v d="${col#*:}" -v dm="$dmed" -v cm="$cmed" 'BEGIN {
-		printf "%s, in the fio boots: dd'"'"'s own figure median %.1f MB/s, ferry'"'"'s clock around the same dd %.1f MB/s\n", d, dm/1e6, cm/1e6 }'
+		printf "%s, in the fio boots: dd'"'"'s own figure median %.1f MB/s, the shell clock around the same dd %.1f MB/s\n", d, dm/1e6, cm/1e6 }'
 	awk -v d="${col#*:}" -v fm="$fm" -v fmin="$fmin" -v fmax="$fmax" -v xm="$xm" -v xmin="$xmin" \
 		-v xmax="$xmax" -v n="$n" 'BEGIN {
 		q = fm / xm; within = (q >= 0.85 && q <= 1.15) ? "within 15%" : "NOT within 15%"
