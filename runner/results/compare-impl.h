@@ -45,7 +45,13 @@ bool cmp_measured(const struct result_run *run);
 /* Adds the measured runs of cell c (from baseline file number file) to s. */
 void cmp_samples_add(struct samples *s, const struct result_cell *c, size_t file,
 		     const struct metric_ref *m);
+/* The same, keyed by (file, block) where a run has a block (ferry(1) run.boots). */
+void cmp_samples_add_blocks(struct samples *s, const struct result_cell *c, size_t file,
+			    const struct metric_ref *m);
 void cmp_samples_free(struct samples *s);
+/* The mean log value of each key of s (its boot, or block) in key order into *means, and the
+ * keys into *keys unless keys is NULL (caller frees both); returns how many keys. */
+size_t cmp_key_means(const struct samples *s, double **means, uint64_t **keys);
 /* The value of metric m in a run (NAN when it has none). */
 double cmp_run_value(const struct result_run *run, const struct metric_ref *m);
 double cmp_median(const double *x, size_t n);

@@ -158,56 +158,24 @@ struct rows_ctx {
 
 /* ---- the control cell (compare_opts.control) ------------------------------------------- */
 
-struct keyed {
-	uint64_t key;
-	double v;
-};
-
-static int cmp_keyed(const void *a, const void *b)
-{
-	const struct keyed *x = a, *y = b;
-	return (x->key > y->key) - (x->key < y->key);
-}
-
-/* The mean log value of metric m in each block of cell c (from file number `file`; a run
- * without blocks counts by its boot), sorted by block into *out (caller frees). */
-static size_t block_means(const struct result_cell *c, size_t file, const struct metric_ref *m,
-			  struct keyed **out)
-{
-	struct keyed *a = xcalloc(c->n_runs + 1, sizeof(*a));
-	size_t n = 0, k = 0;
-	for (size_t i = 0; i < c->n_runs; i++) {
-		const struct result_run *run = &c->runs[i];
-		double x = cmp_measured(run) ? cmp_run_value(run, m) : NAN;
-		if (!(x > 0) || !isfinite(x))
-			continue;
-		int64_t b = run->block > 0 ? run->block : run->boot > 0 ? run->boot : 0;
-		a[n++] = (struct keyed){ ((uint64_t)file << 40) | (uint64_t)b, log(x) };
-	}
-	qsort(a, n, sizeof(*a), cmp_keyed);
-	for (size_t i = 0; i < n;) {
-		size_t j = i;
-		double sum = 0;
-		for (; j < n && a[j].key == a[i].key; j++)
-			sum += a[j].v;
-		a[k++] = (struct keyed){ a[i].key, sum / (double)(j - i) };
-		i = j;
-	}
-	*out = a;
-	return k;
-}
-
 /* Adds to s, for each block in which both cell c and the control k ran, the log of the ratio of
  * their means in that block: what the block's moment did to both cancels. */
 static void add_ratios(struct samples *s, const struct result_cell *c, const struct result_cell *k,
 		       size_t file, const struct metric_ref *m)
 {
-	_cleanup_free_ struct keyed *a = NULL;
-	_cleanup_free_ struct keyed *b = NULL;
-	size_t na = block_means(c, file, m, &a), nb = block_means(k, file, m, &b);
+	struct samples sc = { 0 }, sk = { 0 };
+	cmp_samples_add_blocks(&sc, c, file, m);
+	cmp_samples_add_blocks(&sk, k, file, m);
+	_cleanup_free_ double *a = NULL;
+	_cleanup_free_ double *b = NULL;
+	_cleanup_free_ uint64_t *ka = NULL;
+	_cleanup_free_ uint64_t *kb = NULL;
+	size_t na = cmp_key_means(&sc, &a, &ka), nb = cmp_key_means(&sk, &b, &kb);
+	cmp_samples_free(&sc);
+	cmp_samples_free(&sk);
 	for (size_t i = 0, j = 0; i < na && j < nb;) {
-		if (a[i].key != b[j].key) {
-			a[i].key < b[j].key ? i++ : j++;
+		if (ka[i] != kb[j]) {
+			ka[i] < kb[j] ? i++ : j++;
 			continue;
 		}
 		if (s->n == s->cap) {
@@ -216,9 +184,9 @@ static void add_ratios(struct samples *s, const struct result_cell *c, const str
 			s->raw = xrealloc(s->raw, s->cap * sizeof(*s->raw));
 			s->boot = xrealloc(s->boot, s->cap * sizeof(*s->boot));
 		}
-		s->v[s->n] = a[i].v - b[j].v;
-		s->raw[s->n] = exp(a[i].v - b[j].v);
-		s->boot[s->n] = a[i].key;
+		s->v[s->n] = a[i] - b[j];
+		s->raw[s->n] = exp(a[i] - b[j]);
+		s->boot[s->n] = ka[i];
 		s->n++;
 		i++, j++;
 	}

@@ -53,8 +53,8 @@ double cmp_run_value(const struct result_run *run, const struct metric_ref *m)
 	}
 }
 
-void cmp_samples_add(struct samples *s, const struct result_cell *c, size_t file,
-		     const struct metric_ref *m)
+static void samples_add(struct samples *s, const struct result_cell *c, size_t file,
+			const struct metric_ref *m, bool by_block)
 {
 	for (size_t i = 0; i < c->n_runs; i++) {
 		const struct result_run *run = &c->runs[i];
@@ -69,9 +69,24 @@ void cmp_samples_add(struct samples *s, const struct result_cell *c, size_t file
 		}
 		s->v[s->n] = log(x);
 		s->raw[s->n] = x;
-		s->boot[s->n] = ((uint64_t)file << 40) | (uint64_t)(run->boot > 0 ? run->boot : 0);
+		int64_t key = run->boot > 0 ? run->boot : 0;
+		if (by_block && run->block > 0)
+			key = run->block;
+		s->boot[s->n] = ((uint64_t)file << 40) | (uint64_t)key;
 		s->n++;
 	}
+}
+
+void cmp_samples_add(struct samples *s, const struct result_cell *c, size_t file,
+		     const struct metric_ref *m)
+{
+	samples_add(s, c, file, m, false);
+}
+
+void cmp_samples_add_blocks(struct samples *s, const struct result_cell *c, size_t file,
+			    const struct metric_ref *m)
+{
+	samples_add(s, c, file, m, true);
 }
 
 void cmp_samples_free(struct samples *s)
@@ -92,24 +107,28 @@ static int cmp_vb(const void *a, const void *b)
 	return (x->boot > y->boot) - (x->boot < y->boot);
 }
 
-/* The mean log value of each boot into *means (caller frees); returns how many boots. */
-static size_t boot_means(const struct samples *s, double **means)
+size_t cmp_key_means(const struct samples *s, double **means, uint64_t **keys)
 {
 	_cleanup_free_ struct vb *a = xcalloc(s->n + 1, sizeof(*a));
 	for (size_t i = 0; i < s->n; i++)
 		a[i] = (struct vb){ s->boot[i], s->v[i] };
 	qsort(a, s->n, sizeof(*a), cmp_vb);
 	double *m = xcalloc(s->n + 1, sizeof(*m));
+	uint64_t *key = keys ? xcalloc(s->n + 1, sizeof(*key)) : NULL;
 	size_t k = 0;
 	for (size_t i = 0; i < s->n;) {
 		size_t j = i;
 		double sum = 0;
 		for (; j < s->n && a[j].boot == a[i].boot; j++)
 			sum += a[j].v;
+		if (key)
+			key[k] = a[i].boot;
 		m[k++] = sum / (double)(j - i);
 		i = j;
 	}
 	*means = m;
+	if (keys)
+		*keys = key;
 	return k;
 }
 
@@ -141,7 +160,7 @@ void cmp_row_test(struct cmp_row *row, struct row_work *w, const struct samples 
 		  const struct samples *b, double confidence)
 {
 	double *ma = NULL, *mb = NULL;
-	size_t ka = boot_means(a, &ma), kb = boot_means(b, &mb);
+	size_t ka = cmp_key_means(a, &ma, NULL), kb = cmp_key_means(b, &mb, NULL);
 	row->boots_base = ka;
 	row->boots_cand = kb;
 	double xa, va, xb, vb, se2, df;
