@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A plan run by the executor on the fake machine (runner/machine/machine-fake.c), shared by
- * test-executor.c and test-hosts.c: the temporary folder with the run and cache folders, the
- * plan written there, parsed and expanded, and exec_opts that open the fake machine and collect
- * the progress lines and errors.
+ * test-executor.c, test-executor-order.c, test-hosts.c and others: the temporary folder with the
+ * run and cache folders, the plan written there, parsed and expanded, and exec_opts that open the
+ * fake machine and collect the progress lines and errors.
  */
 #pragma once
 
