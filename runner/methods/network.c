@@ -301,7 +301,8 @@ static int pull(struct method_ctx *ctx, struct network_state *s)
 	if (rc < 0)
 		return -1;
 	if (s->srv.err)
-		return method_fail(ctx, ERROR_INFRA, NULL, "network: sender: %s", s->srv.err);
+		return method_fail(ctx, STREAM_ERROR_KIND(s->srv.err), NULL, "network: sender: %s",
+				   s->srv.err);
 	ctx->bytes = s->srv.bytes;
 	return 0;
 }
@@ -452,7 +453,7 @@ static int push(struct method_ctx *ctx, struct network_state *s)
 	netserve_parts_clear(parts, NULL, n);
 	if (err) {
 		guestproc_kill(ctx, pid);
-		return method_fail(ctx, ERROR_INFRA, NULL, "network: push: %s", err);
+		return method_fail(ctx, STREAM_ERROR_KIND(err), NULL, "network: push: %s", err);
 	}
 	if (guestproc_wait(ctx, "network: push", pid, NULL) < 0)
 		return -1;

@@ -27,8 +27,9 @@ int stream_write_all(int fd, const void *buf, size_t len, unsigned timeout_ms, c
 	while (len > 0) {
 		/* a reader that takes a byte at a time progresses forever: the run's deadline */
 		if (run_deadline_passed()) {
-			*err = xasprintf(
-			    "write: the run timeout passed with %zu bytes still to send", len);
+			*err = xasprintf(STREAM_DEADLINE
+					 " (%u ms) passed with %zu bytes still to send",
+					 run_deadline_timeout_ms(), len);
 			return -1;
 		}
 		/* a socket whose reader went away must give EPIPE, not kill ferry with SIGPIPE */

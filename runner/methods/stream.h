@@ -46,6 +46,12 @@ int stream_write_all(int fd, const void *buf, size_t len, unsigned timeout_ms, c
 /* The words of a stream_* error after the reader took nothing for the timeout: the guest's
  * reader hangs, which is the run's timeout (ERROR_TIMEOUT), not a broken host. */
 #define STREAM_STALLED "the reader took no data for"
-/* ERROR_TIMEOUT when err says the reader stalled, else ERROR_INFRA. */
+/* The words of a stream_* error when the run's own deadline passed while bytes were still to
+ * send (a reader that takes a byte at a time): a timeout too. */
+#define STREAM_DEADLINE "write: the run timeout"
+/* ERROR_TIMEOUT when err says the reader stalled or the run's deadline passed, else
+ * ERROR_INFRA. */
 #define STREAM_ERROR_KIND(err)                                                                     \
-	((err) && strstr((err), STREAM_STALLED) ? ERROR_TIMEOUT : ERROR_INFRA)
+	((err) && (strstr((err), STREAM_STALLED) || strstr((err), STREAM_DEADLINE))                \
+	     ? ERROR_TIMEOUT                                                                       \
+	     : ERROR_INFRA)

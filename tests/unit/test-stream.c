@@ -240,6 +240,26 @@ static void test_reader_stalls(void)
 	manifest_free(m);
 }
 
+/* The run's deadline passing while bytes are still to send is a timeout (ERROR_TIMEOUT, with the
+ * run timeout in ms), as a stalled reader is: which of the two comes first is the host's luck
+ * (method-runs' network push hang case failed on it under load). */
+static void test_deadline_is_timeout(void)
+{
+	int sv[2];
+	g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), ==, 0);
+	run_set_deadline(now_ns() - 1, 1000 * 1000000ull);
+	char *err = NULL;
+	g_assert_cmpint(stream_write_all(sv[0], "abc", 3, 100, &err), ==, -1);
+	run_set_deadline(0, 0);
+	g_assert_nonnull(err);
+	g_assert_nonnull(strstr(err, "(1000 ms)"));
+	g_assert_cmpint(STREAM_ERROR_KIND(err), ==, ERROR_TIMEOUT);
+	free(err);
+	g_assert_cmpint(STREAM_ERROR_KIND("write: Broken pipe"), ==, ERROR_INFRA);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 /* A sink that keeps everything pack_stream() sends (agent-file's path). */
 static int keep_sink(void *userdata, const void *buf, size_t len, char **err)
 {
@@ -817,6 +837,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/stream/unsupported", test_unsupported);
 	g_test_add_func("/stream/concat", test_concat);
 	g_test_add_func("/stream/reader-stalls", test_reader_stalls);
+	g_test_add_func("/stream/deadline-is-timeout", test_deadline_is_timeout);
 	g_test_add_func("/stream/roundtrip-busybox", test_roundtrip);
 	g_test_add_func("/stream/swap-refused", test_swap_refused);
 	g_test_add_func("/stream/copy", test_copy);
