@@ -32,15 +32,17 @@ validate "$res"
 bad="$(query "$res" '[(i, c["status"], c.get("skip_reason"), c.get("errors")) for i, c in cells.items() if c["status"] != "passed" or not (
 	len([x for x in c["runs"] if not x["warmup"] and x["integrity_ok"]]) == 1)]')"
 [ "$bad" = "[]" ] || fail "cells not passed with a verified run: $bad"
-[ "$(query "$res" 'len(r["cells"])')" = 8 ] || fail "expected 8 cells"
-[ "$(query "$res" 'sorted(c["id"].split(",")[0] for c in r["cells"] if "tiny-priv" in c["id"])')" = "['vm=tiny-priv', 'vm=tiny-priv', 'vm=tiny-priv']" ] ||
-	fail "expected 3 cells on the private network"
+[ "$(query "$res" 'len(r["cells"])')" = 9 ] || fail "expected 9 cells"
+[ "$(query "$res" 'len([c for c in r["cells"] if "tiny-priv" in c["id"]])')" = 4 ] ||
+	fail "expected 4 cells on the private network"
 grep -q "2 boots" "$work/log" || fail "expected the cells of each vm to share one boot"
-# every tool moved the dataset's bytes and files (24 files of 1-256 KiB)
-bytes="$(query "$res" 'sorted({c["runs"][0]["bytes"] for c in r["cells"]})')"
-[ "$(query "$res" 'len({c["runs"][0]["bytes"] for c in r["cells"]})')" = 1 ] || fail "tools moved different bytes: $bytes"
+# every tool moved the tree's bytes and files (24 files of 1-256 KiB), and scp the 100 flat ones
+bytes="$(query "$res" 'sorted({c["runs"][0]["bytes"] for c in r["cells"] if "dataset=tree" in c["id"]})')"
+[ "$(query "$res" 'len({c["runs"][0]["bytes"] for c in r["cells"] if "dataset=tree" in c["id"]})')" = 1 ] || fail "tools moved different bytes: $bytes"
 [ "$(query "$res" 'min(c["runs"][0]["bytes"] for c in r["cells"]) > 24 * 1024')" = True ] || fail "too few bytes: $bytes"
-[ "$(query "$res" '{c["runs"][0]["files"] for c in r["cells"]} == {24}')" = True ] || fail "not 24 files each"
+[ "$(query "$res" '{c["runs"][0]["files"] for c in r["cells"] if "dataset=tree" in c["id"]} == {24}')" = True ] || fail "not 24 files each"
+[ "$(query "$res" '[c["runs"][0]["files"] for c in r["cells"] if "dataset=flat" in c["id"]]')" = "[100]" ] ||
+	fail "scp of 100 top-level files on the private network did not move them"
 # nothing of the run's ssh is left on the host: no client, no key, no namespace
 left="$(pgrep -af "ssh .*ferry|ssh-keys|$FERRY_RUN_DIR" || true)"
 [ -z "$left" ] || fail "ssh processes of the run are left: $left"
@@ -56,4 +58,4 @@ for c in r["cells"]:
     x = [x for x in c["runs"] if not x["warmup"]][0]
     print("| %s | %.3f | %.3f |" % (c["id"].split("method=")[1], x["phases"]["transfer"], x["total"]))
 PY
-echo "ok: scp, rsync and tar over ssh, scp with aes128-ctr and tar with chacha20-poly1305 into dropbear, and the three tools on the private network, every run verified; nothing left behind"
+echo "ok: scp, rsync and tar over ssh, scp with aes128-ctr and tar with chacha20-poly1305 into dropbear, the three tools on the private network and scp of 100 top-level files there, every run verified; nothing left behind"

@@ -246,9 +246,13 @@ int netns_run(const struct netns *ns, const char *const *argv, char **out, char 
 int netns_spawn(const struct netns *ns, const char *const *argv, const struct proc_opts *o,
 		struct proc_result *r, char **err)
 {
-	const char *full[80];
+	/* a client's command line grows with the dataset (scp names every top-level entry) */
+	size_t n = 0;
+	while (argv[n])
+		n++;
+	_cleanup_free_ const char **full = xcalloc(n + 5, sizeof(*full));
 	*r = (struct proc_result){ 0 };
-	if (in_netns(ns, argv, full, ELEMENTSOF(full), err) < 0)
+	if (in_netns(ns, argv, full, n + 5, err) < 0)
 		return -1;
 	return proc_spawn(full, o, r, err);
 }
