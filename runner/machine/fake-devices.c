@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The devices of a guest over a local directory (fake-guest.h): disks as loop devices with a
- * /sys/block/X/serial (a target's ext4 image copied from one made once), shares bind-mounted into
- * its namespace, channel ports as FIFOs fed from a socket by a relay thread.
+ * /sys/block/X/serial, shares bind-mounted into its namespace, channel ports as FIFOs fed from a
+ * socket by a relay thread.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +13,6 @@
 #include <string.h>
 #include <linux/loop.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -115,7 +114,7 @@ int fake_root_plug(struct fake_root *r, const char *path, const char *serial, bo
 	_cleanup_free_ char *ser = xasprintf("%s/serial", sys);
 	_cleanup_free_ char *text = xasprintf("%s\n", serial);
 	if (mknod(node, S_IFBLK | 0600, sb.st_rdev) < 0 || mkdir(sys, 0755) < 0 ||
-	    fake_file_new(ser, text, strlen(text), 0444, err) < 0) {
+	    write_file_atomic(ser, text, strlen(text), 0444, err) < 0) {
 		if (!*err)
 			*err = xasprintf("fake guest: cannot make '%s': %s", n, strerror(errno));
 		unlink(node);
@@ -155,82 +154,6 @@ int fake_root_unplug(struct fake_root *r, const char *serial, char **err)
 			return fake_disk_remove(r, i, err);
 	*err = xasprintf("no disk with serial '%s' is plugged", serial);
 	return -1;
-}
-
-/* ---- ext4 images ---- */
-
-/* Copies the first size bytes of in to out (holes kept as holes). 0 or -1 with errno. */
-static int copy_sparse(int in, int out, off_t size)
-{
-	static char buf[1 << 16];
-	off_t data, hole;
-	int more;
-	for (off_t off = 0; (more = fd_next_data(in, off, size, &data, &hole)) > 0; off = hole)
-		for (off_t at = data; at < hole;) {
-			size_t want =
-			    (size_t)(hole - at) < sizeof(buf) ? (size_t)(hole - at) : sizeof(buf);
-			ssize_t n = pread(in, buf, want, at);
-			if (n <= 0 || pwrite(out, buf, (size_t)n, at) != n) {
-				if (n == 0)
-					errno = EIO;
-				return -1;
-			}
-			at += n;
-		}
-	return more < 0 ? -1 : 0;
-}
-
-/*
- * One empty ext4 filesystem per size, made by mke2fs once per process and kept in a memory
- * file (gone with the process), then copied for every target: an mke2fs per target is a
- * dynamically linked program's start (many page faults on these hosts) and its writes. Its
- * copies share the filesystem's UUID, which no guest of the fake looks at.
- */
-static pthread_mutex_t ext4_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-	off_t size;
-	int fd;
-} ext4_made[8];
-static size_t n_ext4_made;
-
-int fake_ext4_image(const char *path, uint64_t size, char **err)
-{
-	_cleanup_close_ int fd = file_create_new(path, 0644, err);
-	if (fd < 0)
-		return -1;
-	if (ftruncate(fd, (off_t)size) < 0) {
-		*err = xasprintf("fake target '%s': %s", path, strerror(errno));
-		return -1;
-	}
-	pthread_mutex_lock(&ext4_lock);
-	int from = -1;
-	for (size_t i = 0; i < n_ext4_made && from < 0; i++)
-		if (ext4_made[i].size == (off_t)size)
-			from = ext4_made[i].fd;
-	int rc = 0;
-	if (from >= 0) {
-		rc = copy_sparse(from, fd, (off_t)size);
-		if (rc < 0)
-			*err = xasprintf("fake target '%s': %s", path, strerror(errno));
-		pthread_mutex_unlock(&ext4_lock);
-		return rc;
-	}
-	const char *mk[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-m", "0", path, NULL };
-	rc = proc_run(mk, NULL, err);
-	int keep = rc == 0 && n_ext4_made < ELEMENTSOF(ext4_made)
-		       ? memfd_create("ferry-fake-ext4", MFD_CLOEXEC)
-		       : -1;
-	if (keep >= 0 &&
-	    (ftruncate(keep, (off_t)size) < 0 || copy_sparse(fd, keep, (off_t)size) < 0)) {
-		close(keep);
-		keep = -1;
-	}
-	if (keep >= 0) {
-		ext4_made[n_ext4_made].size = (off_t)size;
-		ext4_made[n_ext4_made++].fd = keep;
-	}
-	pthread_mutex_unlock(&ext4_lock);
-	return rc;
 }
 
 /* ---- shares ---- */

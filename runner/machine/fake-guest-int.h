@@ -44,9 +44,6 @@ struct fake_root {
 	size_t n_ports;
 };
 
-/* A new file at the host path with these bytes and mode: the root's own files, which need no
- * flush to disk (they end with the guest). 0 or -1 with *err. */
-int fake_file_new(const char *path, const void *data, size_t len, mode_t mode, char **err);
 /* The host path of guest path p, through the holder's root (so inside the guest's mounts). */
 char *fake_host_path(const struct fake_root *r, const char *p);
 /* Unplug disk i: its node, its /sys entry, its loop device. 0 or -1 with *err. */

@@ -1,12 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A guest over a local directory (fake-guest.h). Processes are started here, not spawned
- * through util/proc.c: a guest command must join the guest's mount namespace and chroot between
- * its start and exec, which posix_spawn cannot do. They are started as posix_spawn starts its
- * children, sharing this process's memory until the exec (spawn_shared()): a fork would copy
- * this process's page tables and cost it a fault for every page it writes next, which on the
- * paravirtualized hosts this runs on is a good part of a guest command's CPU. Between the start
- * and the exec the children make system calls only (the caller may have threads).
+ * A guest over a local directory (fake-guest.h). Processes are forked here, not spawned through
+ * util/proc.c: a guest command must join the guest's mount namespace and chroot between fork and
+ * exec, which posix_spawn cannot do. Between fork and exec the children make system calls only
+ * (the caller may have threads).
  */
 #include "fake-guest.h"
 #include "fake-guest-int.h"
@@ -47,39 +44,6 @@ struct fake_proc {
 	bool reaped;
 	int status;
 };
-
-/*
- * Runs fn(arg) in a new process that shares this process's memory until it execs or exits
- * (CLONE_VM | CLONE_VFORK, as posix_spawn's children; a memory checker may make it a fork);
- * returns its pid once it has, or -1. Every signal is blocked around the start, so that no
- * handler of this process runs in the child: fn sets its own dispositions and mask (*mask is the
- * caller's). fn makes system calls only.
- */
-static pid_t spawn_shared(int (*fn)(void *), void *arg, sigset_t *mask)
-{
-	const size_t size = 256 * 1024;
-	void *stack = mmap(NULL, size, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	if (stack == MAP_FAILED)
-		return -1;
-	sigset_t all;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, mask);
-	pid_t pid = clone(fn, (char *)stack + size, CLONE_VM | CLONE_VFORK | SIGCHLD, arg);
-	int e = errno;
-	pthread_sigmask(SIG_SETMASK, mask, NULL);
-	munmap(stack, size);
-	errno = e;
-	return pid;
-}
-
-/* In a child of spawn_shared(): every signal's disposition the default, the mask *mask. */
-static void child_signals(const sigset_t *mask)
-{
-	for (int s = 1; s < NSIG; s++)
-		signal(s, SIG_DFL);
-	sigprocmask(SIG_SETMASK, mask, NULL);
-}
 
 const char *fake_root_support(void)
 {
@@ -159,25 +123,11 @@ static void host_binds(const char *dir, const char *sum, char *src[N_HOST_BINDS]
 	}
 }
 
-int fake_file_new(const char *path, const void *data, size_t len, mode_t mode, char **err)
-{
-	int fd = file_create_new(path, mode, err);
-	if (fd < 0)
-		return -1;
-	if (write_all(fd, data, len) < 0) {
-		*err = xasprintf("fake guest: cannot write '%s': %s", path, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	close(fd);
-	return 0;
-}
-
 /* The mount points of host_binds() in the root, and root's passwd entry (dropbear's login). */
 static int root_make_host(const char *dir, const char *sum, char **err)
 {
 	_cleanup_free_ char *sp = xasprintf("%s" SUM_PATH, dir);
-	if (sum && fake_file_new(sp, "", 0, 0755, err) < 0)
+	if (sum && write_file_atomic(sp, "", 0, 0755, err) < 0)
 		return -1;
 	for (size_t i = 0; i < ELEMENTSOF(host_lib_dirs); i++) {
 		_cleanup_free_ char *p = xasprintf("%s%s", dir, host_lib_dirs[i]);
@@ -191,14 +141,15 @@ static int root_make_host(const char *dir, const char *sum, char **err)
 	}
 	for (size_t i = 0; i < ELEMENTSOF(host_programs); i++) {
 		_cleanup_free_ char *p = xasprintf("%s%s", dir, host_programs[i]);
-		if (access(host_programs[i], X_OK) == 0 && fake_file_new(p, "", 0, 0755, err) < 0)
+		if (access(host_programs[i], X_OK) == 0 &&
+		    write_file_atomic(p, "", 0, 0755, err) < 0)
 			return -1;
 	}
 	_cleanup_free_ char *pw = xasprintf("%s/etc/passwd", dir);
 	_cleanup_free_ char *gr = xasprintf("%s/etc/group", dir);
 	static const char passwd[] = "root:x:0:0:root:/root:/bin/sh\n", group[] = "root:x:0:\n";
-	if (fake_file_new(pw, passwd, strlen(passwd), 0644, err) < 0 ||
-	    fake_file_new(gr, group, strlen(group), 0644, err) < 0)
+	if (write_file_atomic(pw, passwd, strlen(passwd), 0644, err) < 0 ||
+	    write_file_atomic(gr, group, strlen(group), 0644, err) < 0)
 		return -1;
 	return 0;
 }
@@ -270,28 +221,16 @@ static int root_make(const char *dir, const char *sum, char **err)
 	}
 	_cleanup_free_ char *prof = xasprintf("%s" PROFILE, dir);
 	_cleanup_free_ char *hangs = xasprintf("%s" HANGS, dir);
-	if (fake_file_new(prof, PROFILE_TEXT, strlen(PROFILE_TEXT), 0644, err) < 0 ||
-	    fake_file_new(hangs, "", 0, 0644, err) < 0)
+	if (write_file_atomic(prof, PROFILE_TEXT, strlen(PROFILE_TEXT), 0644, err) < 0 ||
+	    write_file_atomic(hangs, "", 0, 0644, err) < 0)
 		return -1;
 	return 0;
 }
 
-/* What the holder is started with. */
-struct holder_args {
-	const char *dir;
-	char *const *paths, *const *src, *const *dst;
-	int hold, status;
-	sigset_t mask;
-};
-
-/* In the holder, between its start and exec: the namespace, its mounts, the chroot. */
-static int holder_main(void *arg)
+/* In the holder, between fork and exec: the namespace, its mounts, the chroot. */
+static void holder_main(const char *dir, char *const paths[], char *const src[], char *const dst[],
+			int hold, int status)
 {
-	const struct holder_args *a = arg;
-	const char *dir = a->dir;
-	char *const *paths = a->paths, *const *src = a->src, *const *dst = a->dst;
-	int hold = a->hold, status = a->status;
-	child_signals(&a->mask);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (unshare(CLONE_NEWNS) < 0 || mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0 ||
 	    mount(BUSYBOX, paths[0], "none", MS_BIND, NULL) < 0 ||
@@ -377,12 +316,10 @@ int fake_root_boot(const char *dir, const char *sum, struct fake_root **out, cha
 	host_binds(dir, sum, src, dst);
 	int hold[2] = { -1, -1 }, st[2] = { -1, -1 };
 	pid_t pid = -1;
-	struct holder_args ha = { dir, paths, src, dst, -1, -1, { { 0 } } };
-	if (pipe2(hold, O_CLOEXEC) == 0 && pipe2(st, O_CLOEXEC) == 0) {
-		ha.hold = hold[0];
-		ha.status = st[1];
-		pid = spawn_shared(holder_main, &ha, &ha.mask);
-	}
+	if (pipe2(hold, O_CLOEXEC) == 0 && pipe2(st, O_CLOEXEC) == 0)
+		pid = fork();
+	if (pid == 0)
+		holder_main(dir, paths, src, dst, hold[0], st[1]);
 	int e = errno, child_errno = 0;
 	for (size_t i = 0; i < ELEMENTSOF(sub); i++)
 		free(paths[i]);
@@ -428,28 +365,21 @@ int fake_root_boot(const char *dir, const char *sum, struct fake_root **out, cha
 
 /* ---- processes ---- */
 
-/* What a guest command is started with. */
-struct child_args {
-	const struct fake_root *r;
-	char *const *argv;
-	int in, out, err, status;
-};
-
-/* In a guest command, between its start and exec. */
-static int child_main(void *arg)
+/* In a guest command, between fork and exec. */
+static void child_main(const struct fake_root *r, char *const argv[], int in, int out, int err,
+		       int status)
 {
-	const struct child_args *a = arg;
-	const struct fake_root *r = a->r;
-	int status = a->status;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	sigset_t none;
 	sigemptyset(&none);
-	child_signals(&none);
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (int s = 1; s < NSIG; s++)
+		signal(s, SIG_DFL);
 	if (setns(r->ns_fd, CLONE_NEWNS) < 0 || chroot(r->dir) < 0 || chdir("/") < 0 ||
-	    setpgid(0, 0) < 0 || dup2(a->in, 0) < 0 || dup2(a->out, 1) < 0 || dup2(a->err, 2) < 0)
+	    setpgid(0, 0) < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
 		goto fail;
 	char *const envp[] = { env_path, env_home, env_lc, NULL };
-	execve("/bin/sh", a->argv, envp);
+	execve("/bin/sh", argv, envp);
 fail:;
 	int e = errno;
 	(void)!write(status, &e, sizeof(e));
@@ -519,16 +449,11 @@ static int start(struct fake_root *r, const char *const *argv, const struct fake
 	p->out = memfile("stdout", err);
 	p->err = p->out >= 0 ? memfile("stderr", err) : -1;
 	/* the start is waited for (the status pipe closes at the exec), so that the process is
-	 * in the guest once this returns, and a failure to enter it is this call's error (the
-	 * pipe, not the shared memory: under a memory checker the start is a fork) */
+	 * in the guest once this returns, and a failure to enter it is this call's error */
 	int st[2] = { -1, -1 };
-	sigset_t mask;
-	struct child_args ca = { r, av, in, p->out, p->err, -1 };
-	if (p->err >= 0 && pipe2(st, O_CLOEXEC) == 0) {
-		ca.status = st[1];
-		p->pid = spawn_shared(child_main, &ca, &mask);
-	} else
-		p->pid = -1;
+	p->pid = p->err >= 0 && pipe2(st, O_CLOEXEC) == 0 ? fork() : -1;
+	if (p->pid == 0)
+		child_main(r, av, in, p->out, p->err, st[1]);
 	int e = errno, child_errno = 0;
 	for (size_t i = 2; i < k; i++)
 		free(av[i]);
@@ -705,6 +630,83 @@ static void kill_one(pid_t pid, void *ud)
 {
 	(void)ud;
 	kill(pid, SIGKILL);
+}
+
+int fake_root_mounts(const struct fake_root *r)
+{
+	_cleanup_free_ char *path = xasprintf("/proc/%d/mounts", (int)r->holder);
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	int n = 0;
+	while (getline(&text, &len, f) > 0)
+		n++;
+	fclose(f);
+	return n - r->boot_mounts;
+}
+
+int fake_root_mounted(const struct fake_root *r, const char *mnt, char **err)
+{
+	_cleanup_free_ char *path = xasprintf("/proc/%d/mounts", (int)r->holder);
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		*err = xasprintf("fake guest: %s: %s", path, strerror(errno));
+		return -1;
+	}
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0, n = strlen(mnt);
+	int found = 0;
+	while (!found && getline(&line, &cap, f) > 0) {
+		const char *sp = strchr(line, ' ');
+		found = sp && strncmp(sp + 1, mnt, n) == 0 && sp[1 + n] == ' ';
+	}
+	fclose(f);
+	return found;
+}
+
+/* Appends "GUEST_PATH," for every entry under dirfd that is not a directory, depth first. */
+static void files_under(int dirfd, const char *guest, const char *prune, char **list,
+			unsigned depth)
+{
+	DIR *d = depth < 64 ? fdopendir(dirfd) : NULL;
+	if (!d) {
+		close(dirfd);
+		return;
+	}
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		_cleanup_free_ char *p = xasprintf("%s/%s", guest, e->d_name);
+		struct stat sb;
+		if (fstatat(dirfd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (!S_ISDIR(sb.st_mode)) {
+			char *more = xasprintf("%s%s,", *list ? *list : "", p);
+			free(*list);
+			*list = more;
+		} else if (!prune || strcmp(p, prune) != 0) {
+			int sub = openat(dirfd, e->d_name,
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0)
+				files_under(sub, p, prune, list, depth + 1);
+		}
+	}
+	closedir(d);
+}
+
+char *fake_root_files(const struct fake_root *r, const char *const *dirs, const char *prune)
+{
+	char *list = NULL;
+	for (size_t i = 0; dirs[i]; i++) {
+		_cleanup_free_ char *host = fake_host_path(r, dirs[i]);
+		int fd = open(host, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0)
+			files_under(fd, dirs[i], prune, &list, 0);
+	}
+	return list ? list : xstrdup("");
 }
 
 /* ---- hung programs ---- */

@@ -99,9 +99,6 @@ int fake_root_run(struct fake_root *r, const char *cmd, const void *input, size_
  */
 int fake_root_plug(struct fake_root *r, const char *path, const char *serial, bool ro, char **name,
 		   char **err);
-/* A new raw image at path of size bytes with an empty ext4 filesystem (mke2fs -t ext4 -m 0,
- * once per size and process, then copied). 0 or -1 with *err. */
-int fake_ext4_image(const char *path, uint64_t size, char **err);
 /* Unplug the disk with this serial (its node and loop device go; a guest mount of it keeps the
  * loop device until it is unmounted). 0 or -1 with *err. */
 int fake_root_unplug(struct fake_root *r, const char *serial, char **err);
@@ -121,34 +118,8 @@ int fake_root_channel(struct fake_root *r, const char *name, int *fd, char **err
 int fake_root_share(struct fake_root *r, const char *tag, const char *host_dir, char **err);
 /* Make the guest program prog (a name, e.g. "tar") hang: every later guest command started with
  * fake_root_start() that runs it through the guest's shell blocks there until it is killed
- * (fake_root_run() is not affected). 0 or -1 with *err. */
+ * (fake_root_run(), the machine's own housekeeping, is not affected). 0 or -1 with *err. */
 int fake_root_hang(struct fake_root *r, const char *prog, char **err);
-
-/*
- * The fake machine's own work in the guest, made by a thread of this process inside it (its
- * mount namespace and root; fake-inside.c), not by a guest process. Each returns 0, or -1 with
- * *err.
- */
-/* Calls fn(ud) on a thread inside the guest; fn returns 0 or -1 with errno. Returns fn's
- * result and errno, or -1 with errno when the thread could not enter the guest. */
-int fake_root_inside(const struct fake_root *r, int (*fn)(void *ud), void *ud);
-/* `mkdir -p MNT && mount -t TYPE [-o OPTS] SRC MNT [&& mkdir -p THEN]` (opts, then: NULL for
- * none). */
-int fake_root_mount(const struct fake_root *r, const char *src, const char *mnt, const char *type,
-		    const char *opts, const char *then, char **err);
-/* `umount MNT`. */
-int fake_root_umount(const struct fake_root *r, const char *mnt, char **err);
-/* `rm -rf DIR && mkdir -p DIR`. */
-int fake_root_empty(const struct fake_root *r, const char *dir, char **err);
-/* open(2) of the guest's path with flags (O_CLOEXEC added; created 0666 less the umask): *fd
- * gets the open file; *err is strerror's text alone. */
-int fake_root_open(const struct fake_root *r, const char *path, int flags, int *fd, char **err);
-/* Flip the first byte of the guest file or device path, synced; with first, of the first
- * regular file below the directory path in name order (`find PATH -type f | sort | head -n 1`).
- * *flipped gets the guest path of what was (or would have been) flipped, or NULL when there was
- * no file; *err is the reason alone. */
-int fake_root_flip(const struct fake_root *r, const char *path, bool first, char **flipped,
-		   char **err);
 
 /* Processes in the guest's namespace now (the holder not counted), or -1 when it is gone. */
 int fake_root_procs(const struct fake_root *r);

@@ -4,9 +4,7 @@
  * end, and the guest operations methods use (machine.h), on a fake_root (fake-guest.h).
  *
  * What stands in for what: a guest command runs in the root's namespace (stdin, stdout, stderr
- * and the timeout as the agent's); a guest file is opened inside the guest (its mount namespace
- * and root) by a thread of this process, as the guest's agent opens it; the machine's own
- * mounts, emptying and flipped bytes are made the same way (fake-inside.c); a
+ * and the timeout as the agent's); a guest file is read or written by the guest's own `cat`; a
  * plugged disk is a loop device of its raw image; a port is a FIFO fed from a unix socket; the
  * guest shares the host's network (its private address is 127.0.0.1, where it also reaches
  * the host), so a port the guest listens on is one on the host's loopback; a share is a bind
@@ -21,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -33,6 +32,10 @@
 #include "util.h"
 #include "methods/disk-image.h"
 #include "methods/method.h"
+
+/* What a housekeeping command (mount, empty, a file's cat) may take. */
+#define HOUSEKEEPING_MS 30000u
+#define EMPTY_CMD       "rm -rf " MACHINE_LANDING " && mkdir -p " MACHINE_LANDING
 
 static struct fake_guest *fg(struct machine_guest *g)
 {
@@ -154,62 +157,51 @@ static void fake_proc_kill_op(struct machine *m, struct machine_guest *mg, int64
 		handle_drop(g, h);
 }
 
-/* ---- files: opened inside the guest, as its agent opens them ---- */
-
-/* The whole of the open file fd (closed here): 0 or -1 with errno. */
-static int read_all(int fd, char **data, size_t *len)
-{
-	size_t cap = 4096, n = 0;
-	char *buf = xmalloc(cap);
-	for (;;) {
-		if (n == cap)
-			buf = xrealloc(buf, cap *= 2);
-		ssize_t got = read(fd, buf + n, cap - n);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0) {
-			int e = errno;
-			close(fd);
-			if (got < 0) {
-				free(buf);
-				errno = e;
-				return -1;
-			}
-			*data = buf;
-			*len = n;
-			return 0;
-		}
-		n += (size_t)got;
-	}
-}
+/* ---- files: through the guest's own cat ---- */
 
 static int fake_file_open(struct machine *m, struct machine_guest *mg, const char *path,
 			  const char *mode, int64_t *handle, struct machine_err *e)
 {
 	(void)m;
 	struct fake_guest *g = fg(mg);
-	int flags = STREQ(mode, "r")   ? O_RDONLY
-		    : STREQ(mode, "w") ? O_WRONLY | O_CREAT | O_TRUNC
-		    : STREQ(mode, "a") ? O_WRONLY | O_CREAT | O_APPEND
-				       : -1;
-	if (flags < 0)
+	_cleanup_free_ char *err = NULL;
+	if (STREQ(mode, "r")) {
+		const char *argv[] = { "cat", "--", path, NULL };
+		struct fake_input none = { .fd = -1 };
+		struct fake_proc *p = NULL;
+		struct fake_result res;
+		if (fake_root_start(g->root, argv, &none, &p, &err) < 0)
+			return machine_err_set(e, MACHINE_ERR_FAILED, "%s", err);
+		if (exec_wait(g, p, "cat", HOUSEKEEPING_MS, &res, e) < 0)
+			return -1;
+		if (res.status != 0) {
+			machine_err_set(e, MACHINE_ERR_FAILED, "cannot open '%s' in the guest: %s",
+					path, res.err);
+			fake_result_clear(&res);
+			return -1;
+		}
+		struct fake_handle *h = handle_new(g);
+		h->path = xstrdup(path);
+		h->data = res.out;
+		h->len = res.out_len;
+		free(res.err);
+		*handle = h->id;
+		return 0;
+	}
+	if (!STREQ(mode, "w") && !STREQ(mode, "a"))
 		return machine_err_set(e, MACHINE_ERR_FAILED,
 				       "the fake guest opens files with r, w or a, not '%s'", mode);
-	_cleanup_free_ char *err = NULL;
-	int fd = -1;
-	if (fake_root_open(g->root, path, flags, &fd, &err) < 0)
-		return machine_err_set(e, MACHINE_ERR_FAILED, "cannot open '%s' in the guest: %s",
-				       path, err);
-	char *data = NULL;
-	size_t len = 0;
-	if (flags == O_RDONLY && read_all(fd, &data, &len) < 0)
-		return machine_err_set(e, MACHINE_ERR_FAILED, "cannot read '%s' in the guest: %s",
-				       path, strerror(errno));
+	const char *argv[] = { "/bin/sh", "-c", STREQ(mode, "w") ? "cat > \"$0\"" : "cat >> \"$0\"",
+			       path, NULL };
+	int in = -1;
+	struct fake_input pipe_in = { .fd = -1, .pipe = &in };
+	struct fake_proc *p = NULL;
+	if (fake_root_start(g->root, argv, &pipe_in, &p, &err) < 0)
+		return machine_err_set(e, MACHINE_ERR_FAILED, "%s", err);
 	struct fake_handle *h = handle_new(g);
 	h->path = xstrdup(path);
-	h->data = data;
-	h->len = len;
-	h->in = flags == O_RDONLY ? -1 : fd;
+	h->proc = p;
+	h->in = in;
 	*handle = h->id;
 	return 0;
 }
@@ -220,12 +212,35 @@ static int fake_file_write(struct machine *m, struct machine_guest *mg, int64_t 
 	(void)m;
 	(void)chunk; /* no round trips to count: one stream */
 	struct fake_handle *h = handle_find(fg(mg), handle);
-	if (!h || !h->path || h->in < 0)
+	if (!h || h->in < 0)
 		return machine_err_set(e, MACHINE_ERR_FAILED, "no guest file %" PRId64 " to write",
 				       handle);
-	if (write_all(h->in, buf, len) < 0)
-		return machine_err_set(e, MACHINE_ERR_FAILED, "cannot write '%s' in the guest: %s",
-				       h->path, strerror(errno));
+	const char *p = buf;
+	uint64_t end = now_ns() + (uint64_t)HOUSEKEEPING_MS * 1000000u;
+	while (len) {
+		struct pollfd pfd = { .fd = h->in, .events = POLLOUT };
+		if (poll(&pfd, 1, 20) == 0) {
+			if (run_interrupted())
+				return machine_err_set(e, MACHINE_ERR_INTERRUPTED,
+						       "writing '%s' in the guest: interrupted",
+						       h->path);
+			if (now_ns() >= end)
+				return machine_err_set(e, MACHINE_ERR_TIMEOUT,
+						       "writing '%s' in the guest: no progress "
+						       "within %u ms",
+						       h->path, HOUSEKEEPING_MS);
+			continue;
+		}
+		ssize_t n = send(h->in, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n < 0)
+			return machine_err_set(e, MACHINE_ERR_FAILED,
+					       "cannot write '%s' in the guest: %s", h->path,
+					       strerror(errno));
+		p += n;
+		len -= (size_t)n;
+	}
 	return 0;
 }
 
@@ -234,7 +249,7 @@ static int fake_file_read(struct machine *m, struct machine_guest *mg, int64_t h
 {
 	(void)m;
 	struct fake_handle *h = handle_find(fg(mg), handle);
-	if (!h || !h->path || h->in >= 0)
+	if (!h || !h->path || h->proc)
 		return machine_err_set(e, MACHINE_ERR_FAILED, "no guest file %" PRId64 " to read",
 				       handle);
 	*n = h->len - h->off < max ? h->len - h->off : max;
@@ -253,12 +268,24 @@ static int fake_file_close(struct machine *m, struct machine_guest *mg, int64_t 
 	if (!h || !h->path)
 		return machine_err_set(e, MACHINE_ERR_FAILED, "no guest file %" PRId64 " to close",
 				       handle);
-	int fd = h->in, rc = 0;
+	if (!h->proc) {
+		handle_drop(g, h);
+		return 0;
+	}
+	close(h->in);
 	h->in = -1;
-	if (fd >= 0 && close(fd) < 0)
-		rc = machine_err_set(e, MACHINE_ERR_FAILED, "cannot write '%s' in the guest: %s",
-				     h->path, strerror(errno));
+	struct fake_proc *p = h->proc;
+	h->proc = NULL;
+	_cleanup_free_ char *path = xstrdup(h->path);
 	handle_drop(g, h);
+	struct fake_result res;
+	if (exec_wait(g, p, "cat", HOUSEKEEPING_MS, &res, e) < 0)
+		return -1;
+	int rc = res.status == 0
+		     ? 0
+		     : machine_err_set(e, MACHINE_ERR_FAILED, "cannot write '%s' in the guest: %s",
+				       path, res.err);
+	fake_result_clear(&res);
 	return rc;
 }
 
@@ -274,36 +301,23 @@ static int fake_push_file(struct machine *m, struct machine_guest *mg, const cha
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return machine_err_set(e, MACHINE_ERR_FAILED, "cannot open '%s': %s", host_path,
 				       strerror(errno));
+	const char *argv[] = { "/bin/sh", "-c", "cat > \"$0\"", guest_path, NULL };
+	struct fake_input in = { .fd = fd };
+	struct fake_proc *p = NULL;
 	_cleanup_free_ char *err = NULL;
-	_cleanup_close_ int out = -1;
-	if (fake_root_open(g->root, guest_path, O_WRONLY | O_CREAT | O_TRUNC, &out, &err) < 0)
-		return machine_err_set(e, MACHINE_ERR_FAILED, "cannot write '%s' in the guest: %s",
-				       guest_path, err);
-	char buf[65536];
-	uint64_t total = 0;
-	for (;;) {
-		ssize_t n = read(fd, buf, sizeof(buf));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return machine_err_set(e, MACHINE_ERR_FAILED, "cannot read '%s': %s",
-					       host_path, strerror(errno));
-		if (n == 0)
-			break;
-		if (write_all(out, buf, (size_t)n) < 0)
-			return machine_err_set(e, MACHINE_ERR_FAILED,
-					       "cannot write '%s' in the guest: %s", guest_path,
-					       strerror(errno));
-		total += (uint64_t)n;
-	}
-	int o = out;
-	out = -1;
-	if (close(o) < 0)
-		return machine_err_set(e, MACHINE_ERR_FAILED, "cannot write '%s' in the guest: %s",
-				       guest_path, strerror(errno));
-	if (bytes)
-		*bytes = total;
-	return 0;
+	if (fake_root_start(g->root, argv, &in, &p, &err) < 0)
+		return machine_err_set(e, MACHINE_ERR_FAILED, "%s", err);
+	struct fake_result res;
+	if (exec_wait(g, p, "cat", HOUSEKEEPING_MS, &res, e) < 0)
+		return -1;
+	int rc = res.status == 0
+		     ? 0
+		     : machine_err_set(e, MACHINE_ERR_FAILED, "cannot write '%s' in the guest: %s",
+				       guest_path, res.err);
+	fake_result_clear(&res);
+	if (rc == 0 && bytes)
+		*bytes = (uint64_t)st.st_size;
+	return rc;
 }
 
 static int fake_read_file(struct machine *m, struct machine_guest *mg, const char *path, size_t max,
@@ -432,12 +446,11 @@ const struct machine_guest_ops fake_guest_ops = {
 
 /* ---- boot, reset, end ---- */
 
-/* A guest shell command of the machine's own that must succeed (what a thread inside the guest
- * cannot make: fake-inside.c). */
+/* A guest shell command that must succeed. */
 static int guest_sh(struct fake_guest *g, const char *cmd, char **out, char **err)
 {
 	struct fake_result res;
-	int rc = fake_root_run(g->root, cmd, NULL, 0, 30000, &res, err);
+	int rc = fake_root_run(g->root, cmd, NULL, 0, HOUSEKEEPING_MS, &res, err);
 	if (rc > 0)
 		*err = xasprintf("fake guest %u: '%s' did not finish", g->number, cmd);
 	if (rc != 0)
@@ -463,7 +476,14 @@ static int target_new(struct fake_machine *fm, struct fake_guest *g, const struc
 		g->target_path = run_path(fm->run, "fake", name);
 	}
 	unlink(g->target_path);
-	if (fake_ext4_image(g->target_path, d->size, err) < 0)
+	_cleanup_close_ int fd = file_create_new(g->target_path, 0644, err);
+	if (fd < 0 || ftruncate(fd, (off_t)d->size) < 0) {
+		if (fd >= 0)
+			*err = xasprintf("fake target '%s': %s", g->target_path, strerror(errno));
+		return -1;
+	}
+	const char *mk[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-m", "0", g->target_path, NULL };
+	if (proc_run(mk, NULL, err) < 0)
 		return -1;
 	g->target = (struct disk_config){ .kind = DISK_KIND_IMAGE,
 					  .format = DISK_FORMAT_RAW,
@@ -475,15 +495,18 @@ static int target_new(struct fake_machine *fm, struct fake_guest *g, const struc
 		return -1;
 	free(g->target_dev);
 	g->target_dev = xasprintf("/dev/%s", dev);
-	return fake_root_mount(g->root, g->target_dev, MACHINE_TARGET_MNT, "ext4", NULL,
-			       MACHINE_LANDING, err);
+	_cleanup_free_ char *cmd =
+	    xasprintf("mkdir -p " MACHINE_TARGET_MNT " && mount -t ext4 %s " MACHINE_TARGET_MNT
+		      " && mkdir -p " MACHINE_LANDING,
+		      g->target_dev);
+	return guest_sh(g, cmd, NULL, err);
 }
 
 /* Unmount the target (the block method may have) and unplug and delete its image. */
 static int target_end(struct fake_guest *g, char **err)
 {
 	int mounted = fake_root_mounted(g->root, MACHINE_TARGET_MNT, err);
-	if (mounted < 0 || (mounted && fake_root_umount(g->root, MACHINE_TARGET_MNT, err) < 0))
+	if (mounted < 0 || (mounted && guest_sh(g, "umount " MACHINE_TARGET_MNT, NULL, err) < 0))
 		return -1;
 	if (g->target_path) {
 		if (fake_root_disk(g->root, MACHINE_TARGET_SERIAL) &&
@@ -503,10 +526,11 @@ static int target_mount(struct fake_machine *fm, struct fake_guest *g, const str
 {
 	if (d && d->kind == PLAN_DISK_IMAGE)
 		return target_new(fm, g, d, err);
-	_cleanup_free_ char *opts =
-	    xasprintf("size=%" PRIu64 "k", (d ? d->size : 64u << 20) / 1024);
-	return fake_root_mount(g->root, "tmpfs", MACHINE_TARGET_MNT, "tmpfs", opts, MACHINE_LANDING,
-			       err);
+	_cleanup_free_ char *cmd =
+	    xasprintf("mkdir -p " MACHINE_TARGET_MNT " && mount -t tmpfs -o size=%" PRIu64
+		      "k tmpfs " MACHINE_TARGET_MNT " && mkdir -p " MACHINE_LANDING,
+		      (d ? d->size : 64u << 20) / 1024);
+	return guest_sh(g, cmd, NULL, err);
 }
 
 int fake_real_boot(struct fake_machine *fm, struct fake_guest *g, const struct machine_config *c,
@@ -575,7 +599,7 @@ int fake_real_reset(struct fake_machine *fm, struct fake_guest *g, const struct 
 	}
 	if (!g->base.dirty)
 		return 0;
-	return fake_root_empty(g->root, MACHINE_LANDING, err);
+	return guest_sh(g, EMPTY_CMD, NULL, err);
 }
 
 void fake_real_leftovers(struct fake_machine *fm, struct fake_guest *g)
@@ -632,29 +656,34 @@ void fake_real_corrupt(struct fake_machine *fm, struct fake_guest *g, const char
 {
 	_cleanup_free_ char *full = NULL, *err = NULL;
 	size_t len = strlen(path);
-	int rc;
 	if (STREQ(path, "*") || (path[0] == '/' && len > 2 && STREQ(path + len - 2, "/*"))) {
 		/* the first regular file below the landing place (or below the folder an absolute
 		 * path ending in "*" names), in name order */
 		_cleanup_free_ char *dir =
 		    STREQ(path, "*") ? xstrdup(MACHINE_LANDING) : xstrndup(path, len - 2);
-		rc = fake_root_flip(g->root, dir, true, &full, &err);
-		if (!full) {
+		_cleanup_free_ char *find = xasprintf("find '%s' -type f | sort | head -n 1", dir);
+		if (guest_sh(g, find, &full, &err) < 0 || !*full) {
 			fake_logf(fm->f, "corrupt %u *: no file: %s", g->number, err ? err : "");
 			return;
 		}
-	} else if (STREQ(path, "target") || (g->target_dev && STREQ(path, g->target_dev))) {
-		/* the medium under the target's device (what a guest reading it with direct I/O
-		 * reads next) */
+		full[strcspn(full, "\n")] = '\0';
+	} else if (STREQ(path, "target")) {
 		full = xstrdup(g->target_dev ? g->target_dev : "(no target device)");
-		rc = g->target_path ? flip_image(g->target_path, &err) : -1;
-		if (!g->target_path && !err)
-			err = xstrdup("no target image");
 	} else {
-		_cleanup_free_ char *p =
-		    path[0] == '/' ? xstrdup(path) : xasprintf(MACHINE_LANDING "/%s", path);
-		rc = fake_root_flip(g->root, p, false, &full, &err);
+		full = path[0] == '/' ? xstrdup(path) : xasprintf(MACHINE_LANDING "/%s", path);
 	}
+	_cleanup_free_ char *q = xasprintf("'%s'", full);
+	/* read the byte, write its complement in place (a device: synced past the page cache) */
+	_cleanup_free_ char *cmd = xasprintf(
+	    "b=$(dd if=%s bs=1 count=1 2>/dev/null | od -An -tu1) && "
+	    "printf \"\\\\$(printf %%o $((255 - b)))\" | dd of=%s bs=1 count=1 conv=notrunc,fsync "
+	    "2>/dev/null",
+	    q, q);
+	int rc;
+	if (g->target_dev && STREQ(full, g->target_dev))
+		rc = flip_image(g->target_path, &err); /* the medium under the device */
+	else
+		rc = guest_sh(g, cmd, NULL, &err);
 	fake_logf(fm->f, "corrupt %u %s%s%s", g->number, full, rc < 0 ? ": " : "",
 		  rc < 0 ? err : "");
 }
