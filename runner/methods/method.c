@@ -343,7 +343,8 @@ int method_dd_report(const char *text, uint64_t *bytes, double *seconds, char **
 		l += len + (l[len] == '\n');
 	}
 	if (!found) {
-		_cleanup_free_ char *t = xstrndup(text ? text : "", 300);
+		const char *src = text ? text : "";
+		_cleanup_free_ char *t = xstrndup(src, strnlen(src, 300));
 		for (char *c = t; *c; c++) /* the guest's text: one printable line */
 			if (*c == '\n')
 				*c = '|';
