@@ -48,6 +48,8 @@ void cmp_samples_add(struct samples *s, const struct result_cell *c, size_t file
 /* The same, keyed by (file, block) where a run has a block (ferry(1) run.boots). */
 void cmp_samples_add_blocks(struct samples *s, const struct result_cell *c, size_t file,
 			    const struct metric_ref *m);
+/* Appends one sample: its key (boot or block), log value and value. */
+void cmp_samples_push(struct samples *s, uint64_t key, double logv, double raw);
 void cmp_samples_free(struct samples *s);
 /* The mean log value of each key of s (its boot, or block) in key order into *means, and the
  * keys into *keys unless keys is NULL (caller frees both); returns how many keys. */

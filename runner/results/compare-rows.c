@@ -178,16 +178,7 @@ static void add_ratios(struct samples *s, const struct result_cell *c, const str
 			ka[i] < kb[j] ? i++ : j++;
 			continue;
 		}
-		if (s->n == s->cap) {
-			s->cap = s->cap ? 2 * s->cap : 16;
-			s->v = xrealloc(s->v, s->cap * sizeof(*s->v));
-			s->raw = xrealloc(s->raw, s->cap * sizeof(*s->raw));
-			s->boot = xrealloc(s->boot, s->cap * sizeof(*s->boot));
-		}
-		s->v[s->n] = a[i] - b[j];
-		s->raw[s->n] = exp(a[i] - b[j]);
-		s->boot[s->n] = ka[i];
-		s->n++;
+		cmp_samples_push(s, ka[i], a[i] - b[j], exp(a[i] - b[j]));
 		i++, j++;
 	}
 }

@@ -53,6 +53,20 @@ double cmp_run_value(const struct result_run *run, const struct metric_ref *m)
 	}
 }
 
+void cmp_samples_push(struct samples *s, uint64_t key, double logv, double raw)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 16;
+		s->v = xrealloc(s->v, s->cap * sizeof(*s->v));
+		s->raw = xrealloc(s->raw, s->cap * sizeof(*s->raw));
+		s->boot = xrealloc(s->boot, s->cap * sizeof(*s->boot));
+	}
+	s->v[s->n] = logv;
+	s->raw[s->n] = raw;
+	s->boot[s->n] = key;
+	s->n++;
+}
+
 static void samples_add(struct samples *s, const struct result_cell *c, size_t file,
 			const struct metric_ref *m, bool by_block)
 {
@@ -61,19 +75,10 @@ static void samples_add(struct samples *s, const struct result_cell *c, size_t f
 		double x = cmp_measured(run) ? cmp_run_value(run, m) : NAN;
 		if (!(x > 0) || !isfinite(x))
 			continue;
-		if (s->n == s->cap) {
-			s->cap = s->cap ? 2 * s->cap : 16;
-			s->v = xrealloc(s->v, s->cap * sizeof(*s->v));
-			s->raw = xrealloc(s->raw, s->cap * sizeof(*s->raw));
-			s->boot = xrealloc(s->boot, s->cap * sizeof(*s->boot));
-		}
-		s->v[s->n] = log(x);
-		s->raw[s->n] = x;
 		int64_t key = run->boot > 0 ? run->boot : 0;
 		if (by_block && run->block > 0)
 			key = run->block;
-		s->boot[s->n] = ((uint64_t)file << 40) | (uint64_t)key;
-		s->n++;
+		cmp_samples_push(s, ((uint64_t)file << 40) | (uint64_t)key, log(x), x);
 	}
 }
 
