@@ -110,12 +110,10 @@ static int transfer_packed(struct method_ctx *ctx)
 static int transfer_files(struct method_ctx *ctx)
 {
 	const struct manifest *m = ctx->manifest;
-	/* directories and symlinks in one guest command, then the files one by one */
-	size_t n_dirs = 0, n_links = 0;
-	for (size_t i = 0; i < m->n; i++) {
+	/* the directories in one guest command, then symlinks and files one by one */
+	size_t n_dirs = 0;
+	for (size_t i = 0; i < m->n; i++)
 		n_dirs += m->entries[i].type == MANIFEST_DIR;
-		n_links += m->entries[i].type == MANIFEST_SYMLINK;
-	}
 	if (n_dirs) {
 		const char **argv = xcalloc(n_dirs + 3, sizeof(char *));
 		char **own = xcalloc(n_dirs, sizeof(char *));
