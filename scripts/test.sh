@@ -71,7 +71,7 @@ without_guests() {
 
 	if [ -f tests/fuzz/meson.build ]; then
 		log "fuzz harness (libFuzzer, clang): short run over the corpus"
-		[ -f build-fuzz/build.ninja ] || CC=clang meson setup build-fuzz -Dfuzzing=true \
+		[ -f build-fuzz/build.ninja ] || CC=clang meson setup build-fuzz --werror -Dfuzzing=true \
 			-De2e=false -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 		ninja -C build-fuzz
 		# each harness fuzzes this long (tests/fuzz/meson.build); three harnesses: 1.5 minutes

@@ -138,8 +138,9 @@ static bool check_intact(const struct manifest *m, struct manifest *rec, const c
 			    memcmp(sha, e->sha256, 32) != 0) {
 				*why = xasprintf("'%s' does not match its SHA-256", e->path);
 				ok = false;
+			} else {
+				st = fst;
 			}
-			st = fst;
 		} else if (e->type == MANIFEST_SYMLINK) {
 			char target[4096];
 			ssize_t n = readlink(p, target, sizeof(target) - 1);

@@ -202,8 +202,8 @@ static unsigned char *elf_with_note(const char *name, uint32_t type, size_t *len
 	size_t notesz = 12 + nameal + 8;
 	size_t off = sizeof(Elf64_Ehdr) + sizeof(Elf64_Phdr);
 	unsigned char *b = xcalloc(1, off + notesz);
-	Elf64_Ehdr *h = (Elf64_Ehdr *)b;
-	Elf64_Phdr *ph = (Elf64_Phdr *)(b + sizeof(*h));
+	Elf64_Ehdr *h = (Elf64_Ehdr *)(void *)b;
+	Elf64_Phdr *ph = (Elf64_Phdr *)(void *)(b + sizeof(*h));
 	uint32_t hdr[3] = { (uint32_t)namesz, 8, type };
 
 	memcpy(h->e_ident, ELFMAG, SELFMAG);
@@ -248,8 +248,8 @@ static unsigned char *ko_with_modinfo(const char *modinfo, size_t milen, size_t 
 	size_t sh_off = (str_off + sizeof(shstr) + 7) & ~(size_t)7;
 	size_t total = sh_off + 3 * sizeof(Elf64_Shdr);
 	unsigned char *b = xcalloc(1, total);
-	Elf64_Ehdr *h = (Elf64_Ehdr *)b;
-	Elf64_Shdr *sh = (Elf64_Shdr *)(b + sh_off);
+	Elf64_Ehdr *h = (Elf64_Ehdr *)(void *)b;
+	Elf64_Shdr *sh = (Elf64_Shdr *)(void *)(b + sh_off);
 
 	memcpy(h->e_ident, ELFMAG, SELFMAG);
 	h->e_ident[EI_CLASS] = ELFCLASS64;
