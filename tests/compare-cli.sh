@@ -146,6 +146,15 @@ expect 0 base.json slow.json --confirm-with same.json --markdown -
 grep -q 'the rerun did not confirm it' out || fail "unconfirmed regression not explained"
 expect 1 base.json slow.json --confirm-with slow.json --markdown -
 grep -q 'confirmed by the rerun' out || fail "confirmed regression not explained"
+grep -q "suspected at the screen's 80% (a rerun decides)" out || fail "the screen is not named"
+expect 1 base.json slow.json --confirm-with slow.json --screen 90% --markdown -
+grep -q "suspected at the screen's 90%" out || fail "--screen 90% not applied"
+# without a rerun there is no screen: every row at the confidence
+expect 1 base.json slow.json --screen 60 --markdown -
+! grep -q 'suspected at the screen' out || fail "a screen applied without a rerun"
+expect 2 base.json slow.json --screen 40%
+grep -q "invalid --screen '40%': expected a percentage above 50% and below 100%" err ||
+	fail "a bad --screen: $(cat err)"
 # a rerun whose 3 boots alone cannot be told from the baseline (one is 30% faster, one 50%
 # slower) but whose change is a slowdown past the threshold, with the new file's boots still
 # regressed together with it: confirmed (tested alone, as the gate once did, it never was)

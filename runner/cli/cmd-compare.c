@@ -91,6 +91,12 @@ static const struct cli_option compare_options[] = {
 	  .help = "a rerun of the new file's cells (the confirmation ferry run makes): a "
 		  "regression fails only "
 		  "when the rerun's cell regressed against the same baseline too" },
+	{ .name = "screen",
+	  .id = 'S',
+	  .arg = "PERCENT",
+	  .value = CLI_WORD,
+	  .help = "with --confirm-with: the confidence at which a gated row is suspected, "
+		  "default 80%; the rerun's test at --confidence decides" },
 	CLI_END,
 };
 const struct cli_command cli_compare = {
@@ -329,7 +335,7 @@ static struct results *confirm_rerun(const struct comparison *cmp, const struct 
 		b->confirm == 1 ? "" : "s");
 	struct results *rerun = b->rerun(b->rerun_ud, cells, n, b->confirm);
 	if (!rerun)
-		warnf("the rerun did not run: the regression stands unconfirmed");
+		warnf("the rerun did not run: the rows are judged at the confidence alone");
 	return rerun;
 }
 
@@ -362,20 +368,22 @@ int compare_run_results(struct results *r, const struct run_baseline *b)
 		.gate = b->gate,
 		.n_gate = b->n_gate,
 		.control = b->control,
+		.screen = b->screen,
+		/* two stages: suspects at the screen, the rerun decides */
+		.confirming = b->confirm && b->rerun,
 	};
 	_cleanup_free_ char *err = NULL;
 	struct comparison *cmp =
 	    base ? compare_results((const struct results *const *)base, paths.n, r, &o, &err)
 		 : NULL;
 	_cleanup_(results_freep) struct results *rerun = NULL;
-	if (cmp && !cmp->refused && cmp->failed_cells && b->confirm && b->rerun) {
+	if (cmp && !cmp->refused && cmp->failed_cells && o.confirming) {
 		rerun = confirm_rerun(cmp, b);
-		if (rerun) {
-			o.confirm = rerun;
-			comparison_free(cmp);
-			cmp = compare_results((const struct results *const *)base, paths.n, r, &o,
-					      &err);
-		}
+		/* no rerun: every row at the confidence, as without --confirm */
+		o.confirm = rerun;
+		o.confirming = false;
+		comparison_free(cmp);
+		cmp = compare_results((const struct results *const *)base, paths.n, r, &o, &err);
 	}
 	if (!cmp) {
 		if (err)
@@ -489,6 +497,7 @@ static int compare_option(struct compare_args *a, int c)
 	case 'c':
 		return parse_confidence("--confidence", optarg, &a->o.confidence) < 0 ? EXIT_PLAN
 										      : -1;
+	case 'S': return parse_confidence("--screen", optarg, &a->o.screen) < 0 ? EXIT_PLAN : -1;
 	case 'r': {
 		int r = cmp_rule_from_name(optarg);
 		if (r < 0) {

@@ -495,6 +495,7 @@ static int run_compare_baselines(const struct run_args *a, const struct plan *p,
 		.n_gate = a->gate.n ? a->gate.n : p->regression.n_gate,
 		.control = p->regression.control,
 		.confirm = a->confirm >= 0 ? (unsigned)a->confirm : (unsigned)p->regression.confirm,
+		.screen = p->regression.screen / 100,
 		.rerun = gate_rerun,
 	};
 	_cleanup_free_ char *confirm_path =

@@ -67,6 +67,7 @@ struct run_baseline {
 	 * rerun() (a results file the caller frees, NULL when it could not run), and stands only
 	 * when the rerun agrees */
 	unsigned confirm;
+	double screen; /* compare_opts.screen: the first stage's confidence (fraction); 0: 80% */
 	struct results *(*rerun)(void *ud, const char *const *cells, size_t n, unsigned blocks);
 	void *rerun_ud;
 };

@@ -158,6 +158,15 @@ static const struct key_def regression_defs[] = {
 		  "fail only when the rerun agrees (its own change a slowdown past the threshold, "
 		  "and the boots of both still regressed) (--confirm overrides it); 0: no rerun, "
 		  "else at least 3 (a rerun of fewer blocks cannot be tested)" },
+	{ .name = "screen",
+	  .type = KEY_PERCENT,
+	  .offset = FIELD(plan_regression, screen),
+	  .def = "80%",
+	  .fmin = 50.1,
+	  .fmax = 99.99,
+	  .help = "with confirm: the confidence at which a gated metric is suspected and its cells "
+		  "rerun; the rerun's test at the confidence decides (a screen at or above the "
+		  "confidence: no screening)" },
 	{ .name = "control",
 	  .type = KEY_STRING,
 	  .offset = FIELD(plan_regression, control),

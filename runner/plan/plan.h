@@ -302,6 +302,7 @@ struct plan_regression {
 	char **gate;     /* the metrics whose regression fails the run; none given: total */
 	size_t n_gate;
 	uint64_t confirm; /* blocks of a rerun that must confirm a suspected regression; 0: none */
+	double screen;    /* percent: the confidence at which a rerun is made (compare_opts) */
 	char *control;    /* AXIS=VALUE,... of the control cell (compare_opts.control), or NULL */
 };
 

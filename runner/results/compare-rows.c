@@ -352,9 +352,9 @@ static void confirm_row(const struct rows_ctx *x, struct cmp_row *row,
 	cmp_samples_free(&both);
 }
 
-/* Benjamini-Hochberg at level q over the rows whose gated flag is `gated` (the others' p is
- * left out), one family per direction; sets their sig_worse and sig_better. */
-static void bh_family(struct comparison *cmp, bool gated, double q)
+/* Benjamini-Hochberg over the rows whose gated flag is `gated` (the others' p is left out), one
+ * family per direction (at level q_worse and q_better); sets their sig_worse and sig_better. */
+static void bh_family(struct comparison *cmp, bool gated, double q_worse, double q_better)
 {
 	_cleanup_free_ double *pw = xcalloc(cmp->n_rows + 1, sizeof(double));
 	_cleanup_free_ double *pb = xcalloc(cmp->n_rows + 1, sizeof(double));
@@ -365,8 +365,8 @@ static void bh_family(struct comparison *cmp, bool gated, double q)
 		pw[i] = in ? cmp->rows[i].p_worse : NAN;
 		pb[i] = in ? cmp->rows[i].p_better : NAN;
 	}
-	stats_bh(pw, cmp->n_rows, q, rw);
-	stats_bh(pb, cmp->n_rows, q, rb);
+	stats_bh(pw, cmp->n_rows, q_worse, rw);
+	stats_bh(pb, cmp->n_rows, q_better, rb);
 	for (size_t i = 0; i < cmp->n_rows; i++)
 		if (cmp->rows[i].gated == gated) {
 			cmp->rows[i].sig_worse = rw[i];
@@ -384,8 +384,11 @@ static void decide_rows(struct rows_ctx *x)
 	struct comparison *cmp = x->cmp;
 	const struct compare_opts *o = x->o;
 	double q = 1 - x->confidence;
-	bh_family(cmp, true, q);
-	bh_family(cmp, false, q);
+	/* a two-stage gate screens its rows more loosely: the rerun's test decides */
+	double screen = o->screen > 0 ? o->screen : 0.80;
+	bool screening = (o->confirm || o->confirming) && screen < x->confidence;
+	bh_family(cmp, true, screening ? 1 - screen : q, q);
+	bh_family(cmp, false, q, q);
 	for (size_t i = 0; i < cmp->n_rows; i++) {
 		struct cmp_row *row = &cmp->rows[i];
 		if (!isnan(row->p_worse))
@@ -394,6 +397,9 @@ static void decide_rows(struct rows_ctx *x)
 		free(x->work[i].sb);
 		cmp_floor_apply(row);
 		cmp_canary_apply(cmp, row);
+		if (screening && row->gated && row->verdict == CMP_REGRESSED)
+			cmp_row_note(row, "suspected at the screen's %.3g%% (a rerun decides)",
+				     100 * screen);
 		if (o->confirm)
 			confirm_row(x, row, o->confirm);
 		cmp->counts[row->verdict]++;

@@ -89,6 +89,12 @@ struct compare_opts {
 	 * baseline a slowdown past the threshold, and both runs' boots together still regressed).
 	 */
 	const struct results *confirm;
+	/* The first stage of a two-stage gate: when a rerun confirms (confirm set, or
+	 * `confirming`: the caller reruns the cells this comparison flags), a gated row is
+	 * suspected at this confidence and only the rerun's test, at `confidence`, makes it a
+	 * regression. 0: 0.80. Without a rerun every row is judged at `confidence`. */
+	double screen;
+	bool confirming;
 };
 
 /* The provenance keys whose difference changes what a number means (refused unless allowed),

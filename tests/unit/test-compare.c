@@ -232,6 +232,47 @@ static void test_detection_rate(void)
 	g_assert_cmpuint(lkp, <, hit);
 }
 
+/* The two-stage gate (compare_opts.screen): a gated row suspected at 80% and decided by a
+ * 3-boot rerun's test at 95% is still quiet on noise, and finds more of a 15% slowdown than the
+ * same rerun behind a 95% screen. */
+static void test_two_stage(void)
+{
+	struct rng g = { SEED + 9 };
+	const size_t trials = 2000;
+	struct shape s = { .cells = 1, .boots = 5, .runs = 2, .between = 0.08, .within = 0.03 };
+	s.boot_ids = true;
+	struct shape sr = s;
+	sr.boots = 3;
+	size_t alarm[2] = { 0 }, hit[2] = { 0 };
+	for (size_t t = 0; t < trials; t++) {
+		double f = t % 2 ? 1.15 : 1.0;
+		_cleanup_(results_freep) struct results *a = synth(&g, &s, 1, 1000);
+		_cleanup_(results_freep) struct results *b = synth(&g, &s, f, 2000);
+		_cleanup_(results_freep) struct results *rerun = synth(&g, &sr, f, 3000);
+		for (int k = 0; k < 2; k++) {
+			struct compare_opts o = { .confirm = rerun, .screen = k ? 0.95 : 0.80 };
+			_cleanup_(comparison_freep) struct comparison *c = run_compare(a, b, &o);
+			bool failed = c->failed_cells > 0;
+			if (t % 2)
+				hit[k] += failed;
+			else
+				alarm[k] += failed;
+		}
+	}
+	double n = (double)trials / 2;
+	g_test_message("two-stage gate (between-boot SD 8%%, within 3%%, 5 boots x 2 runs a side, "
+		       "a 3-boot rerun, seed %u, %zu trials each): noise failed %.2f%% (screen "
+		       "80%%) and %.2f%% (screen 95%%); a 15%% slowdown failed %.2f%% and %.2f%%",
+		       SEED + 9, trials / 2, 100 * (double)alarm[0] / n, 100 * (double)alarm[1] / n,
+		       100 * (double)hit[0] / n, 100 * (double)hit[1] / n);
+	printf("# two-stage: noise %.4f / %.4f, slowdown %.4f / %.4f (screen 80%% / 95%%)\n",
+	       (double)alarm[0] / n, (double)alarm[1] / n, (double)hit[0] / n, (double)hit[1] / n);
+	g_assert_cmpfloat((double)alarm[0] / n, <=, 0.05);
+	g_assert_cmpuint(hit[0], >, hit[1]);
+	/* the screen never makes a regression without the rerun's agreement */
+	g_assert_cmpuint(alarm[0], >=, alarm[1]);
+}
+
 static void test_too_few_runs(void)
 {
 	struct rng g = { SEED + 3 };
@@ -503,6 +544,7 @@ int main(int argc, char **argv)
 		g_test_add_func("/compare/false-positive-rate", test_false_positive_rate);
 		g_test_add_func("/compare/pseudo-replication", test_pseudo_replication);
 		g_test_add_func("/compare/detection-rate", test_detection_rate);
+		g_test_add_func("/compare/two-stage", test_two_stage);
 	}
 	g_test_add_func("/compare/too-few-runs", test_too_few_runs);
 	g_test_add_func("/compare/verdicts", test_verdicts);
