@@ -30,6 +30,8 @@ one() { # kind ms cell: one run and its confirmation material, numbered after th
 		' "$ferry" "$plan" "$out" "$kind" "$n"
 	)
 	echo "$(date -u +%T) $kind-$n done (load $(cut -d' ' -f1-3 /proc/loadavg))"
+	# let whoever waits for the lock have it before the next run takes it again
+	sleep "${FERRY_GATE_PAUSE:-0}"
 }
 case $cmd in
 alt)
