@@ -10,6 +10,7 @@
 #   bash bench/gate/gate.sh alt OUTDIR K S MS CELL    K clean and S slowed runs, interleaved
 #                                                     (the slowed ones spread evenly among them)
 #   bash bench/gate/gate.sh eval OUTDIR [COMPARE-OPTIONS...]
+#   bash bench/gate/gate.sh window OUTDIR W [COMPARE-OPTIONS...]   W clean runs as the baseline
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 ferry=${FERRY:-$here/../../build/ferry}
@@ -75,5 +76,34 @@ eval)
 	done
 	echo "A/A: $fa of $np ordered pairs failed the gate"
 	echo "slowed: $det of $ns ordered pairs failed the gate"
+	;;
+window)
+	# a history of W clean runs as the baseline (--baseline-window W, as docs/ci.md keeps it):
+	# every run against every W of the other clean runs (the comparisons share runs, so they are
+	# not independent trials)
+	w=$1
+	shift
+	/usr/bin/python3 - "$ferry" "$out" "$w" "$@" <<'PY'
+import glob, itertools, os, subprocess, sys
+ferry, out, w, opts = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+runs = lambda kind: sorted(f for f in glob.glob(f"{out}/{kind}-*.json") if not f.endswith(".confirm.json"))
+clean, slow = runs("clean"), runs("slow")
+tally = {"clean": [0, 0], "slow": [0, 0]}
+for kind, cands in (("clean", clean), ("slow", slow)):
+    for c in cands:
+        conf = c[:-5] + ".confirm.json"
+        for b in itertools.combinations([x for x in clean if x != c], w):
+            args = [ferry, "compare", *opts, "--baseline-window", str(w), "--json", f"{out}/cmp.json"]
+            if os.path.exists(conf):
+                args += ["--confirm-with", conf]
+            rc = subprocess.run(args + list(b) + [c], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+            if rc not in (0, 1):
+                sys.exit(f"ferry compare exited {rc}: {' '.join(args + list(b) + [c])}")
+            tally[kind][0] += rc == 1
+            tally[kind][1] += 1
+            print(" ".join(os.path.basename(x) for x in b), "->", os.path.basename(c), "exit", rc)
+print(f"A/A: {tally['clean'][0]} of {tally['clean'][1]} comparisons (window {w}) failed the gate")
+print(f"slowed: {tally['slow'][0]} of {tally['slow'][1]} comparisons (window {w}) failed the gate")
+PY
 	;;
 esac
