@@ -174,6 +174,38 @@ static void test_every_cell_every_block(void)
 	fake_run_clear(&t);
 }
 
+/* In every block the cells that share the boot take their runs in turns (a, b, a, b), whatever
+ * run.order says, so that a drift of the host within one boot falls on both alike (the gate's
+ * control cell, docs/gate.md). The order is the fake's log of runs. */
+static void test_round_robin_blocks(void)
+{
+	const char *want[] = { "abababababab", "ababababab"
+					       "ab" };
+	const char *orders[] = { "sequential", "interleaved" };
+	for (int k = 0; k < 2; k++) {
+		struct fake_run t;
+		char *extra = g_strdup_printf("matrix: {vm: [v1], method: [a, b]}\n"
+					      "run: {boots: 2, runs_per_boot: 3, caches: keep, "
+					      "order: %s}\n",
+					      orders[k]);
+		bx_init(&t, extra);
+		g_free(extra);
+		bx_run(&t);
+		g_assert_cmpuint(t.fake.boots, ==, 2);
+		GString *seq = g_string_new("");
+		gchar **lines = g_strsplit(t.fake.log ? t.fake.log : "", "\n", -1);
+		for (gchar **l = lines; *l; l++) {
+			const char *m = strstr(*l, "method=");
+			if (g_str_has_prefix(*l, "run ") && m)
+				g_string_append_c(seq, m[7]);
+		}
+		g_strfreev(lines);
+		g_assert_cmpstr(seq->str, ==, want[k]);
+		g_string_free(seq, TRUE);
+		fake_run_clear(&t);
+	}
+}
+
 /* ---- the pilot ---- */
 
 struct rng {
@@ -565,6 +597,7 @@ int main(int argc, char **argv)
 	tmp_dir = fake_dir_make("ferry-test-blocks");
 	g_test_add_func("/blocks/shuffle-by-seed", test_shuffle_by_seed);
 	g_test_add_func("/blocks/every-cell-every-block", test_every_cell_every_block);
+	g_test_add_func("/blocks/round-robin", test_round_robin_blocks);
 	g_test_add_func("/blocks/pilot-components", test_pilot_components);
 	g_test_add_func("/blocks/pilot-on-fake", test_pilot_on_fake);
 	g_test_add_func("/blocks/stop-rule", test_stop_rule);
