@@ -48,7 +48,9 @@ grep -q 'compared with 4 baselines' out/log-5 || fail "pipeline 5 did not pool 4
 
 pipeline 6 FERRY_TEST_FAULT="slow=300@$(cell a)"
 [ "$st" = 1 ] || fail "pipeline 6 (cell a slowed by 300 ms) exited $st, expected 1"
-grep -q "suspected regression in 1 cell: rerunning it in 3 new blocks" out/log-6 ||
+# the first stage screens at 80%: cell b, unchanged, may be suspected beside a now and then;
+# only the rerun's test decides, and only a fails (below)
+grep -Eq "suspected regression in [12] cells?: rerunning (it|them) in 3 new blocks" out/log-6 ||
 	fail "pipeline 6 did not rerun the suspected cell: $(cat out/log-6)"
 [ -f out/results-6.confirm.json ] || fail "the rerun's results are missing"
 "$py" - out/results-6.json out/results-6.xml "$(cell a)" "$(cell b)" <<'PY'
