@@ -4,31 +4,10 @@
 #include <string.h>
 
 #include "plan.h"
+#include "plan-text.h"
 
 #define MiB (UINT64_C(1) << 20)
 #define GiB (UINT64_C(1) << 30)
-
-static struct plan *parse(const char *text, struct diag_list *d)
-{
-	return plan_parse_buffer("mem.yaml", text, strlen(text), d);
-}
-
-/* Parse `text`, which must fail, and return all messages joined by newlines. */
-static char *errors_of(const char *text)
-{
-	struct diag_list d = { 0 };
-	struct plan *p = parse(text, &d);
-	g_assert_null(p);
-	g_assert_cmpuint(d.n, >, 0);
-	GString *s = g_string_new(NULL);
-	for (size_t i = 0; i < d.n; i++) {
-		char *m = diag_format(&d.items[i]);
-		g_string_append_printf(s, "%s%s", i ? "\n" : "", m);
-		free(m);
-	}
-	diag_list_clear(&d);
-	return g_string_free(s, FALSE);
-}
 
 static const char *tail = "datasets: {d: {files: 1, size: 1KiB}}\n"
 			  "methods: {m: {type: agent-file}}\n";
