@@ -14,8 +14,9 @@
 #          the shell, what ferry reported before: "shell clock"), so that a gap shows where it
 #          comes from.
 # Each round boots one guest for ferry and one for fio, alternately (interleaved, so the host's
-# drift hits both alike); the script prints each round's four figures, then per direction the
-# median of each, their ratio ferry/fio and whether it is within 15%, and the load average
+# drift hits both alike); the script prints each round's figures, then per direction the median
+# of each and their ratio, the ratio ferry/fio paired by round with its 95% interval and whether
+# that interval is within 15% (and dd's own against fio in the same boot), and the load average
 # before and after. Nothing here is a test: no threshold decides an exit status.
 #
 # Usage: bench/fio-agree.sh [--n N] [--size SIZE]
@@ -34,7 +35,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--n) n="$2"; shift 2 ;;
 	--size) size="$2"; shift 2 ;;
-	-h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,25p' "$0"; exit 0 ;;
 	*) echo "$prog: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
@@ -195,20 +196,41 @@ for ((i = 1; i <= n; i++)); do
 			i, n, $1/1e6, $3/1e6, $1/$3, $5/1e6, $7/1e6, $2/1e6, $4/1e6, $2/$4, $6/1e6, $8/1e6, l }' <<<"$fw $fr $xw $xr $dw $dr $cw $cr"
 done
 load1="$(boot_load)"
-for col in 1:write 2:read; do
-	k="${col%%:*}"
-	f="$(awk -v k="$k" '{print $k}' "$work/rows" | boot_stats)"
-	x="$(awk -v k="$k" '{print $(k + 2)}' "$work/rows" | boot_stats)"
-	read -r fm fmin fmax <<<"$f"
-	read -r xm xmin xmax <<<"$x"
-	dmed="$(awk -v k="$k" '{print $(k + 4)}' "$work/rows" | boot_stats | cut -d' ' -f1)"
-	cmed="$(awk -v k="$k" '{print $(k + 6)}' "$work/rows" | boot_stats | cut -d' ' -f1)"
-	awk -v d="${col#*:}" -v dm="$dmed" -v cm="$cmed" 'BEGIN {
-		printf "%s, in the fio boots: dd'"'"'s own figure median %.1f MB/s, the shell clock around the same dd %.1f MB/s\n", d, dm/1e6, cm/1e6 }'
-	awk -v d="${col#*:}" -v fm="$fm" -v fmin="$fmin" -v fmax="$fmax" -v xm="$xm" -v xmin="$xmin" \
-		-v xmax="$xmax" -v n="$n" 'BEGIN {
-		q = fm / xm; within = (q >= 0.85 && q <= 1.15) ? "within 15%" : "NOT within 15%"
-		printf "%s, n=%d each: ferry median %.1f MB/s (%.1f-%.1f), fio median %.1f MB/s (%.1f-%.1f): ferry/fio x%.2f, %s\n",
-			d, n, fm/1e6, fmin/1e6, fmax/1e6, xm/1e6, xmin/1e6, xmax/1e6, q, within }'
-done
+# per direction: the medians and ranges, and the ratio ferry/fio paired by round (the two boots of
+# a round run back to back): its geometric mean with a 95% t interval over the rounds (n >= 2);
+# "within 15%" only if the whole interval lies in [0.85, 1.15], "NOT within 15%" only if it lies
+# wholly outside, else "cannot tell". The same for dd's own figure against fio in the same boot.
+python3 - "$work/rows" <<'PY'
+import math, statistics, sys
+T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+       2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060,
+       2.056, 2.052, 2.048, 2.045, 2.042]
+rows = [[float(v) for v in l.split()] for l in open(sys.argv[1]) if l.strip()]
+n = len(rows)
+def ratio(num, den):
+    logs = [math.log(r[num] / r[den]) for r in rows]
+    g = math.exp(statistics.mean(logs))
+    if n < 2:
+        return g, None, None, "cannot tell (one round)"
+    h = (T95[n - 2] if n - 2 < len(T95) else 1.96) * statistics.stdev(logs) / math.sqrt(n)
+    lo, hi = math.exp(statistics.mean(logs) - h), math.exp(statistics.mean(logs) + h)
+    v = ("within 15%" if lo >= 0.85 and hi <= 1.15 else
+         "NOT within 15%" if hi < 0.85 or lo > 1.15 else "cannot tell")
+    return g, lo, hi, v
+def iv(lo, hi):
+    return "" if lo is None else " [%.2f, %.2f]" % (lo, hi)
+for k, d in ((0, "write"), (1, "read")):
+    f, x = [r[k] for r in rows], [r[k + 2] for r in rows]
+    dd, cl = [r[k + 4] for r in rows], [r[k + 6] for r in rows]
+    print("%s, in the fio boots: dd's own figure median %.1f MB/s, the shell clock around the same dd %.1f MB/s"
+          % (d, statistics.median(dd) / 1e6, statistics.median(cl) / 1e6))
+    q = statistics.median(f) / statistics.median(x)
+    print("%s, n=%d each: ferry median %.1f MB/s (%.1f-%.1f), fio median %.1f MB/s (%.1f-%.1f): ratio of the medians x%.2f"
+          % (d, n, statistics.median(f) / 1e6, min(f) / 1e6, max(f) / 1e6, statistics.median(x) / 1e6,
+             min(x) / 1e6, max(x) / 1e6, q))
+    g, lo, hi, v = ratio(k, k + 2)
+    print("%s, ferry/fio paired by round: geometric mean x%.2f%s (95%% t interval), %s" % (d, g, iv(lo, hi), v))
+    g, lo, hi, v = ratio(k + 4, k + 2)
+    print("%s, dd's own/fio in the same boot: geometric mean x%.2f%s (95%% t interval), %s" % (d, g, iv(lo, hi), v))
+PY
 echo "load (1/5/15 min) before: $load0; after: $load1"
