@@ -220,8 +220,8 @@ int proc_spawn(const char *const *argv, const struct proc_opts *opts, struct pro
 	}
 	if (stopped) {
 		*err = stopped == STOP_TIMEOUT
-			   ? xasprintf("'%s' did not finish in %llu s and was killed", argv[0],
-				       (unsigned long long)(limit / 1000))
+			   ? xasprintf("'%s' did not finish in %llu ms and was killed", argv[0],
+				       (unsigned long long)limit)
 			   : xasprintf("'%s' was killed: ferry was interrupted", argv[0]);
 		proc_result_clear(res);
 		return -1;

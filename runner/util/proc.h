@@ -55,5 +55,5 @@ bool proc_alive(long pid);
  */
 int proc_run(const char *const *argv, char **out, char **err);
 /* proc_run() with the child killed after timeout_ms (0: PROC_TIMEOUT_DEFAULT_MS): then -1 with
- * "'PROG' did not finish in N s and was killed". */
+ * "'PROG' did not finish in N ms and was killed" (N: the timeout as given). */
 int proc_run_timeout(const char *const *argv, unsigned timeout_ms, char **out, char **err);

@@ -542,7 +542,7 @@ static void test_proc_timeout(void)
 	char *err = NULL;
 	const char *slow[] = { "sleep", "1000", NULL };
 	g_assert_cmpint(proc_run_timeout(slow, 50, NULL, &err), ==, -1);
-	g_assert_cmpstr(err, ==, "'sleep' did not finish in 0 s and was killed");
+	g_assert_cmpstr(err, ==, "'sleep' did not finish in 50 ms and was killed");
 	free(err);
 	if (g_test_subprocess()) {
 		char *e = NULL;
