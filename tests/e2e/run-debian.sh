@@ -2,12 +2,15 @@
 # The Debian guest end to end under TCG: `ferry guest build debian` (debootstrap from the host's
 # apt mirror; cached in ferry's cache, so only the first run of the suite on a machine builds),
 # then one `ferry run` of tests/e2e/plans/debian.yaml: agent-file, disk-image, network push
-# (plain and packed) and channel on the Debian guest, and the same root image booted as a user's
+# (plain and packed), channel and ssh (scp, rsync, tar over ssh into Debian's OpenSSH sshd) on
+# the Debian guest, and the same root image booted as a user's
 # image by direct kernel boot with a NoCloud seed attached. Every cell passes with its run
 # verified in the guest and records which guest ran it (Debian, GNU userland, systemd, dash),
 # but the network pull, which is skipped with the reason (on QEMU user networking the guest
 # reaches nothing of the host); the provenance of this Debian-only plan names no built-in guest;
-# nothing is left behind. Then the same image with
+# every ssh cell ran sshd (not dropbear) and its cleanup checked in the guest that the server's
+# process, its listener and every key file it pushed are gone (observed.ssh), and the host keeps
+# no ssh client or key of the run; nothing is left behind. Then the same image with
 # its agent masked: the boot fails within boot_timeout saying that nothing opened the agent's
 # port, with the console's tail. Then run.fresh restore on the Debian guest (a guest per run,
 # restored from one saved state onto an overlay of its own). FERRY_E2E_DEBIAN_EVERY=1 also runs
@@ -22,6 +25,9 @@ if ! command -v debootstrap >/dev/null; then
 	echo "SKIP: debootstrap is not installed (scripts/setup.sh installs it)"
 	exit 77
 fi
+for p in ssh scp ssh-keygen rsync; do
+	command -v "$p" >/dev/null || { echo "SKIP: the host has no $p (scripts/setup.sh installs it)"; exit 77; }
+done
 "$ferry" guest build debian >"$work/build.out" 2>"$work/build.log" || {
 	cat "$work/build.log" >&2
 	fail "ferry guest build debian failed"
@@ -39,13 +45,13 @@ res="$work/results.json"
 run_ferry 0 "$src/tests/e2e/plans/debian.yaml" --results "$res" --junit "$work/junit.xml" --verbose
 validate "$res"
 
-# all 7 cells but the pull passed, each with its one measured run verified
+# all 10 cells but the pull passed, each with its one measured run verified
 pull="vm=deb,disk=ram,dataset=mixed,method=net-pull"
 bad="$(query "$res" '[i for i, c in cells.items() if i != "'"$pull"'" and (c["status"] != "passed" or not (
 	len([x for x in c["runs"] if not x["warmup"] and x["integrity_ok"]]) == 1))]')"
 [ "$bad" = "[]" ] || fail "cells not passed with a verified run: $bad"
 n="$(query "$res" 'len(r["cells"])')"
-[ "$n" = 7 ] || fail "expected 7 cells, got $n"
+[ "$n" = 10 ] || fail "expected 10 cells, got $n"
 # the pull did not run: the Debian guest on user networking reaches nothing of the host
 got="$(query "$res" '(cells["'"$pull"'"]["status"], len(cells["'"$pull"'"]["runs"]))')"
 [ "$got" = "('skipped', 0)" ] || fail "network pull on user networking: $got"
@@ -57,6 +63,15 @@ esac
 # the bytes are the dataset's (40 x 32 KiB) and the tar's headers for the plain push
 bytes="$(query "$res" 'cells["vm=deb,disk=ram,dataset=mixed,method=net-push"]["runs"][0]["bytes"]')"
 [ "$bytes" -ge 1310720 ] || fail "network push bytes: $bytes"
+# ssh into OpenSSH: every tool moved the dataset's 40 files and their bytes into the guest, where
+# they were verified; the server was sshd, and the cleanup found it and its keys gone
+for m in ssh-scp ssh-rsync ssh-tar; do
+	id="vm=deb,disk=ram,dataset=mixed,method=$m"
+	got="$(query "$res" "(lambda x, o: (x['files'], x['bytes'] >= 1310720, x['integrity_ok'], o.get('server'), o.get('cleanup_checked')))(cells['$id']['runs'][0], (cells['$id'].get('observed') or {}).get('ssh') or {})")"
+	[ "$got" = "(40, True, True, 'sshd', True)" ] || fail "$m: (files, bytes, verified, server, cleanup checked) = $got"
+done
+left="$(pgrep -af "ssh .*ferry|ssh-keys|$FERRY_RUN_DIR" || true)"
+[ -z "$left" ] || fail "ssh processes of the run are left: $left"
 grep -q "<testsuites" "$work/junit.xml" || fail "no JUnit written"
 grep -q "4 boots" "$work/log" || fail "expected 4 boots (one per boot configuration)"
 # every cell says which guest ran it: Debian's os-release, GNU userland, systemd, dash
@@ -102,4 +117,4 @@ if [ "${FERRY_E2E_DEBIAN_EVERY:-0}" = 1 ]; then
 	[ "$bad" = "[]" ] || fail "every-method plan: cells not passed with a verified run: $bad"
 	[ "$(query "$res3" 'len(r["cells"])')" = 30 ] || fail "every-method plan: expected 30 cells"
 fi
-echo "ok: 6 cells passed and a pull skipped on the Debian guest and a direct-kernel-boot image, every run verified; a boot without an agent says what to check; runs in restored Debian guests verified"
+echo "ok: 9 cells passed (scp, rsync and tar into OpenSSH among them, its sshd and keys gone after each) and a pull skipped on the Debian guest and a direct-kernel-boot image, every run verified; a boot without an agent says what to check; runs in restored Debian guests verified"
