@@ -119,13 +119,17 @@ static int lv_proc_status(struct machine *m, struct machine_guest *g, int64_t pi
 static void lv_proc_kill(struct machine *m, struct machine_guest *g, int64_t pid)
 {
 	/* children first (their parent pid is read from /proc), so a pipeline does not linger
-	 * holding a channel port or a socket */
-	_cleanup_free_ char *cmd = xasprintf(
-	    "k() { for s in /proc/[0-9]*/status; do "
-	    "grep -q \"^PPid:[[:space:]]*$1\\$\" \"$s\" 2>/dev/null && "
-	    "c=${s#/proc/} && k \"${c%%/status}\"; done; kill -KILL \"$1\" 2>/dev/null; }; "
-	    "k %lld; true",
-	    (long long)pid);
+	 * holding a channel port or a socket. The parent pid is read by the shell's own `read`,
+	 * not by a process per /proc entry: a grep each, over the Debian guest's hundred and more
+	 * processes and kernel threads under TCG and load, can outlast the 20 s below, and the
+	 * timeout then kills this script before its kill, leaving the process running. */
+	_cleanup_free_ char *cmd =
+	    xasprintf("k() { for s in /proc/[0-9]*/status; do p=; "
+		      "while read -r a b; do if [ \"$a\" = PPid: ]; then p=$b; break; fi; done "
+		      "2>/dev/null <\"$s\"; if [ \"$p\" = \"$1\" ]; then c=${s#/proc/}; "
+		      "k \"${c%%/status}\"; fi; done; kill -KILL \"$1\" 2>/dev/null; }; "
+		      "k %lld; true",
+		      (long long)pid);
 	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
 	struct agent_exec_result r = { 0 };
 	_cleanup_free_ char *err = NULL;
