@@ -416,8 +416,10 @@ static int push(struct method_ctx *ctx, struct network_state *s)
 		if (run_interrupted() || now_ns() >= end) {
 			guestproc_kill(ctx, pid);
 			return method_fail(ctx, ERROR_TIMEOUT, NULL,
-					   "network: the guest did not listen on ports %d-%d",
-					   PUSH_GUEST_PORT, PUSH_GUEST_PORT + (int)n - 1);
+					   "network: the guest did not listen on ports %d-%d "
+					   "within %u ms",
+					   PUSH_GUEST_PORT, PUSH_GUEST_PORT + (int)n - 1,
+					   ctx->timeout_ms);
 		}
 		struct timespec ts = { 0, 20 * 1000000L };
 		nanosleep(&ts, NULL);
