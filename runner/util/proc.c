@@ -183,6 +183,12 @@ int proc_spawn(const char *const *argv, const struct proc_opts *opts, struct pro
 	posix_spawnattr_setsigdefault(&attr, &all);
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 	_cleanup_free_ char **env = merged_env(o->env);
+	/* A signal kills the helpers it interrupts. A helper started after it is the cleanup's
+	 * (ip netns del, qemu-img, umount): it runs to its end, under its timeout and the second
+	 * signal's deadline (run.h), or the cleanup would leave what it was started to remove.
+	 * Which of the two it is is decided before it starts: a signal it sends or causes itself
+	 * may arrive before posix_spawnp returns (run-dir's proc-timeout hung so under load). */
+	bool on_signal = !run_interrupted();
 	rc = posix_spawnp(&pid, argv[0], &fa, &attr, (char *const *)argv, env ? env : environ);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
@@ -199,10 +205,6 @@ int proc_spawn(const char *const *argv, const struct proc_opts *opts, struct pro
 	struct sink s[2] = { { .fd = out[0] }, { .fd = errp[0] } };
 	uint64_t limit = o->timeout_ms ? o->timeout_ms : PROC_TIMEOUT_DEFAULT_MS;
 	enum stop stopped = STOP_NONE;
-	/* A signal kills the helpers it interrupts. A helper started after it is the cleanup's
-	 * (ip netns del, qemu-img, umount): it runs to its end, under its timeout and the second
-	 * signal's deadline (run.h), or the cleanup would leave what it was started to remove. */
-	bool on_signal = !run_interrupted();
 	drain(s, o->split_stderr ? 2 : 1, pid, now_ns() + limit * 1000000u, on_signal, &stopped);
 	res->out = finish(&s[0], &res->out_len);
 	if (o->split_stderr)
