@@ -63,7 +63,9 @@ without_guests() {
 		-Db_sanitize=address,undefined -Db_lundef=false -De2e=false >/dev/null
 	ninja -C build-asan
 	log "tests under ASan+UBSan: unit, script"
-	run_suite build-asan --no-suite e2e
+	# the watchdog timeouts scaled, as the valgrind setup scales them (tests/meson.build): ASan and the e2e
+	# guests beside it make every test slower, and method-runs waits out hung guest programs
+	run_suite build-asan --no-suite e2e --timeout-multiplier 3
 
 	log "unit tests under valgrind"
 	# --no-rebuild: the e2e tests use build-ci at the same time; it is built already
