@@ -61,6 +61,21 @@ static int exec_wait(struct fake_guest *g, struct fake_proc *p, const char *what
 	return 0;
 }
 
+/* Waits for a guest `cat` writing path: 0, or -1 with "cannot write PATH in the guest". */
+static int cat_write_wait(struct fake_guest *g, struct fake_proc *p, const char *path,
+			  struct machine_err *e)
+{
+	struct fake_result res;
+	if (exec_wait(g, p, "cat", HOUSEKEEPING_MS, &res, e) < 0)
+		return -1;
+	int rc = res.status == 0
+		     ? 0
+		     : machine_err_set(e, MACHINE_ERR_FAILED, "cannot write '%s' in the guest: %s",
+				       path, res.err);
+	fake_result_clear(&res);
+	return rc;
+}
+
 static int fake_exec(struct machine *m, struct machine_guest *mg, const char *const *argv,
 		     const void *input, size_t input_len, unsigned timeout_ms,
 		     struct machine_exec_result *r, struct machine_err *e)
@@ -278,15 +293,7 @@ static int fake_file_close(struct machine *m, struct machine_guest *mg, int64_t 
 	h->proc = NULL;
 	_cleanup_free_ char *path = xstrdup(h->path);
 	handle_drop(g, h);
-	struct fake_result res;
-	if (exec_wait(g, p, "cat", HOUSEKEEPING_MS, &res, e) < 0)
-		return -1;
-	int rc = res.status == 0
-		     ? 0
-		     : machine_err_set(e, MACHINE_ERR_FAILED, "cannot write '%s' in the guest: %s",
-				       path, res.err);
-	fake_result_clear(&res);
-	return rc;
+	return cat_write_wait(g, p, path, e);
 }
 
 static int fake_push_file(struct machine *m, struct machine_guest *mg, const char *host_path,
@@ -307,14 +314,7 @@ static int fake_push_file(struct machine *m, struct machine_guest *mg, const cha
 	_cleanup_free_ char *err = NULL;
 	if (fake_root_start(g->root, argv, &in, &p, &err) < 0)
 		return machine_err_set(e, MACHINE_ERR_FAILED, "%s", err);
-	struct fake_result res;
-	if (exec_wait(g, p, "cat", HOUSEKEEPING_MS, &res, e) < 0)
-		return -1;
-	int rc = res.status == 0
-		     ? 0
-		     : machine_err_set(e, MACHINE_ERR_FAILED, "cannot write '%s' in the guest: %s",
-				       guest_path, res.err);
-	fake_result_clear(&res);
+	int rc = cat_write_wait(g, p, guest_path, e);
 	if (rc == 0 && bytes)
 		*bytes = (uint64_t)st.st_size;
 	return rc;
