@@ -377,9 +377,11 @@ int compare_run_results(struct results *r, const struct run_baseline *b)
 	    base ? compare_results((const struct results *const *)base, paths.n, r, &o, &err)
 		 : NULL;
 	_cleanup_(results_freep) struct results *rerun = NULL;
-	if (cmp && !cmp->refused && cmp->failed_cells && o.confirming) {
-		rerun = confirm_rerun(cmp, b);
-		/* no rerun: every row at the confidence, as without --confirm */
+	if (cmp && !cmp->refused && o.confirming) {
+		/* the screen only picks what to rerun: with no rerun (none suspected, or it could
+		 * not run) every row is judged at the confidence, as without --confirm */
+		if (cmp->failed_cells)
+			rerun = confirm_rerun(cmp, b);
 		o.confirm = rerun;
 		o.confirming = false;
 		comparison_free(cmp);
