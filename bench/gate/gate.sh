@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # The CI gate's experiment (docs/gate.md): the same plan run K times (A/A), then S runs with one
 # cell's transfer slowed by MS milliseconds (FERRY_TEST_FAULT=slow=MS@CELL, a test-only fault of
-# the libvirt driver); each run is followed at once by its confirmation material (the plan again,
+# the libvirt driver) or, with MS written P%, by P% of each transfer's own time (slow=P%@CELL); each run is followed at once by its confirmation material (the plan again,
 # BOOTS=3 blocks), as `ferry run --confirm 3` would rerun flagged cells. Every run takes the e2e
 # lock for itself (the machine is shared). Then every ordered pair is gated with `ferry compare`
 # and the figures are printed.

@@ -108,7 +108,7 @@ static int guest_ready(struct exec *x, struct xcell *c, bool warmup)
 	return 0;
 }
 
-static void hook(struct exec *x, struct xcell *c, enum machine_point point)
+static void hook_at(struct exec *x, struct xcell *c, enum machine_point point, uint64_t elapsed_ns)
 {
 	struct machine_where w = {
 		.point = point,
@@ -116,8 +116,14 @@ static void hook(struct exec *x, struct xcell *c, enum machine_point point)
 		.run_index = c->ctx.run_index,
 		.warmup = c->ctx.warmup,
 		.timeout_ms = c->ctx.timeout_ms,
+		.elapsed_ns = elapsed_ns,
 	};
 	machine_hook(x->machine, c->group->guest, &w);
+}
+
+static void hook(struct exec *x, struct xcell *c, enum machine_point point)
+{
+	hook_at(x, c, point, 0);
 }
 
 /* One timed phase; ph receives its seconds (0 for a phase the method does not have). */
@@ -133,6 +139,8 @@ static int phase(struct exec *x, struct xcell *c, int i, int (*fn)(struct method
 	if (xfer)
 		hook(x, c, MACHINE_DURING_TRANSFER);
 	int rc = fn ? fn(&c->ctx) : 0;
+	if (xfer && rc == 0)
+		hook_at(x, c, MACHINE_END_TRANSFER, now_ns() - t);
 	*ph = fn ? secs(now_ns() - t) : 0.0;
 	if (xfer)
 		metrics_transfer(x, c, true);

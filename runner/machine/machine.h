@@ -97,6 +97,8 @@ enum machine_point {
 	MACHINE_BEFORE_VERIFY,
 	MACHINE_DURING_TRANSFER, /* after the transfer phase's clock started (a test delay counts)
 				  */
+	MACHINE_END_TRANSFER,    /* after the method's transfer, before its clock stops (a test
+				  * delay counts; elapsed_ns is the phase so far) */
 };
 
 struct machine_where {
@@ -105,6 +107,7 @@ struct machine_where {
 	unsigned run_index; /* 0-based over the cell's runs, warmups first */
 	bool warmup;
 	unsigned timeout_ms; /* the run's timeout */
+	uint64_t elapsed_ns; /* MACHINE_END_TRANSFER: the transfer phase's time so far */
 };
 
 /* What the executor measures of a guest around a run (machine_sample): counters and levels read

@@ -2,7 +2,7 @@
 /*
  * VM configurations without a real hypervisor, beyond their XML (test-vm-config.c): validation
  * of disks and VMs, the enums' names, image and target creation, the KVM probe's memory, and
- * which configurations a saved state can stand for.
+ * which configurations a saved state can stand for, and the test-only slowdown's arithmetic.
  */
 #include <glib.h>
 #include <glib/gstdio.h>
@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "faults.h"
 #include "proc.h"
 #include "run.h"
 #include "vm-plan.h"
@@ -385,6 +386,38 @@ static void test_restore_unsupported(void)
 	g_assert_nonnull(strstr(vm_restore_unsupported(&c, false), "network interface"));
 }
 
+/* FERRY_TEST_FAULT's slowdowns: slow=MS at the transfer's start, slow=P% at its end as P% of
+ * what the transfer took (so a 20% slowdown stays 20% however loaded the host is), only in the
+ * named cell's measured runs. */
+static void test_fault_slow(void)
+{
+	const char *spec = "destroy@x;slow=45@a,b;slow=20%@c";
+	struct machine_where w = { .point = MACHINE_DURING_TRANSFER, .cell = "a,b" };
+	g_assert_cmpuint(machine_fault_slow_ms(spec, &w), ==, 45);
+	w.warmup = true;
+	g_assert_cmpuint(machine_fault_slow_ms(spec, &w), ==, 0);
+	w.warmup = false;
+	w.point = MACHINE_END_TRANSFER;
+	w.elapsed_ns = 700000000u;
+	g_assert_cmpuint(machine_fault_slow_ms(spec, &w), ==, 0); /* slow=MS acted at the start */
+	w.cell = "c";
+	g_assert_cmpuint(machine_fault_slow_ms(spec, &w), ==, 140); /* 20% of 700 ms */
+	w.elapsed_ns = 2499999u;
+	g_assert_cmpuint(machine_fault_slow_ms(spec, &w), ==, 0); /* 0.49999 ms, rounded */
+	w.elapsed_ns = 2500000u;
+	g_assert_cmpuint(machine_fault_slow_ms(spec, &w), ==, 1);
+	w.point = MACHINE_DURING_TRANSFER;
+	g_assert_cmpuint(machine_fault_slow_ms(spec, &w), ==, 0); /* slow=P% acts at the end */
+	w.cell = "x";
+	g_assert_cmpuint(machine_fault_slow_ms(spec, &w), ==, 0); /* destroy is not a delay */
+	w.cell = "a";
+	g_assert_cmpuint(machine_fault_slow_ms(spec, &w), ==, 0); /* no such cell */
+	g_assert_cmpuint(machine_fault_slow_ms("slow@a", &w), ==, 1000);
+	g_assert_cmpuint(machine_fault_slow_ms(NULL, &w), ==, 0);
+	w.point = MACHINE_BEFORE_TRANSFER;
+	g_assert_cmpuint(machine_fault_slow_ms("slow@a", &w), ==, 0);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -396,5 +429,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/vm/image-create", test_image_create);
 	g_test_add_func("/vm/target-create", test_target_create);
 	g_test_add_func("/vm/kvm-probe-remember", test_kvm_probe_remember);
+	g_test_add_func("/vm/fault-slow", test_fault_slow);
 	return g_test_run();
 }

@@ -2,6 +2,7 @@
 /* Test-only fault injection (faults.h). */
 #include "faults.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -40,6 +41,21 @@ static char *fault_for(const char *spec, const char *cell)
 			return xstrndup(t, (size_t)(at - t));
 	}
 	return NULL;
+}
+
+unsigned long machine_fault_slow_ms(const char *spec, const struct machine_where *w)
+{
+	if (w->warmup || (w->point != MACHINE_DURING_TRANSFER && w->point != MACHINE_END_TRANSFER))
+		return 0;
+	_cleanup_free_ char *kind = fault_for(spec, w->cell);
+	if (!kind || (!STREQ(kind, "slow") && strncmp(kind, "slow=", 5)))
+		return 0;
+	bool pct = kind[4] == '=' && kind[strlen(kind) - 1] == '%';
+	if ((w->point == MACHINE_END_TRANSFER) != pct)
+		return 0;
+	unsigned long n = kind[4] == '=' ? strtoul(kind + 5, NULL, 10) : 1000;
+	/* P% of the transfer so far, in ms, rounded to the nearest */
+	return pct ? (unsigned long)((w->elapsed_ns * n / 100u + 500000u) / 1000000u) : n;
 }
 
 static void guest_sh(struct vm *vm, const char *cmd)
@@ -87,12 +103,9 @@ void machine_faults_inject(const struct machine_faults *f, struct vm *vm,
 		_cleanup_free_ char *kind = fault_for(f->fault, w->cell);
 		if (kind)
 			fault(kind, vm);
-	} else if (w->point == MACHINE_DURING_TRANSFER && !w->warmup) {
-		/* a slowdown inside the timed transfer phase of every measured run */
-		_cleanup_free_ char *kind = fault_for(f->fault, w->cell);
-		if (kind && (STREQ(kind, "slow") || !strncmp(kind, "slow=", 5))) {
-			unsigned long ms = kind[4] == '=' ? strtoul(kind + 5, NULL, 10) : 1000;
+	} else if (w->point == MACHINE_DURING_TRANSFER || w->point == MACHINE_END_TRANSFER) {
+		unsigned long ms = machine_fault_slow_ms(f->fault, w);
+		if (ms)
 			run_sleep_ms(ms);
-		}
 	}
 }
