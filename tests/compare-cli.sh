@@ -246,6 +246,27 @@ expect 2 base-blocks.json moment.json --control method=m
 grep -q "matches 3 cells" err || fail "an ambiguous control: $(cat err)"
 expect 2 base-blocks.json moment.json --control bogus
 grep -q "invalid control 'bogus'" err || fail "a malformed control: $(cat err)"
+# the new file's plan names the control (plan.control, from regression.control): compare uses it
+# without --control, as ferry run --baseline does; --control none compares without one; a control
+# in the file that is not AXIS=VALUE is refused as the file's defect
+"$py" - moment.json moment-ctl.json moment-ctl-none.json moment-ctl-bad.json <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for f, ctl in zip(sys.argv[2:], ("dataset=d2", "dataset=none", "bogus\u001b")):
+    r["plan"]["control"] = ctl
+    json.dump(r, open(f, "w"))
+PY
+expect 0 base-blocks.json moment-ctl.json --markdown -
+grep -q 'relative to the control cell dataset=d2,method=m in the same blocks' out ||
+	fail "the plan's control was not used: $(grep -m1 control out)"
+expect 1 base-blocks.json moment-ctl.json --control none
+expect 0 base-blocks.json moment.json --control dataset=d2
+expect 2 base-blocks.json moment-ctl-none.json
+grep -q "matches 0 cells.*the new file's plan's regression.control; --control none compares without one" err ||
+	fail "a plan's control that names no cell: $(cat err)"
+expect 1 base-blocks.json moment-ctl-none.json --control none
+expect 2 base-blocks.json moment-ctl-bad.json
+grep -q "'control' must be AXIS=VALUE" err || fail "a malformed plan.control: $(cat err)"
 # a rerun of 2 boots cannot be tested: the regression is not confirmed, and the report says why
 "$py" - slow.json slow2.json <<'PY'
 import json, sys

@@ -83,7 +83,8 @@ static const struct cli_option compare_options[] = {
 	  .value = CLI_WORD,
 	  .help = "a cell of both files that the change does not touch: the gated times of the "
 		  "other cells are judged by their ratio to it in the same blocks, which cancels "
-		  "the host's moment" },
+		  "the host's moment (default: the new file's plan's regression.control; none: "
+		  "no control)" },
 	{ .name = "confirm-with",
 	  .id = 'C',
 	  .arg = "FILE",
@@ -591,6 +592,13 @@ static int compare_files(struct compare_args *a, const struct strv *paths, const
 	_cleanup_(results_freep) struct results *cand = results_read(cand_path, &err);
 	if (!cand)
 		errorf("%s", err);
+	/* no --control: the new file's plan's regression.control, as `ferry run --baseline` and
+	 * `ferry calibrate` use it; --control none: no control */
+	bool from_plan = cand && !a->o.control && cand->plan.control;
+	if (from_plan)
+		a->o.control = cand->plan.control;
+	else if (a->o.control && STREQ(a->o.control, "none"))
+		a->o.control = NULL;
 	struct results **base = cand ? read_all(paths) : NULL;
 	struct comparison *cmp = NULL;
 	if (base) {
@@ -598,7 +606,12 @@ static int compare_files(struct compare_args *a, const struct strv *paths, const
 		err = NULL;
 		cmp = compare_results((const struct results *const *)base, paths->n, cand, &a->o,
 				      &err);
-		if (!cmp)
+		if (!cmp && from_plan)
+			errorf(
+			    "compare: %s (the control is the new file's plan's regression.control; "
+			    "--control none compares without one)",
+			    err);
+		else if (!cmp)
 			errorf("compare: %s", err);
 	}
 	int rc = EXIT_PLAN;

@@ -10,6 +10,9 @@ void results_start(struct exec *x)
 	size_t len = 0;
 	_cleanup_free_ char *text = read_file(x->o->plan_path, &len);
 	results_set_plan(x->r, x->p->name, x->o->plan_path, text ? text : "", text ? len : 0);
+	/* the plan's control cell, for a `ferry compare` of this file that names none */
+	free(x->r->plan.control);
+	x->r->plan.control = x->p->regression.control ? xstrdup(x->p->regression.control) : NULL;
 	/* which slice of the cells this file holds, for `ferry merge` */
 	x->r->shard_k = x->o->shard_n ? x->o->shard_k : 0;
 	x->r->shard_n = x->o->shard_n;

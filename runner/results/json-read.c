@@ -107,6 +107,24 @@ static int rd_num(struct reader *rd, const char *where, const json_t *o, const c
 static int rd_uint(struct reader *rd, const char *where, const json_t *o, const char *key,
 		   uint64_t max, uint64_t *out);
 
+/* "plan"."control": the plan's regression.control, which `ferry compare` uses by default, so
+ * it is held to what the plan's key allows: AXIS=VALUE pairs of printable ASCII, short */
+static void rd_control(struct reader *rd, const json_t *plan, char **out)
+{
+	if (rd_str(rd, "plan", plan, "control", false, out) < 0 || !*out)
+		return;
+	bool ok = **out && strlen(*out) <= 1024 && strchr(*out, '=');
+	for (const char *c = *out; ok && *c; c++)
+		ok = *c > ' ' && *c < 0x7f;
+	if (!ok) {
+		fail(rd, "plan",
+		     "'control' must be AXIS=VALUE[,AXIS=VALUE...] (printable, at most "
+		     "1024 characters)");
+		free(*out);
+		*out = NULL;
+	}
+}
+
 /* "design": how a run with blocks was designed (absent: no blocks) */
 static void rd_design(struct reader *rd, const json_t *o, struct result_design *d)
 {
@@ -646,6 +664,7 @@ static struct results *from_json(json_t *root, bool consume, char **err)
 	rd_str(&rd, "plan", plan, "path", false, &r->plan.path);
 	rd_str(&rd, "plan", plan, "sha256", false, &r->plan.sha256);
 	rd_str(&rd, "plan", plan, "text", false, &r->plan.text);
+	rd_control(&rd, plan, &r->plan.control);
 
 	rd_provenance(&rd, "provenance", get(root, "provenance"), &r->provenance);
 	rd_shard(&rd, NULL, root, &r->shard_k, &r->shard_n);

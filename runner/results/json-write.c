@@ -222,6 +222,9 @@ static json_t *head_to_json(const struct results *r, const json_t *verdicts)
 		      "plan", "name", jstr(r->plan.name), "path", jstr(r->plan.path), "sha256",
 		      jstr(r->plan.sha256), "text", jstr(r->plan.text), "provenance",
 		      provenance_to_json(&r->provenance), "metrics", metrics);
+	if (head && r->plan.control)
+		json_object_set_new(json_object_get(head, "plan"), "control",
+				    jstr(r->plan.control));
 	if (head && r->shard_n)
 		json_object_set_new(head, "shard", shard_to_json(r->shard_k, r->shard_n));
 	const struct result_design *d = &r->design;

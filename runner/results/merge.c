@@ -230,6 +230,7 @@ struct results *results_merge(struct results *const *in, const char *const *name
 	out->plan.path = first->plan.path ? xstrdup(first->plan.path) : NULL;
 	out->plan.sha256 = xstrdup(first->plan.sha256);
 	out->plan.text = first->plan.text ? xstrdup(first->plan.text) : NULL;
+	out->plan.control = first->plan.control ? xstrdup(first->plan.control) : NULL;
 
 	/* the cells in expansion order */
 	size_t total = 0;

@@ -207,6 +207,7 @@ void results_free(struct results *r)
 	free(r->plan.path);
 	free(r->plan.sha256);
 	free(r->plan.text);
+	free(r->plan.control);
 	result_provenance_clear(&r->provenance);
 	for (size_t i = 0; i < r->n_metrics; i++) {
 		free(r->metrics[i].name);

@@ -228,6 +228,9 @@ struct results {
 		char *path;
 		char *sha256; /* hex SHA-256 of the plan file's bytes */
 		char *text;   /* the plan file's text */
+		/* the plan's regression.control (AXIS=VALUE,...): the cell `ferry compare`
+		 * judges the others against when its command line names none; NULL none */
+		char *control;
 	} plan;
 	struct result_provenance provenance;
 	struct result_metric *metrics; /* built-ins first (results_new()), then method metrics */

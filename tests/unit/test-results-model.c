@@ -225,6 +225,7 @@ static void test_round_trip(void)
 	_cleanup_free_ char *path = g_build_filename(dir, "out.json", NULL);
 	_cleanup_free_ char *again = g_build_filename(dir, "again.json", NULL);
 	struct results *r = sample();
+	r->plan.control = xstrdup("dataset=small");
 	char *err = NULL;
 
 	g_assert_cmpint(results_write(r, path, &err), ==, 0);
@@ -233,6 +234,8 @@ static void test_round_trip(void)
 	g_assert_null(err);
 	g_assert_nonnull(back);
 	assert_same_results(r, back);
+	/* the plan's control cell, for a compare that names none */
+	g_assert_cmpstr(back->plan.control, ==, "dataset=small");
 
 	/* the plan hash is SHA-256 of the plan's bytes (sha256sum of plan_text) */
 	g_assert_cmpstr(back->plan.sha256, ==,
