@@ -106,3 +106,12 @@ bool e2e_host_need(const struct e2e_host *h)
 	}
 	return true;
 }
+
+void e2e_host_vm_config(const struct e2e_host *h, struct vm_config *c)
+{
+	vm_config_init(c);
+	c->kernel = h->guest.kernel;
+	c->initrd = h->guest.initramfs;
+	c->cmdline = h->guest.cmdline;
+	c->accel = VM_ACCEL_TCG;
+}

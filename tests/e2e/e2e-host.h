@@ -15,6 +15,7 @@
 #include "guest.h"
 #include "machine.h"
 #include "run.h"
+#include "vm.h"
 
 struct e2e_host {
 	char *skip; /* why every test skips, or NULL */
@@ -41,3 +42,6 @@ void e2e_host_close(struct e2e_host *h);
 
 /* false, with g_test_skip(reason), when the host cannot run the tests */
 bool e2e_host_need(const struct e2e_host *h);
+
+/* c (initialized first) boots the built-in guest of h with TCG: what a test then changes */
+void e2e_host_vm_config(const struct e2e_host *h, struct vm_config *c);
