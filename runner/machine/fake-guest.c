@@ -123,11 +123,26 @@ static void host_binds(const char *dir, const char *sum, char *src[N_HOST_BINDS]
 	}
 }
 
+/* A new file of the root: written, not synced. The root lives as long as the guest and goes
+ * with it; write_file_atomic() synced each file and its directory, 22 fsyncs a boot on the
+ * host's disk. */
+static int root_file(const char *path, const char *data, size_t len, mode_t mode, char **err)
+{
+	_cleanup_close_ int fd = file_create_new(path, mode, err);
+	if (fd < 0)
+		return -1;
+	if (write_all(fd, data, len) < 0) {
+		*err = xasprintf("fake guest: write '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* The mount points of host_binds() in the root, and root's passwd entry (dropbear's login). */
 static int root_make_host(const char *dir, const char *sum, char **err)
 {
 	_cleanup_free_ char *sp = xasprintf("%s" SUM_PATH, dir);
-	if (sum && write_file_atomic(sp, "", 0, 0755, err) < 0)
+	if (sum && root_file(sp, "", 0, 0755, err) < 0)
 		return -1;
 	for (size_t i = 0; i < ELEMENTSOF(host_lib_dirs); i++) {
 		_cleanup_free_ char *p = xasprintf("%s%s", dir, host_lib_dirs[i]);
@@ -141,15 +156,14 @@ static int root_make_host(const char *dir, const char *sum, char **err)
 	}
 	for (size_t i = 0; i < ELEMENTSOF(host_programs); i++) {
 		_cleanup_free_ char *p = xasprintf("%s%s", dir, host_programs[i]);
-		if (access(host_programs[i], X_OK) == 0 &&
-		    write_file_atomic(p, "", 0, 0755, err) < 0)
+		if (access(host_programs[i], X_OK) == 0 && root_file(p, "", 0, 0755, err) < 0)
 			return -1;
 	}
 	_cleanup_free_ char *pw = xasprintf("%s/etc/passwd", dir);
 	_cleanup_free_ char *gr = xasprintf("%s/etc/group", dir);
 	static const char passwd[] = "root:x:0:0:root:/root:/bin/sh\n", group[] = "root:x:0:\n";
-	if (write_file_atomic(pw, passwd, strlen(passwd), 0644, err) < 0 ||
-	    write_file_atomic(gr, group, strlen(group), 0644, err) < 0)
+	if (root_file(pw, passwd, strlen(passwd), 0644, err) < 0 ||
+	    root_file(gr, group, strlen(group), 0644, err) < 0)
 		return -1;
 	return 0;
 }
@@ -221,8 +235,8 @@ static int root_make(const char *dir, const char *sum, char **err)
 	}
 	_cleanup_free_ char *prof = xasprintf("%s" PROFILE, dir);
 	_cleanup_free_ char *hangs = xasprintf("%s" HANGS, dir);
-	if (write_file_atomic(prof, PROFILE_TEXT, strlen(PROFILE_TEXT), 0644, err) < 0 ||
-	    write_file_atomic(hangs, "", 0, 0644, err) < 0)
+	if (root_file(prof, PROFILE_TEXT, strlen(PROFILE_TEXT), 0644, err) < 0 ||
+	    root_file(hangs, "", 0, 0644, err) < 0)
 		return -1;
 	return 0;
 }
