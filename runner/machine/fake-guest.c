@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A guest over a local directory (fake-guest.h). Processes are forked here, not spawned through
- * util/proc.c: a guest command must join the guest's mount namespace and chroot between fork and
- * exec, which posix_spawn cannot do. Between fork and exec the children make system calls only
- * (the caller may have threads).
+ * A guest over a local directory (fake-guest.h). The holder is forked here (it makes the
+ * namespace between fork and exec, with system calls only: the caller may have threads); guest
+ * commands are spawned from a thread in the guest (spawn()), not through util/proc.c.
  */
 #include "fake-guest.h"
 #include "fake-guest-int.h"
@@ -14,6 +13,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -379,25 +379,71 @@ int fake_root_boot(const char *dir, const char *sum, struct fake_root **out, cha
 
 /* ---- processes ---- */
 
-/* In a guest command, between fork and exec. */
-static void child_main(const struct fake_root *r, char *const argv[], int in, int out, int err,
-		       int status)
+/*
+ * A guest command is spawned, not forked: fork() copied the whole calling process (the test
+ * program, or ferry) for every command only to throw the copy away at the exec. posix_spawn()
+ * cannot join a namespace between its clone and the exec, so a short-lived thread joins the
+ * guest first (its own root and cwd after unshare(CLONE_FS), then setns and chroot, which
+ * affect that thread only) and spawns from there: the child inherits the thread's mount
+ * namespace and root. A thread per command, not one per guest: a thread that has left the
+ * process's root is no place for anything else of the process to run.
+ */
+struct spawn_req {
+	const struct fake_root *r;
+	char *const *argv;
+	int in, out, err;
+	pid_t pid;
+	int error; /* errno, or 0 */
+};
+
+static void *spawn_main(void *arg)
 {
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	sigset_t none;
+	struct spawn_req *q = arg;
+	if (unshare(CLONE_FS) < 0 || setns(q->r->ns_fd, CLONE_NEWNS) < 0 || chroot(q->r->dir) < 0 ||
+	    chdir("/") < 0) {
+		q->error = errno;
+		return NULL;
+	}
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, all;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, q->in, 0);
+	posix_spawn_file_actions_adddup2(&fa, q->out, 1);
+	posix_spawn_file_actions_adddup2(&fa, q->err, 2);
+	/* no signal blocked, every signal at its default action (SIGPIPE too, which ferry
+	 * ignores), in a process group of its own */
+	posix_spawnattr_init(&attr);
 	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	for (int s = 1; s < NSIG; s++)
-		signal(s, SIG_DFL);
-	if (setns(r->ns_fd, CLONE_NEWNS) < 0 || chroot(r->dir) < 0 || chdir("/") < 0 ||
-	    setpgid(0, 0) < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
-		goto fail;
+	sigfillset(&all);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setsigdefault(&attr, &all);
+	posix_spawnattr_setpgroup(&attr, 0);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+					    POSIX_SPAWN_SETPGROUP);
 	char *const envp[] = { env_path, env_home, env_lc, NULL };
-	execve("/bin/sh", argv, envp);
-fail:;
-	int e = errno;
-	(void)!write(status, &e, sizeof(e));
-	_exit(127);
+	q->error = posix_spawn(&q->pid, "/bin/sh", &fa, &attr, q->argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	return NULL;
+}
+
+/* Spawns `/bin/sh argv...` in the guest with in, out and err as its stdin, stdout and stderr:
+ * the pid, or -1 with errno. */
+static pid_t spawn(const struct fake_root *r, char *const *argv, int in, int out, int err)
+{
+	struct spawn_req q = { .r = r, .argv = argv, .in = in, .out = out, .err = err, .pid = -1 };
+	pthread_t th;
+	int e = pthread_create(&th, NULL, spawn_main, &q);
+	if (e == 0)
+		e = pthread_join(th, NULL);
+	if (e == 0)
+		e = q.error;
+	if (e != 0) {
+		errno = e;
+		return -1;
+	}
+	return q.pid;
 }
 
 static int memfile(const char *name, char **err)
@@ -462,26 +508,14 @@ static int start(struct fake_root *r, const char *const *argv, const struct fake
 	struct fake_proc *p = xcalloc(1, sizeof(*p));
 	p->out = memfile("stdout", err);
 	p->err = p->out >= 0 ? memfile("stderr", err) : -1;
-	/* the start is waited for (the status pipe closes at the exec), so that the process is
-	 * in the guest once this returns, and a failure to enter it is this call's error */
-	int st[2] = { -1, -1 };
-	p->pid = p->err >= 0 && pipe2(st, O_CLOEXEC) == 0 ? fork() : -1;
-	if (p->pid == 0)
-		child_main(r, av, in, p->out, p->err, st[1]);
-	int e = errno, child_errno = 0;
+	/* the process is in the guest once this returns (it was born there), and a failure to
+	 * enter it or to exec is this call's error */
+	p->pid = p->err >= 0 ? spawn(r, av, in, p->out, p->err) : -1;
+	int e = errno;
 	for (size_t i = 2; i < k; i++)
 		free(av[i]);
 	free(av);
 	close(in);
-	if (st[1] >= 0)
-		close(st[1]);
-	if (p->pid > 0 && read(st[0], &child_errno, sizeof(child_errno)) > 0) {
-		waitpid(p->pid, NULL, 0);
-		p->pid = -1;
-		e = child_errno;
-	}
-	if (st[0] >= 0)
-		close(st[0]);
 	if (p->pid < 0) {
 		if (p->err >= 0 || p->out >= 0)
 			*err =
@@ -495,7 +529,9 @@ static int start(struct fake_root *r, const char *const *argv, const struct fake
 		free(p);
 		return -1;
 	}
-	setpgid(p->pid, p->pid); /* also here: a kill right after the fork reaches the group */
+	/* also here, as the child does: a memory checker may run the spawn as a fork that
+	 * returns before the child's exec, and a kill right after must reach the group */
+	setpgid(p->pid, p->pid);
 	if (inp->pipe)
 		*inp->pipe = wr;
 	*out = p;
