@@ -49,43 +49,43 @@
 /* The sender's client files: the key, .ssh/known_hosts (HOME is here), the wrapper */
 #define VM2VM_DIR "/run/ferry-vm2vm"
 
-enum vm2vm_tool { VM2VM_TAR, VM2VM_SCP };
+enum v2v_tool { VM2VM_TAR, VM2VM_SCP };
 
-struct vm2vm_opts {
+struct v2v_opts {
 	uint64_t set;
-	enum vm2vm_tool tool;
+	enum v2v_tool tool;
 	char *from;
 };
 
-static const struct key_def vm2vm_defs[] = {
+static const struct key_def v2v_defs[] = {
 	{ .name = "tool",
 	  .type = KEY_ENUM,
-	  .offset = offsetof(struct vm2vm_opts, tool),
+	  .offset = offsetof(struct v2v_opts, tool),
 	  .def = "tar",
 	  .values = (const char *const[]){ "tar", "scp", NULL },
 	  .help = "tar: one tar stream from the sender into ssh RECEIVER tar -x; scp: scp -O -r, "
 		  "a create and close on the receiver per file" },
 	{ .name = "from",
 	  .type = KEY_STRING,
-	  .offset = offsetof(struct vm2vm_opts, from),
+	  .offset = offsetof(struct v2v_opts, from),
 	  .flags = KEY_REQUIRED | KEY_VM_PRIVATE,
 	  .help = "the vm entry of the sender, booted with the cell's vm (the receiver) on ferry's "
 		  "private network, its NIC settings its own" },
 };
-METHOD_OPTIONS(vm2vm_keys, "vm2vm", struct vm2vm_opts, vm2vm_defs);
+METHOD_OPTIONS(v2v_keys, "vm2vm", struct v2v_opts, v2v_defs);
 
-#define OPTS(ctx) METHOD_OPTS((ctx)->method, struct vm2vm_opts)
+#define OPTS(ctx) METHOD_OPTS((ctx)->method, struct v2v_opts)
 
-struct vm2vm_state {
+struct v2v_state {
 	struct ssh_state ssh; /* the receiver's server */
 	char *staged;         /* the sender (guest name) the dataset is staged in, or NULL */
 	bool sender_files;    /* VM2VM_DIR made in the sender */
 };
 
-static struct vm2vm_state *state(struct method_ctx *ctx)
+static struct v2v_state *state(struct method_ctx *ctx)
 {
 	if (!ctx->state)
-		ctx->state = xcalloc(1, sizeof(struct vm2vm_state));
+		ctx->state = xcalloc(1, sizeof(struct v2v_state));
 	return ctx->state;
 }
 
@@ -100,12 +100,12 @@ static void receiver_private(const struct rule_subject *s, struct rule_out *o)
 		       s->method->e.name, s->vm->e.name, s->vm->e.name);
 }
 
-static const struct plan_rule vm2vm_rules[] = {
+static const struct plan_rule v2v_rules[] = {
 	{ "cell.vm2vm-private", RULE_CELL, RULE_ERROR, RULE_AT_RUN,
 	  "a vm2vm method on a receiving vm without nic backend private", receiver_private },
 };
 
-static char *vm2vm_supports(const struct method_ctx *ctx)
+static char *v2v_supports(const struct method_ctx *ctx)
 {
 	char *why = plan_rules_skip(ctx->plan, ctx->cell);
 	if (why)
@@ -128,7 +128,7 @@ static char *vm2vm_supports(const struct method_ctx *ctx)
 	return NULL;
 }
 
-static int vm2vm_add_devices(struct method_ctx *ctx, struct method_boot_needs *needs)
+static int v2v_add_devices(struct method_ctx *ctx, struct method_boot_needs *needs)
 {
 	needs->nic = true;
 	needs->peer = plan_find_vm(ctx->plan, OPTS(ctx)->from);
@@ -170,7 +170,7 @@ static int file_sink(void *ud, const void *buf, size_t len, char **err)
 }
 
 /* The dataset into the sender's landing place (its tmpfs), once per boot of the sender. */
-static int stage(struct method_ctx *ctx, struct vm2vm_state *s, struct machine_guest *sender)
+static int stage(struct method_ctx *ctx, struct v2v_state *s, struct machine_guest *sender)
 {
 	if (s->staged && STREQ(s->staged, sender->name))
 		return 0;
@@ -217,8 +217,7 @@ static int write_host(struct method_ctx *ctx, const char *path, const char *text
 
 /* The client key, known_hosts ("ADDR TYPE KEY": dbclient matches the address, not the port)
  * and the wrapper into the sender's VM2VM_DIR. */
-static int sender_client(struct method_ctx *ctx, struct vm2vm_state *s,
-			 struct machine_guest *sender)
+static int sender_client(struct method_ctx *ctx, struct v2v_state *s, struct machine_guest *sender)
 {
 	_cleanup_free_ char *pub = ssh_key_path(&s->ssh, "host_key.pub");
 	size_t len = 0;
@@ -230,8 +229,8 @@ static int sender_client(struct method_ctx *ctx, struct vm2vm_state *s,
 	if (sp)
 		*sp = '\0';
 	hostpub[strcspn(hostpub, "\n")] = '\0';
-	_cleanup_free_ char *known = ssh_key_path(&s->ssh, "vm2vm_known_hosts");
-	_cleanup_free_ char *wrap = ssh_key_path(&s->ssh, "vm2vm_ssh");
+	_cleanup_free_ char *known = ssh_key_path(&s->ssh, "vm2vm-known_hosts");
+	_cleanup_free_ char *wrap = ssh_key_path(&s->ssh, "vm2vm-ssh");
 	_cleanup_free_ char *line = xasprintf("%s %s\n", s->ssh.addr, hostpub);
 	_cleanup_free_ char *script = xasprintf(WRAPPER, VM2VM_PORT);
 	_cleanup_free_ char *key = ssh_key_path(&s->ssh, "client_key");
@@ -260,7 +259,7 @@ static struct machine_guest *sender_of(struct method_ctx *ctx)
 	return g;
 }
 
-static int vm2vm_before_phase(struct method_ctx *ctx, enum result_phase p)
+static int v2v_before_phase(struct method_ctx *ctx, enum result_phase p)
 {
 	if (p != PHASE_PREPARE)
 		return 0;
@@ -269,7 +268,7 @@ static int vm2vm_before_phase(struct method_ctx *ctx, enum result_phase p)
 				"which may be outside the dataset; use tool tar, or a dataset "
 				"without links") < 0)
 		return -1;
-	struct vm2vm_state *s = state(ctx);
+	struct v2v_state *s = state(ctx);
 	struct machine_guest *sender = sender_of(ctx);
 	if (!sender)
 		return -1;
@@ -296,9 +295,9 @@ static int vm2vm_before_phase(struct method_ctx *ctx, enum result_phase p)
 	METHOD_SH_PIPEFAIL "cd " MACHINE_LANDING " && tar -cf - . | " VM2VM_DIR                    \
 			   "/ssh %s tar -xf - -C %s"
 
-static int vm2vm_transfer(struct method_ctx *ctx)
+static int v2v_transfer(struct method_ctx *ctx)
 {
-	struct vm2vm_state *s = state(ctx);
+	struct v2v_state *s = state(ctx);
 	struct machine_guest *sender = sender_of(ctx);
 	if (!sender)
 		return -1;
@@ -309,7 +308,7 @@ static int vm2vm_transfer(struct method_ctx *ctx)
 	return sender_sh(ctx, sender, OPTS(ctx)->tool == VM2VM_SCP ? "scp" : "tar over ssh", cmd);
 }
 
-static int vm2vm_finalize(struct method_ctx *ctx)
+static int v2v_finalize(struct method_ctx *ctx)
 {
 	return method_guest_sh(ctx, "vm2vm: sync", "sync", NULL);
 }
@@ -329,7 +328,7 @@ static json_int_t queues_enabled(struct method_ctx *ctx, struct machine_guest *g
 
 /* scp copies what a link points to (a dataset with links is refused before it); then what each
  * guest's NIC has enabled, as the plan asked of each (observed) */
-static int vm2vm_verify(struct method_ctx *ctx)
+static int v2v_verify(struct method_ctx *ctx)
 {
 	if (method_verify_dir(ctx, ctx->landing, OPTS(ctx)->tool != VM2VM_SCP) < 0)
 		return -1;
@@ -341,9 +340,9 @@ static int vm2vm_verify(struct method_ctx *ctx)
 	return 0;
 }
 
-static int vm2vm_cleanup(struct method_ctx *ctx)
+static int v2v_cleanup(struct method_ctx *ctx)
 {
-	struct vm2vm_state *s = state(ctx);
+	struct v2v_state *s = state(ctx);
 	int rc = ssh_stop_server(ctx, &s->ssh, NULL);
 	struct machine_guest *sender = machine_peer(ctx->machine, ctx->guest);
 	if (s->sender_files && sender && !run_interrupted()) {
@@ -355,9 +354,9 @@ static int vm2vm_cleanup(struct method_ctx *ctx)
 	return rc;
 }
 
-static void vm2vm_free_state(struct method_ctx *ctx)
+static void v2v_free_state(struct method_ctx *ctx)
 {
-	struct vm2vm_state *s = ctx->state;
+	struct v2v_state *s = ctx->state;
 	if (s) {
 		free(s->staged);
 		ssh_state_clear(&s->ssh);
@@ -371,18 +370,18 @@ static void vm2vm_free_state(struct method_ctx *ctx)
 const struct method_ops method_vm2vm = {
 	.name = "vm2vm",
 	.summary = "a copy from a second guest (the sender) into the cell's guest over ssh",
-	.options = &vm2vm_keys,
+	.options = &v2v_keys,
 	.needs = { .nic_why = "the sender reaches the receiver on ferry's private network",
 		   .remote_why = "the two guests meet on ferry's private network, a namespace of "
 				 "ferry's own host" },
-	.rules = vm2vm_rules,
-	.n_rules = ELEMENTSOF(vm2vm_rules),
-	.supports = vm2vm_supports,
-	.add_devices = vm2vm_add_devices,
-	.before_phase = vm2vm_before_phase,
-	.transfer = vm2vm_transfer,
-	.finalize = vm2vm_finalize,
-	.verify = vm2vm_verify,
-	.cleanup = vm2vm_cleanup,
-	.free_state = vm2vm_free_state,
+	.rules = v2v_rules,
+	.n_rules = ELEMENTSOF(v2v_rules),
+	.supports = v2v_supports,
+	.add_devices = v2v_add_devices,
+	.before_phase = v2v_before_phase,
+	.transfer = v2v_transfer,
+	.finalize = v2v_finalize,
+	.verify = v2v_verify,
+	.cleanup = v2v_cleanup,
+	.free_state = v2v_free_state,
 };
