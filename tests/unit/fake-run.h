@@ -43,3 +43,8 @@ void fake_run_init(struct fake_run *t, const char *dir, const char *text,
 /* exec_plan(), which must succeed. */
 void fake_run_exec(struct fake_run *t);
 void fake_run_clear(struct fake_run *t);
+
+/* Puts the test process in a network namespace of its own with its loopback up (the fake
+ * guests' ports and the pair of vm2vm meet there); as a non-root user it does nothing, and
+ * fake_root_support() says why the tests skip. */
+void fake_run_own_network(void);

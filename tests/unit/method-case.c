@@ -105,22 +105,6 @@ void assert_guest_clean(const struct fake_run *t)
 	g_free(line);
 }
 
-/* The test's own network namespace with its loopback up: the guests' ports are there. */
-static void own_network(void)
-{
-	if (geteuid() != 0 || unshare(CLONE_NEWNET) < 0)
-		return; /* fake_root_support() says why the tests skip */
-	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	struct ifreq ifr = { 0 };
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-	if (s >= 0 && ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
-		ifr.ifr_flags |= IFF_UP;
-		ioctl(s, SIOCSIFFLAGS, &ifr);
-	}
-	if (s >= 0)
-		close(s);
-}
-
 void method_case_init(int *argc, char ***argv, const char *prefix)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -128,7 +112,7 @@ void method_case_init(int *argc, char ***argv, const char *prefix)
 	 * still writing) gets EPIPE, not SIGPIPE for the whole test process */
 	signal(SIGPIPE, SIG_IGN);
 	g_test_init(argc, argv, NULL);
-	own_network();
+	fake_run_own_network();
 	tmp_dir = fake_dir_make(prefix);
 	sum_path = g_build_filename(g_getenv("FERRY_BUILD_DIR") ? g_getenv("FERRY_BUILD_DIR") : ".",
 				    "ferry-sum", NULL);

@@ -211,27 +211,11 @@ static void test_links_scp(void)
 	g_free(ds), g_free(a), g_free(l), g_free(sub), g_free(dir);
 }
 
-/* The test's own network namespace with its loopback up: the guests meet there. */
-static void own_network(void)
-{
-	if (geteuid() != 0 || unshare(CLONE_NEWNET) < 0)
-		return; /* fake_root_support() says why the tests skip */
-	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	struct ifreq ifr = { 0 };
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-	if (s >= 0 && ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
-		ifr.ifr_flags |= IFF_UP;
-		ioctl(s, SIOCSIFFLAGS, &ifr);
-	}
-	if (s >= 0)
-		close(s);
-}
-
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g_test_init(&argc, &argv, NULL);
-	own_network();
+	fake_run_own_network();
 	tmp_dir = fake_dir_make("ferry-test-vm2vm");
 	g_test_add_func("/vm2vm/tar", test_tar);
 	g_test_add_func("/vm2vm/scp", test_scp);
