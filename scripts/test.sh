@@ -14,19 +14,26 @@ log "setup"
 bash scripts/setup.sh
 
 passed=0 failed=0 skipped=0
+failed_log="$(mktemp /tmp/ferry-test-failed.XXXXXX)"
+trap 'rm -f "$failed_log"' EXIT
 tally() { # builddir [setup]: add the counts of its last meson test run (a --setup run logs to
 	# testlog-SETUP.json; reading testlog.json there would count the previous run twice)
 	local j="$1/meson-logs/testlog${2:+-$2}.json"
 	[ -f "$j" ] || return 0
 	local p f s
-	read -r p f s < <(/usr/bin/python3 - "$j" <<'PY'
+	# the names of the tests that failed go to $failed_log, printed last: CI keeps only the tail
+	read -r p f s < <(/usr/bin/python3 - "$j" "$1${2:+ --setup $2}" "$failed_log" <<'PY'
 import json, sys
 p = f = s = 0
-for line in open(sys.argv[1]):
-    r = json.loads(line)["result"]
-    if r in ("OK", "EXPECTEDFAIL"): p += 1
-    elif r == "SKIP": s += 1
-    else: f += 1
+with open(sys.argv[3], "a") as out:
+    for line in open(sys.argv[1]):
+        t = json.loads(line)
+        r = t["result"]
+        if r in ("OK", "EXPECTEDFAIL"): p += 1
+        elif r == "SKIP": s += 1
+        else:
+            f += 1
+            out.write("  %s: %s (%s, %.0f s)\n" % (sys.argv[2], t["name"], r, t.get("duration", 0)))
 print(p, f, s)
 PY
 )
@@ -84,7 +91,7 @@ without_guests() {
 bg_log="$(mktemp /tmp/ferry-test-bg.XXXXXX)"
 bg_tally="$(mktemp /tmp/ferry-test-tally.XXXXXX)"
 fmt_log="$(mktemp /tmp/ferry-test-format.XXXXXX)"
-trap 'rm -f "$bg_log" "$bg_tally" "$fmt_log"' EXIT
+trap 'rm -f "$bg_log" "$bg_tally" "$fmt_log" "$failed_log"' EXIT
 (without_guests) >"$bg_log" 2>&1 &
 bg_pid=$!
 
@@ -94,7 +101,9 @@ run_suite build-ci --suite e2e
 bg_st=0
 wait "$bg_pid" || bg_st=$?
 cat "$bg_log"
-read -r bp bf bs bst <"$bg_tally" || { bp=0 bf=1 bs=0 bst=1; echo "the background checks stopped early (exit $bg_st)"; }
+read -r bp bf bs bst <"$bg_tally" || { bp=0 bf=1 bs=0 bst=1
+	echo "the background checks stopped early (exit $bg_st)"
+	echo "  the background checks (ASan, valgrind, fuzz): stopped early (exit $bg_st)" >>"$failed_log"; }
 passed=$((passed + bp)) failed=$((failed + bf)) skipped=$((skipped + bs))
 [ "$bst" = 0 ] && [ "$bg_st" = 0 ] || status=1
 
@@ -104,8 +113,12 @@ if git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror 2>"$fmt_log"
 else
 	head -40 "$fmt_log"; echo "format: files differ from .clang-format (run: git ls-files '*.[ch]' | xargs clang-format -i)"
 	failed=$((failed + 1)); status=1
+	echo "  format: clang-format differs" >>"$failed_log"
 fi
 
 echo
+if [ -s "$failed_log" ]; then
+	echo "failed:"; cat "$failed_log"
+fi
 echo "ferry-tests: $passed passed, $failed failed, $skipped skipped"
 exit "$status"
