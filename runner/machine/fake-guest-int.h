@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Inside a guest over a local directory (fake-guest.c: the root, its processes; fake-devices.c:
- * its disks, shares and channel ports). */
+/* Inside a guest over a local directory (fake-guest.c: the root; fake-proc.c: its processes;
+ * fake-devices.c: its disks, shares and channel ports). */
 #pragma once
 
 #include <pthread.h>
@@ -11,7 +11,10 @@
 
 #include "fake-guest.h"
 
-#define BUSYBOX   "/bin/busybox"
+#define BUSYBOX "/bin/busybox"
+/* the guest shell's profile (its stand-ins for a kernel's features) and the hung programs */
+#define PROFILE   "/etc/ferry-fake.sh"
+#define HANGS     "/etc/ferry-fake-hang.sh"
 #define MAX_DISKS 16
 #define MAX_PORTS 4
 
@@ -44,6 +47,12 @@ struct fake_root {
 	size_t n_ports;
 };
 
+/* execve()'s vectors take char *: writable "sh", "-c" and the guest's PATH= (fake-guest.c) */
+extern char fake_arg_sh[], fake_arg_c[], fake_env_path[];
+
+/* Kill every process in the guest's namespace but the holder, until none is left (a few
+ * rounds): how many were left at the last. */
+int fake_procs_kill_all(const struct fake_root *r);
 /* The host path of guest path p, through the holder's root (so inside the guest's mounts). */
 char *fake_host_path(const struct fake_root *r, const char *p);
 /* Unplug disk i: its node, its /sys entry, its loop device. 0 or -1 with *err. */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A guest over a local directory (fake-guest.h). The holder is forked here (it makes the
- * namespace between fork and exec, with system calls only: the caller may have threads); guest
- * commands are spawned from a thread in the guest (spawn()), not through util/proc.c.
+ * namespace between fork and exec, with system calls only: the caller may have threads); its
+ * commands are fake-proc.c's.
  */
 #include "fake-guest.h"
 #include "fake-guest-int.h"
@@ -13,17 +13,12 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <spawn.h>
-#include <stdatomic.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
-#include <poll.h>
 #include <unistd.h>
 
 #include "fs.h"
@@ -31,19 +26,9 @@
 #include "run.h"
 #include "util.h"
 
-#define PROFILE "/etc/ferry-fake.sh"
-#define HANGS   "/etc/ferry-fake-hang.sh"
-/* execve()'s vectors take char *: writable copies of the constants */
-static char arg_sh[] = "sh", arg_c[] = "-c", arg_hold[] = "read x";
-static char env_path[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin", env_home[] = "HOME=/root",
-	    env_lc[] = "LC_ALL=C";
-
-struct fake_proc {
-	pid_t pid;
-	int out, err; /* memory files */
-	bool reaped;
-	int status;
-};
+char fake_arg_sh[] = "sh", fake_arg_c[] = "-c",
+     fake_env_path[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
+static char arg_hold[] = "read x";
 
 const char *fake_root_support(void)
 {
@@ -282,8 +267,8 @@ static void holder_main(const char *dir, char *const paths[], char *const src[],
 	if (mkdir("/dev/virtio-ports", 0755) < 0 || dup2(hold, 0) < 0)
 		goto fail;
 	close(hold);
-	char *const argv[] = { arg_sh, arg_c, arg_hold, NULL };
-	char *const envp[] = { env_path, NULL };
+	char *const argv[] = { fake_arg_sh, fake_arg_c, arg_hold, NULL };
+	char *const envp[] = { fake_env_path, NULL };
 	execve("/bin/sh", argv, envp);
 fail:;
 	int e = errno;
@@ -375,349 +360,6 @@ int fake_root_boot(const char *dir, const char *sum, struct fake_root **out, cha
 	r->boot_mounts = fake_root_mounts(r);
 	*out = r;
 	return 0;
-}
-
-/* ---- processes ---- */
-
-/*
- * A guest command is spawned, not forked: fork() copied the whole calling process (the test
- * program, or ferry) for every command only to throw the copy away at the exec. posix_spawn()
- * cannot join a namespace between its clone and the exec, so a short-lived thread joins the
- * guest first (its own root and cwd after unshare(CLONE_FS), then setns and chroot, which
- * affect that thread only) and spawns from there: the child inherits the thread's mount
- * namespace and root. A thread per command, not one per guest: a thread that has left the
- * process's root is no place for anything else of the process to run.
- */
-struct spawn_req {
-	const struct fake_root *r;
-	char *const *argv;
-	int in, out, err;
-	pid_t pid;
-	int error; /* errno, or 0 */
-};
-
-static void *spawn_main(void *arg)
-{
-	struct spawn_req *q = arg;
-	if (unshare(CLONE_FS) < 0 || setns(q->r->ns_fd, CLONE_NEWNS) < 0 || chroot(q->r->dir) < 0 ||
-	    chdir("/") < 0) {
-		q->error = errno;
-		return NULL;
-	}
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t none, all;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, q->in, 0);
-	posix_spawn_file_actions_adddup2(&fa, q->out, 1);
-	posix_spawn_file_actions_adddup2(&fa, q->err, 2);
-	/* no signal blocked, every signal at its default action (SIGPIPE too, which ferry
-	 * ignores), in a process group of its own */
-	posix_spawnattr_init(&attr);
-	sigemptyset(&none);
-	sigfillset(&all);
-	posix_spawnattr_setsigmask(&attr, &none);
-	posix_spawnattr_setsigdefault(&attr, &all);
-	posix_spawnattr_setpgroup(&attr, 0);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-					    POSIX_SPAWN_SETPGROUP);
-	char *const envp[] = { env_path, env_home, env_lc, NULL };
-	q->error = posix_spawn(&q->pid, "/bin/sh", &fa, &attr, q->argv, envp);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
-	return NULL;
-}
-
-/* Spawns `/bin/sh argv...` in the guest with in, out and err as its stdin, stdout and stderr:
- * the pid, or -1 with errno. */
-static pid_t spawn(const struct fake_root *r, char *const *argv, int in, int out, int err)
-{
-	struct spawn_req q = { .r = r, .argv = argv, .in = in, .out = out, .err = err, .pid = -1 };
-	pthread_t th;
-	int e = pthread_create(&th, NULL, spawn_main, &q);
-	if (e == 0)
-		e = pthread_join(th, NULL);
-	if (e == 0)
-		e = q.error;
-	if (e != 0) {
-		errno = e;
-		return -1;
-	}
-	return q.pid;
-}
-
-static int memfile(const char *name, char **err)
-{
-	int fd = memfd_create(name, MFD_CLOEXEC);
-	if (fd < 0)
-		*err = xasprintf("fake guest: memfd_create: %s", strerror(errno));
-	return fd;
-}
-
-/* hangs: the command reads the hung programs too (fake_root_hang()); the fake machine's own
- * housekeeping (fake_root_run()) does not */
-static int start(struct fake_root *r, const char *const *argv, const struct fake_input *input,
-		 bool hangs, struct fake_proc **out, char **err)
-{
-	static const struct fake_input none = { .fd = -1 };
-	const struct fake_input *inp = input ? input : &none;
-	int in = -1, wr = -1;
-	if (inp->pipe) {
-		/* a socket, so that the writer can send without SIGPIPE (MSG_NOSIGNAL) */
-		int p[2];
-		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0) {
-			*err = xasprintf("fake guest: socketpair: %s", strerror(errno));
-			return -1;
-		}
-		in = p[0];
-		wr = p[1];
-		shutdown(in, SHUT_WR);
-	} else if (inp->fd >= 0) {
-		if ((in = fcntl(inp->fd, F_DUPFD_CLOEXEC, 0)) < 0) {
-			*err = xasprintf("fake guest: stdin: %s", strerror(errno));
-			return -1;
-		}
-	} else if (inp->buf && inp->len) {
-		if ((in = memfile("stdin", err)) < 0)
-			return -1;
-		if (write_all(in, inp->buf, inp->len) < 0 || lseek(in, 0, SEEK_SET) < 0) {
-			*err = xasprintf("fake guest: stdin: %s", strerror(errno));
-			close(in);
-			return -1;
-		}
-	} else if ((in = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
-		*err = xasprintf("fake guest: /dev/null: %s", strerror(errno));
-		return -1;
-	}
-	/* through the guest's shell, which reads the profile first (its functions stand in for
-	 * what the fake has no kernel for, and make a program hang: fake_root_hang()):
-	 * sh -c '. PROFILE; CMD' for a shell command, else sh -c '. PROFILE; "$0" "$@"' ARGV */
-	size_t n = 0;
-	while (argv[n])
-		n++;
-	bool shell =
-	    n >= 3 && (STREQ(argv[0], "/bin/sh") || STREQ(argv[0], "sh")) && STREQ(argv[1], "-c");
-	char **av = xcalloc(n + 4, sizeof(char *));
-	av[0] = arg_sh;
-	av[1] = arg_c;
-	size_t k = 2, first = shell ? 3 : 0;
-	const char *pre = hangs ? ". " PROFILE "; . " HANGS "; " : ". " PROFILE "; ";
-	av[k++] = shell ? xasprintf("%s%s", pre, argv[2]) : xasprintf("%s\"$0\" \"$@\"", pre);
-	for (size_t i = first; i < n; i++)
-		av[k++] = xstrdup(argv[i]);
-	struct fake_proc *p = xcalloc(1, sizeof(*p));
-	p->out = memfile("stdout", err);
-	p->err = p->out >= 0 ? memfile("stderr", err) : -1;
-	/* the process is in the guest once this returns (it was born there), and a failure to
-	 * enter it or to exec is this call's error */
-	p->pid = p->err >= 0 ? spawn(r, av, in, p->out, p->err) : -1;
-	int e = errno;
-	for (size_t i = 2; i < k; i++)
-		free(av[i]);
-	free(av);
-	close(in);
-	if (p->pid < 0) {
-		if (p->err >= 0 || p->out >= 0)
-			*err =
-			    xasprintf("fake guest: cannot start a guest command: %s", strerror(e));
-		if (wr >= 0)
-			close(wr);
-		if (p->out >= 0)
-			close(p->out);
-		if (p->err >= 0)
-			close(p->err);
-		free(p);
-		return -1;
-	}
-	/* also here, as the child does: a memory checker may run the spawn as a fork that
-	 * returns before the child's exec, and a kill right after must reach the group */
-	setpgid(p->pid, p->pid);
-	if (inp->pipe)
-		*inp->pipe = wr;
-	*out = p;
-	return 0;
-}
-
-int fake_root_start(struct fake_root *r, const char *const *argv, const struct fake_input *input,
-		    struct fake_proc **out, char **err)
-{
-	return start(r, argv, input, true, out, err);
-}
-
-int fake_root_start_sh(struct fake_root *r, const char *cmd, const struct fake_input *input,
-		       struct fake_proc **out, char **err)
-{
-	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
-	return fake_root_start(r, argv, input, out, err);
-}
-
-static char *slurp(int fd, size_t *len)
-{
-	off_t n = lseek(fd, 0, SEEK_END);
-	if (n < 0)
-		n = 0;
-	char *buf = xmalloc((size_t)n + 1);
-	ssize_t got = pread(fd, buf, (size_t)n, 0);
-	*len = got > 0 ? (size_t)got : 0;
-	buf[*len] = '\0';
-	return buf;
-}
-
-static void proc_free(struct fake_proc *p)
-{
-	close(p->out);
-	close(p->err);
-	free(p);
-}
-
-/* Whether a process of group pgid is still more than a zombie. A zombie has let go of its
- * files, mounts and namespace (the guest's checks no longer see it); what is left is its
- * parent's wait, which for the group's orphans is the host's init's, whenever that reaps. */
-static bool group_alive(pid_t pgid)
-{
-	if (kill(-pgid, 0) < 0)
-		return false;
-	DIR *d = opendir("/proc");
-	if (!d)
-		return true;
-	bool alive = false;
-	struct dirent *e;
-	while (!alive && (e = readdir(d))) {
-		char *end, path[64], buf[512];
-		long pid = strtol(e->d_name, &end, 10);
-		if (*end || pid <= 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-		if (fd >= 0)
-			close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		/* "PID (COMM) STATE PPID PGRP ...": COMM may hold spaces and parentheses */
-		char state;
-		long ppid, pgrp;
-		const char *rp = strrchr(buf, ')');
-		if (rp && sscanf(rp + 1, " %c %ld %ld", &state, &ppid, &pgrp) == 3 &&
-		    pgrp == (long)pgid && state != 'Z' && state != 'X')
-			alive = true;
-	}
-	closedir(d);
-	return alive;
-}
-
-/* Wait (a little) until the killed group pgid has no process left but zombies: polling
- * kill(-pgid, 0) alone waited for the host's init to reap the orphans, 2000 naps of 0.1 ms
- * after every hung command. */
-static void group_gone(pid_t pgid)
-{
-	for (int i = 0; i < 2000 && group_alive(pgid); i++)
-		usleep(100);
-}
-
-bool fake_proc_done(struct fake_proc *p)
-{
-	if (p->reaped)
-		return true;
-	/* ended: what it left running in its group (a `cmd &` it did not wait for) ends with it,
-	 * killed before the leader is reaped, while its pid still names the group */
-	siginfo_t si = { 0 };
-	if (waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == 0)
-		return false;
-	kill(-p->pid, SIGKILL);
-	p->reaped = waitpid(p->pid, &p->status, 0) == p->pid;
-	group_gone(p->pid);
-	return true;
-}
-
-void fake_proc_kill(struct fake_root *r, struct fake_proc *p)
-{
-	(void)r;
-	kill(-p->pid, SIGKILL);
-	if (!p->reaped)
-		waitpid(p->pid, &p->status, 0);
-	group_gone(p->pid);
-	proc_free(p);
-}
-
-int fake_proc_wait(struct fake_root *r, struct fake_proc *p, unsigned timeout_ms,
-		   struct fake_result *res, char **err)
-{
-	(void)err;
-	memset(res, 0, sizeof(*res));
-	uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000u;
-	unsigned nap = 1;
-	while (!fake_proc_done(p)) {
-		if (run_interrupted() || now_ns() >= end) {
-			fake_proc_kill(r, p);
-			return run_interrupted() ? 2 : 1;
-		}
-		run_sleep_ms(nap);
-		if (nap < 16)
-			nap *= 2;
-	}
-	res->status = WIFEXITED(p->status) ? WEXITSTATUS(p->status) : -1;
-	res->signal = WIFSIGNALED(p->status) ? WTERMSIG(p->status) : 0;
-	res->out = slurp(p->out, &res->out_len);
-	res->err = slurp(p->err, &res->err_len);
-	proc_free(p);
-	return 0;
-}
-
-void fake_result_clear(struct fake_result *res)
-{
-	free(res->out);
-	free(res->err);
-	memset(res, 0, sizeof(*res));
-}
-
-int fake_root_run(struct fake_root *r, const char *cmd, const void *input, size_t len,
-		  unsigned timeout_ms, struct fake_result *res, char **err)
-{
-	struct fake_input in = { .buf = input, .len = len, .fd = -1 };
-	struct fake_proc *p = NULL;
-	const char *argv[] = { "/bin/sh", "-c", cmd, NULL };
-	if (start(r, argv, &in, false, &p, err) < 0)
-		return -1;
-	return fake_proc_wait(r, p, timeout_ms, res, err);
-}
-
-/* Calls fn(pid, ud) for every process in the guest's namespace but the holder. */
-static int each_proc(const struct fake_root *r, void (*fn)(pid_t pid, void *ud), void *ud)
-{
-	DIR *d = opendir("/proc");
-	if (!d)
-		return -1;
-	int n = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		char *end;
-		long pid = strtol(e->d_name, &end, 10);
-		if (*end || pid <= 0 || pid == r->holder)
-			continue;
-		char path[64];
-		struct stat sb;
-		snprintf(path, sizeof(path), "/proc/%ld/ns/mnt", pid);
-		if (stat(path, &sb) < 0 || sb.st_ino != r->ns_ino)
-			continue;
-		n++;
-		if (fn)
-			fn((pid_t)pid, ud);
-	}
-	closedir(d);
-	return n;
-}
-
-int fake_root_procs(const struct fake_root *r)
-{
-	return each_proc(r, NULL, NULL);
-}
-
-static void kill_one(pid_t pid, void *ud)
-{
-	(void)ud;
-	kill(pid, SIGKILL);
 }
 
 int fake_root_mounts(const struct fake_root *r)
@@ -829,8 +471,7 @@ void fake_root_destroy(struct fake_root *r)
 		free(r->ports[i].fifo);
 	}
 	/* every process in the namespace, then the holder: the namespace and its mounts go */
-	for (int round = 0; round < 50 && each_proc(r, kill_one, NULL) > 0; round++)
-		usleep(2000);
+	fake_procs_kill_all(r);
 	while (r->n_disks) {
 		_cleanup_free_ char *e = NULL;
 		fake_disk_remove(r, r->n_disks - 1, &e);

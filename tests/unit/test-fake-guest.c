@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The fake machine's guest over a local directory (runner/machine/fake-guest.c): its commands
- * run (exit status, stdin, stdout and stderr), a mount outlives the command that made it, a
- * command past its timeout is killed with what it started, a plugged image is a disk the guest
+ * The fake machine's guest over a local directory (runner/machine/fake-guest.c, fake-proc.c): its
+ * commands run (exit status, stdin, stdout and stderr), a mount outlives the command that made it,
+ * a command past its timeout is killed with what it started, a plugged image is a disk the guest
  * finds by serial and mounts, a port carries a stream to the end, and nothing of a guest
  * outlives it (processes, loop devices, its root). Skipped, with the reason, where the host
  * cannot run fake guests (fake_root_support()).
