@@ -355,6 +355,19 @@ static bool is_key_name(const char *s)
 	return strlen(s) == 32 && strspn(s, "0123456789abcdef") == 32;
 }
 
+int guest_cache_hold(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	while (flock(fd, LOCK_SH) < 0)
+		if (errno != EINTR) {
+			close(fd);
+			return -1;
+		}
+	return fd;
+}
+
 void guest_cache_prune(const char *guestdir, const char *key)
 {
 	_cleanup_free_ char *cur = xasprintf("%s/current", guestdir);
@@ -366,6 +379,12 @@ void guest_cache_prune(const char *guestdir, const char *key)
 	prev[n > 0 ? n : 0] = '\0';
 	while (d && (de = readdir(d))) {
 		if (!is_key_name(de->d_name) || STREQ(de->d_name, key) || STREQ(de->d_name, prev))
+			continue;
+		/* a guest a run holds (guest_cache_hold()) stays: its VMs may still boot from it;
+		 * the next build after that run removes it */
+		_cleanup_close_ int fd =
+		    openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
 			continue;
 		_cleanup_free_ char *dir = xasprintf("%s/%s", guestdir, de->d_name);
 		remove_dir(dir);

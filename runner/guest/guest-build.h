@@ -168,8 +168,9 @@ int guest_cache_lock(const char *guestdir, const struct guest_build_opts *opts, 
 int guest_cache_build_dir(const char *guestdir, char **dirp, char **err);
 /* Point guestdir/current at the keyed directory `key`. */
 int guest_cache_point(const char *guestdir, const char *key, char **err);
-/* Remove keyed directories other than `key` and the one `current` named until now (a VM that
- * located it a moment ago may still be starting from it). */
+/* Remove keyed directories other than `key`, the one `current` named until now (a VM that
+ * located it a moment ago may still be starting from it) and those a run holds
+ * (guest_cache_hold()). */
 void guest_cache_prune(const char *guestdir, const char *key);
 /* The directory `current` names in CACHE/sub and its manifest (*mp, the caller's). The errors
  * name `what` ("built-in guest") and end with `build` when there is none, `rebuild` when its

@@ -97,6 +97,14 @@ char *guest_default_cache_dir(void);
  */
 int guest_locate(const char *cache_dir, struct guest_files *out, char **err);
 
+/*
+ * Hold the built guest in directory dir (guest_files.dir, guest_image.dir) for as long as the
+ * returned descriptor is open: a shared lock that a later build's prune respects, so that a
+ * build for another ferry (another build tree's ferry-sum is another key) cannot remove the
+ * files a run is booting from. Returns the descriptor, or -1 (the guest is not held).
+ */
+int guest_cache_hold(const char *dir);
+
 /* Progress messages of guest_build() (e.g. "downloading 9 packages"); the library never prints. */
 typedef void (*guest_progress_fn)(void *userdata, const char *msg);
 

@@ -11,7 +11,9 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "guest-build.h"
 #include "guest.h"
 #include "util.h"
 
@@ -376,6 +378,56 @@ static void test_module_order_errors(void)
 	g_clear_pointer(&err, free);
 }
 
+/* ---- the cache ---- */
+
+/* A build prunes the other keyed guests, but not the one `current` named before it and not
+ * one a run holds (the run of another ferry, whose ferry-sum is another key, booting from it):
+ * the hold keeps it until it is let go, and the next prune removes it. */
+static void test_cache_prune_hold(void)
+{
+	char *dir = g_dir_make_tmp("ferry-guest-XXXXXX", NULL);
+	g_assert_nonnull(dir);
+	static const char *const keys[] = { "11111111111111111111111111111111",
+					    "22222222222222222222222222222222",
+					    "33333333333333333333333333333333",
+					    "44444444444444444444444444444444" };
+	char *path[4];
+	for (size_t i = 0; i < 4; i++) {
+		path[i] = g_build_filename(dir, keys[i], NULL);
+		g_assert_cmpint(g_mkdir(path[i], 0755), ==, 0);
+		char *f = g_build_filename(path[i], "kernel", NULL);
+		g_assert_true(g_file_set_contents(f, "k", 1, NULL));
+		g_free(f);
+	}
+	char *cur = g_build_filename(dir, "current", NULL);
+	g_assert_cmpint(symlink(keys[0], cur), ==, 0);
+	int hold = guest_cache_hold(path[2]);
+	g_assert_cmpint(hold, >=, 0);
+	/* a new build of key 1: 0 was current, 2 is held, 3 goes */
+	guest_cache_prune(dir, keys[1]);
+	g_assert_true(g_file_test(path[0], G_FILE_TEST_IS_DIR));
+	g_assert_true(g_file_test(path[1], G_FILE_TEST_IS_DIR));
+	g_assert_true(g_file_test(path[2], G_FILE_TEST_IS_DIR));
+	g_assert_false(g_file_test(path[3], G_FILE_TEST_EXISTS));
+	/* let go: the next prune removes it */
+	close(hold);
+	guest_cache_prune(dir, keys[1]);
+	g_assert_false(g_file_test(path[2], G_FILE_TEST_EXISTS));
+	g_assert_true(g_file_test(path[0], G_FILE_TEST_IS_DIR));
+	g_assert_cmpint(guest_cache_hold(path[3]), ==, -1);
+	for (size_t i = 0; i < 4; i++) {
+		char *f = g_build_filename(path[i], "kernel", NULL);
+		g_remove(f);
+		g_rmdir(path[i]);
+		g_free(f);
+		g_free(path[i]);
+	}
+	g_remove(cur);
+	g_free(cur);
+	g_assert_cmpint(g_rmdir(dir), ==, 0);
+	g_free(dir);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -388,5 +440,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/guest/elf/modinfo", test_modinfo);
 	g_test_add_func("/guest/modules/order", test_module_order);
 	g_test_add_func("/guest/modules/order-errors", test_module_order_errors);
+	g_test_add_func("/guest/cache/prune-hold", test_cache_prune_hold);
 	return g_test_run();
 }

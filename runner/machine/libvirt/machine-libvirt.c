@@ -239,7 +239,12 @@ static int guest_ready(struct lv_machine *lm, struct lv_guest *g, char **err)
 		}
 		return 0;
 	case PLAN_GUEST_DEBIAN:
-		return lm->deb.root || guest_debian_locate(NULL, &lm->deb, err) == 0 ? 0 : -1;
+		if (lm->deb.root)
+			return 0;
+		if (guest_debian_locate(NULL, &lm->deb, err) < 0)
+			return -1;
+		lm->deb_hold = guest_cache_hold(lm->deb.dir);
+		return 0;
 	case PLAN_GUEST_IMAGE: return g->cfg.vm->seed && !g->seed_path ? make_seed(lm, g, err) : 0;
 	}
 	return 0;
@@ -695,6 +700,16 @@ static bool lv_alive(struct machine *m, char **why)
 	return false;
 }
 
+/* Let go of the guests this run held against a build's prune (guest_cache_hold()). */
+static void unhold(struct lv_machine *lm)
+{
+	if (lm->gf_hold >= 0)
+		close(lm->gf_hold);
+	if (lm->deb_hold >= 0)
+		close(lm->deb_hold);
+	lm->gf_hold = lm->deb_hold = -1;
+}
+
 static void lv_close(struct machine *m)
 {
 	struct lv_machine *lm = (struct lv_machine *)m;
@@ -708,6 +723,7 @@ static void lv_close(struct machine *m)
 	guest_files_clear(&lm->gf);
 	free(lm->gf_err);
 	guest_image_clear(&lm->deb);
+	unhold(lm);
 	machine_faults_clear(&lm->faults);
 	free(lm);
 }
@@ -745,10 +761,13 @@ struct machine *machine_libvirt_open(struct run *run, const char *uri, void *dat
 	lm->run = run;
 	/* a plan may use only the Debian guest or images: the built-in one is needed (and its
 	   absence an error) only when a VM boots it */
-	(void)guest_locate(NULL, &lm->gf, &lm->gf_err);
+	lm->gf_hold = lm->deb_hold = -1;
+	if (guest_locate(NULL, &lm->gf, &lm->gf_err) == 0)
+		lm->gf_hold = guest_cache_hold(lm->gf.dir);
 	lm->conn = vm_connect(uri, err);
 	if (!lm->conn) {
 		guest_files_clear(&lm->gf);
+		unhold(lm);
 		free(lm);
 		return NULL;
 	}
@@ -761,6 +780,7 @@ struct machine *machine_libvirt_open(struct run *run, const char *uri, void *dat
 		if (!lm->hs) {
 			virConnectClose(lm->conn);
 			guest_files_clear(&lm->gf);
+			unhold(lm);
 			free(lm);
 			return NULL;
 		}

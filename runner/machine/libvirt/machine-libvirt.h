@@ -23,6 +23,7 @@ struct lv_machine {
 	struct guest_files gf;  /* the built-in guest (located at open) */
 	char *gf_err;           /* why it could not be located: a builtin VM fails with this */
 	struct guest_image deb; /* the Debian guest, located at its first boot */
+	int gf_hold, deb_hold;  /* guest_cache_hold() of each, or -1 */
 	struct machine_faults faults;
 	unsigned n_targets, n_seeds;
 	/* the run's empty sparse target images, one per format and size (target_create) */
