@@ -56,7 +56,9 @@ shared="$("$ferry" guest info --json | /usr/bin/python3 -c 'import json,sys,os; 
 own="$(mktemp -d)"
 trap 'rm -rf "$own"' EXIT
 mkdir -p "$own/guest"
-cp -al "$shared/debs" "$own/guest/debs" 2>/dev/null || cp -a "$shared/debs" "$own/guest/debs"
+if [ -d "$shared/debs" ]; then
+	cp -al "$shared/debs" "$own/guest/debs" 2>/dev/null || cp -a "$shared/debs" "$own/guest/debs"
+fi
 cur_before="$(readlink "$shared/current")"
 msg="$("$ferry" guest build --cache-dir "$own" 2>&1 >/dev/null)" || { echo "FAIL: 'ferry guest build' failed: $msg"; exit 1; }
 case "$msg" in
