@@ -14,8 +14,12 @@ log "setup"
 bash scripts/setup.sh
 
 passed=0 failed=0 skipped=0
+# the background checks' log and tally, the format check's log, and the names of failed tests
+bg_log="$(mktemp /tmp/ferry-test-bg.XXXXXX)"
+bg_tally="$(mktemp /tmp/ferry-test-tally.XXXXXX)"
+fmt_log="$(mktemp /tmp/ferry-test-format.XXXXXX)"
 failed_log="$(mktemp /tmp/ferry-test-failed.XXXXXX)"
-trap 'rm -f "$failed_log"' EXIT
+trap 'rm -f "$bg_log" "$bg_tally" "$fmt_log" "$failed_log"' EXIT
 tally() { # builddir [setup]: add the counts of its last meson test run (a --setup run logs to
 	# testlog-SETUP.json; reading testlog.json there would count the previous run twice)
 	local j="$1/meson-logs/testlog${2:+-$2}.json"
@@ -88,10 +92,6 @@ without_guests() {
 	fi
 	echo "$passed $failed $skipped $status" >"$bg_tally"
 }
-bg_log="$(mktemp /tmp/ferry-test-bg.XXXXXX)"
-bg_tally="$(mktemp /tmp/ferry-test-tally.XXXXXX)"
-fmt_log="$(mktemp /tmp/ferry-test-format.XXXXXX)"
-trap 'rm -f "$bg_log" "$bg_tally" "$fmt_log" "$failed_log"' EXIT
 (without_guests) >"$bg_log" 2>&1 &
 bg_pid=$!
 

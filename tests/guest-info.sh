@@ -60,17 +60,19 @@ if [ -d "$shared/debs" ]; then
 	cp -al "$shared/debs" "$own/guest/debs" 2>/dev/null || cp -a "$shared/debs" "$own/guest/debs"
 fi
 cur_before="$(readlink "$shared/current")"
+own_sha() { "$ferry" guest info --cache-dir "$own" --json |
+	/usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["initramfs"]["sha256"])'; }
 msg="$("$ferry" guest build --cache-dir "$own" 2>&1 >/dev/null)" || { echo "FAIL: 'ferry guest build' failed: $msg"; exit 1; }
 case "$msg" in
 *"up to date (cached)"*) echo "FAIL: the first build in an empty cache was a cache hit: $msg"; exit 1 ;;
 esac
-before="$("$ferry" guest info --cache-dir "$own" --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["initramfs"]["sha256"])')"
+before="$(own_sha)"
 msg="$("$ferry" guest build --cache-dir "$own" 2>&1 >/dev/null)" || { echo "FAIL: 'ferry guest build' failed: $msg"; exit 1; }
 case "$msg" in
 *"up to date (cached)"*) ;;
 *) echo "FAIL: a repeated build was not a cache hit: $msg"; exit 1 ;;
 esac
-after="$("$ferry" guest info --cache-dir "$own" --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["initramfs"]["sha256"])')"
+after="$(own_sha)"
 [ "$before" = "$after" ] || { echo "FAIL: a cache hit changed the initramfs: $before -> $after"; exit 1; }
 [ "$(readlink "$shared/current")" = "$cur_before" ] || { echo "FAIL: the shared cache's guest changed"; exit 1; }
 

@@ -25,12 +25,12 @@ def fail(msg):
     sys.exit("FAIL: " + msg)
 
 
-def near(a, b, rel, what):
+def near(a, b, rel, what, absolute=0.0):
     if a is None or b is None:
         if a is not None or b is not None:
             fail("%s: %r against the results' %r" % (what, a, b))
         return
-    if abs(a - b) > rel * max(abs(b), 1e-9) + 1e-12:
+    if abs(a - b) > rel * max(abs(b), 1e-9) + absolute + 1e-12:
         fail("%s: %r against the results' %r" % (what, a, b))
 
 
@@ -72,8 +72,7 @@ for c in cells:
     near(g[clean(cid)]["value"], mean, 1e-9, cid + " GAB value")
     if lo is not None:
         half = float(g[clean(cid)]["range"].split()[-1])
-        if abs(half - (hi - lo) / 2) > 0.5e-6 + 1e-12:
-            fail("%s GAB range: %r against the results' %r" % (cid, half, (hi - lo) / 2))
+        near(half, (hi - lo) / 2, 0, cid + " GAB range", absolute=0.5e-6)
     # HTML: the strip plot row
     e = strips.get(clean(cid))
     if e is None:

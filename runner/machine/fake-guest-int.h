@@ -50,9 +50,8 @@ struct fake_root {
 /* execve()'s vectors take char *: writable "sh", "-c" and the guest's PATH= (fake-guest.c) */
 extern char fake_arg_sh[], fake_arg_c[], fake_env_path[];
 
-/* Kill every process in the guest's namespace but the holder, until none is left (a few
- * rounds): how many were left at the last. */
-int fake_procs_kill_all(const struct fake_root *r);
+/* Kill every process in the guest's namespace but the holder, a few rounds until none is left. */
+void fake_procs_kill_all(const struct fake_root *r);
 /* The host path of guest path p, through the holder's root (so inside the guest's mounts). */
 char *fake_host_path(const struct fake_root *r, const char *p);
 /* Unplug disk i: its node, its /sys entry, its loop device. 0 or -1 with *err. */

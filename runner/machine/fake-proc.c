@@ -375,10 +375,8 @@ static void kill_one(pid_t pid, void *ud)
 	kill(pid, SIGKILL);
 }
 
-int fake_procs_kill_all(const struct fake_root *r)
+void fake_procs_kill_all(const struct fake_root *r)
 {
-	int n = 0;
-	for (int round = 0; round < 50 && (n = each_proc(r, kill_one, NULL)) > 0; round++)
+	for (int round = 0; round < 50 && each_proc(r, kill_one, NULL) > 0; round++)
 		usleep(2000);
-	return n;
 }

@@ -3,12 +3,8 @@
 #include "method-case.h"
 
 #include <glib.h>
-#include <net/if.h>
-#include <sched.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "fake-guest.h"

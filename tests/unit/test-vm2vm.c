@@ -12,11 +12,7 @@
  * private network. Skipped where the host cannot run fake guests or has no dropbear.
  */
 #include <glib.h>
-#include <net/if.h>
-#include <sched.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "fake-guest.h"
