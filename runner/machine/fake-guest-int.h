@@ -25,7 +25,7 @@ struct fake_disk {
 
 struct fake_port {
 	char *name;
-	char *fifo; /* host path of the guest's FIFO (through the holder's root) */
+	char *fifo; /* host path of the guest's FIFO (through the init's root) */
 	int sock;   /* the relay's end */
 	pthread_t thread;
 	atomic_bool stop;
@@ -35,9 +35,9 @@ struct fake_port {
 struct fake_root {
 	char *dir;
 	char *proc_root; /* /proc/HOLDER/root: the guest's root with its mounts, from the host */
-	pid_t holder;
-	int hold_fd; /* the holder's stdin: closing it ends the holder */
-	int ns_fd;   /* the guest's mount namespace */
+	pid_t holder;    /* the guest's init (fake-init.c) */
+	int ctl;         /* the init's requests socket: closing it ends the init */
+	int ns_fd;       /* the guest's mount namespace */
 	ino_t ns_ino;
 	int boot_mounts;  /* /proc, /dev, /tmp, /run, /bin and the busybox binary */
 	unsigned n_names; /* device names given so far: vdb, vdc, ... */
@@ -50,9 +50,9 @@ struct fake_root {
 /* execve()'s vectors take char *: writable "sh", "-c" and the guest's PATH= (fake-guest.c) */
 extern char fake_arg_sh[], fake_arg_c[], fake_env_path[];
 
-/* Kill every process in the guest's namespace but the holder, a few rounds until none is left. */
+/* Kill every process in the guest's namespace but its init, a few rounds until none is left. */
 void fake_procs_kill_all(const struct fake_root *r);
-/* The host path of guest path p, through the holder's root (so inside the guest's mounts). */
+/* The host path of guest path p, through the init's root (so inside the guest's mounts). */
 char *fake_host_path(const struct fake_root *r, const char *p);
 /* Unplug disk i: its node, its /sys entry, its loop device. 0 or -1 with *err. */
 int fake_disk_remove(struct fake_root *r, size_t i, char **err);

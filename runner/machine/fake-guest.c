@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A guest over a local directory (fake-guest.h). The holder is forked here (it makes the
- * namespace between fork and exec, with system calls only: the caller may have threads); its
- * commands are fake-proc.c's.
+ * namespace between fork and exec, with system calls only: the caller may have threads) and
+ * becomes the guest's init, ferry-fake-init (fake-init.c), which starts its commands
+ * (fake-proc.c).
  */
 #include "fake-guest.h"
 #include "fake-guest-int.h"
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -28,7 +30,28 @@
 
 char fake_arg_sh[] = "sh", fake_arg_c[] = "-c",
      fake_env_path[] = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
-static char arg_hold[] = "read x";
+static char arg_init[] = "ferry-fake-init";
+
+/* ferry-fake-init beside the running program (the build tree's tests/ directory, where the
+ * programs that use fake guests are), once per process. */
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static char init_path[4096];
+
+static void init_find(void)
+{
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return;
+	self[n] = '\0';
+	char *slash = strrchr(self, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	int k = snprintf(init_path, sizeof(init_path), "%s/%s", self, arg_init);
+	if (k < 0 || (size_t)k >= sizeof(init_path) || access(init_path, X_OK) != 0)
+		init_path[0] = '\0';
+}
 
 const char *fake_root_support(void)
 {
@@ -40,6 +63,11 @@ const char *fake_root_support(void)
 		return "a fake guest's disks need loop devices (/dev/loop-control)";
 	if (access("/proc/self/ns/mnt", R_OK) != 0)
 		return "a fake guest needs mount namespaces (/proc/self/ns/mnt)";
+	pthread_once(&init_once, init_find);
+	if (!init_path[0])
+		return "a fake guest needs ferry-fake-init beside the program that runs it (the "
+		       "build "
+		       "tree's tests/)";
 	return NULL;
 }
 
@@ -86,8 +114,11 @@ static const char *const host_programs[] = { "/usr/sbin/dropbear", "/usr/bin/dro
 					     "/usr/bin/rsync",     "/usr/bin/dd" };
 static const char *const host_lib_dirs[] = { "/usr/lib", "/usr/lib64" };
 /* and ferry-sum (the built-in guest's verify lister) at /usr/bin/ferry-sum, when given */
-#define SUM_PATH     "/usr/bin/ferry-sum"
-#define N_HOST_BINDS (ELEMENTSOF(host_programs) + ELEMENTSOF(host_lib_dirs) + 1)
+#define SUM_PATH "/usr/bin/ferry-sum"
+/* and the guest's init (fake-init.c), bound at its path in the root: exec'd by path, not by a
+ * descriptor, which a memory checker's exec takes for the host's path */
+#define INIT_PATH    "/usr/sbin/ferry-fake-init"
+#define N_HOST_BINDS (ELEMENTSOF(host_programs) + ELEMENTSOF(host_lib_dirs) + 2)
 
 /* What the holder binds: host path and root path pairs, NULL where the host lacks it. */
 static void host_binds(const char *dir, const char *sum, char *src[N_HOST_BINDS],
@@ -96,6 +127,8 @@ static void host_binds(const char *dir, const char *sum, char *src[N_HOST_BINDS]
 	size_t n = 0;
 	src[n] = sum ? xstrdup(sum) : NULL;
 	dst[n++] = sum ? xasprintf("%s" SUM_PATH, dir) : NULL;
+	src[n] = xstrdup(init_path);
+	dst[n++] = xasprintf("%s" INIT_PATH, dir);
 	for (size_t i = 0; i < ELEMENTSOF(host_lib_dirs); i++, n++) {
 		bool have = access(host_lib_dirs[i], X_OK) == 0;
 		src[n] = have ? xstrdup(host_lib_dirs[i]) : NULL;
@@ -127,7 +160,8 @@ static int root_file(const char *path, const char *data, size_t len, mode_t mode
 static int root_make_host(const char *dir, const char *sum, char **err)
 {
 	_cleanup_free_ char *sp = xasprintf("%s" SUM_PATH, dir);
-	if (sum && root_file(sp, "", 0, 0755, err) < 0)
+	_cleanup_free_ char *ip = xasprintf("%s" INIT_PATH, dir);
+	if ((sum && root_file(sp, "", 0, 0755, err) < 0) || root_file(ip, "", 0, 0755, err) < 0)
 		return -1;
 	for (size_t i = 0; i < ELEMENTSOF(host_lib_dirs); i++) {
 		_cleanup_free_ char *p = xasprintf("%s%s", dir, host_lib_dirs[i]);
@@ -226,9 +260,10 @@ static int root_make(const char *dir, const char *sum, char **err)
 	return 0;
 }
 
-/* In the holder, between fork and exec: the namespace, its mounts, the chroot. */
+/* In the holder, between fork and exec: the namespace, its mounts, the chroot, then the guest's
+ * init with ctl as its fd 0. */
 static void holder_main(const char *dir, char *const paths[], char *const src[], char *const dst[],
-			int hold, int status)
+			int ctl, int status)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (unshare(CLONE_NEWNS) < 0 || mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0 ||
@@ -264,12 +299,12 @@ static void holder_main(const char *dir, char *const paths[], char *const src[],
 	for (size_t i = 0; i < ELEMENTSOF(nodes); i++)
 		if (mknod(nodes[i].path, S_IFCHR | 0666, makedev(1, nodes[i].minor)) < 0)
 			goto fail;
-	if (mkdir("/dev/virtio-ports", 0755) < 0 || dup2(hold, 0) < 0)
+	if (mkdir("/dev/virtio-ports", 0755) < 0 || dup2(ctl, 0) < 0)
 		goto fail;
-	close(hold);
-	char *const argv[] = { fake_arg_sh, fake_arg_c, arg_hold, NULL };
+	close(ctl);
+	char *const argv[] = { arg_init, NULL };
 	char *const envp[] = { fake_env_path, NULL };
-	execve("/bin/sh", argv, envp);
+	execve(INIT_PATH, argv, envp);
 fail:;
 	int e = errno;
 	(void)!write(status, &e, sizeof(e));
@@ -315,7 +350,11 @@ int fake_root_boot(const char *dir, const char *sum, struct fake_root **out, cha
 	host_binds(dir, sum, src, dst);
 	int hold[2] = { -1, -1 }, st[2] = { -1, -1 };
 	pid_t pid = -1;
-	if (pipe2(hold, O_CLOEXEC) == 0 && pipe2(st, O_CLOEXEC) == 0)
+	/* a request is one message, as long as the command line (fake-init.c's MAX_MSG) */
+	int sndbuf = (4 << 20) + (64 << 10);
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, hold) == 0 &&
+	    setsockopt(hold[1], SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf)) == 0 &&
+	    pipe2(st, O_CLOEXEC) == 0)
 		pid = fork();
 	if (pid == 0)
 		holder_main(dir, paths, src, dst, hold[0], st[1]);
@@ -346,7 +385,7 @@ int fake_root_boot(const char *dir, const char *sum, struct fake_root **out, cha
 	struct fake_root *r = xcalloc(1, sizeof(*r));
 	r->dir = xstrdup(dir);
 	r->holder = pid;
-	r->hold_fd = hold[1];
+	r->ctl = hold[1];
 	r->proc_root = xasprintf("/proc/%d/root", (int)pid);
 	_cleanup_free_ char *ns = xasprintf("/proc/%d/ns/mnt", (int)pid);
 	struct stat sb;
@@ -478,7 +517,7 @@ void fake_root_destroy(struct fake_root *r)
 	}
 	if (r->ns_fd >= 0)
 		close(r->ns_fd);
-	close(r->hold_fd);
+	close(r->ctl);
 	waitpid(r->holder, NULL, 0);
 	rm_tree(r->dir, NULL);
 	root_free(r);

@@ -5,10 +5,11 @@
  *
  * The guest is a root directory with the host's static busybox as its userland (/bin/sh, tar,
  * cp, dd, sha256sum, nc, wget, ...), in a mount namespace of its own: a holder process made the
- * namespace (private mounts: /proc, a tmpfs /dev, /tmp and /run, busybox bound read-only) and
- * chrooted into the root; every guest command is a child of this process that joins the
- * namespace and the chroot, so a mount one command makes is there for the next (as in a real
- * guest) and all of them vanish with the namespace. What stands in for the virtual hardware:
+ * namespace (private mounts: /proc, a tmpfs /dev, /tmp and /run, busybox bound read-only),
+ * chrooted into the root and became the guest's init (ferry-fake-init, fake-init.c, found beside
+ * the running program); every guest command is a child of that init, started at this process's
+ * request, so a mount one command makes is there for the next (as in a real guest) and all of
+ * them vanish with the namespace. What stands in for the virtual hardware:
  * - a plugged disk is a loop device of the image (raw only) with a node in the guest's /dev and
  *   its serial in the guest's /sys/block/NAME/serial, where a Linux guest's sysfs has it;
  * - a virtio-serial port is a FIFO in /dev/virtio-ports/ fed by a relay thread from a unix
@@ -16,7 +17,8 @@
  *   queue empties only as the guest reads, and the guest sees end-of-file after the last byte);
  * - a guest port is a port on the host's loopback (the guest shares the host's network);
  * - a shared host folder is bound into the guest's namespace by the mount command itself.
- * What it cannot do (no loop devices, no namespaces, no busybox) fake_root_support() says.
+ * What it cannot do (no loop devices, no namespaces, no busybox, no ferry-fake-init)
+ * fake_root_support() says.
  *
  * It runs as root only (mount namespaces, chroot, loop devices). Every process it starts is in
  * the guest's namespace and killed by fake_root_destroy(), which also detaches the loop
@@ -121,7 +123,7 @@ int fake_root_share(struct fake_root *r, const char *tag, const char *host_dir, 
  * (fake_root_run(), the machine's own housekeeping, is not affected). 0 or -1 with *err. */
 int fake_root_hang(struct fake_root *r, const char *prog, char **err);
 
-/* Processes in the guest's namespace now (the holder not counted), or -1 when it is gone. */
+/* Processes in the guest's namespace now (its init not counted), or -1 when it is gone. */
 int fake_root_procs(const struct fake_root *r);
 /* Disks plugged now (the target included). */
 unsigned fake_root_disks(const struct fake_root *r);

@@ -1,8 +1,7 @@
-/* SPDX-License-Identifier: MIT */
 /*
- * A fake guest's processes (fake-guest.h): guest commands are spawned from a thread that joined
- * the guest (spawn()), not through util/proc.c, and run until they end, time out or are killed
- * with their process group.
+ * A fake guest's processes (fake-guest.h): the guest's init (fake-init.c) starts them, one message
+ * a command over its socket, and says how they ended; they run until they end, time out or are
+ * killed with their process group.
  */
 #include "fake-guest.h"
 #include "fake-guest-int.h"
@@ -10,10 +9,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <sched.h>
+#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -25,80 +23,85 @@
 #include "run.h"
 #include "util.h"
 
-static char env_home[] = "HOME=/root", env_lc[] = "LC_ALL=C";
-
 struct fake_proc {
 	pid_t pid;
 	int out, err; /* memory files */
+	int reply;    /* the init's word on how it ended */
 	bool reaped;
 	int status;
 };
 
-/*
- * A guest command is spawned, not forked: fork() copied the whole calling process (the test
- * program, or ferry) for every command only to throw the copy away at the exec. posix_spawn()
- * cannot join a namespace between its clone and the exec, so a short-lived thread joins the
- * guest first (its own root and cwd after unshare(CLONE_FS), then setns and chroot, which
- * affect that thread only) and spawns from there: the child inherits the thread's mount
- * namespace and root. A thread per command, not one per guest: a thread that has left the
- * process's root is no place for anything else of the process to run.
- */
-struct spawn_req {
-	const struct fake_root *r;
-	char *const *argv;
-	int in, out, err;
-	pid_t pid;
-	int error; /* errno, or 0 */
-};
-
-static void *spawn_main(void *arg)
+/* One int32 from the init on fd, waiting at most timeout_ms (-1: as long as it takes): 1, 0 at
+ * its end of file (the init is gone), -1 when there is none yet. */
+static int init_word(int fd, int timeout_ms, int32_t *v)
 {
-	struct spawn_req *q = arg;
-	if (unshare(CLONE_FS) < 0 || setns(q->r->ns_fd, CLONE_NEWNS) < 0 || chroot(q->r->dir) < 0 ||
-	    chdir("/") < 0) {
-		q->error = errno;
-		return NULL;
+	for (;;) {
+		ssize_t n = recv(fd, v, sizeof(*v), MSG_DONTWAIT);
+		if (n == (ssize_t)sizeof(*v))
+			return 1;
+		if (n >= 0)
+			return 0;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN || timeout_ms == 0)
+			return errno == EAGAIN ? -1 : 0;
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		if (poll(&pf, 1, timeout_ms) == 0)
+			return -1;
 	}
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
-	sigset_t none, all;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, q->in, 0);
-	posix_spawn_file_actions_adddup2(&fa, q->out, 1);
-	posix_spawn_file_actions_adddup2(&fa, q->err, 2);
-	/* no signal blocked, every signal at its default action (SIGPIPE too, which ferry
-	 * ignores), in a process group of its own */
-	posix_spawnattr_init(&attr);
-	sigemptyset(&none);
-	sigfillset(&all);
-	posix_spawnattr_setsigmask(&attr, &none);
-	posix_spawnattr_setsigdefault(&attr, &all);
-	posix_spawnattr_setpgroup(&attr, 0);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-					    POSIX_SPAWN_SETPGROUP);
-	char *const envp[] = { fake_env_path, env_home, env_lc, NULL };
-	q->error = posix_spawn(&q->pid, "/bin/sh", &fa, &attr, q->argv, envp);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&attr);
-	return NULL;
 }
 
-/* Spawns `/bin/sh argv...` in the guest with in, out and err as its stdin, stdout and stderr:
- * the pid, or -1 with errno. */
-static pid_t spawn(const struct fake_root *r, char *const *argv, int in, int out, int err)
+/*
+ * Starts `/bin/sh argv...` in the guest with in, out and err as its stdin, stdout and stderr:
+ * the pid, with *reply the socket its end will be told on, or -1 with errno. The guest's init
+ * forks it (fake-init.c): a fork here, in a test program under valgrind, was a copy of the
+ * whole checked process per command.
+ */
+static pid_t spawn(const struct fake_root *r, char *const *argv, int in, int out, int err,
+		   int *reply)
 {
-	struct spawn_req q = { .r = r, .argv = argv, .in = in, .out = out, .err = err, .pid = -1 };
-	pthread_t th;
-	int e = pthread_create(&th, NULL, spawn_main, &q);
-	if (e == 0)
-		e = pthread_join(th, NULL);
-	if (e == 0)
-		e = q.error;
-	if (e != 0) {
-		errno = e;
+	size_t len = 0;
+	for (size_t i = 0; argv[i]; i++)
+		len += strlen(argv[i]) + 1;
+	char *buf = xmalloc(len), *w = buf;
+	for (size_t i = 0; argv[i]; i++)
+		w = stpcpy(w, argv[i]) + 1;
+	int sp[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+		free(buf);
 		return -1;
 	}
-	return q.pid;
+	int fds[4] = { in, out, err, sp[1] };
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(fds))];
+	} c;
+	memset(&c, 0, sizeof(c));
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr m = {
+		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.b, .msg_controllen = sizeof(c.b)
+	};
+	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+	h->cmsg_level = SOL_SOCKET;
+	h->cmsg_type = SCM_RIGHTS;
+	h->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(h), fds, sizeof(fds));
+	ssize_t n;
+	do
+		n = sendmsg(r->ctl, &m, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	int e = errno;
+	free(buf);
+	close(sp[1]);
+	int32_t v = 0;
+	int got = n < 0 ? -1 : init_word(sp[0], -1, &v);
+	if (got != 1 || v <= 0) {
+		close(sp[0]);
+		errno = n < 0 ? e : got != 1 ? EPIPE : (int)-v;
+		return -1;
+	}
+	*reply = sp[0];
+	return (pid_t)v;
 }
 
 static int memfile(const char *name, char **err)
@@ -161,11 +164,12 @@ static int start(struct fake_root *r, const char *const *argv, const struct fake
 	for (size_t i = first; i < n; i++)
 		av[k++] = xstrdup(argv[i]);
 	struct fake_proc *p = xcalloc(1, sizeof(*p));
+	p->reply = -1;
 	p->out = memfile("stdout", err);
 	p->err = p->out >= 0 ? memfile("stderr", err) : -1;
 	/* the process is in the guest once this returns (it was born there), and a failure to
 	 * enter it or to exec is this call's error */
-	p->pid = p->err >= 0 ? spawn(r, av, in, p->out, p->err) : -1;
+	p->pid = p->err >= 0 ? spawn(r, av, in, p->out, p->err, &p->reply) : -1;
 	int e = errno;
 	for (size_t i = 2; i < k; i++)
 		free(av[i]);
@@ -184,9 +188,6 @@ static int start(struct fake_root *r, const char *const *argv, const struct fake
 		free(p);
 		return -1;
 	}
-	/* also here, as the child does: a memory checker may run the spawn as a fork that
-	 * returns before the child's exec, and a kill right after must reach the group */
-	setpgid(p->pid, p->pid);
 	if (inp->pipe)
 		*inp->pipe = wr;
 	*out = p;
@@ -220,6 +221,7 @@ static char *slurp(int fd, size_t *len)
 
 static void proc_free(struct fake_proc *p)
 {
+	close(p->reply);
 	close(p->out);
 	close(p->err);
 	free(p);
@@ -271,28 +273,36 @@ static void group_gone(pid_t pgid)
 		usleep(100);
 }
 
-bool fake_proc_done(struct fake_proc *p)
+/* Whether p ended, waiting at most timeout_ms for it (-1: as long as it takes). Its group was
+ * killed by the init before it reaped p (what p left running ends with it); the group's
+ * orphans are waited for here. */
+static bool done_within(struct fake_proc *p, int timeout_ms)
 {
 	if (p->reaped)
 		return true;
-	/* ended: what it left running in its group (a `cmd &` it did not wait for) ends with it,
-	 * killed before the leader is reaped, while its pid still names the group */
-	siginfo_t si = { 0 };
-	if (waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == 0)
+	int32_t st = 0;
+	int got = init_word(p->reply, timeout_ms, &st);
+	if (got < 0)
 		return false;
-	kill(-p->pid, SIGKILL);
-	p->reaped = waitpid(p->pid, &p->status, 0) == p->pid;
+	/* without a word the init is gone, and with it the guest's processes */
+	p->status = got == 1 ? st : SIGKILL;
+	p->reaped = true;
 	group_gone(p->pid);
 	return true;
+}
+
+bool fake_proc_done(struct fake_proc *p)
+{
+	return done_within(p, 0);
 }
 
 void fake_proc_kill(struct fake_root *r, struct fake_proc *p)
 {
 	(void)r;
-	kill(-p->pid, SIGKILL);
-	if (!p->reaped)
-		waitpid(p->pid, &p->status, 0);
-	group_gone(p->pid);
+	if (!fake_proc_done(p)) {
+		kill(-p->pid, SIGKILL);
+		done_within(p, -1);
+	}
 	proc_free(p);
 }
 
@@ -302,15 +312,12 @@ int fake_proc_wait(struct fake_root *r, struct fake_proc *p, unsigned timeout_ms
 	(void)err;
 	memset(res, 0, sizeof(*res));
 	uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000u;
-	unsigned nap = 1;
-	while (!fake_proc_done(p)) {
+	/* woken by the init's word, or every 16 ms for a Ctrl-C and the clock */
+	while (!done_within(p, 16)) {
 		if (run_interrupted() || now_ns() >= end) {
 			fake_proc_kill(r, p);
 			return run_interrupted() ? 2 : 1;
 		}
-		run_sleep_ms(nap);
-		if (nap < 16)
-			nap *= 2;
 	}
 	res->status = WIFEXITED(p->status) ? WEXITSTATUS(p->status) : -1;
 	res->signal = WIFSIGNALED(p->status) ? WTERMSIG(p->status) : 0;
@@ -338,7 +345,7 @@ int fake_root_run(struct fake_root *r, const char *cmd, const void *input, size_
 	return fake_proc_wait(r, p, timeout_ms, res, err);
 }
 
-/* Calls fn(pid, ud) for every process in the guest's namespace but the holder. */
+/* Calls fn(pid, ud) for every process in the guest's namespace but its init (the holder). */
 static int each_proc(const struct fake_root *r, void (*fn)(pid_t pid, void *ud), void *ud)
 {
 	DIR *d = opendir("/proc");

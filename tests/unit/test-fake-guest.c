@@ -152,6 +152,53 @@ static char *ext4_image(void)
 	return img;
 }
 
+/* The guest's init (fake-init.c) starts the commands: a signal's end and a long command line
+ * come back as they were, a process a command left outside its group keeps running (as in a
+ * guest) until destroy, and a command started after such an orphan ended still works. */
+static void test_init(void)
+{
+	if (skip_unless_supported())
+		return;
+	struct fake_root *r = boot();
+	struct fake_result res;
+	char *err = NULL;
+	g_assert_cmpint(fake_root_run(r, "kill -TERM $$", NULL, 0, 10000, &res, &err), ==, 0);
+	g_assert_cmpint(res.signal, ==, 15);
+	fake_result_clear(&res);
+	/* 64 arguments of 16 KiB: 1 MiB of command line, more than a socket's default buffer */
+	const char *argv[68] = { "/bin/sh", "-c", "echo $# ${#1}", "sh" };
+	char *big = g_malloc(16385);
+	memset(big, 'x', 16384);
+	big[16384] = '\0';
+	for (size_t i = 4; i < 67; i++)
+		argv[i] = big;
+	argv[67] = NULL;
+	struct fake_proc *p = NULL;
+	g_assert_cmpint(fake_root_start(r, argv, NULL, &p, &err), ==, 0);
+	g_assert_cmpint(fake_proc_wait(r, p, 10000, &res, &err), ==, 0);
+	g_assert_cmpint(res.status, ==, 0);
+	g_assert_cmpstr(res.out, ==, "63 16384\n");
+	fake_result_clear(&res);
+	g_free(big);
+	/* an orphan in a session of its own outlives its command, not the guest */
+	char *out = sh(r, "setsid sleep 100 </dev/null >/dev/null 2>&1 & "
+			  "until [ \"$(cut -d' ' -f6 /proc/$!/stat)\" = $! ]; do sleep 0.01; done; "
+			  "echo $! > /tmp/orphan; echo started");
+	g_assert_cmpstr(out, ==, "started\n");
+	g_free(out);
+	g_assert_cmpint(fake_root_procs(r), ==, 1);
+	out = sh(r, "kill -KILL $(cat /tmp/orphan) && echo killed");
+	g_assert_cmpstr(out, ==, "killed\n");
+	g_free(out);
+	for (int i = 0; i < 1000 && fake_root_procs(r) > 0; i++)
+		g_usleep(1000);
+	g_assert_cmpint(fake_root_procs(r), ==, 0);
+	out = sh(r, "echo still");
+	g_assert_cmpstr(out, ==, "still\n");
+	g_free(out);
+	destroy(r);
+}
+
 static void test_disk(void)
 {
 	if (skip_unless_supported())
@@ -290,6 +337,7 @@ int main(int argc, char **argv)
 	tmp_dir = g_dir_make_tmp("ferry-test-fake-guest-XXXXXX", NULL);
 	g_test_add_func("/fake-guest/commands", test_commands);
 	g_test_add_func("/fake-guest/timeout", test_timeout);
+	g_test_add_func("/fake-guest/init", test_init);
 	g_test_add_func("/fake-guest/disk", test_disk);
 	g_test_add_func("/fake-guest/channel", test_channel);
 	g_test_add_func("/fake-guest/share-and-hang", test_share_and_hang);
