@@ -23,9 +23,12 @@ def curve(log):
     return pts
 
 
-def first_reach(pts, target):
+def first_reach(pts, target, stop):
+    """The seconds of blocks at the first block whose half-width is surely within target: the
+    printed figure is rounded to 0.1%, so a printed 5.0% may be 5.04%; that block counts only
+    when it is where ferry's own stop rule (exact) stopped on that target (stop: its block)."""
     for b, hw, s in pts:
-        if hw <= target:
+        if hw + 0.05 <= target or b == stop:
             return s
     return None
 
@@ -49,7 +52,9 @@ def main(d):
         for b, hw, s in pts:
             print(f"  {b:5d}  {hw:9.1f}%  {s:11.1f}")
         for t in TARGETS:
-            s = first_reach(pts, t)
+            hit = (des.get("stop") == "halfwidth-reached" and des.get("until") is not None
+                   and abs(100 * des["until"] - t) < 1e-9)
+            s = first_reach(pts, t, des.get("blocks") if hit else None)
             reach[kind][t].append(s)
             print(f"  {t:4.0f}%: " + (f"reached after {s:.1f} s of blocks" if s is not None
                                       else "not reached"))
