@@ -14,15 +14,15 @@
  *     its stdin, stdout and stderr, and a reply socket;
  *   reply, on the reply socket: an int32 pid, or minus an errno when it did not start; later
  *     an int32 wait status when it ended, its process group killed first (what it left
- *     running in its group ends with it); then the reply socket is closed.
+ *     running in its group ends with it) and gone (ended()); then the reply socket is closed.
  * It is a child subreaper: what a command leaves behind outside its group is reaped here, not
  * by the host's init. Every command runs `/bin/sh` in a process group of its own, with every
  * signal at its default action and none blocked.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,30 +53,11 @@ static void reply(int fd, int32_t v)
 	(void)!send(fd, &v, sizeof(v), MSG_NOSIGNAL);
 }
 
-/* In the child: the command, or its errno on ep and exit 127. */
-static void child(char **argv, const int fds[3], int ep)
-{
-	static char *envp[] = { env_path, env_home, env_lc, NULL };
-	sigset_t none;
-	sigemptyset(&none);
-	setpgid(0, 0);
-	/* what the owner ignored (ferry ignores SIGPIPE) survived its fork and our exec */
-	for (int s = 1; s < NSIG; s++)
-		signal(s, SIG_DFL);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	for (int i = 0; i < 3; i++)
-		if (dup2(fds[i], i) < 0)
-			goto fail;
-	execve("/bin/sh", argv, envp);
-fail:;
-	int e = errno;
-	(void)!write(ep, &e, sizeof(e));
-	_exit(127);
-}
-
-/* Starts the command of one request: its pid, or minus an errno. */
+/* Starts the command of one request: its pid, or minus an errno. posix_spawn(), not fork():
+ * a fork copied this process's page tables for every command, only to drop them at the exec. */
 static int32_t start(char *buf, size_t len, const int fds[3])
 {
+	static char *envp[] = { env_path, env_home, env_lc, NULL };
 	size_t argc = 0;
 	for (size_t i = 0; i < len; i++)
 		argc += buf[i] == '\0';
@@ -89,28 +70,28 @@ static int32_t start(char *buf, size_t len, const int fds[3])
 		argv[k] = buf + i;
 		i += strlen(buf + i) + 1;
 	}
-	int ep[2];
-	if (pipe2(ep, O_CLOEXEC) < 0) {
-		free(argv);
-		return -errno;
-	}
-	pid_t pid = fork();
-	if (pid == 0)
-		child(argv, fds, ep[1]);
-	int32_t r = pid < 0 ? -errno : pid;
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t none, all;
+	posix_spawn_file_actions_init(&fa);
+	for (int i = 0; i < 3; i++)
+		posix_spawn_file_actions_adddup2(&fa, fds[i], i);
+	/* in a process group of its own, no signal blocked, every signal at its default action
+	 * (what the owner ignored, as ferry ignores SIGPIPE, survived its fork and this exec) */
+	posix_spawnattr_init(&attr);
+	sigemptyset(&none);
+	sigfillset(&all);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setsigdefault(&attr, &all);
+	posix_spawnattr_setpgroup(&attr, 0);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+					    POSIX_SPAWN_SETPGROUP);
+	pid_t pid = -1;
+	int e = posix_spawn(&pid, "/bin/sh", &fa, &attr, argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
 	free(argv);
-	close(ep[1]);
-	if (pid > 0) {
-		/* also here, so that a kill of the group right after the reply reaches it */
-		setpgid(pid, pid);
-		int e;
-		if (read(ep[0], &e, sizeof(e)) == (ssize_t)sizeof(e)) {
-			waitpid(pid, NULL, 0);
-			r = -e;
-		}
-	}
-	close(ep[0]);
-	return r;
+	return e ? -e : pid;
 }
 
 /* One request: 0 at the owner's end of file (or a broken socket), else 1. */
@@ -168,8 +149,16 @@ static int request(void)
 	return 1;
 }
 
+/* Commands that ended, their groups killed, whose owners are not told yet (ended()). */
+static struct ended {
+	pid_t pid;
+	int reply;
+	int status;
+} * ends;
+static size_t n_ends, cap_ends;
+
 /* Reaps every ended child: a command's group is killed before its leader is reaped (while its
- * pid still names the group), and its owner gets the wait status. */
+ * pid still names the group), and the command goes to ends; an orphan is just reaped. */
 static void reap(void)
 {
 	for (;;) {
@@ -185,11 +174,44 @@ static void reap(void)
 		int status = 0;
 		if (waitpid(si.si_pid, &status, 0) != si.si_pid)
 			return;
-		if (i < n_kids) {
-			reply(kids[i].reply, status);
-			close(kids[i].reply);
-			kids[i] = kids[--n_kids];
+		if (i == n_kids)
+			continue;
+		if (n_ends == cap_ends) {
+			size_t cap = cap_ends ? 2 * cap_ends : 16;
+			struct ended *e = realloc(ends, cap * sizeof(*e));
+			if (!e) {
+				/* no room to wait for its group: told now */
+				reply(kids[i].reply, status);
+				close(kids[i].reply);
+				kids[i] = kids[--n_kids];
+				continue;
+			}
+			ends = e;
+			cap_ends = cap;
 		}
+		ends[n_ends++] =
+		    (struct ended){ .pid = si.si_pid, .reply = kids[i].reply, .status = status };
+		kids[i] = kids[--n_kids];
+	}
+}
+
+/*
+ * Tells the owners of the ended commands, each once nothing of its group is left (at most
+ * 0.2 s): the killed members die at their own pace, and those orphaned by the kill are this
+ * subreaper's to reap, so an owner that hears of the end finds no process of it in the guest.
+ */
+static void ended(void)
+{
+	while (n_ends) {
+		struct ended e = ends[--n_ends];
+		for (int i = 0; i < 2000; i++) {
+			reap();
+			if (kill(-e.pid, 0) < 0)
+				break;
+			usleep(100);
+		}
+		reply(e.reply, e.status);
+		close(e.reply);
 	}
 }
 
@@ -214,6 +236,7 @@ int main(void)
 			while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
 				;
 			reap();
+			ended();
 		}
 		if (pf[0].revents && !request())
 			break;

@@ -227,55 +227,9 @@ static void proc_free(struct fake_proc *p)
 	free(p);
 }
 
-/* Whether a process of group pgid is still more than a zombie. A zombie has let go of its
- * files, mounts and namespace (the guest's checks no longer see it); what is left is its
- * parent's wait, which for the group's orphans is the host's init's, whenever that reaps. */
-static bool group_alive(pid_t pgid)
-{
-	if (kill(-pgid, 0) < 0)
-		return false;
-	DIR *d = opendir("/proc");
-	if (!d)
-		return true;
-	bool alive = false;
-	struct dirent *e;
-	while (!alive && (e = readdir(d))) {
-		char *end, path[64], buf[512];
-		long pid = strtol(e->d_name, &end, 10);
-		if (*end || pid <= 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-		if (fd >= 0)
-			close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		/* "PID (COMM) STATE PPID PGRP ...": COMM may hold spaces and parentheses */
-		char state;
-		long ppid, pgrp;
-		const char *rp = strrchr(buf, ')');
-		if (rp && sscanf(rp + 1, " %c %ld %ld", &state, &ppid, &pgrp) == 3 &&
-		    pgrp == (long)pgid && state != 'Z' && state != 'X')
-			alive = true;
-	}
-	closedir(d);
-	return alive;
-}
-
-/* Wait (a little) until the killed group pgid has no process left but zombies: polling
- * kill(-pgid, 0) alone waited for the host's init to reap the orphans, 2000 naps of 0.1 ms
- * after every hung command. */
-static void group_gone(pid_t pgid)
-{
-	for (int i = 0; i < 2000 && group_alive(pgid); i++)
-		usleep(100);
-}
-
-/* Whether p ended, waiting at most timeout_ms for it (-1: as long as it takes). Its group was
- * killed by the init before it reaped p (what p left running ends with it); the group's
- * orphans are waited for here. */
+/* Whether p ended, waiting at most timeout_ms for it (-1: as long as it takes). The init killed
+ * its group before it reaped p (what p left running ends with it) and said so once the group
+ * was gone (fake-init.c). */
 static bool done_within(struct fake_proc *p, int timeout_ms)
 {
 	if (p->reaped)
@@ -287,7 +241,6 @@ static bool done_within(struct fake_proc *p, int timeout_ms)
 	/* without a word the init is gone, and with it the guest's processes */
 	p->status = got == 1 ? st : SIGKILL;
 	p->reaped = true;
-	group_gone(p->pid);
 	return true;
 }
 
