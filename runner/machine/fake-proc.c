@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A fake guest's processes (fake-guest.h): the guest's init (fake-init.c) starts them, one message
  * a command over its socket, and says how they ended; they run until they end, time out or are
@@ -54,8 +55,8 @@ static int init_word(int fd, int timeout_ms, int32_t *v)
 /*
  * Starts `/bin/sh argv...` in the guest with in, out and err as its stdin, stdout and stderr:
  * the pid, with *reply the socket its end will be told on, or -1 with errno. The guest's init
- * forks it (fake-init.c): a fork here, in a test program under valgrind, was a copy of the
- * whole checked process per command.
+ * spawns it (fake-init.c): a spawn from here, in a test program under valgrind, was a fork of
+ * the whole checked process per command.
  */
 static pid_t spawn(const struct fake_root *r, char *const *argv, int in, int out, int err,
 		   int *reply)
