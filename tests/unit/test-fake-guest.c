@@ -165,7 +165,8 @@ static void test_init(void)
 	g_assert_cmpint(fake_root_run(r, "kill -TERM $$", NULL, 0, 10000, &res, &err), ==, 0);
 	g_assert_cmpint(res.signal, ==, 15);
 	fake_result_clear(&res);
-	/* 64 arguments of 16 KiB: 1 MiB of command line, more than a socket's default buffer */
+	/* 63 arguments of 16 KiB (about 1 MiB of command line), more than a socket's default send
+	 * buffer */
 	const char *argv[68] = { "/bin/sh", "-c", "echo $# ${#1}", "sh" };
 	char *big = g_malloc(16385);
 	memset(big, 'x', 16384);
