@@ -24,16 +24,21 @@
  * ATA disks (sd_mod) expose VPD page 0x80 (unit serial number): a 4-byte header, then the serial.
  */
 /*
- * One "NAME|SERIAL" line per block device. With no block device the glob stays literal
- * (the pattern itself), and a disk appearing a moment later made the unquoted tests expand it: the
- * disk was then reported as "*" (and the mount of /dev/ plus a glob failed). Hence the -e test and
- * the quotes.
+ * One "NAME|OPEN|SERIAL" line per block device, OPEN 1 when /dev/NAME opens. With no block
+ * device the glob stays literal (the pattern itself), and a disk appearing a moment later made
+ * the unquoted tests expand it: the disk was then reported as "*" (and the mount of /dev/ plus a
+ * glob failed). Hence the -e test and the quotes. OPEN: a hot-plugged disk is in sysfs, serial
+ * and all, before the kernel has made its node and can open it (device_add_disk), and on a
+ * loaded host (two TCG guests per core) a mount in between failed (busybox mount's status 255).
+ * The open is a redirection of the shell's own `true` (no process; a failed redirection of a
+ * regular builtin is a status, where one of a special builtin such as `:` ends dash).
  */
 static const char find_script[] =
-    "for b in /sys/block/*; do [ -e \"$b\" ] || continue; s=; "
+    "for b in /sys/block/*; do [ -e \"$b\" ] || continue; s=; n=0; "
+    "{ true < \"/dev/${b##*/}\"; } 2>/dev/null && n=1; "
     "if [ -r \"$b/serial\" ]; then s=$(cat \"$b/serial\"); "
     "elif [ -r \"$b/device/vpd_pg80\" ]; then s=$(tail -c +5 \"$b/device/vpd_pg80\"); fi; "
-    "echo \"${b##*/}|$s\"; done";
+    "echo \"${b##*/}|$n|$s\"; done";
 
 static char *trim(char *s)
 {
@@ -60,10 +65,11 @@ int vm_find_disk(struct vm *vm, const char *serial, char **dev, char **err)
 	char *save = NULL;
 	for (char *line = strtok_r(r.out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *bar = strchr(line, '|');
-		if (!bar)
+		if (!bar || (bar[1] != '0' && bar[1] != '1') || bar[2] != '|')
 			continue;
 		*bar = '\0';
-		if (STREQ(trim(bar + 1), serial)) {
+		/* a disk that does not open yet is not there for a caller that opens it */
+		if (STREQ(trim(bar + 3), serial) && (!dev || bar[1] == '1')) {
 			if (dev)
 				*dev = xstrdup(trim(line));
 			found = 1;
@@ -109,7 +115,9 @@ char *vm_disk_wait_command(const char *serial, unsigned timeout_ms)
 	    "d=; i=0; while :; do for b in /sys/block/*; do [ -e \"$b\" ] || continue; s=; "
 	    "if [ -r \"$b/serial\" ]; then read -r s < \"$b/serial\"; "
 	    "elif [ -r \"$b/device/vpd_pg80\" ]; then s=$(tail -c +5 \"$b/device/vpd_pg80\"); "
-	    "fi; s=${s%%%%[ \t\r]*}; if [ \"$s\" = '%s' ]; then d=${b##*/}; break; fi; done; "
+	    "fi; s=${s%%%%[ \t\r]*}; if [ \"$s\" = '%s' ] && "
+	    "{ true < \"/dev/${b##*/}\"; } 2>/dev/null; then "
+	    "d=${b##*/}; break; fi; done; "
 	    "[ -z \"$d\" ] || break; i=$((i+1)); if [ $i -gt %u ]; then "
 	    "echo \"the guest did not see disk '%s' within %u ms\" >&2; exit 1; fi; "
 	    "usleep 5000 2>/dev/null || sleep 0.01; done; ",
