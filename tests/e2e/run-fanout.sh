@@ -28,9 +28,9 @@ forwarder() {
 	for _ in $(seq 1 50); do virsh -c "qemu+tcp://127.0.0.1:$1/system" version >/dev/null 2>&1 && return; sleep 0.1; done
 	fail "forwarder on port $1 does not answer"
 }
-p1=$((20000 + RANDOM % 20000))
-p2=$((p1 + 1))
+p1="$(free_port)"
 forwarder "$p1"
+p2="$(free_port)"
 forwarder "$p2"
 u1="qemu+tcp://127.0.0.1:$p1/system"
 u2="qemu+tcp://127.0.0.1:$p2/system"

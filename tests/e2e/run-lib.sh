@@ -56,6 +56,12 @@ check_clean() {
 	fi
 }
 
+# free_port: a TCP port of 127.0.0.1 that nothing listens on now (the kernel's choice, so that
+# tests running side by side do not pick the same one)
+free_port() {
+	"$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
 # validate RESULTS: the results file is valid against the published schema.
 validate() {
 	"$py" - "$src/schema/ferry-results.schema.json" "$1" <<'PY'

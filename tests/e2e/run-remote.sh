@@ -9,7 +9,7 @@
 source "$(dirname "$0")/run-lib.sh"
 
 command -v socat >/dev/null || { echo "SKIP: socat is not installed (scripts/setup.sh)"; exit 77; }
-port=$((20000 + RANDOM % 20000))
+port="$(free_port)"
 socat TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:/var/run/libvirt/libvirt-sock &
 fwd=$!
 trap 'kill $fwd 2>/dev/null; rm -rf "$work"' EXIT

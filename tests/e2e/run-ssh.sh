@@ -43,8 +43,9 @@ bytes="$(query "$res" 'sorted({c["runs"][0]["bytes"] for c in r["cells"] if "dat
 [ "$(query "$res" '{c["runs"][0]["files"] for c in r["cells"] if "dataset=tree" in c["id"]} == {24}')" = True ] || fail "not 24 files each"
 [ "$(query "$res" '[c["runs"][0]["files"] for c in r["cells"] if "dataset=flat" in c["id"]]')" = "[100]" ] ||
 	fail "scp of 100 top-level files on the private network did not move them"
-# nothing of the run's ssh is left on the host: no client, no key, no namespace
-left="$(pgrep -af "ssh .*ferry|ssh-keys|$FERRY_RUN_DIR" || true)"
+# nothing of the run's ssh is left on the host: no client, no key, no namespace (every client
+# ferry starts names its key under the run directory; other e2e tests may run ssh beside this one)
+left="$(pgrep -af -- "$FERRY_RUN_DIR/" || true)"
 [ -z "$left" ] || fail "ssh processes of the run are left: $left"
 [ -z "$(find "$FERRY_RUN_DIR" -mindepth 1 2>/dev/null | head -1)" ] || fail "files of the run are left"
 if ip netns list 2>/dev/null | grep -qE -- "-$pid(\.[0-9]+)?-net( |$)"; then

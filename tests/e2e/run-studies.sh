@@ -5,6 +5,8 @@
 # (a skip here would be a plan that cannot run on the machine it was written for); the results
 # file is valid against its schema, the JUnit against Jenkins' and Ant's XSDs, the Markdown has
 # the plan's table (the metric pivot where the plan asks for one); nothing is left behind.
+# Usage: run-studies.sh [PLAN...]: those plans only (the test suite runs one plan per test, so
+# that the e2e tests run two at a time pack well); no argument: all five.
 source "$(dirname "$0")/run-lib.sh"
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (qemu:///system, the private network)"; exit 77; }
 command -v xmllint >/dev/null || { echo "SKIP: xmllint is not installed"; exit 77; }
@@ -50,13 +52,18 @@ PY
 	[ ! -e "$work/out" ] || fail "$plan: the plan's own report paths were written besides the options'"
 }
 
-study disk-bus-cache guest_read_throughput --var FERRY_BUS_SIZE=2MiB --var FERRY_BUS_SMALL=256KiB \
-	--var FERRY_BUS_DISK=16MiB
-study disk-allocation alloc_growth --var FERRY_ALLOC_TREE="$tree" --var FERRY_ALLOC_DISK=64MiB \
-	--var FERRY_ALLOC_FILE=1MiB
-# study 001's copies inside the guest: write cells timed onto the target, read cells back from it,
-# each on the guest's clock; the dd files are 1 MiB each
-"$py" - "$work/disk-allocation/r.json" <<'PY' || fail "disk-allocation: a copy not timed in the guest or not of the dataset"
+# the study plans and their scaled-down settings
+run_study() {
+	case "$1" in
+	disk-bus-cache)
+		study disk-bus-cache guest_read_throughput --var FERRY_BUS_SIZE=2MiB \
+			--var FERRY_BUS_SMALL=256KiB --var FERRY_BUS_DISK=16MiB ;;
+	disk-allocation)
+		study disk-allocation alloc_growth --var FERRY_ALLOC_TREE="$tree" \
+			--var FERRY_ALLOC_DISK=64MiB --var FERRY_ALLOC_FILE=1MiB
+		# study 001's copies inside the guest: write cells timed onto the target, read cells back
+		# from it, each on the guest's clock; the dd files are 1 MiB each
+		"$py" - "$work/disk-allocation/r.json" <<'PY' || fail "disk-allocation: a copy not timed in the guest or not of the dataset"
 import json, sys
 r = json.load(open(sys.argv[1]))
 for c in r["cells"]:
@@ -67,6 +74,18 @@ for c in r["cells"]:
         assert (x["files"], x["bytes"]) == (1, 1 << 20), (c["id"], x["files"], x["bytes"])
     print("# %s: transfer %.3f s, %s %.3f s" % (c["id"], x["phases"]["transfer"], m, x["metrics"][m]))
 PY
-study copy-methods "" --var FERRY_COPY_LARGE=16KiB --var FERRY_COPY_FILES=16 --var FERRY_COPY_DISK=64MiB
-study shares "" --var FERRY_SHARES_DISK=64MiB
-study network-queues "" --var FERRY_NET_FILE_SIZE=1KiB --var FERRY_V2V_FILES=50
+		;;
+	copy-methods)
+		study copy-methods "" --var FERRY_COPY_LARGE=16KiB --var FERRY_COPY_FILES=16 \
+			--var FERRY_COPY_DISK=64MiB ;;
+	shares) study shares "" --var FERRY_SHARES_DISK=64MiB ;;
+	network-queues)
+		study network-queues "" --var FERRY_NET_FILE_SIZE=1KiB --var FERRY_V2V_FILES=50 ;;
+	*) fail "unknown study plan '$1'" ;;
+	esac
+}
+
+[ $# -gt 0 ] || set -- disk-bus-cache disk-allocation copy-methods shares network-queues
+for p in "$@"; do
+	run_study "$p"
+done
