@@ -295,6 +295,15 @@ static void test_ssh_left(void)
 		g_assert_nonnull(strstr(cell->errors[0].agent_message,
 					"the guest's ssh server left a process in /run/ferry-ssh"));
 		g_assert_null(json_object_get(cell->observed, "ssh"));
+		/* the cell's line on the terminal ends with what the guest said */
+		bool said = false;
+		for (guint i = 0; i < t.lines->len; i++) {
+			const char *l = g_ptr_array_index(t.lines, i);
+			said = said || (strstr(l, ", cleanup: ssh: cleanup: ") &&
+					strstr(l, "; the guest said: ") &&
+					strstr(l, "left a process in /run/ferry-ssh"));
+		}
+		g_assert_true(said);
 	}
 	fake_run_clear(&t);
 }
