@@ -64,9 +64,10 @@ log "tests: unit, script"
 run_suite build-ci --no-suite e2e
 
 # The sanitizer, valgrind and fuzz runs need no guest. They run in the background beside the
-# end-to-end tests (two at a time, tests/meson.build), with their own log (shown after the e2e
-# tests) and their own tally. No test has a timing threshold, and the e2e checks for leftovers
-# look only at their own run's pid and run directory.
+# end-to-end tests (one at a time: tests/meson.build says why), whose TCG guests keep about one
+# of the two cores busy, with their own log (shown after the e2e tests) and their own tally. No
+# test has a timing threshold, and the e2e checks for leftovers look only at their own run's pid
+# and run directory.
 without_guests() {
 	passed=0 failed=0 skipped=0 status=0
 	log "build (ASan+UBSan)"
