@@ -46,6 +46,8 @@ static const char *const debian_packages[] = {
 	"openssh-server",
 	"rsync",
 	"fio",
+	/* vm2vm tool smb: the receiver's server (started per run, its units masked below) */
+	"samba",
 };
 
 /* Files written into the root, after debootstrap: path, content. */
@@ -78,6 +80,10 @@ static const char *const debian_masked[] = {
 	/* the ssh method starts its own sshd with host keys made per run (the image keeps none) */
 	"ssh.service",
 	"ssh.socket",
+	/* vm2vm tool smb starts its own smbd with a configuration of its own per run */
+	"smbd.service",
+	"nmbd.service",
+	"samba-ad-dc.service",
 };
 
 #define DEBIAN_CMDLINE                                                                             \

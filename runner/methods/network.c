@@ -128,7 +128,7 @@ static void pull_user_net(const struct rule_subject *s, struct rule_out *o)
 	"network: 'direction: pull' has the guest connect to the host, and a guest on QEMU user "  \
 	"networking reaches nothing of the host (ferry restricts it: otherwise 10.0.2.2 is the "   \
 	"host's 127.0.0.1): use 'direction: push' (the host connects in through a forwarded port)"
-	if (s->vm->guest == PLAN_GUEST_BUILTIN)
+	if (s->vm->guest != PLAN_GUEST_IMAGE)
 		plan_rule_fail(o, "method",
 			       PULL_USER_WHY ", or put vm '%s' on ferry's private network "
 					     "('nic: {backend: private}')",
@@ -137,7 +137,7 @@ static void pull_user_net(const struct rule_subject *s, struct rule_out *o)
 		plan_rule_fail(o, "method",
 			       PULL_USER_WHY
 			       " (ferry's private network, 'nic: {backend: private}', "
-			       "takes the built-in guest only)");
+			       "takes ferry's built-in and Debian guests only)");
 #undef PULL_USER_WHY
 }
 

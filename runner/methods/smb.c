@@ -162,9 +162,11 @@ static const char share_conf[] = "\tread only = no\n"
 				 "\tea support = no\n"
 				 "\tmap archive = no\n";
 
-char *smb_config(const char *dir, const char *addr, unsigned index)
+char *smb_config_shares(const char *dir, const char *addr, unsigned index, const char *a,
+			const char *b)
 {
 	/* every path smbd writes is below dir; nothing of /etc/samba or /var/lib/samba is read */
+	_cleanup_free_ char *sb = b ? xasprintf("[b]\n\tpath = %s\n%s", b, share_conf) : NULL;
 	return xasprintf("[global]\n"
 			 "\tserver role = standalone server\n"
 			 "\tworkgroup = FERRY\n"
@@ -198,13 +200,17 @@ char *smb_config(const char *dir, const char *addr, unsigned index)
 			 "\tusershare path =\n"
 			 "\tregistry shares = no\n"
 			 "[a]\n"
-			 "\tpath = %s/a\n"
-			 "%s"
-			 "[b]\n"
-			 "\tpath = %s/b\n"
-			 "%s",
-			 index, addr, dir, dir, dir, dir, dir, dir, dir, dir, dir, dir, share_conf,
-			 dir, share_conf);
+			 "\tpath = %s\n"
+			 "%s%s",
+			 index, addr, dir, dir, dir, dir, dir, dir, dir, dir, dir, a, share_conf,
+			 sb ? sb : "");
+}
+
+char *smb_config(const char *dir, const char *addr, unsigned index)
+{
+	_cleanup_free_ char *a = xasprintf("%s/a", dir);
+	_cleanup_free_ char *b = xasprintf("%s/b", dir);
+	return smb_config_shares(dir, addr, index, a, b);
 }
 
 /* The last bytes (at most sizeof buf - 1) of the file path, NUL-terminated; "" when unreadable. */

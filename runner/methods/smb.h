@@ -4,8 +4,12 @@
 
 #include <stdbool.h>
 
-/* The smb.conf of server `index`, whose files live in dir, listening on addr. Caller frees. */
+/* The smb.conf of server `index`, whose files live in dir, listening on addr, its shares a and
+ * b the folders dir/a and dir/b. Caller frees. */
 char *smb_config(const char *dir, const char *addr, unsigned index);
+/* The same with share a the folder a and share b the folder b (NULL: no share b). */
+char *smb_config_shares(const char *dir, const char *addr, unsigned index, const char *a,
+			const char *b);
 /* The guest command that mounts share `share` ('a' or 'b') of the server at addr on dir. */
 char *smb_mount_command(const char *addr, char share, const char *dir);
 /* Stop the smbd whose process group is pgid: SIGTERM, then SIGKILL after 2 s; returns once

@@ -26,8 +26,16 @@
  * cleanup: the receiver's server and key files, the sender's key directory and the host's keys
  *   go after every run; the staged copy goes with the sender's domain.
  *
- * Not here: per-file SMB between the guests (the built-in guest serves no SMB) and a Debian
- * sender (its guest has no dbclient): such a sender is skipped with the reason.
+ * tool smb: per-file over SMB, as 003 copied: before each run the receiver starts Samba's smbd
+ * (only the Debian guest has it: a receiver of another guest kind is skipped with the reason)
+ * with one share, its landing place, listening only on its private address, guest-only as the
+ * user nobody (smb.c's configuration, every file of it under V2V_SMB_DIR); transfer is the
+ * sender's mount of that share with its kernel's cifs client, `cp -a` of the staged tree (a
+ * create, write and close on the receiver per file) and the unmount; cleanup stops the smbd
+ * (its process group) and removes its files. No ssh keys are made for it.
+ *
+ * Not here: a Debian sender for tar and scp (its guest has no dbclient): such a sender is
+ * skipped with the reason.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +48,7 @@
 #include "machine.h"
 #include "method.h"
 #include "rules.h"
+#include "smb.h"
 #include "ssh.h"
 #include "util.h"
 
@@ -48,8 +57,12 @@
 #define VM2VM_PORT 2224
 /* The sender's client files: the key, .ssh/known_hosts (HOME is here), the wrapper */
 #define VM2VM_DIR "/run/ferry-vm2vm"
+/* tool smb: the receiver's smbd files (configuration, private, lock, state, pid, log) */
+#define V2V_SMB_DIR "/run/ferry-v2v-smb"
+/* tool smb: where the sender mounts the receiver's share */
+#define V2V_SMB_MNT "/mnt/ferry-v2v"
 
-enum v2v_tool { VM2VM_TAR, VM2VM_SCP };
+enum v2v_tool { VM2VM_TAR, VM2VM_SCP, VM2VM_SMB };
 
 struct v2v_opts {
 	uint64_t set;
@@ -62,9 +75,11 @@ static const struct key_def v2v_defs[] = {
 	  .type = KEY_ENUM,
 	  .offset = offsetof(struct v2v_opts, tool),
 	  .def = "tar",
-	  .values = (const char *const[]){ "tar", "scp", NULL },
+	  .values = (const char *const[]){ "tar", "scp", "smb", NULL },
 	  .help = "tar: one tar stream from the sender into ssh RECEIVER tar -x; scp: scp -O -r, "
-		  "a create and close on the receiver per file" },
+		  "a create and close on the receiver per file; smb: cp -a onto the receiver's "
+		  "share, served by smbd in the receiver (a Debian guest), mounted with the "
+		  "sender's cifs" },
 	{ .name = "from",
 	  .type = KEY_STRING,
 	  .offset = offsetof(struct v2v_opts, from),
@@ -80,6 +95,9 @@ struct v2v_state {
 	struct ssh_state ssh; /* the receiver's server */
 	char *staged;         /* the sender (guest name) the dataset is staged in, or NULL */
 	bool sender_files;    /* VM2VM_DIR made in the sender */
+	bool smbd;            /* tool smb: V2V_SMB_DIR made in the receiver (its smbd may run) */
+	bool mounted;         /* tool smb: the sender may have the share mounted */
+	const char *addr;     /* the receiver's private address */
 };
 
 static struct v2v_state *state(struct method_ctx *ctx)
@@ -117,6 +135,22 @@ static char *v2v_supports(const struct method_ctx *ctx)
 	if (s->nic.backend != PLAN_NIC_PRIVATE)
 		return xasprintf("vm2vm: the sender vm '%s' is not on ferry's private network",
 				 from);
+	if (OPTS(ctx)->tool == VM2VM_SMB) {
+		/* the built-in guest's kernel server, ksmbd, cannot serve (share.c's man page
+		   section says why), and Samba's smbd is not in its initramfs */
+		if (ctx->cell->vm->guest != PLAN_GUEST_DEBIAN)
+			return xasprintf(
+			    "vm2vm: tool smb needs Samba's smbd in the receiver, which "
+			    "only ferry's Debian guest carries (vm '%s' is not "
+			    "guest: debian)",
+			    ctx->cell->vm->e.name);
+		if (s->guest == PLAN_GUEST_IMAGE)
+			return xasprintf("vm2vm: tool smb mounts the share with the sender's cifs "
+					 "client, which ferry's built-in and Debian guests have "
+					 "(vm '%s' is an image guest)",
+					 from);
+		return NULL;
+	}
 	if (s->guest != PLAN_GUEST_BUILTIN)
 		return xasprintf(
 		    "vm2vm: the sender runs dropbear's client dbclient, which only the "
@@ -259,6 +293,62 @@ static struct machine_guest *sender_of(struct method_ctx *ctx)
 	return g;
 }
 
+/* ---- tool smb: the receiver's server ---- */
+
+static int receiver_sh(struct method_ctx *ctx, const char *what, const char *cmd)
+{
+	_cleanup_free_ char *w = xasprintf("vm2vm: %s in the receiver", what);
+	return method_guest_sh(ctx, w, cmd, NULL);
+}
+
+/* smbd in the receiver, serving its landing place as share 'a' on its private address only. */
+static int smbd_start(struct method_ctx *ctx, struct v2v_state *s)
+{
+	_cleanup_free_ char *land = shell_quote(ctx->landing);
+	_cleanup_free_ char *mk = xasprintf(
+	    "[ -x /usr/sbin/smbd ] || { echo 'the receiver has no /usr/sbin/smbd (Samba): "
+	    "rebuild the Debian guest (ferry guest build debian)' >&2; exit 1; } && "
+	    "rm -rf " V2V_SMB_DIR " && mkdir -p " V2V_SMB_DIR "/private " V2V_SMB_DIR
+	    "/lock " V2V_SMB_DIR "/state " V2V_SMB_DIR "/cache " V2V_SMB_DIR "/pid " V2V_SMB_DIR
+	    "/ncalrpc && chmod 0700 " V2V_SMB_DIR "/private && mkdir -p %s && chown nobody %s",
+	    land, land);
+	s->smbd = true;
+	if (receiver_sh(ctx, "smbd's directories", mk) < 0)
+		return -1;
+	_cleanup_free_ char *conf = smb_config_shares(V2V_SMB_DIR, s->addr, 0, ctx->landing, NULL);
+	_cleanup_free_ char *host = xasprintf("%s/v2v-smb.conf", ctx->cell_dir);
+	if (write_host(ctx, host, conf) < 0)
+		return -1;
+	_cleanup_(machine_err_clear) struct machine_err e = { 0 };
+	int rc = machine_guest_push_file(ctx->machine, ctx->guest, host, V2V_SMB_DIR "/smb.conf",
+					 48 * 1024, NULL, &e);
+	unlink(host);
+	if (rc < 0)
+		return method_fail_op(ctx, ERROR_INFRA, &e, e.msg,
+				      "vm2vm: pushing smb.conf into the receiver");
+	/* smbd -D detaches (its own session); ready once it listens on the address */
+	_cleanup_free_ char *run = xasprintf(
+	    "/usr/sbin/smbd -D -s " V2V_SMB_DIR "/smb.conf </dev/null >" V2V_SMB_DIR
+	    "/start.log 2>&1 || { tail -n 12 " V2V_SMB_DIR "/log.smbd >&2; cat " V2V_SMB_DIR
+	    "/start.log >&2; exit 1; }; i=0; "
+	    "while ! ss -Hltn 'sport = :445' | grep -qF '%s:445'; do i=$((i+1)); "
+	    "if [ $i -gt 500 ]; then echo 'smbd does not listen on %s:445 after 10 s' >&2; "
+	    "ip -4 -o addr show dev eth0 >&2; "
+	    "tail -n 40 " V2V_SMB_DIR "/log.smbd >&2; exit 1; fi; sleep 0.02; done",
+	    s->addr, s->addr);
+	return receiver_sh(ctx, "starting smbd", run);
+}
+
+/* The receiver's smbd and its files gone: its process group (smbd -D is a session leader) gets
+ * SIGTERM, SIGKILL after 2 s. */
+#define SMBD_STOP                                                                                  \
+	"bash -c 'p=$(cat " V2V_SMB_DIR "/pid/smbd.pid 2>/dev/null) || p=; "                       \
+	"if [ -n \"$p\" ] && kill -TERM -- -$p 2>/dev/null; then i=0; "                            \
+	"while kill -0 -- -$p 2>/dev/null; do i=$((i+1)); "                                        \
+	"if [ $i -eq 100 ]; then kill -KILL -- -$p 2>/dev/null; fi; "                              \
+	"if [ $i -gt 200 ]; then echo \"smbd ($p) does not end\" >&2; exit 1; fi; "                \
+	"sleep 0.02; done; fi' && rm -rf " V2V_SMB_DIR
+
 static int v2v_before_phase(struct method_ctx *ctx, enum result_phase p)
 {
 	if (p != PHASE_PREPARE)
@@ -268,6 +358,11 @@ static int v2v_before_phase(struct method_ctx *ctx, enum result_phase p)
 				"which may be outside the dataset; use tool tar, or a dataset "
 				"without links") < 0)
 		return -1;
+	if (OPTS(ctx)->tool == VM2VM_SMB &&
+	    method_refuse_links(ctx, "vm2vm: smb makes no symbolic links",
+				"(Samba serves with unix extensions off, as share driver smb); "
+				"use tool tar, or a dataset without links") < 0)
+		return -1;
 	struct v2v_state *s = state(ctx);
 	struct machine_guest *sender = sender_of(ctx);
 	if (!sender)
@@ -276,6 +371,9 @@ static int v2v_before_phase(struct method_ctx *ctx, enum result_phase p)
 	if (!addr)
 		return method_fail(ctx, ERROR_INFRA, NULL,
 				   "vm2vm: the receiver has no address on the private network");
+	s->addr = addr;
+	if (OPTS(ctx)->tool == VM2VM_SMB)
+		return stage(ctx, s, sender) < 0 ? -1 : smbd_start(ctx, s);
 	s->ssh.addr = s->ssh.listen_addr = addr;
 	s->ssh.port = s->ssh.listen_port = VM2VM_PORT;
 	if (stage(ctx, s, sender) < 0 || ssh_make_keys(ctx, &s->ssh) < 0 ||
@@ -302,6 +400,20 @@ static int v2v_transfer(struct method_ctx *ctx)
 	if (!sender)
 		return -1;
 	_cleanup_free_ char *land = shell_quote(ctx->landing);
+	if (OPTS(ctx)->tool == VM2VM_SMB) {
+		/* per file, as share driver smb copies: mount, cp -a, unmount in one command */
+		_cleanup_free_ char *mount = smb_mount_command(s->addr, 'a', V2V_SMB_MNT);
+		_cleanup_free_ char *smb =
+		    xasprintf(METHOD_GUEST_MODULE_WAIT("cifs") "%s && cp -a " MACHINE_LANDING
+							       "/. " V2V_SMB_MNT
+							       "/ && cd / && umount " V2V_SMB_MNT,
+			      mount);
+		s->mounted = true;
+		if (sender_sh(ctx, sender, "cp -a onto the receiver's SMB share", smb) < 0)
+			return -1;
+		s->mounted = false;
+		return 0;
+	}
 	_cleanup_free_ char *cmd = OPTS(ctx)->tool == VM2VM_SCP
 				       ? xasprintf(SCP_CMD, VM2VM_PORT, s->ssh.addr, ctx->landing)
 				       : xasprintf(TAR_CMD, s->ssh.addr, land);
@@ -330,7 +442,7 @@ static json_int_t queues_enabled(struct method_ctx *ctx, struct machine_guest *g
  * guest's NIC has enabled, as the plan asked of each (observed) */
 static int v2v_verify(struct method_ctx *ctx)
 {
-	if (method_verify_dir(ctx, ctx->landing, OPTS(ctx)->tool != VM2VM_SCP) < 0)
+	if (method_verify_dir(ctx, ctx->landing, OPTS(ctx)->tool == VM2VM_TAR) < 0)
 		return -1;
 	struct machine_guest *sender = machine_peer(ctx->machine, ctx->guest);
 	json_decref(ctx->observed);
@@ -345,6 +457,19 @@ static int v2v_cleanup(struct method_ctx *ctx)
 	struct v2v_state *s = state(ctx);
 	int rc = ssh_stop_server(ctx, &s->ssh, NULL);
 	struct machine_guest *sender = machine_peer(ctx->machine, ctx->guest);
+	if (s->mounted && sender && !run_interrupted()) {
+		/* a transfer that failed between its mount and its unmount */
+		_cleanup_(machine_err_clear) struct machine_err e = { 0 };
+		(void)machine_guest_sh(ctx->machine, sender,
+				       "cd / && { ! grep -q ' " V2V_SMB_MNT " ' /proc/mounts || "
+				       "umount -f " V2V_SMB_MNT "; }",
+				       ctx->timeout_ms, NULL, &e);
+	}
+	s->mounted = false;
+	if (s->smbd && ctx->guest && !run_interrupted() &&
+	    receiver_sh(ctx, "stopping smbd", SMBD_STOP) < 0)
+		rc = -1;
+	s->smbd = false;
 	if (s->sender_files && sender && !run_interrupted()) {
 		_cleanup_(machine_err_clear) struct machine_err e = { 0 };
 		(void)machine_guest_sh(ctx->machine, sender, "rm -rf " VM2VM_DIR, ctx->timeout_ms,
@@ -369,7 +494,7 @@ static void v2v_free_state(struct method_ctx *ctx)
 
 const struct method_ops method_vm2vm = {
 	.name = "vm2vm",
-	.summary = "a copy from a second guest (the sender) into the cell's guest over ssh",
+	.summary = "a copy from a second guest (the sender) into the cell's guest over ssh or SMB",
 	.options = &v2v_keys,
 	.needs = { .nic_why = "the sender reaches the receiver on ferry's private network",
 		   .remote_why = "the two guests meet on ferry's private network, a namespace of "

@@ -172,11 +172,12 @@ static void nic_private_tap(const struct rule_subject *s, struct rule_out *o)
 		rule_fail(o, "nic.backend",
 			  "'backend: private' is ferry's own network: it excludes '%s'",
 			  n->network ? "network" : "bridge");
-	else if (s->vm->guest != PLAN_GUEST_BUILTIN || s->vm->image)
-		rule_fail(o, "nic.backend",
-			  "'backend: private' needs the built-in guest (ferry gives the guest its "
-			  "address on the private network itself; the %s guest boots as an image)",
-			  s->vm->guest == PLAN_GUEST_DEBIAN ? "Debian" : "image");
+	else if (s->vm->guest == PLAN_GUEST_IMAGE)
+		rule_fail(
+		    o, "nic.backend",
+		    "'backend: private' needs ferry's built-in or Debian guest (ferry gives "
+		    "the guest its address on the private network itself, with the guest's own "
+		    "ip command; an image guest is a user's)");
 }
 
 /* ---- disks.NAME ---------------------------------------------------------------------------- */
@@ -455,8 +456,7 @@ const struct plan_rule plan_rules[] = {
 	{ "vm.nic-queues-vcpus", RULE_VM, RULE_ERROR, 0, "nic queues above the vm's vcpus",
 	  nic_queues_vcpus },
 	{ "vm.nic-private", RULE_VM, RULE_ERROR, 0,
-	  "nic backend private with network, bridge or a guest other than the built-in one",
-	  nic_private_tap },
+	  "nic backend private with network, bridge or an image guest", nic_private_tap },
 	{ "disk.native-cache", RULE_DISK, RULE_ERROR, 0,
 	  "'io: native' with a cache mode other than none or directsync", disk_native_cache },
 	{ "disk.size-sectors", RULE_DISK, RULE_ERROR, 0,

@@ -13,7 +13,9 @@
 # no ssh client or key of the run; nothing is left behind. Then the same image with
 # its agent masked: the boot fails within boot_timeout saying that nothing opened the agent's
 # port, with the console's tail. Then run.fresh restore on the Debian guest (a guest per run,
-# restored from one saved state onto an overlay of its own). FERRY_E2E_DEBIAN_EVERY=1 also runs
+# restored from one saved state onto an overlay of its own). Then vm2vm tool smb: a built-in
+# sender copies per file onto the Debian receiver's own smbd share on ferry's private network
+# (tests/e2e/plans/debian-v2v.yaml). FERRY_E2E_DEBIAN_EVERY=1 also runs
 # tests/e2e/plans/debian-every.yaml (every method, 30 cells, 10 more boots).
 source "$(dirname "$0")/run-lib.sh"
 
@@ -57,7 +59,7 @@ got="$(query "$res" '(cells["'"$pull"'"]["status"], len(cells["'"$pull"'"]["runs
 [ "$got" = "('skipped', 0)" ] || fail "network pull on user networking: $got"
 reason="$(query "$res" 'cells["'"$pull"'"]["skip_reason"]')"
 case "$reason" in
-*"reaches nothing of the host"*"use 'direction: push'"*"takes the built-in guest only"*) ;;
+*"reaches nothing of the host"*"use 'direction: push'"*"put vm 'deb' on ferry's private network"*) ;;
 *) fail "network pull skip reason: $reason" ;;
 esac
 # the bytes are the dataset's (40 x 32 KiB) and the tar's headers for the plain push
@@ -109,6 +111,24 @@ g="$(query "$res4" "(lambda g: (g['os'].startswith('Debian GNU/Linux 12'), g['in
 [ "$(grep -c "restored ferry-" "$work/log")" = 2 ] || fail "Debian restore: expected 2 'restored' lines"
 ! grep -q "boots instead of restoring" "$work/log" || fail "the Debian guest was not restored"
 
+# vm2vm tool smb (study 003 per file over SMB): the built-in sender copies onto the Debian
+# receiver's share, served by its own smbd, on ferry's private network; two runs in one boot of
+# the pair, each verified in the receiver; the built-in receiver is skipped with the reason
+res5="$work/v2v.json"
+run_ferry 0 "$src/tests/e2e/plans/debian-v2v.yaml" --results "$res5" --verbose
+validate "$res5"
+id="vm=deb-recv,disk=ram,dataset=small,method=smb"
+got="$(query "$res5" "(cells['$id']['status'], [(x['files'], x['bytes'], x['integrity_ok']) for x in cells['$id']['runs']])")"
+[ "$got" = "('passed', [(100, 102400, True), (100, 102400, True)])" ] || fail "vm2vm smb into Debian: $got"
+got="$(query "$res5" "(lambda c: (c['status'], c['skip_reason']))(cells['vm=tiny-recv,disk=ram,dataset=small,method=smb'])")"
+case "$got" in
+"('skipped', "*"needs Samba's smbd in the receiver, which only ferry's Debian guest carries"*) ;;
+*) fail "vm2vm smb into the built-in guest: $got" ;;
+esac
+# the pair is one boot of the cell's guest: the receiver booted with its sender as its peer
+grep -q "booted .*(vm=deb-recv.*peer=sender)" "$work/log" ||
+	fail "vm2vm smb: the Debian receiver was not booted with its sender"
+
 # every method (share over 9p and virtiofs, block, every archive variant) on both: 10 boots
 if [ "${FERRY_E2E_DEBIAN_EVERY:-0}" = 1 ]; then
 	res3="$work/every.json"
@@ -119,4 +139,4 @@ if [ "${FERRY_E2E_DEBIAN_EVERY:-0}" = 1 ]; then
 	[ "$bad" = "[]" ] || fail "every-method plan: cells not passed with a verified run: $bad"
 	[ "$(query "$res3" 'len(r["cells"])')" = 30 ] || fail "every-method plan: expected 30 cells"
 fi
-echo "ok: 9 cells passed (scp, rsync and tar into OpenSSH among them, its sshd and keys gone after each) and a pull skipped on the Debian guest and a direct-kernel-boot image, every run verified; a boot without an agent says what to check; runs in restored Debian guests verified"
+echo "ok: 9 cells passed (scp, rsync and tar into OpenSSH among them, its sshd and keys gone after each) and a pull skipped on the Debian guest and a direct-kernel-boot image, every run verified; a boot without an agent says what to check; runs in restored Debian guests verified; a per-file SMB copy from a built-in guest into the Debian guest's own smbd verified twice"

@@ -118,7 +118,8 @@ static void test_rules(void)
 	free(why);
 	vm.nic.network = NULL;
 	/* a pull on user networking: skipped, the ways that run named (the private network takes
-	   the built-in guest only); on the private network it runs */
+	   ferry's built-in and Debian guests, not a user's image); on the private network it runs
+	 */
 	why = plan_rules_skip(NULL, &cell);
 	g_assert_nonnull(why);
 	g_assert_nonnull(strstr(why, "use 'direction: push'"));
@@ -128,7 +129,13 @@ static void test_rules(void)
 	why = plan_rules_skip(NULL, &cell);
 	g_assert_nonnull(why);
 	g_assert_nonnull(strstr(why, "use 'direction: push'"));
-	g_assert_nonnull(strstr(why, "takes the built-in guest only"));
+	g_assert_nonnull(strstr(why, "'nic: {backend: private}')"));
+	free(why);
+	vm.guest = PLAN_GUEST_IMAGE;
+	why = plan_rules_skip(NULL, &cell);
+	g_assert_nonnull(why);
+	g_assert_nonnull(strstr(why, "use 'direction: push'"));
+	g_assert_nonnull(strstr(why, "takes ferry's built-in and Debian guests only"));
 	free(why);
 	vm.guest = PLAN_GUEST_BUILTIN;
 	vm.nic.backend = PLAN_NIC_PRIVATE;

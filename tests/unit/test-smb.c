@@ -72,6 +72,20 @@ static void test_config(void)
 	free(c);
 }
 
+/* vm2vm tool smb's configuration: one share, the receiver's landing place, and no [b]. */
+static void test_config_shares(void)
+{
+	char *c = smb_config_shares("/run/ferry-v2v-smb", "10.0.2.17", 0, "/mnt/t/land", NULL);
+	g_assert_nonnull(strstr(c, "\tinterfaces = 10.0.2.17\n"));
+	g_assert_nonnull(strstr(c, "\tpid directory = /run/ferry-v2v-smb/pid\n"));
+	char *a = strstr(c, "[a]\n\tpath = /mnt/t/land\n");
+	g_assert_nonnull(a);
+	g_assert_nonnull(strstr(a, "guest only = yes"));
+	g_assert_null(strstr(c, "[b]"));
+	g_assert_null(strstr(c, "force user"));
+	free(c);
+}
+
 /* Samba's testparm reads the configuration as smbd will: no unknown parameter, no error. */
 static void test_config_testparm(void)
 {
@@ -187,6 +201,7 @@ int main(int argc, char **argv)
 	g_test_init(&argc, &argv, NULL);
 	g_test_add_func("/smb/config", test_config);
 	g_test_add_func("/smb/config/testparm", test_config_testparm);
+	g_test_add_func("/smb/config/shares", test_config_shares);
 	g_test_add_func("/smb/mount-command", test_mount_command);
 	g_test_add_func("/smb/server/lifecycle", test_server_lifecycle);
 	return g_test_run();

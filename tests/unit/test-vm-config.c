@@ -466,10 +466,18 @@ static void test_nic_private_xml(void)
 	err = NULL;
 	c.kernel = c.initrd = c.cmdline = NULL;
 	c.image = "/srv/img.qcow2";
+	c.user_image = true;
 	c.nic.source = "fy42n0";
 	g_assert_cmpint(vm_config_validate(&c, &err), ==, -1);
-	g_assert_nonnull(strstr(err, "built-in guest"));
+	g_assert_nonnull(strstr(err, "built-in or Debian guest"));
 	free(err);
+	err = NULL;
+	/* ferry's Debian guest boots from its root image too, and gets its address as the
+	   built-in guest does */
+	c.user_image = false;
+	c.kernel = "/k";
+	c.cmdline = "root=LABEL=ferry-root";
+	g_assert_cmpint(vm_config_validate(&c, &err), ==, 0);
 }
 
 static void test_nic_share_channels_xml(void)

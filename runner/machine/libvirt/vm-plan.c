@@ -31,6 +31,7 @@ void vm_config_from_plan(const struct plan_vm *p, const char *kernel, const char
 	c->os = p->os == PLAN_OS_WINDOWS ? VM_OS_WINDOWS : VM_OS_LINUX;
 	if (p->guest == PLAN_GUEST_IMAGE) {
 		c->image = p->image;
+		c->user_image = true;
 		c->kernel = p->kernel;
 		c->initrd = p->initrd;
 		c->cmdline = p->cmdline;

@@ -91,9 +91,11 @@ static int nic_validate(const struct vm_config *c, char **why)
 		*why = xstrdup("nic queues must be at most 256");
 		return -1;
 	}
-	if (n->backend == NIC_BACKEND_PRIVATE && c->image) {
-		*why = xstrdup("nic backend 'private' needs the built-in guest (ferry sets "
-			       "the guest's address on the private network itself)");
+	if (n->backend == NIC_BACKEND_PRIVATE && c->user_image) {
+		*why =
+		    xstrdup("nic backend 'private' needs ferry's built-in or Debian guest (ferry "
+			    "sets the guest's address on the private network itself, with the "
+			    "guest's own ip command)");
 		return -1;
 	}
 	if ((n->backend == NIC_BACKEND_NETWORK || n->backend == NIC_BACKEND_BRIDGE) &&

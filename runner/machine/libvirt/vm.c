@@ -208,10 +208,15 @@ static int wait_agent(const struct vm *vm, unsigned timeout_ms, char **err)
 }
 
 /* The built-in guest brings eth0 up as 10.0.2.15 (user networking); on the private network
- * every guest gets its own address, the gateway stays 10.0.2.2 (the bridge in the namespace). */
+ * every guest gets its own address, the gateway stays 10.0.2.2 (the bridge in the namespace).
+ * The Debian guest's systemd-networkd configures eth0 as 10.0.2.15 too, and when it did so after
+ * this command (a boot under TCG whose agent answered first) it dropped ferry's address as a
+ * foreign one: it is stopped first, so that eth0 is ferry's alone on the private network. */
 static int private_address(struct vm *vm, char **err)
 {
 	_cleanup_free_ char *cmd = xasprintf(
+	    "if [ -d /run/systemd/system ] && command -v systemctl >/dev/null; then "
+	    "systemctl stop systemd-networkd.socket systemd-networkd.service; fi; "
 	    "ip link set eth0 up && ip addr flush dev eth0 && ip addr add %s/24 dev eth0 && "
 	    "ip route replace default via " NETNS_HOST_ADDR,
 	    vm->guest_addr);

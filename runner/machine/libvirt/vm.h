@@ -65,6 +65,9 @@ struct vm_config {
 	/* a disk image (a user's, or the Debian guest's root), booted through a temporary qcow2
 	   overlay (never modified): by its bootloader, or by kernel when that is set */
 	const char *image;
+	/* image is a user's (guest: image), not ferry's Debian guest: ferry knows nothing of its
+	   tools, so it cannot give it an address on the private network */
+	bool user_image;
 	/* a NoCloud seed (cidata ISO) attached as a CD-ROM: ide on pc, sata on q35 */
 	const char *seed;
 	enum vm_os os; /* selects the in-guest commands */
