@@ -7,28 +7,26 @@
 #include "criteria.h"
 #include "exec-int.h"
 #include "keys.h"
+#include "proc.h"
 
 struct result_cell *rcell(struct exec *x, const struct xcell *c)
 {
 	return &x->r->cells[c->rc];
 }
 
-/* The last line of a guest's message that is not blank, at most 200 bytes of it, or NULL.
- * (The terminal's line callback shows its control characters escaped.) */
-static char *last_line(const char *msg)
+/* The last line of a guest's message that is not blank (proc_last_line()), at most 200 bytes of
+ * it, or NULL. (The terminal's line callback shows its control characters escaped.) */
+static char *guest_said(const char *msg)
 {
 	if (!msg)
 		return NULL;
-	const char *end = msg + strlen(msg);
-	while (end > msg && strchr(" \t\r\n", end[-1]))
-		end--;
-	const char *start = end;
-	while (start > msg && start[-1] != '\n')
-		start--;
-	if (start == end)
-		return NULL;
-	size_t n = (size_t)(end - start);
-	return n > 200 ? xasprintf("%.200s...", start) : xstrndup(start, n);
+	char *l = proc_last_line(msg, strlen(msg));
+	if (!*l || strlen(l) > 200) {
+		char *cut = *l ? xasprintf("%.200s...", l) : NULL;
+		free(l);
+		return cut;
+	}
+	return l;
 }
 
 /* An error of cell c, with the console tail of its guest when there is one. */
@@ -122,7 +120,7 @@ void finish_cell(struct exec *x, struct xcell *c)
 		x->stop = true;
 		x->res->stopped = true;
 	}
-	_cleanup_free_ char *said = rc->n_errors ? last_line(rc->errors[0].agent_message) : NULL;
+	_cleanup_free_ char *said = rc->n_errors ? guest_said(rc->errors[0].agent_message) : NULL;
 	progress_line(x->o, "[%zu/%zu] %s: %s%s%s%s%s", x->n_finished, x->n_active, c->pc.id,
 		      result_status_name(rc->status), rc->n_errors ? ": " : "",
 		      rc->n_errors ? rc->errors[0].message : "", said ? "; the guest said: " : "",
