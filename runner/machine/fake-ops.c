@@ -467,6 +467,50 @@ static int guest_sh(struct fake_guest *g, const char *cmd, char **out, char **er
 	return 0;
 }
 
+/* A new empty ext4 image of `size` bytes at path, mke2fs'd. */
+static int ext4_image(const char *path, uint64_t size, char **err)
+{
+	unlink(path);
+	_cleanup_close_ int fd = file_create_new(path, 0644, err);
+	if (fd < 0 || ftruncate(fd, (off_t)size) < 0) {
+		if (fd >= 0)
+			*err = xasprintf("fake target '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	const char *mk[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-m", "0", path, NULL };
+	return proc_run(mk, NULL, err);
+}
+
+/* A new empty ext4 target image at path: a copy of the size's template in `templates` (made
+ * there at the first need), or its own mke2fs without templates. */
+static int target_image(const char *templates, const char *path, uint64_t size, char **err)
+{
+	if (!templates)
+		return ext4_image(path, size, err);
+	_cleanup_free_ char *tpl = xasprintf("%s/empty-%" PRIu64 ".ext4", templates, size);
+	if (access(tpl, F_OK) != 0) {
+		_cleanup_free_ char *tmp = xasprintf("%s.new", tpl);
+		if (ext4_image(tmp, size, err) < 0) {
+			unlink(tmp);
+			return -1;
+		}
+		if (rename(tmp, tpl) < 0) {
+			*err = xasprintf("fake target template '%s': %s", tpl, strerror(errno));
+			unlink(tmp);
+			return -1;
+		}
+	}
+	_cleanup_close_ int in = open(tpl, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	unlink(path);
+	_cleanup_close_ int out = in < 0 ? -1 : file_create_new(path, 0644, NULL);
+	if (out < 0 || ftruncate(out, (off_t)size) < 0 ||
+	    fd_copy_sparse(in, out, (off_t)size) < 0) {
+		*err = xasprintf("fake target '%s' from '%s': %s", path, tpl, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* A new ext4 target image of d plugged as the target and mounted on the landing place. */
 static int target_new(struct fake_machine *fm, struct fake_guest *g, const struct plan_disk *d,
 		      char **err)
@@ -475,15 +519,7 @@ static int target_new(struct fake_machine *fm, struct fake_guest *g, const struc
 		_cleanup_free_ char *name = xasprintf("target-%u.raw", g->number);
 		g->target_path = run_path(fm->run, "fake", name);
 	}
-	unlink(g->target_path);
-	_cleanup_close_ int fd = file_create_new(g->target_path, 0644, err);
-	if (fd < 0 || ftruncate(fd, (off_t)d->size) < 0) {
-		if (fd >= 0)
-			*err = xasprintf("fake target '%s': %s", g->target_path, strerror(errno));
-		return -1;
-	}
-	const char *mk[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-m", "0", g->target_path, NULL };
-	if (proc_run(mk, NULL, err) < 0)
+	if (target_image(fm->f->templates, g->target_path, d->size, err) < 0)
 		return -1;
 	g->target = (struct disk_config){ .kind = DISK_KIND_IMAGE,
 					  .format = DISK_FORMAT_RAW,

@@ -70,6 +70,11 @@ struct machine_fake {
 	 * every guest so that verify lists with XXH3-128 as in the built-in guest; NULL: guests
 	 * without it, which verify with SHA-256 */
 	const char *sum;
+	/* with guests: a host folder where the fake keeps an empty ext4 image per target size,
+	 * made by mke2fs at the first need and copied (fd_copy_sparse) for every new image target
+	 * after, as libvirt's driver copies its run's empty image (a test's many runs share it);
+	 * NULL: mke2fs for every target. The caller removes the folder. */
+	const char *templates;
 	/* saved states (machine_config.restore), as libvirt's driver keeps them: the first boot of
 	 * a configuration that can be saved saves it ("save K"), and every guest of it, that one
 	 * included, is restored from it ("restore N K"); a configuration with a share, extra

@@ -570,6 +570,33 @@ int fd_next_data(int fd, off_t off, off_t end, off_t *data, off_t *hole)
 	return 1;
 }
 
+int fd_copy_sparse(int in, int out, off_t size)
+{
+	char buf[1 << 16];
+	off_t off = 0;
+	for (;;) {
+		off_t data, hole;
+		int r = fd_next_data(in, off, size, &data, &hole);
+		if (r <= 0)
+			return r; /* 0: only a hole is left */
+		for (off = data; off < hole;) {
+			size_t want =
+			    (size_t)(hole - off) < sizeof(buf) ? (size_t)(hole - off) : sizeof(buf);
+			ssize_t n = pread(in, buf, want, off);
+			if (n <= 0)
+				return n == 0 ? (errno = EIO, -1) : -1;
+			for (ssize_t w = 0; w < n;) {
+				ssize_t k = pwrite(out, buf + w, (size_t)(n - w), off + w);
+				if (k < 0)
+					return -1;
+				w += k;
+			}
+			off += n;
+		}
+	}
+	return 0;
+}
+
 int file_cache_evict(const char *path, uint64_t *resident, char **err)
 {
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);

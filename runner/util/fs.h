@@ -131,6 +131,14 @@ int dir_replace(const char *tmp, const char *dir, char **err);
 int fd_next_data(int fd, off_t off, off_t end, off_t *data, off_t *hole);
 
 /*
+ * A byte-for-byte copy of the first `size` bytes of in to out (already `size` long, as
+ * ftruncate makes it) that keeps in's holes where they are (fd_next_data): the copy's
+ * allocation is the source's. read + pwrite, never copy_file_range, which may share the blocks
+ * (reflink) and turn a guest's first writes into copy-on-write. Returns 0 or -1 with errno.
+ */
+int fd_copy_sparse(int in, int out, off_t size);
+
+/*
  * Flush the file at path (an image file, not followed through a symbolic link) and evict its
  * pages from the host's page cache; *resident gets the bytes of it still cached afterwards.
  * Returns 0 or -1 with *err.

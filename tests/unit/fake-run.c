@@ -68,6 +68,9 @@ void fake_run_init(struct fake_run *t, const char *dir, const char *text,
 		.machine_open = machine_fake_open,
 		.machine_data = &t->fake,
 	};
+	/* the fake guests' image targets: copies of one empty ext4 image per size in dir, made
+	 * once for the test program's runs (dir goes at its end) */
+	t->fake.templates = dir;
 }
 
 void fake_run_exec(struct fake_run *t)

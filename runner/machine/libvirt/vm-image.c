@@ -78,38 +78,6 @@ int vm_target_create(const struct disk_config *d, char **err)
 	return rc;
 }
 
-/*
- * A byte-for-byte copy of src at dst that keeps src's holes where they are (SEEK_DATA and
- * SEEK_HOLE): the copy's allocation is the template's. read + pwrite, never copy_file_range,
- * which may share the blocks (reflink) and turn the guest's first writes into copy-on-write.
- */
-static int copy_sparse(int in, int out, off_t size)
-{
-	char buf[1 << 16];
-	off_t off = 0;
-	for (;;) {
-		off_t data, hole;
-		int r = fd_next_data(in, off, size, &data, &hole);
-		if (r <= 0)
-			return r; /* 0: only a hole is left */
-		for (off = data; off < hole;) {
-			size_t want =
-			    (size_t)(hole - off) < sizeof(buf) ? (size_t)(hole - off) : sizeof(buf);
-			ssize_t n = pread(in, buf, want, off);
-			if (n <= 0)
-				return n == 0 ? (errno = EIO, -1) : -1;
-			for (ssize_t w = 0; w < n;) {
-				ssize_t k = pwrite(out, buf + w, (size_t)(n - w), off + w);
-				if (k < 0)
-					return -1;
-				w += k;
-			}
-			off += n;
-		}
-	}
-	return 0;
-}
-
 int vm_target_copy(const char *template_path, const struct disk_config *d, char **err)
 {
 	_cleanup_close_ int in = open(template_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -128,7 +96,7 @@ int vm_target_copy(const char *template_path, const struct disk_config *d, char 
 	/* O_EXCL: a new file of ferry's, never through a symlink someone left at the path */
 	_cleanup_close_ int out =
 	    open(d->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (out < 0 || ftruncate(out, st.st_size) < 0 || copy_sparse(in, out, st.st_size) < 0) {
+	if (out < 0 || ftruncate(out, st.st_size) < 0 || fd_copy_sparse(in, out, st.st_size) < 0) {
 		*err = xasprintf("cannot copy the empty target image to '%s': %s", d->path,
 				 strerror(errno));
 		if (out >= 0)
