@@ -80,6 +80,12 @@ PY
 			--var FERRY_COPY_DISK=64MiB ;;
 	shares) study shares "" --var FERRY_SHARES_DISK=64MiB ;;
 	network-queues)
+		# its SMB receivers are Debian guests: built at the first need (cached after; the
+		# suite's run-debian builds it too)
+		"$ferry" guest build debian >"$work/debian.out" 2>"$work/debian.log" || {
+			cat "$work/debian.log" >&2
+			fail "network-queues: ferry guest build debian failed"
+		}
 		study network-queues "" --var FERRY_NET_FILE_SIZE=1KiB --var FERRY_V2V_FILES=50 ;;
 	*) fail "unknown study plan '$1'" ;;
 	esac
