@@ -4,6 +4,8 @@
 
 #include <stdbool.h>
 
+struct method_ctx;
+
 /* The smb.conf of server `index`, whose files live in dir, listening on addr, its shares a and
  * b the folders dir/a and dir/b. Caller frees. */
 char *smb_config(const char *dir, const char *addr, unsigned index);
@@ -17,3 +19,12 @@ char *smb_mount_command(const char *addr, char share, const char *dir);
 void smb_server_kill(long pgid);
 /* Whether a process of group pgid runs (a zombie does not). */
 bool smb_group_running(long pgid);
+
+/*
+ * smbd in the cell's guest (smb-guest.c; the Debian guest carries it): one share `a` of the
+ * guest's directory dir (made, owned by nobody), listening on addr only; returns once it
+ * listens. who begins its messages ("vm2vm"). 0, or -1 with ctx->err.
+ */
+int smb_guest_serve(struct method_ctx *ctx, const char *who, const char *addr, const char *dir);
+/* That smbd stopped (its process group: SIGTERM, SIGKILL after 2 s) and its files removed. */
+int smb_guest_unserve(struct method_ctx *ctx, const char *who);

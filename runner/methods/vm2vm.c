@@ -29,7 +29,7 @@
  * tool smb: per-file over SMB, as 003 copied: before each run the receiver starts Samba's smbd
  * (only the Debian guest has it: a receiver of another guest kind is skipped with the reason)
  * with one share, its landing place, listening only on its private address, guest-only as the
- * user nobody (smb.c's configuration, every file of it under V2V_SMB_DIR); transfer is the
+ * user nobody (smb_guest_serve(), smb-guest.c); transfer is the
  * sender's mount of that share with its kernel's cifs client, `cp -a` of the staged tree (a
  * create, write and close on the receiver per file) and the unmount; cleanup stops the smbd
  * (its process group) and removes its files. No ssh keys are made for it.
@@ -57,8 +57,6 @@
 #define VM2VM_PORT 2224
 /* The sender's client files: the key, .ssh/known_hosts (HOME is here), the wrapper */
 #define VM2VM_DIR "/run/ferry-vm2vm"
-/* tool smb: the receiver's smbd files (configuration, private, lock, state, pid, log) */
-#define V2V_SMB_DIR "/run/ferry-v2v-smb"
 /* tool smb: where the sender mounts the receiver's share */
 #define V2V_SMB_MNT "/mnt/ferry-v2v"
 
@@ -95,7 +93,7 @@ struct v2v_state {
 	struct ssh_state ssh; /* the receiver's server */
 	char *staged;         /* the sender (guest name) the dataset is staged in, or NULL */
 	bool sender_files;    /* VM2VM_DIR made in the sender */
-	bool smbd;            /* tool smb: V2V_SMB_DIR made in the receiver (its smbd may run) */
+	bool smbd;            /* tool smb: the receiver's smbd may run (smb_guest_serve()) */
 	bool mounted;         /* tool smb: the sender may have the share mounted */
 	const char *addr;     /* the receiver's private address */
 };
@@ -293,62 +291,6 @@ static struct machine_guest *sender_of(struct method_ctx *ctx)
 	return g;
 }
 
-/* ---- tool smb: the receiver's server ---- */
-
-static int receiver_sh(struct method_ctx *ctx, const char *what, const char *cmd)
-{
-	_cleanup_free_ char *w = xasprintf("vm2vm: %s in the receiver", what);
-	return method_guest_sh(ctx, w, cmd, NULL);
-}
-
-/* smbd in the receiver, serving its landing place as share 'a' on its private address only. */
-static int smbd_start(struct method_ctx *ctx, struct v2v_state *s)
-{
-	_cleanup_free_ char *land = shell_quote(ctx->landing);
-	_cleanup_free_ char *mk = xasprintf(
-	    "[ -x /usr/sbin/smbd ] || { echo 'the receiver has no /usr/sbin/smbd (Samba): "
-	    "rebuild the Debian guest (ferry guest build debian)' >&2; exit 1; } && "
-	    "rm -rf " V2V_SMB_DIR " && mkdir -p " V2V_SMB_DIR "/private " V2V_SMB_DIR
-	    "/lock " V2V_SMB_DIR "/state " V2V_SMB_DIR "/cache " V2V_SMB_DIR "/pid " V2V_SMB_DIR
-	    "/ncalrpc && chmod 0700 " V2V_SMB_DIR "/private && mkdir -p %s && chown nobody %s",
-	    land, land);
-	s->smbd = true;
-	if (receiver_sh(ctx, "smbd's directories", mk) < 0)
-		return -1;
-	_cleanup_free_ char *conf = smb_config_shares(V2V_SMB_DIR, s->addr, 0, ctx->landing, NULL);
-	_cleanup_free_ char *host = xasprintf("%s/v2v-smb.conf", ctx->cell_dir);
-	if (write_host(ctx, host, conf) < 0)
-		return -1;
-	_cleanup_(machine_err_clear) struct machine_err e = { 0 };
-	int rc = machine_guest_push_file(ctx->machine, ctx->guest, host, V2V_SMB_DIR "/smb.conf",
-					 48 * 1024, NULL, &e);
-	unlink(host);
-	if (rc < 0)
-		return method_fail_op(ctx, ERROR_INFRA, &e, e.msg,
-				      "vm2vm: pushing smb.conf into the receiver");
-	/* smbd -D detaches (its own session); ready once it listens on the address */
-	_cleanup_free_ char *run = xasprintf(
-	    "/usr/sbin/smbd -D -s " V2V_SMB_DIR "/smb.conf </dev/null >" V2V_SMB_DIR
-	    "/start.log 2>&1 || { tail -n 12 " V2V_SMB_DIR "/log.smbd >&2; cat " V2V_SMB_DIR
-	    "/start.log >&2; exit 1; }; i=0; "
-	    "while ! ss -Hltn 'sport = :445' | grep -qF '%s:445'; do i=$((i+1)); "
-	    "if [ $i -gt 500 ]; then echo 'smbd does not listen on %s:445 after 10 s' >&2; "
-	    "ip -4 -o addr show dev eth0 >&2; "
-	    "tail -n 40 " V2V_SMB_DIR "/log.smbd >&2; exit 1; fi; sleep 0.02; done",
-	    s->addr, s->addr);
-	return receiver_sh(ctx, "starting smbd", run);
-}
-
-/* The receiver's smbd and its files gone: its process group (smbd -D is a session leader) gets
- * SIGTERM, SIGKILL after 2 s. */
-#define SMBD_STOP                                                                                  \
-	"bash -c 'p=$(cat " V2V_SMB_DIR "/pid/smbd.pid 2>/dev/null) || p=; "                       \
-	"if [ -n \"$p\" ] && kill -TERM -- -$p 2>/dev/null; then i=0; "                            \
-	"while kill -0 -- -$p 2>/dev/null; do i=$((i+1)); "                                        \
-	"if [ $i -eq 100 ]; then kill -KILL -- -$p 2>/dev/null; fi; "                              \
-	"if [ $i -gt 200 ]; then echo \"smbd ($p) does not end\" >&2; exit 1; fi; "                \
-	"sleep 0.02; done; fi' && rm -rf " V2V_SMB_DIR
-
 static int v2v_before_phase(struct method_ctx *ctx, enum result_phase p)
 {
 	if (p != PHASE_PREPARE)
@@ -372,8 +314,12 @@ static int v2v_before_phase(struct method_ctx *ctx, enum result_phase p)
 		return method_fail(ctx, ERROR_INFRA, NULL,
 				   "vm2vm: the receiver has no address on the private network");
 	s->addr = addr;
-	if (OPTS(ctx)->tool == VM2VM_SMB)
-		return stage(ctx, s, sender) < 0 ? -1 : smbd_start(ctx, s);
+	if (OPTS(ctx)->tool == VM2VM_SMB) {
+		if (stage(ctx, s, sender) < 0)
+			return -1;
+		s->smbd = true;
+		return smb_guest_serve(ctx, "vm2vm", addr, ctx->landing);
+	}
 	s->ssh.addr = s->ssh.listen_addr = addr;
 	s->ssh.port = s->ssh.listen_port = VM2VM_PORT;
 	if (stage(ctx, s, sender) < 0 || ssh_make_keys(ctx, &s->ssh) < 0 ||
@@ -466,8 +412,7 @@ static int v2v_cleanup(struct method_ctx *ctx)
 				       ctx->timeout_ms, NULL, &e);
 	}
 	s->mounted = false;
-	if (s->smbd && ctx->guest && !run_interrupted() &&
-	    receiver_sh(ctx, "stopping smbd", SMBD_STOP) < 0)
+	if (s->smbd && ctx->guest && !run_interrupted() && smb_guest_unserve(ctx, "vm2vm") < 0)
 		rc = -1;
 	s->smbd = false;
 	if (s->sender_files && sender && !run_interrupted()) {
