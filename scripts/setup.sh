@@ -23,8 +23,9 @@ packages=(
 	dosfstools mtools
 	# the Debian guest (ferry guest build debian; tests/e2e/run-debian.sh builds it)
 	debootstrap
-	# share driver smb: smbd in the run's private network (testparm checks its configuration)
-	samba samba-common-bin
+	# share driver smb: smbd in the run's private network (testparm checks its configuration);
+	# with served_by guest the host copies onto the guest's smbd with smbclient
+	samba samba-common-bin smbclient
 	# the ssh method's clients (ssh, scp, ssh-keygen; rsync); the fake guest's ssh server in the
 	# unit tests is the host's dropbear
 	openssh-client rsync dropbear-bin

@@ -102,6 +102,14 @@ static const struct key_def share_defs[] = {
 	  .values = share_to_names,
 	  .help = "smb: where the files go: the guest's target disk, another folder of the same "
 		  "share, a second share of the same server, or a share of a second server" },
+	{ .name = "served_by",
+	  .type = KEY_ENUM,
+	  .offset = offsetof(struct share_opts, served_by),
+	  .def = "host",
+	  .values = (const char *const[]){ "host", "guest", NULL },
+	  .help = "smb: host: smbd on the host, the guest copies from it; guest: smbd in the "
+		  "guest (a Debian guest) serves its landing directory and the host copies onto "
+		  "it with smbclient (study 000's Copy-Item-Smb)" },
 };
 METHOD_OPTIONS_TABLE(, share_keys, "share", struct share_opts, share_defs);
 
@@ -151,6 +159,28 @@ static void smb_private(const struct rule_subject *s, struct rule_out *o)
 	    s->method->e.name, s->vm->e.name);
 }
 
+/* served_by guest: the host copies onto the guest's share, into the landing directory */
+static void served_by_guest(const struct rule_subject *s, struct rule_out *o)
+{
+	const struct share_opts *so = SO(s->method);
+	if (so->served_by != SHARE_BY_GUEST)
+		return;
+	if (so->driver != SHARE_SMB)
+		plan_rule_fail(
+		    o, "served_by",
+		    "'served_by: guest' is a share served by smbd in the guest: it needs "
+		    "'driver: smb'");
+	else if (so->mode == SHARE_MOVE)
+		plan_rule_fail(o, "mode",
+			       "'served_by: guest' copies from the host's dataset onto the guest's "
+			       "share: 'mode: move' does not apply (the host's dataset stays)");
+	else if (so->to != SHARE_TO_GUEST)
+		plan_rule_fail(o, "to",
+			       "'served_by: guest' copies onto the guest's share, its landing "
+			       "directory: 'to: %s' does not apply",
+			       share_to_names[so->to]);
+}
+
 const struct plan_rule share_rules[] = {
 	{ "method.virtiofs-9p-options", RULE_METHOD, RULE_ERROR, 0,
 	  "9p options (msize, cache) with driver virtiofs or smb", virtiofs_9p },
@@ -158,6 +188,9 @@ const struct plan_rule share_rules[] = {
 	  "share 'to' other than guest without driver smb, or with an archive", share_to },
 	{ "cell.smb-private", RULE_CELL, RULE_ERROR, 0,
 	  "a share method with driver smb on a vm without nic backend private", smb_private },
+	{ "method.share-served-by", RULE_METHOD, RULE_ERROR, 0,
+	  "share 'served_by: guest' without driver smb, or with mode move or 'to'",
+	  served_by_guest },
 };
 _Static_assert(ELEMENTSOF(share_rules) == SHARE_N_RULES, "SHARE_N_RULES counts share_rules");
 
@@ -172,7 +205,9 @@ uint64_t share_run_dir_bytes(const struct plan_method *m, uint64_t data)
 /* Share's driver smb runs as its own method (smb.c). */
 static const struct method_ops *share_driver(const struct plan_method *m)
 {
-	return SO(m)->driver == SHARE_SMB ? &method_share_smb : NULL;
+	if (SO(m)->driver != SHARE_SMB)
+		return NULL;
+	return SO(m)->served_by == SHARE_BY_GUEST ? &method_share_smb_guest : &method_share_smb;
 }
 
 struct share_state {

@@ -17,13 +17,18 @@ enum share_to {
 	SHARE_TO_OTHER_SERVER, /* a share of a second server (another address) */
 };
 
+/* who serves an smb share: the host (the guest copies from it), or the guest (the host copies
+ * onto it, study 000's Copy-Item-Smb) */
+enum share_by { SHARE_BY_HOST, SHARE_BY_GUEST };
+
 struct share_opts {
 	uint64_t set;
 	enum share_drv driver;
 	uint64_t msize; /* 9p */
 	enum share_cache cache;
 	enum share_how mode;
-	enum share_to to; /* smb */
+	enum share_to to;        /* smb */
+	enum share_by served_by; /* smb */
 };
 
 #define SHARE_OPTS(m) METHOD_OPTS(m, struct share_opts)
@@ -34,7 +39,7 @@ struct share_opts {
  */
 extern const struct key_table share_keys;
 extern const struct plan_rule share_rules[];
-#define SHARE_N_RULES 3
+#define SHARE_N_RULES 4
 uint64_t share_run_dir_bytes(const struct plan_method *m, uint64_t data);
 #define SHARE_NEEDS                                                                                \
 	{                                                                                          \
@@ -43,8 +48,9 @@ uint64_t share_run_dir_bytes(const struct plan_method *m, uint64_t data);
 			      "over its connection)",                                              \
 		.run_dir_bytes = share_run_dir_bytes, .run_dir_files = true                        \
 	}
-/* The driver smb (smb.c). */
+/* The driver smb (smb.c), and with `served_by: guest` (smb-guest.c). */
 extern const struct method_ops method_share_smb;
+extern const struct method_ops method_share_smb_guest;
 
 /*
  * The guest command that copies or moves what the share holds at `from` (a directory, or with

@@ -4,7 +4,10 @@
 
 #include <stdbool.h>
 
+struct manifest;
 struct method_ctx;
+struct plan_method;
+struct plan_vm;
 
 /* The smb.conf of server `index`, whose files live in dir, listening on addr, its shares a and
  * b the folders dir/a and dir/b. Caller frees. */
@@ -28,3 +31,10 @@ bool smb_group_running(long pgid);
 int smb_guest_serve(struct method_ctx *ctx, const char *who, const char *addr, const char *dir);
 /* That smbd stopped (its process group: SIGTERM, SIGKILL after 2 s) and its files removed. */
 int smb_guest_unserve(struct method_ctx *ctx, const char *who);
+
+/* share driver smb served by the guest: the skip reason for the cell's vm (NULL: none). */
+char *smb_push_skip_reason(const struct plan_vm *vm);
+/* The first path of m that SMB cannot name, or NULL. */
+const char *smb_name_invalid(const struct manifest *m);
+/* smbclient's -c commands for method m: every name in them is ferry's. Caller frees. */
+char *smb_push_command(const struct plan_method *m);
