@@ -152,11 +152,13 @@ static void smb_private(const struct rule_subject *s, struct rule_out *o)
 {
 	if (SO(s->method)->driver != SHARE_SMB || s->vm->nic.backend == PLAN_NIC_PRIVATE)
 		return;
-	plan_rule_fail(
-	    o, "method",
-	    "method '%s' (driver smb) needs vm '%s' on ferry's private network: Samba listens "
-	    "only there (set 'nic: {backend: private}')",
-	    s->method->e.name, s->vm->e.name);
+	plan_rule_fail(o, "method",
+		       "method '%s' (driver smb) needs vm '%s' on ferry's private network: %s "
+		       "(set 'nic: {backend: private}')",
+		       s->method->e.name, s->vm->e.name,
+		       SO(s->method)->served_by == SHARE_BY_GUEST
+			   ? "the host reaches the guest's smbd only there"
+			   : "Samba listens only there");
 }
 
 /* served_by guest: the host copies onto the guest's share, into the landing directory */

@@ -288,8 +288,7 @@ static int push_transfer(struct method_ctx *ctx)
 	struct push_state *s = state(ctx);
 	_cleanup_free_ char *cmd = smb_push_command(ctx->method);
 	_cleanup_free_ char *service = xasprintf("//%s/a", s->addr);
-	const char *argv[] = { smbclient_path(), "-s",    "/dev/null", "-N", "-m",
-			       "SMB3",           service, "-c",        cmd,  NULL };
+	const char *argv[] = { smbclient_path(), SMB_PUSH_OPTS, service, "-c", cmd, NULL };
 	const struct proc_opts o = { .cwd = archived(ctx) ? ctx->cell_dir : s->staged,
 				     .timeout_ms = ctx->timeout_ms };
 	struct proc_result r = { 0 };

@@ -36,5 +36,8 @@ int smb_guest_unserve(struct method_ctx *ctx, const char *who);
 char *smb_push_skip_reason(const struct plan_vm *vm);
 /* The first path of m that SMB cannot name, or NULL. */
 const char *smb_name_invalid(const struct manifest *m);
+/* smbclient's options before //ADDR/a -c COMMANDS: no configuration file of the host's, a null
+ * session (no password), SMB 3 */
+#define SMB_PUSH_OPTS "-s", "/dev/null", "-N", "-m", "SMB3"
 /* smbclient's -c commands for method m: every name in them is ferry's. Caller frees. */
 char *smb_push_command(const struct plan_method *m);
