@@ -15,7 +15,10 @@
 # port, with the console's tail. Then run.fresh restore on the Debian guest (a guest per run,
 # restored from one saved state onto an overlay of its own). Then vm2vm tool smb: a built-in
 # sender copies per file onto the Debian receiver's own smbd share on ferry's private network
-# (tests/e2e/plans/debian-v2v.yaml). FERRY_E2E_DEBIAN_EVERY=1 also runs
+# (tests/e2e/plans/debian-v2v.yaml). Then share driver smb served_by guest: the host's smbclient
+# copies onto the Debian guest's own smbd share, per file and as one tar (study 000's
+# Copy-Item-Smb and -Compress; tests/e2e/plans/debian-smb-push.yaml), and a run interrupted with
+# SIGINT mid-copy leaves nothing. FERRY_E2E_DEBIAN_EVERY=1 also runs
 # tests/e2e/plans/debian-every.yaml (every method, 30 cells, 10 more boots).
 source "$(dirname "$0")/run-lib.sh"
 
@@ -129,6 +132,64 @@ esac
 grep -q "booted .*(vm=deb-recv.*peer=sender)" "$work/log" ||
 	fail "vm2vm smb: the Debian receiver was not booted with its sender"
 
+# share served_by guest (study 000's Copy-Item-Smb and -Compress): the host's smbclient, inside
+# the run's namespace, copies onto the Debian guest's own smbd share, per file (a tree of
+# subdirectories) and as one tar unpacked in the guest; two runs of each in one boot, each
+# verified in the guest (every file, every byte; the generated tree is the same for its seed);
+# the built-in guest is skipped with the reason; no smbclient, namespace or host network change
+# is left. A second smbd could not listen while the first still did: four runs in one boot show
+# each run's smbd stopped.
+push_left() {
+	pgrep -af "smbclient -s /dev/null" || true
+	ip netns list | grep -E -- "-$1(\.[0-9]+)?-net( |$)" || true
+}
+host_net() { ip -o addr show | sed 's/ valid_lft.*//'; ip route show; }
+host_net >"$work/net.before"
+res6="$work/smb-push.json"
+run_ferry 0 "$src/tests/e2e/plans/debian-smb-push.yaml" --results "$res6" --verbose
+validate "$res6"
+pid="$(grep -o "booted ferry-[0-9T]*-[0-9]*" "$work/log" | head -1 | sed 's/.*-//')"
+[ -n "$pid" ] || fail "smb push: no boot line in the log"
+[ -z "$(push_left "$pid")" ] || fail "smb push left behind: $(push_left "$pid")"
+for m in "smb-push 60 2153362" "smb-push-tar 60 2207232"; do
+	set -- $m
+	id="vm=deb,disk=ram,dataset=tree,method=$1"
+	got="$(query "$res6" "(cells['$id']['status'], [(x['files'], x['bytes'], x['integrity_ok']) for x in cells['$id']['runs']])")"
+	[ "$got" = "('passed', [($2, $3, True), ($2, $3, True)])" ] || fail "$1 onto the Debian guest's smbd: $got"
+	got="$(query "$res6" "(lambda c: (c['status'], c['skip_reason']))(cells['vm=tiny,disk=ram,dataset=tree,method=$1'])")"
+	case "$got" in
+	"('skipped', "*"needs Samba's smbd in the guest, which only ferry's Debian guest carries"*) ;;
+	*) fail "$1 on the built-in guest: $got" ;;
+	esac
+done
+[ "$(grep -c "booted ferry-" "$work/log")" = 1 ] || fail "smb push: expected the four runs in one boot"
+
+# SIGINT while smbclient copies: exit 130, nothing left
+"$ferry" run "$src/tests/e2e/plans/debian-smb-push-sigint.yaml" --results "$work/push-int.json" \
+	2>"$work/log" &
+pid=$!
+seen=""
+for _ in $(seq 1 3000); do
+	kill -0 "$pid" 2>/dev/null || break
+	if pgrep -f "smbclient -s /dev/null" >/dev/null; then
+		seen=1
+		break
+	fi
+	sleep 0.1
+done
+[ -n "$seen" ] || { cat "$work/log" >&2; fail "the interrupted run never started smbclient"; }
+sleep 2
+pgrep -f "smbclient -s /dev/null" >/dev/null || fail "smbclient ended within 2 s: not mid-copy"
+kill -INT "$pid"
+st=0
+wait "$pid" || st=$?
+cat "$work/log" >&2
+[ "$st" = 130 ] || fail "ferry run interrupted with SIGINT exited with $st, expected 130"
+check_clean "$pid"
+[ -z "$(push_left "$pid")" ] || fail "left behind after SIGINT: $(push_left "$pid")"
+host_net >"$work/net.after"
+diff -u "$work/net.before" "$work/net.after" || fail "the host's own network changed"
+
 # every method (share over 9p and virtiofs, block, every archive variant) on both: 10 boots
 if [ "${FERRY_E2E_DEBIAN_EVERY:-0}" = 1 ]; then
 	res3="$work/every.json"
@@ -139,4 +200,4 @@ if [ "${FERRY_E2E_DEBIAN_EVERY:-0}" = 1 ]; then
 	[ "$bad" = "[]" ] || fail "every-method plan: cells not passed with a verified run: $bad"
 	[ "$(query "$res3" 'len(r["cells"])')" = 30 ] || fail "every-method plan: expected 30 cells"
 fi
-echo "ok: 9 cells passed (scp, rsync and tar into OpenSSH among them, its sshd and keys gone after each) and a pull skipped on the Debian guest and a direct-kernel-boot image, every run verified; a boot without an agent says what to check; runs in restored Debian guests verified; a per-file SMB copy from a built-in guest into the Debian guest's own smbd verified twice"
+echo "ok: 9 cells passed (scp, rsync and tar into OpenSSH among them, its sshd and keys gone after each) and a pull skipped on the Debian guest and a direct-kernel-boot image, every run verified; a boot without an agent says what to check; runs in restored Debian guests verified; a per-file SMB copy from a built-in guest into the Debian guest's own smbd verified twice; the host's smbclient onto the Debian guest's smbd, per file and as a tar, verified twice each, and a SIGINT mid-copy left nothing"
