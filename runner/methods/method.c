@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "machine.h"
+#include "run.h"
 #include "util.h"
 
 /*
@@ -417,6 +418,12 @@ void method_rate(struct method_ctx *ctx, const char *name, uint64_t bytes, doubl
 {
 	if (bytes > 0 && seconds > 0)
 		method_metric(ctx, name, (double)bytes / seconds);
+}
+
+bool method_copy_cancelled(void *userdata)
+{
+	(void)userdata;
+	return run_interrupted() != 0;
 }
 
 int method_refuse_links(struct method_ctx *ctx, const char *what, const char *hint)

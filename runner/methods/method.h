@@ -172,6 +172,8 @@ struct method_ctx {
  * first): HINT" and returns -1 when the manifest has a link, else returns 0.
  */
 int method_refuse_links(struct method_ctx *ctx, const char *what, const char *hint);
+/* dataset_copy_opts.cancelled for a method's staging copy: true once the run is interrupted. */
+bool method_copy_cancelled(void *userdata);
 
 int method_fail(struct method_ctx *ctx, enum result_error_kind kind, const char *guest_message,
 		const char *fmt, ...) __attribute__((format(printf, 4, 5)));

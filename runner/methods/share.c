@@ -309,12 +309,6 @@ static bool qemu_cannot_write(const struct stat *st, void *userdata)
 
 static char *cell_name(const struct method_ctx *ctx);
 
-static bool copy_cancelled(void *userdata)
-{
-	(void)userdata;
-	return run_interrupted() != 0;
-}
-
 /* The dataset's name inside the share: the cache entry's name, or "p<FNV-1a of the path>". */
 static char *dataset_name(const struct method_ctx *ctx)
 {
@@ -336,7 +330,7 @@ static int stage_tree(struct method_ctx *ctx, int dirfd, const char *name, const
 {
 	struct dataset_copy_opts o = {
 		.may_link = virtiofs(ctx) ? NULL : qemu_cannot_write,
-		.cancelled = copy_cancelled,
+		.cancelled = method_copy_cancelled,
 		/* a writable 9p share is in accessmode mapped */
 		.mapped_links =
 		    writable && !virtiofs(ctx) && machine_share_maps_links(ctx->machine),

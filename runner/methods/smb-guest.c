@@ -140,15 +140,6 @@ static bool archived(const struct method_ctx *ctx)
 	return ctx->method->archive.format != PLAN_ARCHIVE_NONE;
 }
 
-static const char *smbclient_path(void)
-{
-	static const char *const paths[] = { "/usr/bin/smbclient", "/usr/sbin/smbclient" };
-	for (size_t i = 0; i < ELEMENTSOF(paths); i++)
-		if (access(paths[i], X_OK) == 0)
-			return paths[i];
-	return NULL;
-}
-
 char *smb_push_skip_reason(const struct plan_vm *vm)
 {
 	if (vm->guest != PLAN_GUEST_DEBIAN)
@@ -163,7 +154,7 @@ static char *push_supports(const struct method_ctx *ctx)
 	char *why = plan_rules_skip(ctx->plan, ctx->cell);
 	if (why || (why = smb_push_skip_reason(ctx->cell->vm)))
 		return why;
-	if (!smbclient_path())
+	if (!smb_program("smbclient"))
 		return xstrdup("share: served_by guest copies with Samba's smbclient on the host "
 			       "(Debian package smbclient), and there is none");
 	if (ctx->machine && !machine_can_net_spawn(ctx->machine))
@@ -188,12 +179,6 @@ const char *smb_name_invalid(const struct manifest *m)
 	return NULL;
 }
 
-static bool copy_cancelled(void *userdata)
-{
-	(void)userdata;
-	return run_interrupted() != 0;
-}
-
 static bool link_always(const struct stat *st, void *userdata)
 {
 	(void)st;
@@ -213,7 +198,8 @@ static int stage(struct method_ctx *ctx, struct push_state *s)
 	if (dfd < 0 || rm_tree_at(dfd, "smb-push", &err) < 0)
 		return method_fail(ctx, ERROR_INFRA, NULL, WHO ": cannot empty '%s': %s", shown,
 				   err ? err : strerror(errno));
-	const struct dataset_copy_opts o = { .may_link = link_always, .cancelled = copy_cancelled };
+	const struct dataset_copy_opts o = { .may_link = link_always,
+					     .cancelled = method_copy_cancelled };
 	if (dataset_copy_at(ctx->dataset_dir, ctx->manifest, dfd, "smb-push", shown, &o, NULL,
 			    &err) < 0) {
 		rm_tree(shown, NULL);
@@ -288,7 +274,7 @@ static int push_transfer(struct method_ctx *ctx)
 	struct push_state *s = state(ctx);
 	_cleanup_free_ char *cmd = smb_push_command(ctx->method);
 	_cleanup_free_ char *service = xasprintf("//%s/a", s->addr);
-	const char *argv[] = { smbclient_path(), SMB_PUSH_OPTS, service, "-c", cmd, NULL };
+	const char *argv[] = { smb_program("smbclient"), SMB_PUSH_OPTS, service, "-c", cmd, NULL };
 	const struct proc_opts o = { .cwd = archived(ctx) ? ctx->cell_dir : s->staged,
 				     .timeout_ms = ctx->timeout_ms };
 	struct proc_result r = { 0 };

@@ -84,13 +84,21 @@ struct smb_server {
 
 static struct smb_server *servers;
 
+const char *smb_program(const char *name)
+{
+	static char path[64];
+	static const char *const dirs[] = { "/usr/sbin", "/usr/bin" };
+	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dirs[i], name);
+		if (access(path, X_OK) == 0)
+			return path;
+	}
+	return NULL;
+}
+
 static const char *smbd_path(void)
 {
-	static const char *const paths[] = { "/usr/sbin/smbd", "/usr/bin/smbd" };
-	for (size_t i = 0; i < ELEMENTSOF(paths); i++)
-		if (access(paths[i], X_OK) == 0)
-			return paths[i];
-	return NULL;
+	return smb_program("smbd");
 }
 
 /* Whether a process of group pgid still runs: zombies waiting for their reaper do not (smbd -D
@@ -409,12 +417,6 @@ static bool nobody_may_link(const struct stat *st, void *userdata)
 	return readable && !writable;
 }
 
-static bool copy_cancelled(void *userdata)
-{
-	(void)userdata;
-	return run_interrupted() != 0;
-}
-
 /* Open a share folder of the host (a directory nobody may write in: never through a link). */
 static int open_root(struct method_ctx *ctx, const char *root)
 {
@@ -543,7 +545,7 @@ static int smb_before_phase(struct method_ctx *ctx, enum result_phase p)
 	struct dataset_copy_opts o = {
 		.may_link = nobody_may_link,
 		.userdata = pw,
-		.cancelled = copy_cancelled,
+		.cancelled = method_copy_cancelled,
 		.chown = pw != NULL,
 		.uid = pw ? pw->pw_uid : 0,
 		.gid = pw ? pw->pw_gid : 0,

@@ -20,6 +20,8 @@ char *smb_mount_command(const char *addr, char share, const char *dir);
 /* Stop the smbd whose process group is pgid: SIGTERM, then SIGKILL after 2 s; returns once
  * none runs or after the SIGKILL (safe with 0). */
 void smb_server_kill(long pgid);
+/* Samba's program name in /usr/sbin or /usr/bin (a static buffer), or NULL. */
+const char *smb_program(const char *name);
 /* Whether a process of group pgid runs (a zombie does not). */
 bool smb_group_running(long pgid);
 
