@@ -41,7 +41,9 @@
  * C:\). Here the guest is the client and the host the server: a Samba server inside the guest
  * would need Samba's libraries in the built-in guest's initramfs, while the cifs client is the
  * guest kernel's own. The bytes still cross from the host onto the guest's disk over SMB, which
- * is the question 000 asked; who serves is the difference, and the write-up says so.
+ * is the question 000 asked; who serves is the difference, and the write-up says so. The
+ * study's way round, the Debian guest serving and the host's smbclient writing, is
+ * `served_by: guest` (smb-guest.c).
  */
 #include <arpa/inet.h>
 #include <dirent.h>
