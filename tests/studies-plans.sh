@@ -78,11 +78,19 @@ shapes = {(c["dataset"]["name"], c["dataset"]["files"], ds_bytes(c)) for c in ce
 assert shapes == {("few-large", 10, 10**10), ("many-small", 10000, 10**10)}, shapes
 ' plans/copy-methods.yaml "${copy_study[@]}"
 # study 000's remoting (Copy-Item -ToSession, and Copy-Item-Compress): ssh per file and one tar
-# stream, on both shapes, in the same guest as the other methods (ferry's private network)
-check "copy-methods: ssh scp and tar beside the other methods, on the private network" '
+# stream, on both shapes, in the same guest as the other methods (ferry's private network); its
+# Copy-Item-Smb and Copy-Item-Smb-Compress: the host onto the guest's own SMB share, per file and
+# packed, on both shapes, in the Debian guest (the one with smbd), the only cells there
+check "copy-methods: ssh scp and tar beside the other methods, the guest's SMB share in a Debian vm" '
 ssh = {(c["method"]["tool"], c["dataset"]["name"]) for c in cells if c["method"]["type"] == "ssh"}
 assert ssh == {(t, d) for t in ("scp", "tar") for d in ("few-large", "many-small")}, ssh
-assert len({c["vm"]["name"] for c in cells}) == 1
+smb = [c for c in cells if c["method"]["type"] == "share" and c["method"]["driver"] == "smb"]
+got = {(c["method"]["served_by"], c["method"]["archive"]["format"], c["dataset"]["name"]) for c in smb}
+assert got == {("guest", a, d) for a in ("none", "zip") for d in ("few-large", "many-small")}, got
+assert {c["vm"]["guest"] for c in smb} == {"debian"}, smb
+assert {c["vm"]["guest"] for c in cells if c not in smb} == {"builtin"}
+assert len({c["vm"]["name"] for c in cells if c not in smb}) == 1
+assert all(c["vm"]["nic"]["backend"] == "private" for c in cells)
 ' plans/copy-methods.yaml
 for zeros in "" 00 000; do
 	check "shares: one-big and many hold equal bytes${zeros:+ (FERRY_SHARES_ZEROS=$zeros)}" \

@@ -52,6 +52,15 @@ PY
 	[ ! -e "$work/out" ] || fail "$plan: the plan's own report paths were written besides the options'"
 }
 
+# debian_guest PLAN: the Debian guest, whose smbd the plan's SMB cells need, built at the first
+# need (cached after; the suite's run-debian builds it too)
+debian_guest() {
+	"$ferry" guest build debian >"$work/debian.out" 2>"$work/debian.log" || {
+		cat "$work/debian.log" >&2
+		fail "$1: ferry guest build debian failed"
+	}
+}
+
 # the study plans and their scaled-down settings
 run_study() {
 	case "$1" in
@@ -76,16 +85,12 @@ for c in r["cells"]:
 PY
 		;;
 	copy-methods)
+		debian_guest copy-methods
 		study copy-methods "" --var FERRY_COPY_LARGE=16KiB --var FERRY_COPY_FILES=16 \
 			--var FERRY_COPY_DISK=64MiB ;;
 	shares) study shares "" --var FERRY_SHARES_DISK=64MiB ;;
 	network-queues)
-		# its SMB receivers are Debian guests: built at the first need (cached after; the
-		# suite's run-debian builds it too)
-		"$ferry" guest build debian >"$work/debian.out" 2>"$work/debian.log" || {
-			cat "$work/debian.log" >&2
-			fail "network-queues: ferry guest build debian failed"
-		}
+		debian_guest network-queues
 		study network-queues "" --var FERRY_NET_FILE_SIZE=1KiB --var FERRY_V2V_FILES=50 ;;
 	*) fail "unknown study plan '$1'" ;;
 	esac
