@@ -143,7 +143,6 @@ push_left() {
 	pgrep -af "smbclient -s /dev/null" || true
 	ip netns list | grep -E -- "-$1(\.[0-9]+)?-net( |$)" || true
 }
-host_net() { ip -o addr show | sed 's/ valid_lft.*//'; ip route show; }
 host_net >"$work/net.before"
 res6="$work/smb-push.json"
 run_ferry 0 "$src/tests/e2e/plans/debian-smb-push.yaml" --results "$res6" --verbose
@@ -180,12 +179,7 @@ done
 [ -n "$seen" ] || { cat "$work/log" >&2; fail "the interrupted run never started smbclient"; }
 sleep 2
 pgrep -f "smbclient -s /dev/null" >/dev/null || fail "smbclient ended within 2 s: not mid-copy"
-kill -INT "$pid"
-st=0
-wait "$pid" || st=$?
-cat "$work/log" >&2
-[ "$st" = 130 ] || fail "ferry run interrupted with SIGINT exited with $st, expected 130"
-check_clean "$pid"
+interrupt "$pid"
 [ -z "$(push_left "$pid")" ] || fail "left behind after SIGINT: $(push_left "$pid")"
 host_net >"$work/net.after"
 diff -u "$work/net.before" "$work/net.after" || fail "the host's own network changed"

@@ -61,10 +61,5 @@ for _ in $(seq 1 3000); do
 done
 [ -n "$seen" ] || { wait "$pid" || true; cat "$work/log" >&2; fail "the interrupted run never built its source disk"; }
 sleep 2
-kill -INT "$pid"
-st=0
-wait "$pid" || st=$?
-cat "$work/log" >&2
-[ "$st" = 130 ] || fail "ferry run interrupted with SIGINT exited with $st, expected 130"
-check_clean "$pid"
+interrupt "$pid"
 echo "ok: SIGINT with the source disk plugged: exit 130, no domain, image or run directory left"

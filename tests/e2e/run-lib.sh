@@ -58,6 +58,21 @@ check_clean() {
 
 # free_port: a TCP port of 127.0.0.1 that nothing listens on now (the kernel's choice, so that
 # tests running side by side do not pick the same one)
+# interrupt PID: SIGINT to the background `ferry run` PID (its stderr in $work/log), which must
+# exit 130 and leave nothing behind (check_clean)
+interrupt() {
+	kill -INT "$1"
+	local st=0
+	wait "$1" || st=$?
+	cat "$work/log" >&2
+	[ "$st" = 130 ] || fail "ferry run interrupted with SIGINT exited with $st, expected 130"
+	check_clean "$1"
+}
+
+# host_net: the host's own addresses and routes, compared before and after a run that must not
+# touch them
+host_net() { ip -o addr show | sed 's/ valid_lft.*//'; ip route show; ip -6 route show; }
+
 free_port() {
 	"$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }

@@ -13,7 +13,6 @@ if [ "$(id -u)" != 0 ] || [ ! -c /dev/net/tun ] || ! command -v ip >/dev/null; t
 fi
 
 # what the host's own network looks like (addresses and routes in the root namespace)
-host_net() { ip -o addr show | sed 's/ valid_lft.*//'; ip route show; ip -6 route show; }
 host_net >"$work/net.before"
 
 # leftovers of ferry pid $1: its namespace (ferry-<run id>-net, the run id ends in -PID), its taps
@@ -102,12 +101,7 @@ host_net >"$work/net.during"
 diff -u "$work/net.before" "$work/net.during" ||
 	fail "the host's own network changed in the middle of a transfer (namespace $ns)"
 echo "ok: mid-transfer in namespace $ns, the root namespace's addresses and routes are unchanged"
-kill -INT "$pid"
-st=0
-wait "$pid" || st=$?
-cat "$work/log" >&2
-[ "$st" = 130 ] || fail "ferry run interrupted with SIGINT exited with $st, expected 130"
-check_clean "$pid"
+interrupt "$pid"
 [ -z "$(net_left "$pid")" ] || fail "left behind after SIGINT: $(net_left "$pid")"
 host_net >"$work/net.after"
 diff -u "$work/net.before" "$work/net.after" || fail "the host's own network changed"

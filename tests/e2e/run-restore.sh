@@ -39,11 +39,6 @@ done
 grep -q "restored ferry-" "$work/log" || { kill -INT "$pid"; fail "no restored guest within 180 s"; }
 saved="$(find "$FERRY_RUN_DIR" -name '*.save' | head -1)"
 [ -n "$saved" ] || { kill -INT "$pid"; fail "no saved state on disk while a restored guest runs"; }
-kill -INT "$pid"
-st=0
-wait "$pid" || st=$?
-cat "$work/log" >&2
-[ "$st" = 130 ] || fail "ferry run interrupted with SIGINT exited with $st, expected 130"
-check_clean "$pid"
+interrupt "$pid"
 [ ! -e "$saved" ] || fail "the saved state $saved is left after SIGINT"
 echo "ok: SIGINT with a restored guest running: exit 130, no domain, saved state or run directory left"

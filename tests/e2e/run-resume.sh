@@ -18,12 +18,7 @@ for _ in $(seq 1 600); do
 	kill -0 "$pid" 2>/dev/null || break
 	sleep 0.5
 done
-kill -INT "$pid"
-st=0
-wait "$pid" || st=$?
-cat "$work/log" >&2
-[ "$st" = 130 ] || fail "interrupted run exited with $st, expected 130"
-check_clean "$pid"
+interrupt "$pid"
 validate "$res"
 done1="$(query "$res" 'sorted(i for i, c in cells.items() if c["status"] == "passed")')"
 pending="$(query "$res" 'sum(c["status"] == "pending" for c in r["cells"])')"

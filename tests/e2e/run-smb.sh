@@ -15,7 +15,6 @@ if [ ! -x /usr/sbin/smbd ]; then
 	exit 77
 fi
 
-host_net() { ip -o addr show | sed 's/ valid_lft.*//'; ip route show; ip -6 route show; }
 host_net >"$work/net.before"
 
 # what a run of ferry pid $1 may leave: its namespace, smbd serving its run directory, a mount
@@ -70,12 +69,7 @@ n_smbd="$(pgrep -af smbd | grep -cF -- "$FERRY_RUN_DIR/" || true)"
 bad="$(find "$seen" -mindepth 1 \( -not -user nobody -o -perm /7022 \) -print 2>/dev/null | head -3)"
 [ -z "$bad" ] || fail "files the guest wrote are not nobody's 0644/0755: $(ls -ln $bad)"
 echo "ok: mid-copy, $n_smbd smbd processes of the run; what the guest wrote is nobody's, no setuid"
-kill -INT "$pid"
-st=0
-wait "$pid" || st=$?
-cat "$work/log" >&2
-[ "$st" = 130 ] || fail "ferry run interrupted with SIGINT exited with $st, expected 130"
-check_clean "$pid"
+interrupt "$pid"
 [ -z "$(smb_left "$pid")" ] || fail "left behind after SIGINT: $(smb_left "$pid")"
 host_net >"$work/net.after"
 diff -u "$work/net.before" "$work/net.after" || fail "the host's own network changed"

@@ -18,7 +18,6 @@ command -v ssh-keygen >/dev/null || { echo "SKIP: the host has no ssh-keygen (op
 # a guest an older ferry built
 "$ferry" guest build >/dev/null 2>&1 || fail "ferry guest build failed"
 
-host_net() { ip -o addr show | sed 's/ valid_lft.*//'; ip route show; ip -6 route show; }
 host_net >"$work/net.before"
 # leftovers of ferry pid $1: its namespace, its taps, QEMU processes of its run directory
 net_left() {
@@ -90,12 +89,7 @@ print(sum(l["stats64"]["tx"]["bytes"] for l in json.load(sys.stdin) if l["ifname
 	sleep 0.2
 done
 [ "$moved" -gt 100000 ] || { wait "$pid" || true; cat "$work/log" >&2; fail "the interrupted run never transferred"; }
-kill -INT "$pid"
-st=0
-wait "$pid" || st=$?
-cat "$work/log" >&2
-[ "$st" = 130 ] || fail "ferry run interrupted with SIGINT exited with $st, expected 130"
-check_clean "$pid"
+interrupt "$pid"
 [ -z "$(net_left "$pid")" ] || fail "left behind after SIGINT: $(net_left "$pid")"
 host_net >"$work/net.after"
 diff -u "$work/net.before" "$work/net.after" || fail "the host's own network changed"
