@@ -98,11 +98,6 @@ const char *smb_program(const char *name)
 	return NULL;
 }
 
-static const char *smbd_path(void)
-{
-	return smb_program("smbd");
-}
-
 /* Whether a process of group pgid still runs: zombies waiting for their reaper do not (smbd -D
  * is reparented to PID 1, which reaps them in its own time). */
 bool smb_group_running(long pgid)
@@ -288,7 +283,7 @@ static int server_start(struct method_ctx *ctx, struct smb_server *srv)
 	_cleanup_free_ char *err = NULL;
 	if (write_file_atomic(conf, text, strlen(text), 0644, &err) < 0)
 		return method_fail(ctx, ERROR_INFRA, NULL, "share: smb: %s", err);
-	const char *argv[] = { smbd_path(), "-D", "-s", conf, NULL };
+	const char *argv[] = { smb_program("smbd"), "-D", "-s", conf, NULL };
 	struct machine_err e = { 0 };
 	_cleanup_free_ char *out = NULL;
 	if (machine_net_run(ctx->machine, argv, &out, &e) < 0) {
@@ -388,7 +383,7 @@ static char *smb_supports(const struct method_ctx *ctx)
 	char *why = plan_rules_skip(ctx->plan, ctx->cell);
 	if (why)
 		return why;
-	if (!smbd_path())
+	if (!smb_program("smbd"))
 		return xstrdup("share: driver smb needs Samba's smbd on the host (Debian package "
 			       "samba), and there is none");
 	if (ctx->machine && !machine_can_net_run(ctx->machine))
