@@ -19,14 +19,16 @@ bg_log="$(mktemp /tmp/ferry-test-bg.XXXXXX)"
 bg_tally="$(mktemp /tmp/ferry-test-tally.XXXXXX)"
 fmt_log="$(mktemp /tmp/ferry-test-format.XXXXXX)"
 failed_log="$(mktemp /tmp/ferry-test-failed.XXXXXX)"
-trap 'rm -f "$bg_log" "$bg_tally" "$fmt_log" "$failed_log"' EXIT
-tally() { # builddir [setup]: add the counts of its last meson test run (a --setup run logs to
-	# testlog-SETUP.json; reading testlog.json there would count the previous run twice)
-	local j="$1/meson-logs/testlog${2:+-$2}.json"
+e2e_out="$(mktemp -d /tmp/ferry-test-e2e.XXXXXX)" # each e2e test's output, shown when it ends
+trap 'rm -rf "$bg_log" "$bg_tally" "$fmt_log" "$failed_log" "$e2e_out"' EXIT
+tally() { # testlog.json label: add the counts of the meson test run that wrote it (each run
+	# logs to a file of its own: testlog-SETUP.json for a --setup run, LOGBASE.json for one with
+	# --logbase; reading testlog.json there would count an earlier run twice)
+	local j="$1"
 	[ -f "$j" ] || return 0
 	local p f s
 	# the names of the tests that failed go to $failed_log, printed last: CI keeps only the tail
-	read -r p f s < <(/usr/bin/python3 - "$j" "$1${2:+ --setup $2}" "$failed_log" <<'PY'
+	read -r p f s < <(/usr/bin/python3 - "$j" "$2" "$failed_log" <<'PY'
 import json, sys
 p = f = s = 0
 with open(sys.argv[3], "a") as out:
@@ -52,9 +54,10 @@ run_suite() { # builddir, meson test args...
 		[ "$prev" = --setup ] && setup="$a"
 		prev="$a"
 	done
-	rm -f "$b/meson-logs/testlog${setup:+-$setup}.json"
+	local j="$b/meson-logs/testlog${setup:+-$setup}.json"
+	rm -f "$j"
 	meson test -C "$b" --print-errorlogs "$@" || status=1
-	tally "$b" "$setup"
+	tally "$j" "$b${setup:+ --setup $setup}"
 }
 
 log "build (-Werror)"
@@ -64,10 +67,9 @@ log "tests: unit, script"
 run_suite build-ci --no-suite e2e
 
 # The sanitizer, valgrind and fuzz runs need no guest. They run in the background beside the
-# end-to-end tests (one at a time: tests/meson.build says why), whose TCG guests keep about one
-# of the two cores busy, with their own log (shown after the e2e tests) and their own tally. No
-# test has a timing threshold, and the e2e checks for leftovers look only at their own run's pid
-# and run directory.
+# end-to-end tests (e2e_suite below), whose TCG guests keep about one of the two cores busy, with
+# their own log (shown after the e2e tests) and their own tally. No test has a timing threshold,
+# and the e2e checks for leftovers look only at their own run's pid and run directory.
 without_guests() {
 	passed=0 failed=0 skipped=0 status=0
 	log "build (ASan+UBSan)"
@@ -96,11 +98,67 @@ without_guests() {
 (without_guests) >"$bg_log" 2>&1 &
 bg_pid=$!
 
-log "tests: e2e (ASan, valgrind and fuzz run beside them)"
-run_suite build-ci --suite e2e
+# e2e_suite: the end-to-end tests in meson's order (its priorities: longest first), each its own
+# `meson test` with its own log, shown whole when it ends: one at a time while the background
+# checks run (four ways on two cores made every test 2-3x slower: tests/meson.build), two at a
+# time once they have ended (one test alone left about 45% of the 2-core host idle). run-gate-ci
+# and run-compare run last and alone: they assert that unchanged runs minutes apart do not
+# regress, so the load must not change under them. Sets bg_st, the background checks' exit.
+e2e_alone=" run-gate-ci run-compare "
+e2e_suite() {
+	local out="$e2e_out" t p st width bg_on=1 started=$SECONDS
+	local -a queue pids
+	local -A running=()
+	rm -f build-ci/meson-logs/e2e-*.json
+	mapfile -t queue < <(meson test -C build-ci --no-rebuild --list --suite e2e | sed 's|.* / ||')
+	while [ "${#queue[@]}" -gt 0 ] || [ "${#running[@]}" -gt 0 ]; do
+		width=1
+		[ -n "$bg_on" ] || width=2
+		while [ "${#queue[@]}" -gt 0 ] && [ "${#running[@]}" -lt "$width" ]; do
+			t="${queue[0]}"
+			if [[ "$e2e_alone" == *" $t "* ]] && { [ "${#running[@]}" -gt 0 ] || [ -n "$bg_on" ]; }; then
+				break
+			fi
+			queue=("${queue[@]:1}")
+			rm -f "build-ci/meson-logs/e2e-$t.json"
+			meson test -C build-ci --no-rebuild --print-errorlogs --logbase "e2e-$t" "$t" \
+				>"$out/$t" 2>&1 &
+			running[$!]="$t"
+			printf '[%s] %s started (%d running%s)\n' "$(date -u +%T)" "$t" "${#running[@]}" \
+				"${bg_on:+, the background checks too}"
+		done
+		pids=("${!running[@]}")
+		[ -z "$bg_on" ] || pids+=("$bg_pid")
+		st=0
+		wait -n -p p "${pids[@]}" || st=$?
+		if [ "$p" = "$bg_pid" ]; then
+			bg_on="" bg_st=$st
+			printf '[%s] the background checks ended (exit %d)\n' "$(date -u +%T)" "$st"
+			continue
+		fi
+		t="${running[$p]}"
+		unset "running[$p]"
+		printf '[%s] %s ended (exit %d)\n' "$(date -u +%T)" "$t" "$st"
+		cat "$out/$t"
+		[ "$st" = 0 ] || status=1
+		tally "build-ci/meson-logs/e2e-$t.json" build-ci
+	done
+	# what took the time: each test's own duration, longest first
+	echo "e2e: $((SECONDS - started)) s of wall time; per test, seconds:"
+	cat build-ci/meson-logs/e2e-*.json 2>/dev/null | /usr/bin/python3 -c '
+import json, sys
+ts = sorted((json.loads(l) for l in sys.stdin), key=lambda t: -t.get("duration", 0))
+print("\n".join("  %7.1f %s %s" % (t.get("duration", 0), t["name"], t["result"]) for t in ts))'
+	if [ -n "$bg_on" ]; then
+		st=0
+		wait "$bg_pid" || st=$?
+		bg_st=$st
+	fi
+}
 
+log "tests: e2e (ASan, valgrind and fuzz run beside them)"
 bg_st=0
-wait "$bg_pid" || bg_st=$?
+e2e_suite
 cat "$bg_log"
 read -r bp bf bs bst <"$bg_tally" || { bp=0 bf=1 bs=0 bst=1
 	echo "the background checks stopped early (exit $bg_st)"

@@ -139,8 +139,17 @@ grep -q "booted .*(vm=deb-recv.*peer=sender)" "$work/log" ||
 # the built-in guest is skipped with the reason; no smbclient, namespace or host network change
 # is left. A second smbd could not listen while the first still did: four runs in one boot show
 # each run's smbd stopped.
+# this test's smbclients: ferry starts them in a directory of the run (FERRY_RUN_DIR), which tells
+# them from another test's beside this one
+smbclients() {
+	local p c
+	for p in $(pgrep -f "smbclient -s /dev/null" || true); do
+		c="$(readlink "/proc/$p/cwd" 2>/dev/null)" || continue
+		[[ "$c" != "$FERRY_RUN_DIR/"* ]] || echo "$p $c"
+	done
+}
 push_left() {
-	pgrep -af "smbclient -s /dev/null" || true
+	smbclients
 	ip netns list | grep -E -- "-$1(\.[0-9]+)?-net( |$)" || true
 }
 host_net >"$work/net.before"
@@ -170,7 +179,7 @@ pid=$!
 seen=""
 for _ in $(seq 1 3000); do
 	kill -0 "$pid" 2>/dev/null || break
-	if pgrep -f "smbclient -s /dev/null" >/dev/null; then
+	if [ -n "$(smbclients)" ]; then
 		seen=1
 		break
 	fi
@@ -178,7 +187,7 @@ for _ in $(seq 1 3000); do
 done
 [ -n "$seen" ] || { cat "$work/log" >&2; fail "the interrupted run never started smbclient"; }
 sleep 2
-pgrep -f "smbclient -s /dev/null" >/dev/null || fail "smbclient ended within 2 s: not mid-copy"
+[ -n "$(smbclients)" ] || fail "smbclient ended within 2 s: not mid-copy"
 interrupt "$pid"
 [ -z "$(push_left "$pid")" ] || fail "left behind after SIGINT: $(push_left "$pid")"
 host_net >"$work/net.after"
