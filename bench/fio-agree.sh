@@ -19,8 +19,10 @@
 # that interval is within 15% (and dd's own against fio in the same boot), and the load average
 # before and after. Nothing here is a test: no threshold decides an exit status.
 #
-# Usage: bench/fio-agree.sh [--n N] [--size SIZE]
-#   N rounds (default 5), SIZE of the stream (default 64MiB; the target disk is twice that).
+# Usage: bench/fio-agree.sh [--n N] [--size SIZE] [--attach boot|hotplug]
+#   N rounds (default 5), SIZE of the stream (default 64MiB; the target disk is twice that);
+#   --attach: the fio guest's target attached in its domain XML at boot (default), or hot-plugged
+#   once its agent answers, as ferry attaches its targets.
 #   FERRY (default build/ferry) is the binary, FERRY_CACHE_DIR the cache with the Debian guest.
 # Hold /work/e2e.lock (or the like) around it on a shared machine: other guests skew it.
 set -euo pipefail
@@ -31,16 +33,19 @@ prog=fio-agree.sh
 bin="${FERRY:-$here/build/ferry}"
 n=5
 size=64MiB
+attach=boot
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--n) n="$2"; shift 2 ;;
 	--size) size="$2"; shift 2 ;;
-	-h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+	--attach) attach="$2"; shift 2 ;;
+	-h|--help) sed -n '2,27p' "$0"; exit 0 ;;
 	*) echo "$prog: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
 [[ "$n" =~ ^[1-9][0-9]?$ ]] || { echo "$prog: --n wants 1 to 99" >&2; exit 2; }
 [[ "$size" =~ ^[1-9][0-9]{0,4}MiB$ ]] || { echo "$prog: --size wants NMiB" >&2; exit 2; }
+case "$attach" in boot|hotplug) ;; *) echo "$prog: --attach wants boot or hotplug" >&2; exit 2 ;; esac
 [ -x "$bin" ] || { echo "$prog: no ferry at '$bin'" >&2; exit 2; }
 mib="${size%MiB}"
 bytes=$((mib * 1048576))
@@ -121,6 +126,12 @@ fio_once() {
 	qemu-img create -q -f qcow2 -b "${deb[2]}" -F qcow2 "$work/root.qcow2"
 	fallocate -l $((bytes * 2)) "$work/target.raw"
 	chmod 0666 "$work/root.qcow2" "$work/target.raw"
+	cat >"$work/disk.xml" <<XML
+    <disk type='file' device='disk'><driver name='qemu' type='raw' cache='none' io='threads'/>
+      <source file='$work/target.raw'/><target dev='vdb' bus='virtio'/></disk>
+XML
+	local target=""
+	[ "$attach" = hotplug ] || target="$(cat "$work/disk.xml")"
 	cat >"$work/dom.xml" <<XML
 <domain type='qemu'>
   <name>$dom</name>
@@ -131,8 +142,7 @@ fio_once() {
   <devices>
     <disk type='file' device='disk'><driver name='qemu' type='qcow2'/>
       <source file='$work/root.qcow2'/><target dev='vda' bus='virtio'/></disk>
-    <disk type='file' device='disk'><driver name='qemu' type='raw' cache='none' io='threads'/>
-      <source file='$work/target.raw'/><target dev='vdb' bus='virtio'/></disk>
+$target
     <channel type='unix'><target type='virtio' name='org.qemu.guest_agent.0'/></channel>
     <console type='pty'/>
   </devices>
@@ -147,6 +157,15 @@ XML
 	[ "$ok" = 1 ] || { echo "$prog: the fio guest's agent did not answer in 300 s" >&2; return 1; }
 	# the device the target is: the disk of the size we made (vda is the root)
 	dev=/dev/vdb
+	if [ "$attach" = hotplug ]; then
+		virsh -q -c qemu:///system attach-device "$dom" "$work/disk.xml" --live >/dev/null
+		ok=0
+		for ((t = 0; t < 60; t++)); do
+			gexec /bin/sh -c "{ true < $dev; } 2>/dev/null" >/dev/null 2>&1 && { ok=1; break; }
+			sleep 1
+		done
+		[ "$ok" = 1 ] || { echo "$prog: the hot-plugged $dev did not open in 60 s" >&2; return 1; }
+	fi
 	local common w r
 	common=(--filename="$dev" --bs=1M --ioengine=psync --iodepth=1 --direct=1 --size="$bytes"
 		--output-format=json)
@@ -186,7 +205,7 @@ SH
 }
 
 load0="$(boot_load)"
-echo "$prog: $n rounds, $size stream, ferry $bin, Debian guest ${deb[2]}" >&2
+echo "$prog: $n rounds, $size stream, fio's target attached at $attach, ferry $bin, Debian guest ${deb[2]}" >&2
 : >"$work/rows"
 for ((i = 1; i <= n; i++)); do
 	a="$(ferry_once)" || exit 1
