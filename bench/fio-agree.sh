@@ -7,12 +7,13 @@
 #          after the host's and guest's caches are dropped); its guest_write_throughput and
 #          guest_read_throughput (dd's own figure: the bytes and seconds dd reports);
 #   fio:   the same guest booted by this script as a transient libvirt domain (no NIC) with the
-#          same target disk; fio --direct=1 --bs=1M --ioengine=psync --rw=write --end_fsync=1,
-#          then the guest's caches dropped, --rw=read; its bw_bytes. In the same boot, ferry's
+#          same target disk and what ferry's domain has besides (ACPI and APIC, no USB, no balloon);
+#          fio --direct=1 --bs=1M --ioengine=psync --rw=write --end_fsync=1, then the guest's
+#          caches dropped, --rw=read; its bw_bytes. In the same boot, ferry's
 #          own dd commands (a tmpfs staging file, conv=fsync; iflag=direct), timed by dd itself
-#          (what ferry now reports) and by a shell clock around them (/proc/timer_list read by
-#          the shell, what ferry reported before: "shell clock"), so that a gap shows where it
-#          comes from.
+#          as ferry reports them, and two more, so that a gap shows where it comes from: study
+#          004's write, dd from /dev/zero (no source file: no copy of every block out of the
+#          staging file), and that copy alone, dd from the staging file to /dev/null.
 # Each round boots one guest for ferry and one for fio, alternately (interleaved, so the host's
 # drift hits both alike); the script prints each round's figures, then per direction the median
 # of each and their ratio, the ratio ferry/fio paired by round with its 95% interval and whether
@@ -139,12 +140,16 @@ XML
   <vcpu>2</vcpu>
   <os><type arch='x86_64' machine='pc'>hvm</type><kernel>${deb[0]}</kernel>
     <initrd>${deb[1]}</initrd><cmdline>$cmdline</cmdline></os>
+  <features><acpi/><apic/></features>
+  <clock offset='utc'/>
   <devices>
+    <controller type='usb' model='none'/>
     <disk type='file' device='disk'><driver name='qemu' type='qcow2'/>
       <source file='$work/root.qcow2'/><target dev='vda' bus='virtio'/></disk>
 $target
     <channel type='unix'><target type='virtio' name='org.qemu.guest_agent.0'/></channel>
     <console type='pty'/>
+    <memballoon model='none'/>
   </devices>
 </domain>
 XML
@@ -187,20 +192,22 @@ XML
 	echo "$w $r $dd"
 }
 
-# guest_dd_script -> a guest shell script printing "DDW DDR CLW CLR" in bytes/s
+# guest_dd_script -> a guest shell script printing "DDW DDR ZW SR" in bytes/s: ferry's write and
+# read, dd from /dev/zero onto the device, the staging file read to /dev/null
 guest_dd_script() {
 	cat <<SH
-ns() { t=; while read -r a b c d; do if [ "\$a \$b" = 'now at' ]; then t=\$c; break; fi; done </proc/timer_list; }
 secs() { sed -n 's/.* copied, \([0-9.]*\) s.*/\1/p'; }
 head -c $bytes /dev/urandom >/dev/shm/stage
 sync; echo 3 >/proc/sys/vm/drop_caches
-ns; t0=\$t; (dd if=/dev/shm/stage of=$dev bs=1M count=$mib iflag=fullblock oflag=direct conv=sync,notrunc,fsync 2>/dev/shm/w.err); ns; t1=\$t
+dd if=/dev/shm/stage of=$dev bs=1M count=$mib iflag=fullblock oflag=direct conv=sync,notrunc,fsync 2>/dev/shm/w.err
 sync; echo 3 >/proc/sys/vm/drop_caches
-ns; t2=\$t; (dd if=$dev of=/dev/null bs=1M count=$mib iflag=direct 2>/dev/shm/r.err); ns; t3=\$t
-w=\$(secs </dev/shm/w.err); r=\$(secs </dev/shm/r.err)
-rm -f /dev/shm/stage /dev/shm/w.err /dev/shm/r.err
-awk -v b=$bytes -v w="\$w" -v r="\$r" -v a=\$t0 -v c=\$t1 -v d=\$t2 -v e=\$t3 \
-	'BEGIN { printf "%.0f %.0f %.0f %.0f\\n", b / w, b / r, b / ((c - a) / 1e9), b / ((e - d) / 1e9) }'
+dd if=$dev of=/dev/null bs=1M count=$mib iflag=direct 2>/dev/shm/r.err
+dd if=/dev/zero of=$dev bs=1M count=$mib oflag=direct conv=notrunc,fsync 2>/dev/shm/z.err
+dd if=/dev/shm/stage of=/dev/null bs=1M count=$mib 2>/dev/shm/s.err
+w=\$(secs </dev/shm/w.err); r=\$(secs </dev/shm/r.err); z=\$(secs </dev/shm/z.err); s=\$(secs </dev/shm/s.err)
+rm -f /dev/shm/stage /dev/shm/w.err /dev/shm/r.err /dev/shm/z.err /dev/shm/s.err
+awk -v b=$bytes -v w="\$w" -v r="\$r" -v z="\$z" -v s="\$s" \
+	'BEGIN { printf "%.0f %.0f %.0f %.0f\\n", b / w, b / r, b / z, b / s }'
 SH
 }
 
@@ -211,11 +218,11 @@ for ((i = 1; i <= n; i++)); do
 	a="$(ferry_once)" || exit 1
 	b="$(fio_once)" || exit 1
 	read -r fw fr <<<"$a"
-	read -r xw xr dw dr cw cr <<<"$b"
-	echo "$fw $fr $xw $xr $dw $dr $cw $cr" >>"$work/rows"
+	read -r xw xr dw dr zw sr <<<"$b"
+	echo "$fw $fr $xw $xr $dw $dr $zw $sr" >>"$work/rows"
 	awk -v i="$i" -v n="$n" -v l="$(cut -d' ' -f1 /proc/loadavg)" '{
-		printf "round %d/%d: write ferry %.1f fio %.1f MB/s (x%.2f) [fio boot: dd %.1f, shell clock %.1f], read ferry %.1f fio %.1f MB/s (x%.2f) [fio boot: dd %.1f, shell clock %.1f], load %s\n",
-			i, n, $1/1e6, $3/1e6, $1/$3, $5/1e6, $7/1e6, $2/1e6, $4/1e6, $2/$4, $6/1e6, $8/1e6, l }' <<<"$fw $fr $xw $xr $dw $dr $cw $cr"
+		printf "round %d/%d: write ferry %.1f fio %.1f MB/s (x%.2f) [fio boot: dd %.1f, dd from zeros %.1f, staging read %.1f], read ferry %.1f fio %.1f MB/s (x%.2f) [fio boot: dd %.1f], load %s\n",
+			i, n, $1/1e6, $3/1e6, $1/$3, $5/1e6, $7/1e6, $8/1e6, $2/1e6, $4/1e6, $2/$4, $6/1e6, l }' <<<"$fw $fr $xw $xr $dw $dr $zw $sr"
 done
 load1="$(boot_load)"
 # per direction: the medians and ranges, and the ratio ferry/fio paired by round (the two boots of
@@ -243,9 +250,8 @@ def iv(lo, hi):
     return "" if lo is None else " [%.2f, %.2f]" % (lo, hi)
 for k, d in ((0, "write"), (1, "read")):
     f, x = [r[k] for r in rows], [r[k + 2] for r in rows]
-    dd, cl = [r[k + 4] for r in rows], [r[k + 6] for r in rows]
-    print("%s, in the fio boots: dd's own figure median %.1f MB/s, the shell clock around the same dd %.1f MB/s"
-          % (d, statistics.median(dd) / 1e6, statistics.median(cl) / 1e6))
+    dd = [r[k + 4] for r in rows]
+    print("%s, in the fio boots: dd's own figure median %.1f MB/s" % (d, statistics.median(dd) / 1e6))
     q = statistics.median(f) / statistics.median(x)
     print("%s, n=%d each: ferry median %.1f MB/s (%.1f-%.1f), fio median %.1f MB/s (%.1f-%.1f): ratio of the medians x%.2f"
           % (d, n, statistics.median(f) / 1e6, min(f) / 1e6, max(f) / 1e6, statistics.median(x) / 1e6,
@@ -254,5 +260,16 @@ for k, d in ((0, "write"), (1, "read")):
     print("%s, ferry/fio paired by round: geometric mean x%.2f%s (95%% t interval), %s" % (d, g, iv(lo, hi), v))
     g, lo, hi, v = ratio(k + 4, k + 2)
     print("%s, dd's own/fio in the same boot: geometric mean x%.2f%s (95%% t interval), %s" % (d, g, iv(lo, hi), v))
+# the write's parts in the fio boots: dd from /dev/zero against fio, and ferry's dd against what
+# a write at fio's rate plus the staging read would take (1 / (1/fio + 1/staging read))
+zw, sr = [r[6] for r in rows], [r[7] for r in rows]
+print("write, in the fio boots: dd from /dev/zero median %.1f MB/s, the staging file read to /dev/null median %.1f MB/s"
+      % (statistics.median(zw) / 1e6, statistics.median(sr) / 1e6))
+g, lo, hi, v = ratio(6, 2)
+print("write, dd from /dev/zero/fio in the same boot: geometric mean x%.2f%s (95%% t interval), %s" % (g, iv(lo, hi), v))
+for r in rows:
+    r.append(1 / (1 / r[2] + 1 / r[7]))
+g, lo, hi, v = ratio(4, 8)
+print("write, dd's own/(fio's write plus the staging read) in the same boot: geometric mean x%.2f%s (95%% t interval), %s" % (g, iv(lo, hi), v))
 PY
 echo "load (1/5/15 min) before: $load0; after: $load1"
