@@ -15,8 +15,9 @@
 /* the one host of this test program, for the abort handler */
 static struct e2e_host *aborting;
 
-/* A failed assertion aborts: destroy this run's domains and remove its directory before dying
- * (best effort, test only: ferry itself leaves crash leftovers to `ferry doctor --reap`). */
+/* A failed assertion aborts: destroy this run's domains and remove its directory, and the test's
+ * own temporary directory, before dying (best effort, test only: ferry itself leaves crash
+ * leftovers to `ferry doctor --reap`). */
 static void on_abort(int sig)
 {
 	signal(SIGABRT, SIG_DFL);
@@ -24,6 +25,8 @@ static void on_abort(int sig)
 		run_close(aborting->run, NULL);
 		aborting->run = NULL;
 	}
+	if (aborting && aborting->base)
+		rm_tree(aborting->base, NULL);
 	raise(sig);
 }
 
