@@ -87,7 +87,12 @@ bash "$here/scripts/install-ferry.sh" --services
 if [ ! -f "$builddir/build.ninja" ]; then
 	meson setup "$builddir" "$here" ${FERRY_MESON_ARGS:-} >/dev/null
 fi
-ninja -C "$builddir" >/dev/null
+# quiet when it builds; a failed build shows what the compiler said
+if ! out="$(ninja -C "$builddir" 2>&1)"; then
+	printf '%s\n' "$out" >&2
+	log "the build failed"
+	exit 1
+fi
 log "built $builddir/ferry"
 
 # The built-in guest is made from Debian packages that `ferry guest build` downloads with
