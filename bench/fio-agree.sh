@@ -11,9 +11,12 @@
 #          fio --direct=1 --bs=1M --ioengine=psync --rw=write --end_fsync=1, then the guest's
 #          caches dropped, --rw=read; its bw_bytes. In the same boot, ferry's
 #          own dd commands (a tmpfs staging file, conv=fsync; iflag=direct), timed by dd itself
-#          as ferry reports them, and two more, so that a gap shows where it comes from: study
+#          as ferry reports them, and three more, so that a gap shows where it comes from: study
 #          004's write, dd from /dev/zero (no source file: no copy of every block out of the
-#          staging file), and that copy alone, dd from the staging file to /dev/null.
+#          staging file), that copy alone, dd from the staging file to /dev/null, and the
+#          staging file written without that copy: its pages mapped (mmap) and written from the
+#          mapping with O_DIRECT, 1 MiB a write, then fsync, timed by python3's clock around the
+#          writes (the Debian guest has python3 for samba).
 # Each round boots one guest for ferry and one for fio, alternately (interleaved, so the host's
 # drift hits both alike); the script prints each round's figures, then per direction the median
 # of each and their ratio, the ratio ferry/fio paired by round with its 95% interval and whether
@@ -40,7 +43,7 @@ while [ $# -gt 0 ]; do
 	--n) n="$2"; shift 2 ;;
 	--size) size="$2"; shift 2 ;;
 	--attach) attach="$2"; shift 2 ;;
-	-h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,30p' "$0"; exit 0 ;;
 	*) echo "$prog: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 done
@@ -192,8 +195,9 @@ XML
 	echo "$w $r $dd"
 }
 
-# guest_dd_script -> a guest shell script printing "DDW DDR ZW SR" in bytes/s: ferry's write and
-# read, dd from /dev/zero onto the device, the staging file read to /dev/null
+# guest_dd_script -> a guest shell script printing "DDW DDR ZW SR MW" in bytes/s: ferry's write and
+# read, dd from /dev/zero onto the device, the staging file read to /dev/null; and MW, the
+# staging file written from its mapping
 guest_dd_script() {
 	cat <<SH
 secs() { sed -n 's/.* copied, \([0-9.]*\) s.*/\1/p'; }
@@ -204,10 +208,23 @@ sync; echo 3 >/proc/sys/vm/drop_caches
 dd if=$dev of=/dev/null bs=1M count=$mib iflag=direct 2>/dev/shm/r.err
 dd if=/dev/zero of=$dev bs=1M count=$mib oflag=direct conv=notrunc,fsync 2>/dev/shm/z.err
 dd if=/dev/shm/stage of=/dev/null bs=1M count=$mib 2>/dev/shm/s.err
+m=\$(python3 -c '
+import mmap, os, sys, time
+n, dev = int(sys.argv[1]), sys.argv[2]
+src = os.open("/dev/shm/stage", os.O_RDONLY)
+view = memoryview(mmap.mmap(src, n, prot=mmap.PROT_READ))
+out = os.open(dev, os.O_WRONLY | os.O_DIRECT)
+t = time.monotonic()
+done = 0
+while done < n:
+    done += os.write(out, view[done:done + 1048576])
+os.fsync(out)
+print(n / (time.monotonic() - t))
+' $bytes $dev)
 w=\$(secs </dev/shm/w.err); r=\$(secs </dev/shm/r.err); z=\$(secs </dev/shm/z.err); s=\$(secs </dev/shm/s.err)
 rm -f /dev/shm/stage /dev/shm/w.err /dev/shm/r.err /dev/shm/z.err /dev/shm/s.err
-awk -v b=$bytes -v w="\$w" -v r="\$r" -v z="\$z" -v s="\$s" \
-	'BEGIN { printf "%.0f %.0f %.0f %.0f\\n", b / w, b / r, b / z, b / s }'
+awk -v b=$bytes -v w="\$w" -v r="\$r" -v z="\$z" -v s="\$s" -v m="\$m" \
+	'BEGIN { printf "%.0f %.0f %.0f %.0f %.0f\\n", b / w, b / r, b / z, b / s, m }'
 SH
 }
 
@@ -218,11 +235,11 @@ for ((i = 1; i <= n; i++)); do
 	a="$(ferry_once)" || exit 1
 	b="$(fio_once)" || exit 1
 	read -r fw fr <<<"$a"
-	read -r xw xr dw dr zw sr <<<"$b"
-	echo "$fw $fr $xw $xr $dw $dr $zw $sr" >>"$work/rows"
+	read -r xw xr dw dr zw sr mw <<<"$b"
+	echo "$fw $fr $xw $xr $dw $dr $zw $sr $mw" >>"$work/rows"
 	awk -v i="$i" -v n="$n" -v l="$(cut -d' ' -f1 /proc/loadavg)" '{
-		printf "round %d/%d: write ferry %.1f fio %.1f MB/s (x%.2f) [fio boot: dd %.1f, dd from zeros %.1f, staging read %.1f], read ferry %.1f fio %.1f MB/s (x%.2f) [fio boot: dd %.1f], load %s\n",
-			i, n, $1/1e6, $3/1e6, $1/$3, $5/1e6, $7/1e6, $8/1e6, $2/1e6, $4/1e6, $2/$4, $6/1e6, l }' <<<"$fw $fr $xw $xr $dw $dr $zw $sr"
+		printf "round %d/%d: write ferry %.1f fio %.1f MB/s (x%.2f) [fio boot: dd %.1f, dd from zeros %.1f, staging read %.1f, mapped write %.1f], read ferry %.1f fio %.1f MB/s (x%.2f) [fio boot: dd %.1f], load %s\n",
+			i, n, $1/1e6, $3/1e6, $1/$3, $5/1e6, $7/1e6, $8/1e6, $9/1e6, $2/1e6, $4/1e6, $2/$4, $6/1e6, l }' <<<"$fw $fr $xw $xr $dw $dr $zw $sr $mw"
 done
 load1="$(boot_load)"
 # per direction: the medians and ranges, and the ratio ferry/fio paired by round (the two boots of
@@ -267,9 +284,13 @@ print("write, in the fio boots: dd from /dev/zero median %.1f MB/s, the staging 
       % (statistics.median(zw) / 1e6, statistics.median(sr) / 1e6))
 g, lo, hi, v = ratio(6, 2)
 print("write, dd from /dev/zero/fio in the same boot: geometric mean x%.2f%s (95%% t interval), %s" % (g, iv(lo, hi), v))
+print("write, in the fio boots: the staging file's pages written from its mapping (mmap, O_DIRECT, fsync; python3's clock) median %.1f MB/s"
+      % (statistics.median([r[8] for r in rows]) / 1e6))
+g, lo, hi, v = ratio(8, 2)
+print("write, mapped write/fio in the same boot: geometric mean x%.2f%s (95%% t interval), %s" % (g, iv(lo, hi), v))
 for r in rows:
     r.append(1 / (1 / r[2] + 1 / r[7]))
-g, lo, hi, v = ratio(4, 8)
+g, lo, hi, v = ratio(4, 9)
 print("write, dd's own/(fio's write plus the staging read) in the same boot: geometric mean x%.2f%s (95%% t interval), %s" % (g, iv(lo, hi), v))
 PY
 echo "load (1/5/15 min) before: $load0; after: $load1"
