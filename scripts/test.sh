@@ -10,7 +10,7 @@ cd "$here"
 
 log() { printf '\n=== %s [%s]\n' "$*" "$(date -u +%T)"; }
 
-log "setup"
+log "setup and build (-Werror)"
 # setup builds ferry where the tests want it, with -Werror: one build, not a second one in build/
 FERRY_BUILDDIR="$here/build-ci" FERRY_MESON_ARGS=--werror bash scripts/setup.sh
 
@@ -22,7 +22,9 @@ fmt_log="$(mktemp /tmp/ferry-test-format.XXXXXX)"
 failed_log="$(mktemp /tmp/ferry-test-failed.XXXXXX)"
 e2e_out="$(mktemp -d /tmp/ferry-test-e2e.XXXXXX)" # each e2e test's output, shown when it ends
 debian_log="$(mktemp /tmp/ferry-test-debian.XXXXXX)" # the Debian guest's build, shown at the end
-trap 'rm -rf "$bg_log" "$bg_tally" "$fmt_log" "$failed_log" "$e2e_out" "$debian_log"' EXIT
+debian_pid="" # the Debian guest's build while it runs: stopped if this script ends first
+trap '[ -z "$debian_pid" ] || kill "$debian_pid" 2>/dev/null
+	rm -rf "$bg_log" "$bg_tally" "$fmt_log" "$failed_log" "$e2e_out" "$debian_log"' EXIT
 tally() { # testlog.json label: add the counts of the meson test run that wrote it (each run
 	# logs to a file of its own: testlog-SETUP.json for a --setup run, LOGBASE.json for one with
 	# --logbase; reading testlog.json there would count an earlier run twice)
@@ -62,10 +64,6 @@ run_suite() { # builddir, meson test args...
 	tally "$j" "$b${setup:+ --setup $setup}"
 }
 
-log "build (-Werror)"
-[ -f build-ci/build.ninja ] || meson setup build-ci --werror >/dev/null
-ninja -C build-ci
-
 # The Debian guest (debootstrap, about 2 minutes on a new machine, mostly waiting on apt and
 # dpkg) is built beside the unit and script tests; the e2e tests that boot it wait for its
 # cache lock and find it built. Up to date, it takes a second.
@@ -99,7 +97,7 @@ without_guests() {
 		[ -f build-fuzz/build.ninja ] || CC=clang meson setup build-fuzz --werror -Dfuzzing=true \
 			-De2e=false -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 		# the harnesses only: the rest of this build (ferry, the unit tests) is build-asan's
-		ninja -C build-fuzz tests/fuzz/fuzz-plan tests/fuzz/fuzz-results tests/fuzz/fuzz-reporters
+		ninja -C build-fuzz fuzz-harnesses
 		# each harness fuzzes this long (tests/fuzz/meson.build); three harnesses: 1.5 minutes
 		FERRY_FUZZ_SECONDS="${FERRY_FUZZ_SECONDS:-30}" run_suite build-fuzz --no-rebuild --suite fuzz
 	fi
@@ -193,8 +191,9 @@ cat "$bg_log"
 # the tests that boot the Debian guest judge its build: one that failed here they tried again
 st=0
 wait "$debian_pid" || st=$?
+debian_pid=""
 echo "the Debian guest's build beside the tests: exit $st"
-[ "$st" = 0 ] && tail -3 "$debian_log" || cat "$debian_log"
+if [ "$st" = 0 ]; then tail -3 "$debian_log"; else cat "$debian_log"; fi
 read -r bp bf bs bst <"$bg_tally" || { bp=0 bf=1 bs=0 bst=1
 	echo "the background checks stopped early (exit $bg_st)"
 	echo "  the background checks (ASan, valgrind, fuzz): stopped early (exit $bg_st)" >>"$failed_log"; }
