@@ -575,24 +575,30 @@ static void remove_keys(struct ssh_state *s)
 	s->keydir = NULL;
 }
 
+/* The cleanup's waits between its checks, in seconds (5 s in all; "0" ends the checks). Doubling
+ * from 50 ms: a server that goes at once is seen by the first or second check, and one that does
+ * not go costs ten checks (a few processes in the guest each, slow under TCG) instead of 51. */
+#define SSH_CLEANUP_WAITS "0.05 0.1 0.2 0.4 0.8 1 1 1 0.45 0"
+
 /*
  * The cleanup's guest command: the server killed before it (guestproc_kill), root's
  * authorized_keys removed where the start copied it there, the key directory removed; then
- * checked, waiting at most 5 s for the server to go: no process left in the key directory (the
- * server started there, and sshd's per-connection children inherit it: SSH_SERVER_CMD), nothing
- * listening on its port, the key directory, sshd's /run/sshd and a copied authorized_keys gone.
- * Prints "gone" when all of that holds, else says on stderr what is left and fails. Format: the
- * port twice.
+ * checked, waiting at most 5 s (SSH_CLEANUP_WAITS) for the server to go: no process left in the key
+ * directory (the server started there, and sshd's per-connection children inherit it:
+ * SSH_SERVER_CMD), nothing listening on its port, the key directory, sshd's /run/sshd and a copied
+ * authorized_keys gone. Prints "gone" when all of that holds, else says on stderr what is left and
+ * fails. Format: the port twice.
  */
 #define SSH_CLEANUP_CMD                                                                            \
 	"c=; [ -e " SSH_GUEST_DIR "/.copied ] && c=1; if [ -n \"$c\" ]; then rm -f "               \
 	"/root/.ssh/authorized_keys; fi; if [ -e " SSH_GUEST_DIR "/.made ]; then rmdir "           \
-	"/root/.ssh; fi; rm -rf " SSH_GUEST_DIR " /run/sshd; left=; i=0; while :; do left=; "      \
+	"/root/.ssh; fi; rm -rf " SSH_GUEST_DIR " /run/sshd; left=; "                              \
+	"for d in " SSH_CLEANUP_WAITS "; do left=; "                                               \
 	"if ls -l /proc/[0-9]*/cwd 2>/dev/null | grep -q -- '-> " SSH_GUEST_DIR "'; then "         \
 	"left=\"$left, a process in " SSH_GUEST_DIR "\"; fi; "                                     \
 	"if grep -qi ':%04X 0\\{8,32\\}:0000 0A' /proc/net/tcp /proc/net/tcp6 2>/dev/null; then "  \
-	"left=\"$left, a listener on port %d\"; fi; [ -z \"$left\" ] || [ $i -ge 50 ] && break; "  \
-	"sleep 0.1; i=$((i+1)); done; for f in " SSH_GUEST_DIR " /run/sshd; do [ -e $f ] && "      \
+	"left=\"$left, a listener on port %d\"; fi; [ -z \"$left\" ] || [ $d = 0 ] && break; "     \
+	"sleep $d; done; for f in " SSH_GUEST_DIR " /run/sshd; do [ -e $f ] && "                   \
 	"left=\"$left, $f\"; done; if [ -n \"$c\" ] && [ -e /root/.ssh/authorized_keys ]; then "   \
 	"left=\"$left, /root/.ssh/authorized_keys\"; fi; if [ -n \"$left\" ]; then echo "          \
 	"\"the guest's ssh server left${left#,}\" >&2; exit 1; fi; echo gone"
