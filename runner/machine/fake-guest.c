@@ -81,6 +81,42 @@ char *fake_host_path(const struct fake_root *r, const char *p)
 	return xasprintf("%s%s", r->proc_root, p);
 }
 
+/* fake_root_open()'s thread: its own filesystem context (unshare CLONE_FS), rooted in the guest's
+ * root, where it opens the path as a guest process would; the descriptor table is the
+ * process's. (Not openat2's RESOLVE_IN_ROOT: valgrind 3.19, which runs the unit tests, does not
+ * know that system call.) */
+struct root_open {
+	const char *root, *path;
+	int flags;
+	int fd, error;
+};
+
+static void *root_open_thread(void *arg)
+{
+	struct root_open *o = arg;
+	o->fd = -1;
+	if (unshare(CLONE_FS) < 0 || chroot(o->root) < 0 || chdir("/") < 0)
+		o->error = errno;
+	else if ((o->fd = open(o->path, o->flags | O_CLOEXEC | O_NOCTTY, 0644)) < 0)
+		o->error = errno;
+	return NULL;
+}
+
+int fake_root_open(struct fake_root *r, const char *path, int flags)
+{
+	struct root_open o = { .root = r->proc_root, .path = path, .flags = flags };
+	pthread_t t;
+	int e = pthread_create(&t, NULL, root_open_thread, &o);
+	if (e != 0) {
+		errno = e;
+		return -1;
+	}
+	pthread_join(t, NULL);
+	if (o.fd < 0)
+		errno = o.error;
+	return o.fd;
+}
+
 /*
  * The guest shell's profile. busybox's shell runs its own applets before anything in PATH, so
  * what stands in for a guest kernel's feature is a shell function: `mount -t 9p|virtiofs TAG
@@ -476,6 +512,46 @@ char *fake_root_files(const struct fake_root *r, const char *const *dirs, const 
 			files_under(fd, dirs[i], prune, &list, 0);
 	}
 	return list ? list : xstrdup("");
+}
+
+/* The least in byte order of best and the paths of the regular files below dirfd (guest path
+ * `guest`), into *best. */
+static void first_file_under(int dirfd, const char *guest, char **best, unsigned depth)
+{
+	DIR *d = depth < 64 ? fdopendir(dirfd) : NULL;
+	if (!d) {
+		close(dirfd);
+		return;
+	}
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		_cleanup_free_ char *p = xasprintf("%s/%s", guest, e->d_name);
+		struct stat sb;
+		if (fstatat(dirfd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISREG(sb.st_mode) && (!*best || strcmp(p, *best) < 0)) {
+			free(*best);
+			*best = TAKE_PTR(p);
+		} else if (S_ISDIR(sb.st_mode)) {
+			int sub = openat(dirfd, e->d_name,
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0)
+				first_file_under(sub, p, best, depth + 1);
+		}
+	}
+	closedir(d);
+}
+
+char *fake_root_first_file(const struct fake_root *r, const char *dir)
+{
+	char *best = NULL;
+	_cleanup_free_ char *host = fake_host_path(r, dir);
+	int fd = open(host, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0)
+		first_file_under(fd, dir, &best, 0);
+	return best;
 }
 
 /* ---- hung programs ---- */

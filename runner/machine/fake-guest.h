@@ -95,6 +95,15 @@ int fake_root_run(struct fake_root *r, const char *cmd, const void *input, size_
 		  unsigned timeout_ms, struct fake_result *res, char **err);
 
 /*
+ * path opened as the guest's root would open it (open(2)'s flags; a file it creates is 0644), from
+ * the host: in the root's directory in the guest's mount namespace, with every mount the guest
+ * made, each component and link resolved inside the root (by a thread chrooted there). As the
+ * agent's guest-file-open opens a file: without a process in the guest. A descriptor, or -1
+ * with errno.
+ */
+int fake_root_open(struct fake_root *r, const char *path, int flags);
+
+/*
  * Plug the raw image at path as a disk with this serial: a loop device (read-only when ro) with
  * the node /dev/NAME in the guest and NAME's serial in its /sys/block. *name gets NAME ("vdc";
  * caller frees) when name is not NULL. 0 or -1 with *err.
@@ -134,3 +143,6 @@ int fake_root_mounted(const struct fake_root *r, const char *mnt, char **err);
 /* Every entry that is not a directory under the guest paths dirs (NULL-ended), but not under
  * the directory prune, as "PATH,PATH," ("" for none): read from the host, no guest process. */
 char *fake_root_files(const struct fake_root *r, const char *const *dirs, const char *prune);
+/* The first regular file below the guest directory dir in byte order of its path (as `find DIR
+ * -type f | sort | head -n 1` names it), or NULL for none: read from the host, no guest process. */
+char *fake_root_first_file(const struct fake_root *r, const char *dir);

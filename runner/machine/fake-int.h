@@ -37,8 +37,8 @@ struct fake_saved {
 /* A process started by the spawn operation, or a guest file open for writing or reading. */
 struct fake_handle {
 	int64_t id;
-	struct fake_proc *proc; /* spawn; a file being written: its `cat > PATH` */
-	int in;                 /* a file being written: the command's stdin */
+	struct fake_proc *proc; /* spawn */
+	int in;                 /* a file being written: its descriptor */
 	char *path;             /* a file */
 	char *data;             /* a file being read: its bytes, read at open */
 	size_t len, off;

@@ -4,7 +4,8 @@
  * end, and the guest operations methods use (machine.h), on a fake_root (fake-guest.h).
  *
  * What stands in for what: a guest command runs in the root's namespace (stdin, stdout, stderr
- * and the timeout as the agent's); a guest file is read or written by the guest's own `cat`; a
+ * and the timeout as the agent's); a guest file is opened in the guest's root from the host, as
+ * the agent opens it (no process); a
  * plugged disk is a loop device of its raw image; a port is a FIFO fed from a unix socket; the
  * guest shares the host's network (its private address is 127.0.0.1, where it also reaches
  * the host), so a port the guest listens on is one on the host's loopback; a share is a bind
@@ -59,21 +60,6 @@ static int exec_wait(struct fake_guest *g, struct fake_proc *p, const char *what
 	if (rc < 0)
 		return machine_err_set(e, MACHINE_ERR_FAILED, "%s", err);
 	return 0;
-}
-
-/* Waits for a guest `cat` writing path: 0, or -1 with "cannot write PATH in the guest". */
-static int cat_write_wait(struct fake_guest *g, struct fake_proc *p, const char *path,
-			  struct machine_err *e)
-{
-	struct fake_result res;
-	if (exec_wait(g, p, "cat", HOUSEKEEPING_MS, &res, e) < 0)
-		return -1;
-	int rc = res.status == 0
-		     ? 0
-		     : machine_err_set(e, MACHINE_ERR_FAILED, "cannot write '%s' in the guest: %s",
-				       path, res.err);
-	fake_result_clear(&res);
-	return rc;
 }
 
 static int fake_exec(struct machine *m, struct machine_guest *mg, const char *const *argv,
@@ -172,51 +158,81 @@ static void fake_proc_kill_op(struct machine *m, struct machine_guest *mg, int64
 		handle_drop(g, h);
 }
 
-/* ---- files: through the guest's own cat ---- */
+/* ---- files: opened in the guest's root from the host ---- */
+
+/* fd's bytes from its offset to its end (NUL-terminated for the reader's ease): a buffer with *len,
+ * or NULL with errno. */
+static char *read_all(int fd, size_t *len)
+{
+	size_t cap = 4096, n = 0;
+	char *buf = xmalloc(cap + 1);
+	for (;;) {
+		if (n == cap)
+			buf = xrealloc(buf, (cap *= 2) + 1);
+		ssize_t got = read(fd, buf + n, cap - n);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			int e = errno;
+			free(buf);
+			errno = e;
+			return NULL;
+		}
+		if (got == 0)
+			break;
+		n += (size_t)got;
+	}
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
+/* in's bytes to out until in's end: 0 with *n, or -1 with errno. */
+static int copy_all(int in, int out, uint64_t *n)
+{
+	char buf[65536];
+	*n = 0;
+	for (;;) {
+		ssize_t got = read(in, buf, sizeof(buf));
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return got < 0 ? -1 : 0;
+		if (write_all(out, buf, (size_t)got) < 0)
+			return -1;
+		*n += (uint64_t)got;
+	}
+}
 
 static int fake_file_open(struct machine *m, struct machine_guest *mg, const char *path,
 			  const char *mode, int64_t *handle, struct machine_err *e)
 {
 	(void)m;
 	struct fake_guest *g = fg(mg);
-	_cleanup_free_ char *err = NULL;
-	if (STREQ(mode, "r")) {
-		const char *argv[] = { "cat", "--", path, NULL };
-		struct fake_input none = { .fd = -1 };
-		struct fake_proc *p = NULL;
-		struct fake_result res;
-		if (fake_root_start(g->root, argv, &none, &p, &err) < 0)
-			return machine_err_set(e, MACHINE_ERR_FAILED, "%s", err);
-		if (exec_wait(g, p, "cat", HOUSEKEEPING_MS, &res, e) < 0)
-			return -1;
-		if (res.status != 0) {
-			machine_err_set(e, MACHINE_ERR_FAILED, "cannot open '%s' in the guest: %s",
-					path, res.err);
-			fake_result_clear(&res);
-			return -1;
-		}
-		struct fake_handle *h = handle_new(g);
-		h->path = xstrdup(path);
-		h->data = res.out;
-		h->len = res.out_len;
-		free(res.err);
-		*handle = h->id;
-		return 0;
-	}
-	if (!STREQ(mode, "w") && !STREQ(mode, "a"))
+	int flags = STREQ(mode, "r")   ? O_RDONLY
+		    : STREQ(mode, "w") ? O_WRONLY | O_CREAT | O_TRUNC
+		    : STREQ(mode, "a") ? O_WRONLY | O_CREAT | O_APPEND
+				       : -1;
+	if (flags < 0)
 		return machine_err_set(e, MACHINE_ERR_FAILED,
 				       "the fake guest opens files with r, w or a, not '%s'", mode);
-	const char *argv[] = { "/bin/sh", "-c", STREQ(mode, "w") ? "cat > \"$0\"" : "cat >> \"$0\"",
-			       path, NULL };
-	int in = -1;
-	struct fake_input pipe_in = { .fd = -1, .pipe = &in };
-	struct fake_proc *p = NULL;
-	if (fake_root_start(g->root, argv, &pipe_in, &p, &err) < 0)
-		return machine_err_set(e, MACHINE_ERR_FAILED, "%s", err);
+	_cleanup_close_ int fd = fake_root_open(g->root, path, flags);
+	if (fd < 0)
+		return machine_err_set(e, MACHINE_ERR_FAILED, "cannot open '%s' in the guest: %s",
+				       path, strerror(errno));
+	char *data = NULL;
+	size_t len = 0;
+	if (flags == O_RDONLY && !(data = read_all(fd, &len)))
+		return machine_err_set(e, MACHINE_ERR_FAILED, "cannot read '%s' in the guest: %s",
+				       path, strerror(errno));
 	struct fake_handle *h = handle_new(g);
 	h->path = xstrdup(path);
-	h->proc = p;
-	h->in = in;
+	h->data = data;
+	h->len = len;
+	if (flags != O_RDONLY) {
+		h->in = fd;
+		fd = -1;
+	}
 	*handle = h->id;
 	return 0;
 }
@@ -230,32 +246,9 @@ static int fake_file_write(struct machine *m, struct machine_guest *mg, int64_t 
 	if (!h || h->in < 0)
 		return machine_err_set(e, MACHINE_ERR_FAILED, "no guest file %" PRId64 " to write",
 				       handle);
-	const char *p = buf;
-	uint64_t end = now_ns() + (uint64_t)HOUSEKEEPING_MS * 1000000u;
-	while (len) {
-		struct pollfd pfd = { .fd = h->in, .events = POLLOUT };
-		if (poll(&pfd, 1, 20) == 0) {
-			if (run_interrupted())
-				return machine_err_set(e, MACHINE_ERR_INTERRUPTED,
-						       "writing '%s' in the guest: interrupted",
-						       h->path);
-			if (now_ns() >= end)
-				return machine_err_set(e, MACHINE_ERR_TIMEOUT,
-						       "writing '%s' in the guest: no progress "
-						       "within %u ms",
-						       h->path, HOUSEKEEPING_MS);
-			continue;
-		}
-		ssize_t n = send(h->in, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			continue;
-		if (n < 0)
-			return machine_err_set(e, MACHINE_ERR_FAILED,
-					       "cannot write '%s' in the guest: %s", h->path,
-					       strerror(errno));
-		p += n;
-		len -= (size_t)n;
-	}
+	if (write_all(h->in, buf, len) < 0)
+		return machine_err_set(e, MACHINE_ERR_FAILED, "cannot write '%s' in the guest: %s",
+				       h->path, strerror(errno));
 	return 0;
 }
 
@@ -264,11 +257,12 @@ static int fake_file_read(struct machine *m, struct machine_guest *mg, int64_t h
 {
 	(void)m;
 	struct fake_handle *h = handle_find(fg(mg), handle);
-	if (!h || !h->path || h->proc)
+	if (!h || !h->path || h->in >= 0)
 		return machine_err_set(e, MACHINE_ERR_FAILED, "no guest file %" PRId64 " to read",
 				       handle);
 	*n = h->len - h->off < max ? h->len - h->off : max;
-	memcpy(buf, h->data + h->off, *n);
+	if (*n)
+		memcpy(buf, h->data + h->off, *n);
 	h->off += *n;
 	*eof = h->off == h->len;
 	return 0;
@@ -283,17 +277,13 @@ static int fake_file_close(struct machine *m, struct machine_guest *mg, int64_t 
 	if (!h || !h->path)
 		return machine_err_set(e, MACHINE_ERR_FAILED, "no guest file %" PRId64 " to close",
 				       handle);
-	if (!h->proc) {
-		handle_drop(g, h);
-		return 0;
-	}
-	close(h->in);
+	int rc = 0;
+	if (h->in >= 0 && close(h->in) < 0)
+		rc = machine_err_set(e, MACHINE_ERR_FAILED, "cannot write '%s' in the guest: %s",
+				     h->path, strerror(errno));
 	h->in = -1;
-	struct fake_proc *p = h->proc;
-	h->proc = NULL;
-	_cleanup_free_ char *path = xstrdup(h->path);
 	handle_drop(g, h);
-	return cat_write_wait(g, p, path, e);
+	return rc;
 }
 
 static int fake_push_file(struct machine *m, struct machine_guest *mg, const char *host_path,
@@ -308,16 +298,21 @@ static int fake_push_file(struct machine *m, struct machine_guest *mg, const cha
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return machine_err_set(e, MACHINE_ERR_FAILED, "cannot open '%s': %s", host_path,
 				       strerror(errno));
-	const char *argv[] = { "/bin/sh", "-c", "cat > \"$0\"", guest_path, NULL };
-	struct fake_input in = { .fd = fd };
-	struct fake_proc *p = NULL;
-	_cleanup_free_ char *err = NULL;
-	if (fake_root_start(g->root, argv, &in, &p, &err) < 0)
-		return machine_err_set(e, MACHINE_ERR_FAILED, "%s", err);
-	int rc = cat_write_wait(g, p, guest_path, e);
-	if (rc == 0 && bytes)
-		*bytes = (uint64_t)st.st_size;
-	return rc;
+	_cleanup_close_ int out = fake_root_open(g->root, guest_path, O_WRONLY | O_CREAT | O_TRUNC);
+	if (out < 0)
+		return machine_err_set(e, MACHINE_ERR_FAILED, "cannot open '%s' in the guest: %s",
+				       guest_path, strerror(errno));
+	uint64_t n = 0;
+	int rc = copy_all(fd, out, &n);
+	if (close(out) < 0)
+		rc = -1;
+	out = -1;
+	if (rc < 0)
+		return machine_err_set(e, MACHINE_ERR_FAILED, "cannot write '%s' in the guest: %s",
+				       guest_path, strerror(errno));
+	if (bytes)
+		*bytes = n;
+	return 0;
 }
 
 static int fake_read_file(struct machine *m, struct machine_guest *mg, const char *path, size_t max,
@@ -672,17 +667,17 @@ void fake_real_destroy(struct fake_machine *fm, struct fake_guest *g)
 
 /* Flip the first byte of the raw image at path, on the host (what a guest reading its device
  * with direct I/O reads next). */
-static int flip_image(const char *path, char **err)
+/* fd's first byte complemented in place, synced: 0 or -1 with *err naming what. */
+static int flip_fd(int fd, const char *what, char **err)
 {
-	_cleanup_close_ int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	unsigned char b;
 	if (fd < 0 || pread(fd, &b, 1, 0) != 1) {
-		*err = xasprintf("'%s': %s", path, strerror(errno));
+		*err = xasprintf("'%s': %s", what, fd < 0 ? strerror(errno) : "cannot read a byte");
 		return -1;
 	}
 	b = (unsigned char)~b;
-	if (pwrite(fd, &b, 1, 0) != 1 || fdatasync(fd) < 0) {
-		*err = xasprintf("'%s': %s", path, strerror(errno));
+	if (pwrite(fd, &b, 1, 0) != 1 || fsync(fd) < 0) {
+		*err = xasprintf("'%s': %s", what, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -697,29 +692,26 @@ void fake_real_corrupt(struct fake_machine *fm, struct fake_guest *g, const char
 		 * path ending in "*" names), in name order */
 		_cleanup_free_ char *dir =
 		    STREQ(path, "*") ? xstrdup(MACHINE_LANDING) : xstrndup(path, len - 2);
-		_cleanup_free_ char *find = xasprintf("find '%s' -type f | sort | head -n 1", dir);
-		if (guest_sh(g, find, &full, &err) < 0 || !*full) {
-			fake_logf(fm->f, "corrupt %u *: no file: %s", g->number, err ? err : "");
+		if (!(full = fake_root_first_file(g->root, dir))) {
+			fake_logf(fm->f, "corrupt %u *: no file below %s", g->number, dir);
 			return;
 		}
-		full[strcspn(full, "\n")] = '\0';
 	} else if (STREQ(path, "target")) {
 		full = xstrdup(g->target_dev ? g->target_dev : "(no target device)");
 	} else {
 		full = path[0] == '/' ? xstrdup(path) : xasprintf(MACHINE_LANDING "/%s", path);
 	}
-	_cleanup_free_ char *q = xasprintf("'%s'", full);
-	/* read the byte, write its complement in place (a device: synced past the page cache) */
-	_cleanup_free_ char *cmd = xasprintf(
-	    "b=$(dd if=%s bs=1 count=1 2>/dev/null | od -An -tu1) && "
-	    "printf \"\\\\$(printf %%o $((255 - b)))\" | dd of=%s bs=1 count=1 conv=notrunc,fsync "
-	    "2>/dev/null",
-	    q, q);
+	/* the byte's complement written in place, as the guest would (a file through the guest's
+	 * mounts, opened in its root; the target device: the medium under it, synced past the page
+	 * cache) */
 	int rc;
-	if (g->target_dev && STREQ(full, g->target_dev))
-		rc = flip_image(g->target_path, &err); /* the medium under the device */
-	else
-		rc = guest_sh(g, cmd, NULL, &err);
+	if (g->target_dev && STREQ(full, g->target_dev)) {
+		_cleanup_close_ int fd = open(g->target_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+		rc = flip_fd(fd, g->target_path, &err);
+	} else {
+		_cleanup_close_ int fd = fake_root_open(g->root, full, O_RDWR | O_NOFOLLOW);
+		rc = flip_fd(fd, full, &err);
+	}
 	fake_logf(fm->f, "corrupt %u %s%s%s", g->number, full, rc < 0 ? ": " : "",
 		  rc < 0 ? err : "");
 }

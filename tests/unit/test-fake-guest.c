@@ -4,9 +4,12 @@
  * commands run (exit status, stdin, stdout and stderr), a mount outlives the command that made it,
  * a command past its timeout is killed with what it started, a plugged image is a disk the guest
  * finds by serial and mounts, a port carries a stream to the end, and nothing of a guest
- * outlives it (processes, loop devices, its root). Skipped, with the reason, where the host
+ * outlives it (processes, loop devices, its root); a file opened from the host as the guest
+ * opens it stays inside the guest's root. Skipped, with the reason, where the host
  * cannot run fake guests (fake_root_support()).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <linux/sockios.h>
@@ -97,6 +100,47 @@ static void test_commands(void)
 	char *host = g_build_filename(fake_root_dir(r), "mnt", "t", "f", NULL);
 	g_assert_false(g_file_test(host, G_FILE_TEST_EXISTS));
 	g_free(host);
+	destroy(r);
+}
+
+/* A file opened from the host as the guest opens it: in its mounts, every path and link kept
+ * inside its root; and the first file below a folder in name order. */
+static void test_open(void)
+{
+	if (skip_unless_supported())
+		return;
+	struct fake_root *r = boot();
+	g_free(sh(r, "mkdir -p /mnt/t && mount -t tmpfs tmpfs /mnt/t && mkdir /mnt/t/b /mnt/t/a && "
+		     "echo 2 > /mnt/t/b/x && echo 1 > /mnt/t/a/y && ln -s / /tmp/top && "
+		     "ln -s /etc /tmp/etc"));
+	/* written through the guest's tmpfs mount, seen by a guest command */
+	int fd = fake_root_open(r, "/mnt/t/new", O_WRONLY | O_CREAT | O_TRUNC);
+	g_assert_cmpint(fd, >=, 0);
+	g_assert_cmpint(write_all(fd, "bytes", 5), ==, 0);
+	g_assert_cmpint(close(fd), ==, 0);
+	char *out = sh(r, "cat /mnt/t/new; stat -c %a /mnt/t/new");
+	g_assert_cmpstr(out, ==, "bytes644\n");
+	g_free(out);
+	/* the host's root is out of reach: "..", an absolute link and a link to / stay in the
+	 * guest's (its /etc/passwd is the fake's one line) */
+	static const char *const paths[] = { "/../../../../../../etc/passwd", "/tmp/etc/passwd",
+					     "/tmp/top/etc/passwd", "../etc/passwd" };
+	for (size_t i = 0; i < G_N_ELEMENTS(paths); i++) {
+		fd = fake_root_open(r, paths[i], O_RDONLY);
+		g_assert_cmpint(fd, >=, 0);
+		char buf[256] = { 0 };
+		g_assert_cmpint(read(fd, buf, sizeof(buf) - 1), >, 0);
+		close(fd);
+		g_assert_cmpstr(buf, ==, "root:x:0:0:root:/root:/bin/sh\n");
+	}
+	g_assert_cmpint(fake_root_open(r, "/mnt/t/none", O_RDONLY), ==, -1);
+	g_assert_cmpint(errno, ==, ENOENT);
+	/* the first regular file by path, as find | sort | head -n 1 names it */
+	char *first = fake_root_first_file(r, "/mnt/t");
+	g_assert_cmpstr(first, ==, "/mnt/t/a/y");
+	free(first);
+	g_assert_null(fake_root_first_file(r, "/mnt/none"));
+	g_free(sh(r, "umount /mnt/t"));
 	destroy(r);
 }
 
@@ -337,6 +381,7 @@ int main(int argc, char **argv)
 	g_test_init(&argc, &argv, NULL);
 	tmp_dir = g_dir_make_tmp("ferry-test-fake-guest-XXXXXX", NULL);
 	g_test_add_func("/fake-guest/commands", test_commands);
+	g_test_add_func("/fake-guest/open", test_open);
 	g_test_add_func("/fake-guest/timeout", test_timeout);
 	g_test_add_func("/fake-guest/init", test_init);
 	g_test_add_func("/fake-guest/disk", test_disk);
