@@ -110,14 +110,12 @@ bg_pid=$!
 # `meson test` with its own log, shown whole when it ends: one at a time while the background
 # checks run (four ways on two cores made every test 2-3x slower: tests/meson.build), two at a
 # time once they have ended (one test alone left about 45% of the 2-core host idle). The late
-# ones wait for the end of the background checks and then go first (beside the ASan build
-# run-debian took 410 s, against 161 s after it); run-gate-ci and run-compare run last and
-# alone: they assert that unchanged runs minutes apart do not regress, so the load must not
-# change under them. Sets bg_st, the background checks' exit.
+# ones wait for the end of the background checks and then go first; the alone ones run last and
+# alone (tests/meson.build says why, with the figures). Sets bg_st, the background checks' exit.
 e2e_late=" run-debian package-chroot "
 e2e_alone=" run-gate-ci run-compare "
 e2e_suite() {
-	local out="$e2e_out" t p st i idx width bg_on=1 started=$SECONDS
+	local t p st i idx width bg_on=1 started=$SECONDS
 	local -a queue pids
 	local -A running=()
 	rm -f build-ci/meson-logs/e2e-*.json
@@ -150,7 +148,7 @@ e2e_suite() {
 			t="${queue[idx]}"
 			queue=("${queue[@]:0:idx}" "${queue[@]:idx+1}")
 			meson test -C build-ci --no-rebuild --print-errorlogs --logbase "e2e-$t" "$t" \
-				>"$out/$t" 2>&1 &
+				>"$e2e_out/$t" 2>&1 &
 			running[$!]="$t"
 			printf '[%s] %s started (%d running%s)\n' "$(date -u +%T)" "$t" "${#running[@]}" \
 				"${bg_on:+, the background checks too}"
@@ -167,7 +165,7 @@ e2e_suite() {
 		t="${running[$p]}"
 		unset "running[$p]"
 		printf '[%s] %s ended (exit %d)\n' "$(date -u +%T)" "$t" "$st"
-		cat "$out/$t"
+		cat "$e2e_out/$t"
 		[ "$st" = 0 ] || status=1
 		tally "build-ci/meson-logs/e2e-$t.json" build-ci
 	done
