@@ -140,14 +140,18 @@ int fake_root_open(struct fake_root *r, const char *path, int flags)
  * Programs of the host the guest runs as its own, where the host has them: the ssh method's
  * server (dropbear, dropbearconvert: Debian's dropbear-bin), vm2vm's client (dbclient, the same
  * package), the remote ends of scp -O and rsync over ssh, and coreutils' dd at /usr/bin/dd (the
- * block method's timed dd), as the built-in guest carries them.
+ * block method's timed dd), as the built-in guest carries them; and Samba's smbd with the ss and
+ * bash its start and stop use (share driver smb served_by guest), as the Debian guest carries
+ * them.
  * Each is bound read-only at its own path, with the host's /usr/lib and /usr/lib64 (their libraries
  * and the dynamic loader) read-only under /usr of the root and /lib, /lib64 linking there, as on a
  * merged-/usr Debian.
  */
 static const char *const host_programs[] = { "/usr/sbin/dropbear", "/usr/bin/dropbearconvert",
 					     "/usr/bin/dbclient",  "/usr/bin/scp",
-					     "/usr/bin/rsync",     "/usr/bin/dd" };
+					     "/usr/bin/rsync",     "/usr/bin/dd",
+					     "/usr/sbin/smbd",     "/usr/bin/ss",
+					     "/usr/bin/bash" };
 static const char *const host_lib_dirs[] = { "/usr/lib", "/usr/lib64" };
 /* and ferry-sum (the built-in guest's verify lister) at /usr/bin/ferry-sum, when given */
 #define SUM_PATH "/usr/bin/ferry-sum"
@@ -216,7 +220,10 @@ static int root_make_host(const char *dir, const char *sum, char **err)
 	}
 	_cleanup_free_ char *pw = xasprintf("%s/etc/passwd", dir);
 	_cleanup_free_ char *gr = xasprintf("%s/etc/group", dir);
-	static const char passwd[] = "root:x:0:0:root:/root:/bin/sh\n", group[] = "root:x:0:\n";
+	/* and nobody, smbd's guest account */
+	static const char passwd[] = "root:x:0:0:root:/root:/bin/sh\n"
+				     "nobody:x:65534:65534:nobody:/nonexistent:/bin/false\n",
+			  group[] = "root:x:0:\nnogroup:x:65534:\n";
 	if (root_file(pw, passwd, strlen(passwd), 0644, err) < 0 ||
 	    root_file(gr, group, strlen(group), 0644, err) < 0)
 		return -1;

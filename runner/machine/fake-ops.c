@@ -11,9 +11,12 @@
  * the host), so a port the guest listens on is one on the host's loopback; a share is a bind
  * mount. The target disk is a raw ext4 image on a loop device whatever the plan's format, bus or
  * cache (the fake measures nothing), or a tmpfs. So every guest is as on a private network
- * (nic backend private, which the fake takes for vm2vm and network cells): its address and the
- * host's are the loopback, and the host's sockets reach it directly (no forwarded port,
- * whatever the backend).
+ * (nic backend private, which the fake takes for vm2vm, network and smb served_by guest cells):
+ * its address and the host's are the loopback, the host's sockets reach it directly (no
+ * forwarded port, whatever the backend), and a program the machine runs "in the private
+ * network" (net_run, net_spawn: smbclient) runs on the host's. An SMB share the guest would
+ * mount (smb served_by host) needs a cifs client, which the fake has not: those cells are
+ * skipped with the reason.
  */
 #include "fake-int.h"
 
@@ -33,6 +36,7 @@
 #include "util.h"
 #include "methods/disk-image.h"
 #include "methods/method.h"
+#include "methods/share.h"
 
 /* What a housekeeping command (mount, empty, a file's cat) may take. */
 #define HOUSEKEEPING_MS 30000u
@@ -411,6 +415,40 @@ static int fake_net_socket(struct machine *m, int domain, int type, int *fd, con
 	return 0;
 }
 
+/* The host's addresses on the guests' network: the loopback's 127.0.0.1, .2, ... (all the
+ * host's own: every one reaches the guests, which share the host's network). */
+static int fake_net_host_addr(struct machine *m, unsigned index, char **addr, struct machine_err *e)
+{
+	(void)m;
+	if (index > 252)
+		return machine_err_set(e, MACHINE_ERR_FAILED,
+				       "the fake machine has no host address %u", index);
+	*addr = xasprintf("127.0.0.%u", index + 1);
+	return 0;
+}
+
+/* A program on the host's network, which the fake's guests share: run where the caller runs. */
+static int fake_net_run(struct machine *m, const char *const *argv, char **out,
+			struct machine_err *e)
+{
+	(void)m;
+	_cleanup_free_ char *err = NULL;
+	if (proc_run(argv, out, &err) < 0)
+		return machine_err_set(e, MACHINE_ERR_FAILED, "%s", err);
+	return 0;
+}
+
+static int fake_net_spawn(struct machine *m, const char *const *argv, const struct proc_opts *o,
+			  struct proc_result *r, struct machine_err *e)
+{
+	(void)m;
+	_cleanup_free_ char *err = NULL;
+	*r = (struct proc_result){ 0 };
+	if (proc_spawn(argv, o, r, &err) < 0)
+		return machine_err_set(e, MACHINE_ERR_FAILED, "%s", err);
+	return 0;
+}
+
 static const char *fake_no_vhost(struct machine *m, struct machine_guest *g)
 {
 	(void)m;
@@ -436,6 +474,9 @@ const struct machine_guest_ops fake_guest_ops = {
 	.channel_open = fake_channel_open,
 	.net_guest_addr = fake_net_guest_addr,
 	.net_socket = fake_net_socket,
+	.net_host_addr = fake_net_host_addr,
+	.net_run = fake_net_run,
+	.net_spawn = fake_net_spawn,
 	.nic_no_vhost_reason = fake_no_vhost,
 };
 
@@ -744,11 +785,12 @@ char *fake_real_supports(struct fake_machine *fm, const struct plan_cell *pc)
 	(void)fm;
 	/* guests share the host's network (a test's own namespace, loopback only): two of them
 	   reach each other there as on a private network, and so do the network method's sender
-	   and its guest (its address and the host's are the loopback: machine_net_socket() above);
-	   smb's servers would not be the private network's (smb's supports() skips it here) */
-	if (pc->vm->nic.backend == PLAN_NIC_PRIVATE &&
-	    method_of(pc->method) != method_find_name("vm2vm") &&
-	    method_of(pc->method) != method_find_name("network"))
+	   and its guest (its address and the host's are the loopback: machine_net_socket() above),
+	   and smbclient and the guest's smbd (smb served_by guest); the guest's cifs mount of the
+	   host's smbd (smb served_by host) needs a cifs client, which the fake has not */
+	const struct method_ops *ops = method_of(pc->method);
+	if (pc->vm->nic.backend == PLAN_NIC_PRIVATE && ops != method_find_name("vm2vm") &&
+	    ops != method_find_name("network") && ops != &method_share_smb_guest)
 		return xstrdup("the fake machine's guests share the host's network: no private "
 			       "network");
 	if (pc->disk && pc->disk->kind == PLAN_DISK_IMAGE &&
