@@ -366,6 +366,57 @@ static void root_free(struct fake_root *r)
 	free(r);
 }
 
+/*
+ * The guests alive in this process and the folder to remove with them, for a test that dies
+ * with guests running (fake_root_abort_cleanup()). Guests are booted and destroyed by one thread
+ * at a time in the programs that use them; the lock keeps the list whole anyway.
+ */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fake_root **live;
+static size_t n_live;
+static char *abort_dir;
+
+static void live_add(struct fake_root *r)
+{
+	pthread_mutex_lock(&live_lock);
+	live = xrealloc(live, (n_live + 1) * sizeof(*live));
+	live[n_live++] = r;
+	pthread_mutex_unlock(&live_lock);
+}
+
+static void live_remove(struct fake_root *r)
+{
+	pthread_mutex_lock(&live_lock);
+	for (size_t i = 0; i < n_live; i++)
+		if (live[i] == r) {
+			live[i] = live[--n_live];
+			break;
+		}
+	pthread_mutex_unlock(&live_lock);
+}
+
+/* SIGABRT (a failed assertion): every live guest ended as fake_root_destroy() ends it, the folder
+ * removed, then the abort goes on. Not async-signal-safe: an assertion aborts from the test's
+ * own code, not from inside malloc. */
+static void abort_handler(int sig)
+{
+	for (size_t i = n_live; i > 0; i--)
+		fake_root_destroy(live[i - 1]);
+	if (abort_dir)
+		rm_tree(abort_dir, NULL);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void fake_root_abort_cleanup(const char *dir)
+{
+	free(abort_dir);
+	abort_dir = dir ? xstrdup(dir) : NULL;
+	struct sigaction sa = { .sa_handler = abort_handler };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGABRT, &sa, NULL);
+}
+
 int fake_root_boot(const char *dir, const char *sum, struct fake_root **out, char **err)
 {
 	const char *why = fake_root_support();
@@ -440,6 +491,7 @@ int fake_root_boot(const char *dir, const char *sum, struct fake_root **out, cha
 	}
 	r->ns_ino = sb.st_ino;
 	r->boot_mounts = fake_root_mounts(r);
+	live_add(r);
 	*out = r;
 	return 0;
 }
@@ -587,6 +639,7 @@ void fake_root_destroy(struct fake_root *r)
 {
 	if (!r)
 		return;
+	live_remove(r);
 	for (size_t i = 0; i < r->n_ports; i++) {
 		fake_port_end(&r->ports[i]);
 		free(r->ports[i].name);

@@ -44,6 +44,13 @@ const char *fake_root_support(void);
 int fake_root_boot(const char *dir, const char *sum, struct fake_root **out, char **err);
 /* Kill every process of the guest, detach its disks, end its namespace, remove its root. */
 void fake_root_destroy(struct fake_root *r);
+/*
+ * For a test program: when it aborts (a failed assertion: SIGABRT), end every guest still alive
+ * as fake_root_destroy() would (their processes, loop devices and roots), remove the folder dir
+ * (its scratch folder; NULL: none), then abort. Without it the guests' processes and loop devices
+ * outlive the program. Call again to change dir.
+ */
+void fake_root_abort_cleanup(const char *dir);
 /* The host path of the guest's root directory. */
 const char *fake_root_dir(const struct fake_root *r);
 

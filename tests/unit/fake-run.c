@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <string.h>
 
+#include "fake-guest.h"
 #include "fs.h"
 
 char *fake_dir_make(const char *prefix)
@@ -23,11 +24,14 @@ char *fake_dir_make(const char *prefix)
 	g_setenv("FERRY_CACHE_DIR", cache, TRUE);
 	g_free(runs);
 	g_free(cache);
+	/* a failed assertion ends the guests still alive and removes the folder */
+	fake_root_abort_cleanup(dir);
 	return dir;
 }
 
 void fake_dir_remove(char *dir)
 {
+	fake_root_abort_cleanup(NULL);
 	g_assert_cmpint(rm_tree(dir, NULL), ==, 0);
 	g_free(dir);
 }

@@ -13,6 +13,7 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <linux/sockios.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -375,11 +376,73 @@ static void test_share_and_hang(void)
 	g_free(dir);
 }
 
+/* A test program that aborts with a guest running (a process it left in a session of its own, a
+ * disk mounted on a loop device): fake_root_abort_cleanup() ends them and removes its scratch
+ * folder before the abort goes on. The program is this one, run again for this test only
+ * (g_test_trap_subprocess); it says where things are in the file FERRY_TEST_ABORT_INFO names. */
+static void test_abort(void)
+{
+	if (skip_unless_supported())
+		return;
+	if (g_test_subprocess()) {
+		struct fake_root *r = boot();
+		char *img = ext4_image(), *name = NULL, *err = NULL;
+		g_assert_cmpint(fake_root_plug(r, img, "ferry-abort", false, &name, &err), ==, 0);
+		char *cmd = g_strdup_printf("mkdir -p /mnt/a && mount -t ext4 /dev/%s /mnt/a && "
+					    "{ setsid sleep 600 </dev/null >/dev/null 2>&1 & } && "
+					    "echo $!",
+					    name);
+		char *pid = sh(r, cmd);
+		char *info = g_strdup_printf("%s%s\n%s\n", pid, tmp_dir, img);
+		g_assert_true(g_file_set_contents(getenv("FERRY_TEST_ABORT_INFO"), info, -1, NULL));
+		/* what a failed assertion does (in a test subprocess glib's would _exit(1) instead)
+		 */
+		abort();
+	}
+	char *path = g_build_filename(tmp_dir, "abort-info", NULL);
+	g_setenv("FERRY_TEST_ABORT_INFO", path, TRUE);
+	g_test_trap_subprocess(NULL, 60 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_DEFAULT);
+	g_test_trap_assert_failed();
+	char *text = NULL;
+	g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+	char **l = g_strsplit(text, "\n", 4);
+	g_assert_cmpuint(g_strv_length(l), >=, 3);
+	/* the process the guest left: killed (gone, or a zombie of the host's init) */
+	char *stat = g_strdup_printf("/proc/%s/stat", l[0]), *st = NULL;
+	if (g_file_get_contents(stat, &st, NULL, NULL))
+		g_assert_nonnull(strstr(st, ") Z "));
+	/* its scratch folder removed, the guest's root and the image with it */
+	g_assert_false(g_file_test(l[1], G_FILE_TEST_EXISTS));
+	/* no loop device left on the image (detached once the guest's mount went with it) */
+	bool held = true;
+	for (int i = 0; i < 500 && held; i++) {
+		held = false;
+		GDir *d = g_dir_open("/sys/block", 0, NULL);
+		for (const char *n; d && !held && (n = g_dir_read_name(d));) {
+			char *bf = g_strdup_printf("/sys/block/%s/loop/backing_file", n), *b = NULL;
+			held = g_file_get_contents(bf, &b, NULL, NULL) && g_str_has_prefix(b, l[2]);
+			g_free(b);
+			g_free(bf);
+		}
+		if (d)
+			g_dir_close(d);
+		if (held)
+			g_usleep(10000);
+	}
+	g_assert_false(held);
+	g_free(st);
+	g_free(stat);
+	g_strfreev(l);
+	g_free(text);
+	g_free(path);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	g_test_init(&argc, &argv, NULL);
 	tmp_dir = g_dir_make_tmp("ferry-test-fake-guest-XXXXXX", NULL);
+	fake_root_abort_cleanup(tmp_dir);
 	g_test_add_func("/fake-guest/commands", test_commands);
 	g_test_add_func("/fake-guest/open", test_open);
 	g_test_add_func("/fake-guest/timeout", test_timeout);
@@ -387,7 +450,9 @@ int main(int argc, char **argv)
 	g_test_add_func("/fake-guest/disk", test_disk);
 	g_test_add_func("/fake-guest/channel", test_channel);
 	g_test_add_func("/fake-guest/share-and-hang", test_share_and_hang);
+	g_test_add_func("/fake-guest/abort", test_abort);
 	int rc = g_test_run();
+	fake_root_abort_cleanup(NULL);
 	g_assert_cmpint(rm_tree(tmp_dir, NULL), ==, 0);
 	g_free(tmp_dir);
 	return rc;
