@@ -530,9 +530,10 @@ int fake_root_mounted(const struct fake_root *r, const char *mnt, char **err)
 	return found;
 }
 
-/* Appends "GUEST_PATH," for every entry under dirfd that is not a directory, depth first. */
-static void files_under(int dirfd, const char *guest, const char *prune, char **list,
-			unsigned depth)
+/* visit(ud, &path, sb) for every entry under dirfd (guest path `guest`), depth first, going
+ * into every directory but prune (NULL: none); visit may take the path (TAKE_PTR). */
+static void walk_under(int dirfd, const char *guest, const char *prune, unsigned depth,
+		       void (*visit)(void *ud, char **path, const struct stat *sb), void *ud)
 {
 	DIR *d = depth < 64 ? fdopendir(dirfd) : NULL;
 	if (!d) {
@@ -547,69 +548,61 @@ static void files_under(int dirfd, const char *guest, const char *prune, char **
 		struct stat sb;
 		if (fstatat(dirfd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
-		if (!S_ISDIR(sb.st_mode)) {
-			char *more = xasprintf("%s%s,", *list ? *list : "", p);
-			free(*list);
-			*list = more;
-		} else if (!prune || strcmp(p, prune) != 0) {
+		bool dir = S_ISDIR(sb.st_mode);
+		if (dir && (!prune || strcmp(p, prune) != 0)) {
 			int sub = openat(dirfd, e->d_name,
 					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sub >= 0)
-				files_under(sub, p, prune, list, depth + 1);
+				walk_under(sub, p, prune, depth + 1, visit, ud);
 		}
+		visit(ud, &p, &sb);
 	}
 	closedir(d);
+}
+
+/* fake_root_files()'s visit: "PATH," appended for an entry that is not a directory */
+static void list_file(void *ud, char **path, const struct stat *sb)
+{
+	char **list = ud;
+	if (S_ISDIR(sb->st_mode))
+		return;
+	char *more = xasprintf("%s%s,", *list ? *list : "", *path);
+	free(*list);
+	*list = more;
+}
+
+/* The walk under the guest directory dir, when the host can open it. */
+static void walk_guest(const struct fake_root *r, const char *dir, const char *prune,
+		       void (*visit)(void *ud, char **path, const struct stat *sb), void *ud)
+{
+	_cleanup_free_ char *host = fake_host_path(r, dir);
+	int fd = open(host, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0)
+		walk_under(fd, dir, prune, 0, visit, ud);
 }
 
 char *fake_root_files(const struct fake_root *r, const char *const *dirs, const char *prune)
 {
 	char *list = NULL;
-	for (size_t i = 0; dirs[i]; i++) {
-		_cleanup_free_ char *host = fake_host_path(r, dirs[i]);
-		int fd = open(host, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd >= 0)
-			files_under(fd, dirs[i], prune, &list, 0);
-	}
+	for (size_t i = 0; dirs[i]; i++)
+		walk_guest(r, dirs[i], prune, list_file, &list);
 	return list ? list : xstrdup("");
 }
 
-/* The least in byte order of best and the paths of the regular files below dirfd (guest path
- * `guest`), into *best. */
-static void first_file_under(int dirfd, const char *guest, char **best, unsigned depth)
+/* fake_root_first_file()'s visit: the least regular file's path in byte order */
+static void least_file(void *ud, char **path, const struct stat *sb)
 {
-	DIR *d = depth < 64 ? fdopendir(dirfd) : NULL;
-	if (!d) {
-		close(dirfd);
-		return;
+	char **best = ud;
+	if (S_ISREG(sb->st_mode) && (!*best || strcmp(*path, *best) < 0)) {
+		free(*best);
+		*best = TAKE_PTR(*path);
 	}
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		_cleanup_free_ char *p = xasprintf("%s/%s", guest, e->d_name);
-		struct stat sb;
-		if (fstatat(dirfd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;
-		if (S_ISREG(sb.st_mode) && (!*best || strcmp(p, *best) < 0)) {
-			free(*best);
-			*best = TAKE_PTR(p);
-		} else if (S_ISDIR(sb.st_mode)) {
-			int sub = openat(dirfd, e->d_name,
-					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub >= 0)
-				first_file_under(sub, p, best, depth + 1);
-		}
-	}
-	closedir(d);
 }
 
 char *fake_root_first_file(const struct fake_root *r, const char *dir)
 {
 	char *best = NULL;
-	_cleanup_free_ char *host = fake_host_path(r, dir);
-	int fd = open(host, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0)
-		first_file_under(fd, dir, &best, 0);
+	walk_guest(r, dir, NULL, least_file, &best);
 	return best;
 }
 
