@@ -5,16 +5,15 @@
  *
  * What stands in for what: a guest command runs in the root's namespace (stdin, stdout, stderr
  * and the timeout as the agent's); a guest file is opened in the guest's root from the host, as
- * the agent opens it (no process); a
- * plugged disk is a loop device of its raw image; a port is a FIFO fed from a unix socket; the
- * guest shares the host's network (its private address is 127.0.0.1, where it also reaches
- * the host), so a port the guest listens on is one on the host's loopback; a share is a bind
- * mount. The target disk is a raw ext4 image on a loop device whatever the plan's format, bus or
- * cache (the fake measures nothing), or a tmpfs. So every guest is as on a private network
- * (nic backend private, which the fake takes for vm2vm, network and smb served_by guest cells):
- * its address and the host's are the loopback, the host's sockets reach it directly (no
- * forwarded port, whatever the backend), and a program the machine runs "in the private
- * network" (net_run, net_spawn: smbclient) runs on the host's. An SMB share the guest would
+ * the agent opens it (no process); a plugged disk is a loop device of its raw image; a port is
+ * a FIFO fed from a unix socket; the guest shares the host's network (its private address is
+ * 127.0.0.1, where it also reaches the host), so a port the guest listens on is one on the
+ * host's loopback; a share is a bind mount. The target disk is a raw ext4 image on a loop device
+ * whatever the plan's format, bus or cache (the fake measures nothing), or a tmpfs. So every guest
+ * is as on a private network (nic backend private, which the fake takes for vm2vm, network and smb
+ * served_by guest cells): its address and the host's are the loopback, the host's sockets reach it
+ * directly (no forwarded port, whatever the backend), and a program the machine runs "in the
+ * private network" (net_run, net_spawn: smbclient) runs on the host's. An SMB share the guest would
  * mount (smb served_by host) needs a cifs client, which the fake has not: those cells are
  * skipped with the reason.
  */
@@ -38,7 +37,7 @@
 #include "methods/method.h"
 #include "methods/share.h"
 
-/* What a housekeeping command (mount, empty, a file's cat) may take. */
+/* What a housekeeping command (mount, empty) may take. */
 #define HOUSEKEEPING_MS 30000u
 #define EMPTY_CMD       "rm -rf " MACHINE_LANDING " && mkdir -p " MACHINE_LANDING
 
@@ -164,13 +163,22 @@ static void fake_proc_kill_op(struct machine *m, struct machine_guest *mg, int64
 
 /* ---- files: opened in the guest's root from the host ---- */
 
+/* The most a guest file read by the fake may hold: what the methods read are small files, and
+ * a device without an end (/dev/zero) must not fill the host's memory. */
+#define READ_MAX (64u << 20)
+
 /* fd's bytes from its offset to its end (NUL-terminated for the reader's ease): a buffer with *len,
- * or NULL with errno. */
+ * or NULL with errno (EFBIG past READ_MAX). */
 static char *read_all(int fd, size_t *len)
 {
 	size_t cap = 4096, n = 0;
 	char *buf = xmalloc(cap + 1);
 	for (;;) {
+		if (n == cap && cap >= READ_MAX) {
+			free(buf);
+			errno = EFBIG;
+			return NULL;
+		}
 		if (n == cap)
 			buf = xrealloc(buf, (cap *= 2) + 1);
 		ssize_t got = read(fd, buf + n, cap - n);
