@@ -167,55 +167,6 @@ static void fake_proc_kill_op(struct machine *m, struct machine_guest *mg, int64
  * a device without an end (/dev/zero) must not fill the host's memory. */
 #define READ_MAX (64u << 20)
 
-/* fd's bytes from its offset to its end (NUL-terminated for the reader's ease): a buffer with *len,
- * or NULL with errno (EFBIG past READ_MAX). */
-static char *read_all(int fd, size_t *len)
-{
-	size_t cap = 4096, n = 0;
-	char *buf = xmalloc(cap + 1);
-	for (;;) {
-		if (n == cap && cap >= READ_MAX) {
-			free(buf);
-			errno = EFBIG;
-			return NULL;
-		}
-		if (n == cap)
-			buf = xrealloc(buf, (cap *= 2) + 1);
-		ssize_t got = read(fd, buf + n, cap - n);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0) {
-			int e = errno;
-			free(buf);
-			errno = e;
-			return NULL;
-		}
-		if (got == 0)
-			break;
-		n += (size_t)got;
-	}
-	buf[n] = '\0';
-	*len = n;
-	return buf;
-}
-
-/* in's bytes to out until in's end: 0 with *n, or -1 with errno. */
-static int copy_all(int in, int out, uint64_t *n)
-{
-	char buf[65536];
-	*n = 0;
-	for (;;) {
-		ssize_t got = read(in, buf, sizeof(buf));
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			return got < 0 ? -1 : 0;
-		if (write_all(out, buf, (size_t)got) < 0)
-			return -1;
-		*n += (uint64_t)got;
-	}
-}
-
 static int fake_file_open(struct machine *m, struct machine_guest *mg, const char *path,
 			  const char *mode, int64_t *handle, struct machine_err *e)
 {
@@ -234,7 +185,7 @@ static int fake_file_open(struct machine *m, struct machine_guest *mg, const cha
 				       path, strerror(errno));
 	char *data = NULL;
 	size_t len = 0;
-	if (flags == O_RDONLY && !(data = read_all(fd, &len)))
+	if (flags == O_RDONLY && !(data = fd_read_all(fd, READ_MAX, &len)))
 		return machine_err_set(e, MACHINE_ERR_FAILED, "cannot read '%s' in the guest: %s",
 				       path, strerror(errno));
 	struct fake_handle *h = handle_new(g);
@@ -315,7 +266,7 @@ static int fake_push_file(struct machine *m, struct machine_guest *mg, const cha
 		return machine_err_set(e, MACHINE_ERR_FAILED, "cannot open '%s' in the guest: %s",
 				       guest_path, strerror(errno));
 	uint64_t n = 0;
-	int rc = copy_all(fd, out, &n);
+	int rc = fd_copy_all(fd, out, &n);
 	if (close(out) < 0)
 		rc = -1;
 	out = -1;

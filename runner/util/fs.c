@@ -188,6 +188,47 @@ int write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
+char *fd_read_all(int fd, size_t max, size_t *len)
+{
+	size_t cap = 4096, n = 0;
+	char *buf = xmalloc(cap + 1);
+	for (;;) {
+		if (n == cap)
+			buf = xrealloc(buf, (cap *= 2) + 1);
+		ssize_t got = read(fd, buf + n, cap - n);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got > 0 && (n += (size_t)got) <= max)
+			continue;
+		if (got != 0) {
+			int e = got < 0 ? errno : EFBIG;
+			free(buf);
+			errno = e;
+			return NULL;
+		}
+		break;
+	}
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
+int fd_copy_all(int in, int out, uint64_t *n)
+{
+	char buf[65536];
+	*n = 0;
+	for (;;) {
+		ssize_t got = read(in, buf, sizeof(buf));
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return got < 0 ? -1 : 0;
+		if (write_all(out, buf, (size_t)got) < 0)
+			return -1;
+		*n += (uint64_t)got;
+	}
+}
+
 /* 0 when `base` in dirfd is absent or a regular file; else -1 with *err. */
 static int target_replaceable(int dirfd, const char *base, const char *path, char **err)
 {

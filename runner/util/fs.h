@@ -92,6 +92,11 @@ void atomic_file_abort(struct atomic_file *af);
 
 /* Write len bytes to fd, retrying short writes and EINTR; 0 or -1 with errno. */
 int write_all(int fd, const void *data, size_t len);
+/* fd's bytes from its offset to its end, NUL-terminated (caller frees), *len without the NUL;
+ * NULL with errno when a read fails, EFBIG when there are more than max bytes. */
+char *fd_read_all(int fd, size_t max, size_t *len);
+/* in's bytes from its offset to its end written to out; 0 with *n the bytes, or -1 with errno. */
+int fd_copy_all(int in, int out, uint64_t *n);
 
 /* The whole of data as the file `path`, atomically (atomic_file_*). Returns 0 or -1 with *err. */
 int write_file_atomic(const char *path, const void *data, size_t len, mode_t mode, char **err);

@@ -475,6 +475,50 @@ static void test_input_check(void)
 	g_free(base);
 }
 
+/* fd_read_all(): all of a file up to its cap (an empty one too), EFBIG past it; fd_copy_all():
+ * every byte, counted. */
+static void test_fd_read_copy(void)
+{
+	char *path = NULL;
+	int fd = g_file_open_tmp("ferry-test-fs-XXXXXX", &path, NULL);
+	g_assert_cmpint(fd, >=, 0);
+	size_t len = 0;
+	char *got = fd_read_all(fd, 0, &len);
+	g_assert_nonnull(got);
+	g_assert_cmpuint(len, ==, 0);
+	g_assert_cmpstr(got, ==, "");
+	free(got);
+	char data[10000];
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (char)('a' + i % 26);
+	g_assert_cmpint(write_all(fd, data, sizeof(data)), ==, 0);
+	g_assert_cmpint(lseek(fd, 0, SEEK_SET), ==, 0);
+	got = fd_read_all(fd, sizeof(data), &len);
+	g_assert_nonnull(got);
+	g_assert_cmpuint(len, ==, sizeof(data));
+	g_assert_cmpmem(got, len, data, sizeof(data));
+	g_assert_cmpint(got[len], ==, '\0');
+	free(got);
+	g_assert_cmpint(lseek(fd, 0, SEEK_SET), ==, 0);
+	errno = 0;
+	g_assert_null(fd_read_all(fd, sizeof(data) - 1, &len));
+	g_assert_cmpint(errno, ==, EFBIG);
+	g_assert_cmpint(lseek(fd, 0, SEEK_SET), ==, 0);
+	int p[2];
+	g_assert_cmpint(pipe(p), ==, 0);
+	uint64_t n = 0;
+	g_assert_cmpint(fd_copy_all(fd, p[1], &n), ==, 0);
+	g_assert_cmpuint(n, ==, sizeof(data));
+	close(p[1]);
+	got = fd_read_all(p[0], sizeof(data), &len);
+	g_assert_cmpmem(got, len, data, sizeof(data));
+	free(got);
+	close(p[0]);
+	close(fd);
+	g_unlink(path);
+	g_free(path);
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -490,5 +534,6 @@ int main(int argc, char **argv)
 	g_test_add_func("/fs/dir-replace", test_dir_replace);
 	g_test_add_func("/fs/file-cache-evict", test_file_cache_evict);
 	g_test_add_func("/fs/fd-next-data", test_fd_next_data);
+	g_test_add_func("/fs/fd-read-copy", test_fd_read_copy);
 	return g_test_run();
 }
