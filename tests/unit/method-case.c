@@ -16,7 +16,8 @@ char *sum_path;
  * The vm of a method's cells: a network pull on ferry's private network, since on user
  * networking the guest reaches nothing of the host and the cell is skipped (rule
  * cell.network-pull-user); the fake machine's guests are on the loopback either way
- * (fake-ops.c).
+ * (fake-ops.c). smb served_by guest on the Debian guest (the only one with smbd: its skip
+ * reason elsewhere) on the private network, as its rules ask.
  */
 const char *vm_for(const char *method)
 {
