@@ -4,9 +4,12 @@
 #include <limits.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 
+#include "fs.h"
 #include "utf8.h"
 
 static _noreturn_ void oom(void)
@@ -220,28 +223,10 @@ uint64_t now_ns(void)
 
 char *read_file(const char *path, size_t *len)
 {
-	_cleanup_fclose_ FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	size_t cap = 0, n = 0;
-
-	if (!f)
-		return NULL;
-	for (;;) {
-		buf = xgrow(buf, &cap, n + 65536 + 1, 1);
-		size_t r = fread(buf + n, 1, cap - n - 1, f);
-		n += r;
-		if (r == 0) {
-			if (ferror(f)) {
-				int e = errno;
-				free(buf);
-				errno = e ? e : EIO;
-				return NULL;
-			}
-			break;
-		}
-	}
-	buf[n] = '\0';
-	if (len)
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t n = 0;
+	char *buf = fd < 0 ? NULL : fd_read_all(fd, SIZE_MAX, &n);
+	if (buf && len)
 		*len = n;
 	return buf;
 }
